@@ -1,0 +1,26 @@
+#!/usr/bin/env node
+import { Command, CommanderError } from "commander";
+
+/**
+ * The `streamkeeper` binary. Each command lives in its own module and registers itself;
+ * usage errors exit 2 with one `error:` line, as CONTRACT.md fixes for every command.
+ */
+const program = new Command("streamkeeper")
+  .description("Durable webhook receiver for identity event streams: receive, dispatch, reconcile")
+  .showHelpAfterError("(run with --help for usage)")
+  .configureOutput({ outputError: (text, write) => write(text.startsWith("error:") ? text : `error: ${text}`) })
+  .exitOverride();
+
+// Commands register here, one line each.
+
+try {
+  await program.parseAsync(process.argv);
+} catch (error) {
+  if (error instanceof CommanderError) {
+    const done = error.code === "commander.helpDisplayed" || error.code === "commander.version" || error.code === "commander.help";
+    process.exitCode = done ? 0 : 2;
+  } else {
+    process.stderr.write(`error: ${error instanceof Error ? error.message : String(error)}\n`);
+    process.exitCode = 1;
+  }
+}

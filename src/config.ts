@@ -1,0 +1,141 @@
+import { z } from "zod";
+
+/**
+ * Every setting of Streamkeeper, read from the environment once, here and nowhere else.
+ * Each key has its default and a one-line description; the README's settings table
+ * is written from this list (`streamkeeper settings` prints it).
+ */
+const port = z.coerce.number().int().min(0).max(65535);
+const optional = z.string().trim().min(1).optional();
+const url = z.url({ protocol: /^https?$/ }).optional();
+
+export const settings = {
+  PORT: [port.default(8080), "public webhook ingress port"],
+  HOST: [z.string().default("0.0.0.0"), "public webhook ingress address"],
+  ADMIN_PORT: [port.default(9090), "metrics, admin API and dashboard port"],
+  ADMIN_HOST: [z.string().default("127.0.0.1"), "admin address; keep it internal"],
+  REDIS_URL: [optional, "unset: start an embedded redis-server (from PATH) with its data under DATA_DIR, or reuse one already running there"],
+  DATA_DIR: [z.string().default("./.streamkeeper"), "embedded Redis data (append-only file on) and generated credentials"],
+  QUEUE_PREFIX: [z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, "use letters, digits, _ or - only").default("streamkeeper"), "BullMQ prefix; used as a Redis Cluster hash tag"],
+  WEBHOOK_AUTH: [z.enum(["basic", "bearer", "custom_header", "none"]).default("basic"), "how the tenant authenticates: basic, bearer, custom_header or none (none only when set explicitly)"],
+  WEBHOOK_USERNAME: [optional, "user name for basic; with WEBHOOK_PASSWORD also unset, credentials are generated into DATA_DIR"],
+  WEBHOOK_PASSWORD: [optional, "password for basic"],
+  WEBHOOK_TOKEN: [optional, "token for bearer"],
+  WEBHOOK_HEADER_NAME: [z.string().regex(/^[A-Za-z0-9!#$%&'*+.^_`|~-]+$/, "use a valid HTTP header name").optional(), "header name for custom_header"],
+  WEBHOOK_HEADER_VALUE: [optional, "header value for custom_header"],
+  WEBHOOK_MAX_BODY_BYTES: [z.coerce.number().int().min(1024).default(1_048_576), "larger bodies get 413"],
+  DEFAULT_STREAM_ID: [optional, "stream of events that name none (no path id, no a0stream); also the stream reconcile reads first"],
+  TENANT_DOMAIN: [z.string().regex(/^[A-Za-z0-9.-]+(:\d+)?$/, "give a host name such as acme.us.auth0.com, without https://").optional(), "tenant host, e.g. acme.us.auth0.com"],
+  MGMT_API_BASE_URL: [url, "management API root; default https://<TENANT_DOMAIN>/api/v2"],
+  MGMT_TOKEN_URL: [url, "token endpoint; default https://<TENANT_DOMAIN>/oauth/token"],
+  MGMT_AUDIENCE: [optional, "token audience; default https://<TENANT_DOMAIN>/api/v2/"],
+  MGMT_CLIENT_ID: [optional, "client-credentials grant: client id"],
+  MGMT_CLIENT_SECRET: [optional, "client-credentials grant: client secret"],
+  ROUTES_FILE: [optional, "downstream routes (YAML or JSON)"],
+  DOWNSTREAM_URL: [url, "shortcut: one route named `default` that receives every event"],
+  ADMIN_TOKEN: [optional, "bearer token for /admin/*; admin write endpoints and the dashboard are off without it"],
+  DEDUPE_TTL_SECONDS: [z.coerce.number().int().min(1).default(604_800), "how long an event id is remembered"],
+  LOG_LEVEL: [z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"), "pino level; logs are JSON lines, secrets redacted"],
+  SHUTDOWN_TIMEOUT_MS: [z.coerce.number().int().min(0).default(10_000), "how long shutdown waits for in-flight requests and deliveries"],
+  DISPATCH_BACKOFF_BASE_MS: [z.coerce.number().int().min(1).default(1000), "first retry delay of a downstream delivery; doubles each attempt, with jitter"],
+  DISPATCH_BACKOFF_MAX_MS: [z.coerce.number().int().min(1).default(300_000), "longest retry delay, also the clamp on a downstream Retry-After"],
+  COMPLETED_JOB_RETENTION_SECONDS: [z.coerce.number().int().min(0).default(3600), "how long delivered jobs stay visible in the dashboard"],
+  RECONCILE_RATE_PER_SECOND: [z.coerce.number().positive().default(5), "tenant API calls per second the reconciler may make"],
+  OTEL_EXPORTER_OTLP_ENDPOINT: [url, "send OpenTelemetry traces there; off when unset"],
+} as const satisfies Record<string, readonly [z.ZodType, string]>;
+
+type Settings = typeof settings;
+export type Env = { [K in keyof Settings]: z.output<Settings[K][0]> };
+
+export type WebhookAuth =
+  | { method: "basic"; username: string; password: string }
+  | { method: "basic"; generated: true }
+  | { method: "bearer"; token: string }
+  | { method: "custom_header"; headerName: string; headerValue: string }
+  | { method: "none" };
+
+export interface Tenant {
+  apiBaseUrl: string;
+  tokenUrl: string;
+  audience: string;
+  clientId?: string;
+  clientSecret?: string;
+}
+
+export interface Config {
+  env: Env;
+  webhookAuth: WebhookAuth;
+  /** Undefined when neither TENANT_DOMAIN nor the MGMT_* overrides are set. */
+  tenant?: Tenant;
+}
+
+export class ConfigError extends Error {
+  constructor(readonly problems: string[]) {
+    super(problems.join("; "));
+    this.name = "ConfigError";
+  }
+}
+
+const schema = z.object(Object.fromEntries(Object.entries(settings).map(([key, [type]]) => [key, type]))) as unknown as z.ZodType<Env>;
+
+/** Parses the environment; throws a ConfigError naming every bad value and what to change. */
+export function loadConfig(source: Record<string, string | undefined> = process.env): Config {
+  const raw = Object.fromEntries(
+    Object.keys(settings).map((key) => [key, source[key] === "" ? undefined : source[key]]),
+  );
+  const parsed = schema.safeParse(raw);
+  if (!parsed.success) {
+    throw new ConfigError(
+      parsed.error.issues.map((issue) => `${issue.path.join(".")}: ${issue.message} (got ${JSON.stringify(raw[String(issue.path[0])])})`),
+    );
+  }
+  const env = parsed.data;
+  const problems: string[] = [];
+  const webhookAuth = webhookAuthOf(env, problems);
+  const tenant = tenantOf(env, problems);
+  if (problems.length > 0) throw new ConfigError(problems);
+  return { env, webhookAuth, tenant };
+}
+
+function webhookAuthOf(env: Env, problems: string[]): WebhookAuth {
+  const required = (name: keyof Env) => {
+    if (env[name] === undefined) problems.push(`${name} is required when WEBHOOK_AUTH=${env.WEBHOOK_AUTH}`);
+    return String(env[name]);
+  };
+  switch (env.WEBHOOK_AUTH) {
+    case "basic":
+      if (env.WEBHOOK_USERNAME === undefined && env.WEBHOOK_PASSWORD === undefined) return { method: "basic", generated: true };
+      if (env.WEBHOOK_USERNAME?.includes(":")) problems.push("WEBHOOK_USERNAME must not contain ':' (basic authorization splits on it)");
+      return { method: "basic", username: required("WEBHOOK_USERNAME"), password: required("WEBHOOK_PASSWORD") };
+    case "bearer":
+      return { method: "bearer", token: required("WEBHOOK_TOKEN") };
+    case "custom_header":
+      return { method: "custom_header", headerName: required("WEBHOOK_HEADER_NAME"), headerValue: required("WEBHOOK_HEADER_VALUE") };
+    case "none":
+      return { method: "none" };
+  }
+}
+
+function tenantOf(env: Env, problems: string[]): Tenant | undefined {
+  const domain = env.TENANT_DOMAIN;
+  const apiBaseUrl = env.MGMT_API_BASE_URL ?? (domain && `https://${domain}/api/v2`);
+  const tokenUrl = env.MGMT_TOKEN_URL ?? (domain && `https://${domain}/oauth/token`);
+  const audience = env.MGMT_AUDIENCE ?? (domain ? `https://${domain}/api/v2/` : env.MGMT_API_BASE_URL && `${env.MGMT_API_BASE_URL.replace(/\/+$/, "")}/`);
+  if (!apiBaseUrl && !tokenUrl) return undefined;
+  if (!apiBaseUrl) problems.push("MGMT_API_BASE_URL or TENANT_DOMAIN is required when MGMT_TOKEN_URL is set");
+  if (!tokenUrl) problems.push("MGMT_TOKEN_URL or TENANT_DOMAIN is required when MGMT_API_BASE_URL is set");
+  if (!apiBaseUrl || !tokenUrl || !audience) return undefined;
+  return { apiBaseUrl: apiBaseUrl.replace(/\/+$/, ""), tokenUrl, audience, clientId: env.MGMT_CLIENT_ID, clientSecret: env.MGMT_CLIENT_SECRET };
+}
+
+/** Where the tenant's API is needed (streams, reconcile): the settings or a message naming what to set. */
+export function requireTenant(config: Config): Required<Tenant> {
+  const tenant = config.tenant;
+  const missing = [
+    !tenant && "TENANT_DOMAIN (or MGMT_API_BASE_URL and MGMT_TOKEN_URL)",
+    !tenant?.clientId && "MGMT_CLIENT_ID",
+    !tenant?.clientSecret && "MGMT_CLIENT_SECRET",
+  ].filter(Boolean);
+  if (missing.length > 0) throw new ConfigError([`set ${missing.join(", ")} to reach the tenant's management API`]);
+  return tenant as Required<Tenant>;
+}

@@ -1,0 +1,109 @@
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
+
+/**
+ * The one metrics registry of the process (the only module-level singleton, STYLE.md).
+ * Names and labels are CONTRACT.md's; every label value is bounded (event types outside
+ * the tenant's list share `other`, statuses are numbers, routes come from config).
+ */
+export const registry = new Registry();
+collectDefaultMetrics({ register: registry, prefix: "streamkeeper_" });
+
+/** Millisecond-scale latencies: 0.5 ms to 10 s. */
+const latencyBuckets = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
+
+export const webhookRequests = new Counter({
+  name: "streamkeeper_webhook_requests_total",
+  help: "Webhook requests answered, by HTTP status",
+  labelNames: ["status"] as const,
+  registers: [registry],
+});
+
+export const webhookRequestDuration = new Histogram({
+  name: "streamkeeper_webhook_request_duration_seconds",
+  help: "Time from receiving a webhook request to answering it",
+  buckets: latencyBuckets,
+  registers: [registry],
+});
+
+export const eventsReceived = new Counter({
+  name: "streamkeeper_events_received_total",
+  help: "Events stored, by type and origin (webhook or reconcile)",
+  labelNames: ["type", "origin"] as const,
+  registers: [registry],
+});
+
+export const eventsDuplicate = new Counter({
+  name: "streamkeeper_events_duplicate_total",
+  help: "Events answered as duplicates of an id seen within DEDUPE_TTL_SECONDS",
+  labelNames: ["origin"] as const,
+  registers: [registry],
+});
+
+export const eventsNonconforming = new Counter({
+  name: "streamkeeper_events_nonconforming_total",
+  help: "Events accepted although they break a tenant rule (id length, event type list), by rule",
+  labelNames: ["rule"] as const,
+  registers: [registry],
+});
+
+export const eventsRejected = new Counter({
+  name: "streamkeeper_events_rejected_total",
+  help: "Webhook requests refused as invalid, by reason",
+  labelNames: ["reason"] as const,
+  registers: [registry],
+});
+
+export const queueJobs = new Gauge({
+  name: "streamkeeper_queue_jobs",
+  help: "Jobs per queue and state, read at scrape time",
+  labelNames: ["queue", "state"] as const,
+  registers: [registry],
+});
+
+export const queueOldestWaitingAge = new Gauge({
+  name: "streamkeeper_queue_oldest_waiting_age_seconds",
+  help: "Age of the oldest job waiting in each queue (the backlog signal), read at scrape time",
+  labelNames: ["queue"] as const,
+  registers: [registry],
+});
+
+export const dispatchTotal = new Counter({
+  name: "streamkeeper_dispatch_total",
+  help: "Downstream delivery attempts by route and outcome (delivered, retry, dead_letter)",
+  labelNames: ["route", "outcome"] as const,
+  registers: [registry],
+});
+
+export const dispatchDuration = new Histogram({
+  name: "streamkeeper_dispatch_duration_seconds",
+  help: "Duration of one downstream delivery attempt",
+  labelNames: ["route"] as const,
+  buckets: latencyBuckets,
+  registers: [registry],
+});
+
+export const reconcileTotal = new Counter({
+  name: "streamkeeper_reconcile_total",
+  help: "Reconcile outcomes (recovered, already_received, not_failed, no_payload, not_found, error)",
+  labelNames: ["outcome"] as const,
+  registers: [registry],
+});
+
+export const mgmtApiRequests = new Counter({
+  name: "streamkeeper_mgmt_api_requests_total",
+  help: "Tenant management API requests by operation and HTTP status (0: network error)",
+  labelNames: ["operation", "status"] as const,
+  registers: [registry],
+});
+
+export const mgmtApiRateLimitRemaining = new Gauge({
+  name: "streamkeeper_mgmt_api_rate_limit_remaining",
+  help: "X-RateLimit-Remaining of the last tenant management API answer",
+  registers: [registry],
+});
+
+export const redisUp = new Gauge({
+  name: "streamkeeper_redis_up",
+  help: "1 when the last Redis ping succeeded, 0 otherwise",
+  registers: [registry],
+});

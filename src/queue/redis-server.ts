@@ -1,0 +1,112 @@
+import { spawn, type ChildProcess } from "node:child_process";
+import { mkdir } from "node:fs/promises";
+import { createServer } from "node:net";
+import { resolve } from "node:path";
+
+export interface RedisServerOptions {
+  /** Working directory: the append-only file and dump live here. */
+  dir: string;
+  /** TCP port; `0` picks a free one. Ignored when `unixSocket` is set. @defaultValue 0 */
+  port?: number;
+  /** Listen on this Unix socket only (no TCP). */
+  unixSocket?: string;
+  /** @defaultValue true */
+  appendOnly?: boolean;
+  /** @defaultValue "redis-server" from PATH */
+  bin?: string;
+  /** Further `--name value` pairs, e.g. `["--cluster-enabled", "yes"]`. */
+  extraArgs?: string[];
+}
+
+export interface RedisServer {
+  url: string;
+  port: number;
+  process: ChildProcess;
+  /** Asks Redis to shut down (it writes the append-only file) and waits for the exit. */
+  stop(): Promise<void>;
+  /** SIGKILL: a crash, for fault tests. */
+  kill(): Promise<void>;
+}
+
+export class RedisServerMissingError extends Error {
+  constructor(bin: string) {
+    super(
+      `${bin} was not found on PATH: install Redis (Debian: apt-get install -y redis-server) or set REDIS_URL to a running Redis`,
+    );
+    this.name = "RedisServerMissingError";
+  }
+}
+
+export async function freePort(): Promise<number> {
+  return new Promise((ok, fail) => {
+    const server = createServer();
+    server.unref();
+    server.on("error", fail);
+    server.listen(0, "127.0.0.1", () => {
+      const address = server.address();
+      server.close(() => (typeof address === "object" && address ? ok(address.port) : fail(new Error("no port"))));
+    });
+  });
+}
+
+/**
+ * Starts a `redis-server` child process configured the way BullMQ needs it
+ * (`maxmemory-policy noeviction`) and resolves once it accepts connections.
+ */
+export async function startRedisServer(options: RedisServerOptions): Promise<RedisServer> {
+  const dir = resolve(options.dir);
+  await mkdir(dir, { recursive: true });
+  const bin = options.bin ?? "redis-server";
+  const port = options.unixSocket ? 0 : options.port || (await freePort());
+  const args = [
+    "--port", String(port),
+    "--bind", "127.0.0.1",
+    "--dir", dir,
+    "--appendonly", options.appendOnly === false ? "no" : "yes",
+    "--appendfsync", "everysec",
+    "--maxmemory-policy", "noeviction",
+    "--save", "",
+    "--daemonize", "no",
+    "--loglevel", "notice",
+    ...(options.unixSocket ? ["--unixsocket", resolve(options.unixSocket), "--unixsocketperm", "700"] : []),
+    ...(options.extraArgs ?? []),
+  ];
+  const child = spawn(bin, args, { stdio: ["ignore", "pipe", "pipe"] });
+  const exited = new Promise<void>((ok) => child.once("exit", () => ok()));
+
+  await new Promise<void>((ok, fail) => {
+    let output = "";
+    const onData = (chunk: Buffer) => {
+      output += chunk.toString();
+      if (output.includes("Ready to accept connections")) {
+        child.stdout?.off("data", onData);
+        ok();
+      }
+    };
+    child.stdout?.on("data", onData);
+    child.once("error", (error: NodeJS.ErrnoException) =>
+      fail(error.code === "ENOENT" ? new RedisServerMissingError(bin) : error),
+    );
+    child.once("exit", (code) => fail(new Error(`redis-server exited with code ${code} before it was ready: ${output.slice(-500)}`)));
+  });
+  // Keep draining its output so a chatty server never blocks on a full pipe.
+  child.stdout?.resume();
+  child.stderr?.resume();
+
+  const url = options.unixSocket ? `redis+unix://${resolve(options.unixSocket)}` : `redis://127.0.0.1:${port}`;
+  return {
+    url,
+    port,
+    process: child,
+    async stop() {
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      child.kill("SIGTERM");
+      await exited;
+    },
+    async kill() {
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      child.kill("SIGKILL");
+      await exited;
+    },
+  };
+}
