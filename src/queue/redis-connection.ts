@@ -26,3 +26,24 @@ export function createRedis(url: string, purpose: ConnectionPurpose, name = "str
   }
   return new Redis(url, common);
 }
+
+/** Resolves once the connection is ready; rejects after `timeoutMs` with the last error. */
+export async function untilReady(redis: Redis, timeoutMs = 10_000): Promise<void> {
+  if (redis.status === "ready") return;
+  await new Promise<void>((ok, fail) => {
+    let lastError: Error | undefined;
+    const onError = (error: Error) => (lastError = error);
+    const timer = setTimeout(() => {
+      redis.off("ready", onReady);
+      redis.off("error", onError);
+      fail(new Error(`Redis is not reachable${lastError ? `: ${lastError.message}` : ""}; check REDIS_URL`));
+    }, timeoutMs);
+    const onReady = () => {
+      clearTimeout(timer);
+      redis.off("error", onError);
+      ok();
+    };
+    redis.once("ready", onReady);
+    redis.on("error", onError);
+  });
+}

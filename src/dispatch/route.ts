@@ -1,0 +1,21 @@
+/** A downstream handler (CONTRACT.md, "Downstream delivery"). */
+export interface Route {
+  /** Letters, digits, `_` and `-`: it names the route's queue and metric label. */
+  name: string;
+  /** Event type patterns: `*`, a prefix such as `user.*`, or an exact type. */
+  match: string[];
+  url: string;
+  headers: Record<string, string>;
+  /** Standard Webhooks signing secret (`whsec_<base64>` or any string). */
+  secret?: string;
+  timeoutMs: number;
+  maxAttemptsPerEvent: number;
+  concurrency: number;
+}
+
+/** `*` matches every type, `user.*` every type under `user.`, anything else itself. */
+export function routeMatches(route: Route, type: string): boolean {
+  return route.match.some((pattern) =>
+    pattern === "*" ? true : pattern.endsWith(".*") ? type.startsWith(pattern.slice(0, -1)) : pattern === type,
+  );
+}

@@ -1,0 +1,117 @@
+import { setTimeout as sleep } from "node:timers/promises";
+import type { Delivery, DeliveryStore, TenantEvent } from "./delivery-store.js";
+import { newId } from "./new-id.js";
+import { sendWebhook } from "./send-webhook.js";
+import type { StoredStream, StreamStore } from "./stream-store.js";
+
+/** 4 attempts in all: retries after about 1 s, 2 s and 4 s (real-world.md, "Webhook delivery"). */
+const retryDelaysMs = [1000, 2000, 4000];
+
+export interface DeliveryEngineOptions {
+  streams: StreamStore;
+  deliveries: DeliveryStore;
+  tenantName: string;
+  /** Multiplies the retry delays: 0.01 makes them 10, 20, 40 ms. */
+  timeScale: number;
+  webhookTimeoutMs: number;
+  /** A stream is disabled after this many consecutive failed deliveries (real: 500)... */
+  disableAfterConsecutiveFailures: number;
+  /** ...or this many failed deliveries in all (real: 5000). */
+  disableAfterTotalFailures: number;
+}
+
+export interface DeliveryEngine {
+  /** Pushes one new event to every enabled stream subscribed to its type. */
+  emit(type: string, data: Record<string, unknown>): { id: string; streams: string[] };
+  /** A new round of attempts for a failed delivery, after a `retrying` marker. */
+  redeliver(delivery: Delivery): void;
+  /** Stops every round: pending timers and requests in flight are abandoned. */
+  close(): Promise<void>;
+}
+
+export function createDeliveryEngine(options: DeliveryEngineOptions): DeliveryEngine {
+  const stop = new AbortController();
+  const rounds = new Set<Promise<void>>();
+
+  function start(delivery: Delivery): void {
+    const round = runRound(delivery).finally(() => rounds.delete(round));
+    rounds.add(round);
+  }
+
+  async function runRound(delivery: Delivery): Promise<void> {
+    delivery.status = "pending";
+    for (let attempt = 0; ; attempt++) {
+      // The stream's current destination: an update between attempts takes effect at once.
+      const stream = options.streams.get(delivery.event_stream_id);
+      if (!stream) return;
+      const { webhook_endpoint, webhook_authorization } = stream.destination.configuration;
+      const timestamp = new Date().toISOString();
+      const outcome = await sendWebhook(webhook_endpoint, webhook_authorization, JSON.stringify(delivery.event), {
+        timeoutMs: options.webhookTimeoutMs,
+        signal: stop.signal,
+      });
+      if (stop.signal.aborted) return;
+      if (outcome.ok) {
+        delivery.attempts.push({ status: "succeeded", timestamp, duration: outcome.duration });
+        delivery.status = "succeeded";
+        stream.failures.consecutive = 0;
+        return;
+      }
+      delivery.attempts.push({ status: "failed", timestamp, error_message: outcome.errorMessage, duration: outcome.duration });
+      const delay = retryDelaysMs[attempt];
+      if (outcome.final || delay === undefined) return failForGood(delivery, stream);
+      try {
+        await sleep(delay * options.timeScale, undefined, { signal: stop.signal });
+      } catch {
+        return;
+      }
+    }
+  }
+
+  function failForGood(delivery: Delivery, stream: StoredStream): void {
+    delivery.status = "failed";
+    stream.failures.consecutive += 1;
+    stream.failures.total += 1;
+    // Auto-disable (real-world.md): a disabled stream gets no events until re-enabled.
+    if (stream.failures.consecutive >= options.disableAfterConsecutiveFailures || stream.failures.total >= options.disableAfterTotalFailures) {
+      stream.status = "disabled";
+    }
+  }
+
+  return {
+    emit(type, data) {
+      const id = newId("evt_");
+      const time = new Date().toISOString();
+      const targets = options.streams
+        .all()
+        .filter((stream) => stream.status === "enabled" && stream.subscriptions.some((subscription) => subscription.event_type === type));
+      for (const stream of targets) {
+        const event: TenantEvent = {
+          id,
+          source: `urn:auth0:${options.tenantName}.emulator`,
+          specversion: "1.0",
+          type,
+          time,
+          data,
+          a0tenant: options.tenantName,
+          a0stream: stream.id,
+        };
+        const delivery: Delivery = { id, event_stream_id: stream.id, event_type: type, status: "pending", attempts: [], event, created_at: time };
+        options.deliveries.add(delivery);
+        start(delivery);
+      }
+      return { id, streams: targets.map((stream) => stream.id) };
+    },
+
+    redeliver(delivery) {
+      delivery.attempts.push({ status: "retrying", timestamp: new Date().toISOString() });
+      delivery.status = "pending";
+      start(delivery);
+    },
+
+    async close() {
+      stop.abort();
+      await Promise.allSettled([...rounds]);
+    },
+  };
+}

@@ -1,0 +1,15 @@
+import type { CloudEvent, Origin } from "../events/cloud-event.js";
+
+/** The data of one delivery job: one event for the route that owns the queue. */
+export interface DeliveryJobData {
+  event: CloudEvent;
+  origin: Origin;
+  streamId?: string;
+  /** ms since epoch when this service stored the event */
+  receivedAt: number;
+  /** a forced reconcile: deliver even where the route already has the event */
+  force?: boolean;
+}
+
+/** Live events first: BullMQ serves jobs without a priority before prioritized ones. */
+export const reconcilePriority = 10;

@@ -1,0 +1,55 @@
+import { Queue } from "bullmq";
+import type { Cluster, Redis } from "ioredis";
+import type { Route } from "../dispatch/route.js";
+import type { DeliveryJobData } from "./delivery-job.js";
+import { bullPrefix, deliveryQueueName } from "./queue-names.js";
+
+export type DeliveryQueue = Queue<DeliveryJobData>;
+
+export interface DeliveryQueues {
+  forRoute(route: string): DeliveryQueue;
+  all(): DeliveryQueue[];
+  close(): Promise<void>;
+}
+
+/** The name of the custom backoff the dispatch worker computes (a `fixed`/`exponential` type would bypass it). */
+export const backoffType = "streamkeeper";
+
+/**
+ * A producer per route queue, on one shared connection. Delivered jobs are removed after
+ * the retention; failed ones (dead letters) stay until replayed.
+ */
+export function createDeliveryQueues(
+  connection: Redis | Cluster,
+  queuePrefix: string,
+  routes: Route[],
+  completedRetentionSeconds: number,
+): DeliveryQueues {
+  const queues = new Map<string, DeliveryQueue>(
+    routes.map((route) => [
+      route.name,
+      new Queue<DeliveryJobData>(deliveryQueueName(route.name), {
+        connection,
+        prefix: bullPrefix(queuePrefix),
+        skipWaitingForReady: true,
+        defaultJobOptions: {
+          attempts: route.maxAttemptsPerEvent,
+          backoff: { type: backoffType },
+          removeOnComplete: { age: completedRetentionSeconds },
+          removeOnFail: false,
+        },
+      }),
+    ]),
+  );
+  return {
+    forRoute(route) {
+      const queue = queues.get(route);
+      if (!queue) throw new Error(`no route named ${route}; the routes are ${[...queues.keys()].join(", ") || "none"}`);
+      return queue;
+    },
+    all: () => [...queues.values()],
+    async close() {
+      await Promise.all([...queues.values()].map((queue) => queue.close()));
+    },
+  };
+}

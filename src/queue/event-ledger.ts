@@ -1,0 +1,117 @@
+import type { Cluster, Redis } from "ioredis";
+import type { Origin } from "../events/cloud-event.js";
+import { ledgerKey } from "./queue-names.js";
+
+/**
+ * What this service knows of one event id, kept for DEDUPE_TTL_SECONDS in one Redis
+ * hash. It outlives the queue jobs: BullMQ's job id alone forgets an id as soon as the
+ * job is removed (STACK-NOTES.md).
+ */
+export interface EventRecord {
+  eventId: string;
+  receivedAt: number;
+  origin: Origin;
+  streamId?: string;
+  type: string;
+  routes: string[];
+  duplicates: number;
+  lastDuplicateAt?: number;
+  replays: number;
+  /** route name → ms since epoch of its 2xx */
+  deliveredAt: Record<string, number>;
+}
+
+export interface Arrival {
+  receivedAt: number;
+  origin: Origin;
+  streamId?: string;
+  type: string;
+  routes: string[];
+}
+
+// One key per call, so it is cluster-safe. ARGV: receivedAt, origin, streamId, type, routes, force, ttl.
+const claimScript = `
+local key = KEYS[1]
+local first = redis.call('HSETNX', key, 'receivedAt', ARGV[1])
+if first == 0 and ARGV[6] ~= '1' then
+  redis.call('HINCRBY', key, 'duplicates', 1)
+  redis.call('HSET', key, 'lastDuplicateAt', ARGV[1])
+  return 0
+end
+if first == 0 then
+  redis.call('HINCRBY', key, 'replays', 1)
+else
+  redis.call('HSET', key, 'origin', ARGV[2], 'streamId', ARGV[3], 'type', ARGV[4], 'routes', ARGV[5])
+  redis.call('EXPIRE', key, ARGV[7])
+end
+return 1
+`;
+
+export interface EventLedger {
+  get(eventId: string): Promise<EventRecord | undefined>;
+  /** Has an event with this id arrived within the TTL? */
+  has(eventId: string): Promise<boolean>;
+  /** Records the arrival; false when the id was already there (a duplicate) and `force` is off. */
+  claim(eventId: string, arrival: Arrival, force: boolean): Promise<boolean>;
+  recordDuplicate(eventId: string, at: number): Promise<void>;
+  markDelivered(eventId: string, route: string, at: number): Promise<void>;
+  deliveredAt(eventId: string, route: string): Promise<number | undefined>;
+}
+
+type ClaimCommand = { streamkeeperClaim(key: string, ...args: (string | number)[]): Promise<number> };
+
+export function createEventLedger(redis: Redis | Cluster, queuePrefix: string, ttlSeconds: number): EventLedger {
+  const key = (eventId: string) => ledgerKey(queuePrefix, eventId);
+  // EVALSHA after the first call; ioredis loads the script again after a Redis restart.
+  redis.defineCommand("streamkeeperClaim", { numberOfKeys: 1, lua: claimScript });
+  const claimCommand = redis as unknown as ClaimCommand;
+  return {
+    async get(eventId) {
+      const hash = await redis.hgetall(key(eventId));
+      if (!hash.receivedAt) return undefined;
+      const deliveredAt: Record<string, number> = {};
+      for (const [field, value] of Object.entries(hash)) {
+        if (field.startsWith("delivered:")) deliveredAt[field.slice("delivered:".length)] = Number(value);
+      }
+      return {
+        eventId,
+        receivedAt: Number(hash.receivedAt),
+        origin: hash.origin === "reconcile" ? "reconcile" : "webhook",
+        streamId: hash.streamId || undefined,
+        type: hash.type ?? "",
+        routes: hash.routes ? hash.routes.split(",") : [],
+        duplicates: Number(hash.duplicates ?? 0),
+        lastDuplicateAt: hash.lastDuplicateAt ? Number(hash.lastDuplicateAt) : undefined,
+        replays: Number(hash.replays ?? 0),
+        deliveredAt,
+      };
+    },
+    async has(eventId) {
+      return (await redis.hexists(key(eventId), "receivedAt")) === 1;
+    },
+    async claim(eventId, arrival, force) {
+      const result = await claimCommand.streamkeeperClaim(
+        key(eventId),
+        arrival.receivedAt,
+        arrival.origin,
+        arrival.streamId ?? "",
+        arrival.type,
+        arrival.routes.join(","),
+        force ? "1" : "0",
+        ttlSeconds,
+      );
+      return result === 1;
+    },
+    async recordDuplicate(eventId, at) {
+      await redis.multi().hincrby(key(eventId), "duplicates", 1).hset(key(eventId), "lastDuplicateAt", at).exec();
+    },
+    async markDelivered(eventId, route, at) {
+      // EXPIRE NX: a record that expired meanwhile is not kept forever (Redis >= 7).
+      await redis.multi().hset(key(eventId), `delivered:${route}`, at).expire(key(eventId), ttlSeconds, "NX").exec();
+    },
+    async deliveredAt(eventId, route) {
+      const value = await redis.hget(key(eventId), `delivered:${route}`);
+      return value ? Number(value) : undefined;
+    },
+  };
+}

@@ -1,0 +1,40 @@
+/**
+ * The last `X-RateLimit-*` headers the tenant sent (real-world.md: `Limit` is the bucket
+ * size, `Remaining` what is left, `Reset` the UNIX time in seconds when it refills).
+ * The reconciler reads it to pace itself before it ever sees a 429.
+ */
+export interface RateLimitState {
+  limit?: number;
+  remaining?: number;
+  /** UNIX seconds. */
+  reset?: number;
+}
+
+export function readRateLimit(headers: Headers): RateLimitState | undefined {
+  const state: RateLimitState = {
+    limit: numberHeader(headers, "x-ratelimit-limit"),
+    remaining: numberHeader(headers, "x-ratelimit-remaining"),
+    reset: numberHeader(headers, "x-ratelimit-reset"),
+  };
+  return Object.values(state).some((value) => value !== undefined) ? state : undefined;
+}
+
+/** How long the server asked us to wait, or undefined: `Retry-After` (seconds or an HTTP date) first, else `X-RateLimit-Reset`. */
+export function serverWaitMs(headers: Headers, now: number, useReset: boolean): number | undefined {
+  const retryAfter = headers.get("retry-after")?.trim();
+  if (retryAfter) {
+    const seconds = Number(retryAfter);
+    if (Number.isFinite(seconds)) return Math.max(0, seconds * 1000);
+    const date = Date.parse(retryAfter);
+    if (Number.isFinite(date)) return Math.max(0, date - now);
+  }
+  const reset = useReset ? numberHeader(headers, "x-ratelimit-reset") : undefined;
+  return reset === undefined ? undefined : Math.max(0, reset * 1000 - now);
+}
+
+function numberHeader(headers: Headers, name: string): number | undefined {
+  const value = headers.get(name);
+  if (value === null || value.trim() === "") return undefined;
+  const number = Number(value);
+  return Number.isFinite(number) ? number : undefined;
+}

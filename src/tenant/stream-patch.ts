@@ -1,0 +1,76 @@
+import { z } from "zod";
+import { tenantEventTypes } from "../events/event-types.js";
+import { TenantValidationError } from "./tenant-api-error.js";
+
+/**
+ * Loopback hosts, the only ones where the emulator lets an endpoint be plain http
+ * (CONTRACT.md, "The tenant emulator"); the real tenant wants https (real-world.md).
+ */
+export function isLoopbackHost(hostname: string): boolean {
+  return hostname === "localhost" || hostname === "[::1]" || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(hostname);
+}
+
+const endpoint = z.string().refine(
+  (value) => {
+    if (!URL.canParse(value)) return false;
+    const url = new URL(value);
+    return url.protocol === "https:" || (url.protocol === "http:" && isLoopbackHost(url.hostname));
+  },
+  { message: "give an https:// URL (http:// only for 127.0.0.1, localhost or [::1])" },
+);
+
+/**
+ * How the tenant authenticates to the endpoint (real-world.md, "Webhook delivery").
+ * The secrets are write-only: sent here, never returned.
+ */
+const authorization = z.discriminatedUnion(
+  "method",
+  [
+    z.strictObject({
+      method: z.literal("basic"),
+      username: z.string().min(1, "give a user name").refine((name) => !name.includes(":"), "remove the ':' (basic authorization splits on it)"),
+      password: z.string().min(1, "give a password"),
+    }),
+    z.strictObject({ method: z.literal("bearer"), token: z.string().min(1, "give a token") }),
+    z.strictObject({
+      method: z.literal("custom_header"),
+      header_key: z.string().regex(/^[A-Za-z0-9!#$%&'*+.^_`|~-]+$/, "give a valid HTTP header name"),
+      header_value: z.string().min(1, "give a header value"),
+    }),
+  ],
+  { error: "use basic (username, password), bearer (token) or custom_header (header_key, header_value)" },
+);
+
+/**
+ * A PATCH body for an event stream (tenant-api.md, "Update an event stream"). Every field
+ * is optional, but a destination replaces the old one whole, so it must carry the
+ * endpoint and the authorization with its secret (real-world.md). Unknown keys are
+ * refused: a typo would otherwise be sent and silently ignored.
+ */
+export const streamPatchSchema = z
+  .strictObject({
+    name: z.string().min(1, "give 1 to 128 characters").max(128, "give 1 to 128 characters"),
+    status: z.enum(["enabled", "disabled"], { error: "use enabled or disabled" }),
+    subscriptions: z
+      .array(z.strictObject({ event_type: z.enum(tenantEventTypes, { error: `use one of ${tenantEventTypes.join(", ")}` }) }))
+      .min(1, "subscribe to at least one event type"),
+    destination: z.strictObject({
+      type: z.literal("webhook", { error: "use webhook" }),
+      configuration: z.strictObject({ webhook_endpoint: endpoint, webhook_authorization: authorization }),
+    }),
+  })
+  .partial()
+  .refine((patch) => Object.keys(patch).length > 0, { message: "give at least one of name, status, subscriptions, destination" });
+
+export type StreamPatch = z.infer<typeof streamPatchSchema>;
+export type WebhookAuthorization = z.infer<typeof authorization>;
+
+/** Checks a patch before it is sent; throws a TenantValidationError naming the first bad field. */
+export function validateStreamPatch(patch: unknown): StreamPatch {
+  const parsed = streamPatchSchema.safeParse(patch);
+  if (parsed.success) return parsed.data;
+  const issue = parsed.error.issues[0]!;
+  const field = issue.path.length > 0 ? issue.path.join(".") : "patch";
+  const message = issue.code === "unrecognized_keys" ? `remove ${issue.keys.join(", ")} (not a field of an event stream update)` : issue.message;
+  throw new TenantValidationError(field, message);
+}

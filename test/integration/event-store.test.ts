@@ -1,0 +1,79 @@
+import { randomUUID } from "node:crypto";
+import { afterAll, beforeAll, describe, expect, it, inject } from "vitest";
+import type { Route } from "../../src/dispatch/route.js";
+import { createDeliveryQueues, type DeliveryQueues } from "../../src/queue/delivery-queues.js";
+import { createEventLedger, type EventLedger } from "../../src/queue/event-ledger.js";
+import { createEventStore, type EventStore } from "../../src/queue/event-store.js";
+import { createRedis, untilReady } from "../../src/queue/redis-connection.js";
+import { userEvent } from "../helpers/fixtures.js";
+
+const route = (name: string, match: string[]): Route => ({
+  name, match, url: "http://127.0.0.1:9/", headers: {}, timeoutMs: 1000, maxAttemptsPerEvent: 3, concurrency: 1,
+});
+
+describe("event store", () => {
+  const redis = createRedis(inject("redisUrl"), "client");
+  const prefix = `test-${randomUUID()}`;
+  const routes = [route("users", ["user.*"]), route("all", ["*"]), route("orgs", ["organization.*"])];
+  let queues: DeliveryQueues;
+  let ledger: EventLedger;
+  let store: EventStore;
+
+  beforeAll(async () => {
+    await untilReady(redis);
+    queues = createDeliveryQueues(redis, prefix, routes, 60);
+    ledger = createEventLedger(redis, prefix, 60);
+    store = createEventStore(ledger, queues, routes);
+  });
+  afterAll(async () => {
+    await queues.close();
+    redis.disconnect();
+  });
+
+  it("when an event is stored, then each matching route has one job and the ledger has the arrival", async () => {
+    const event = userEvent();
+    await expect(store.store(event, { origin: "webhook", streamId: "est_x" })).resolves.toEqual({ status: "stored", routes: ["users", "all"] });
+    expect(await queues.forRoute("users").getJobCounts("wait")).toEqual({ wait: 1 });
+    expect(await queues.forRoute("orgs").getJobCounts("wait")).toEqual({ wait: 0 });
+    const job = await queues.forRoute("all").getJob(event.id);
+    expect(job?.data.event).toEqual(event);
+    const record = await ledger.get(event.id);
+    expect(record).toMatchObject({ origin: "webhook", streamId: "est_x", type: "user.updated", routes: ["users", "all"], duplicates: 0 });
+  });
+
+  it("when the same id arrives again, then it is a duplicate and no job is added, even after the jobs are gone", async () => {
+    const event = userEvent();
+    await store.store(event, { origin: "webhook" });
+    await queues.forRoute("users").obliterate({ force: true });
+    await expect(store.store(event, { origin: "reconcile" })).resolves.toEqual({ status: "duplicate", routes: [] });
+    expect(await queues.forRoute("users").getJob(event.id)).toBeUndefined();
+    expect((await ledger.get(event.id))?.duplicates).toBe(1);
+  });
+
+  it("when concurrent requests carry one id, then exactly one is stored", async () => {
+    const event = userEvent();
+    const results = await Promise.all(Array.from({ length: 10 }, () => store.store(event, { origin: "webhook" })));
+    expect(results.filter((result) => result.status === "stored")).toHaveLength(1);
+    expect(await queues.forRoute("all").getJobCountByTypes("wait", "prioritized")).toBeGreaterThanOrEqual(1);
+  });
+
+  it("when a reconcile is forced, then a second job is queued with a lower priority than live events", async () => {
+    const event = userEvent({ type: "organization.created" });
+    await store.store(event, { origin: "webhook" });
+    const forced = await store.store(event, { origin: "reconcile", force: true });
+    expect(forced).toEqual({ status: "stored", routes: ["all", "orgs"] });
+    const jobs = await queues.forRoute("orgs").getJobs(["wait", "prioritized"]);
+    expect(jobs.map((job) => job.data.origin).sort()).toEqual(["reconcile", "webhook"]);
+    expect(jobs.find((job) => job.data.origin === "reconcile")?.opts.priority).toBeGreaterThan(0);
+    expect((await ledger.get(event.id))?.replays).toBe(1);
+  });
+
+  it("when the store is retried after a partial failure, then nothing is added twice", async () => {
+    const event = userEvent();
+    // The first attempt queued its jobs but never reached the ledger (a fault in between).
+    await queues.forRoute("users").add(event.type, { event, origin: "webhook", receivedAt: Date.now() }, { jobId: event.id });
+    await expect(store.store(event, { origin: "webhook" })).resolves.toMatchObject({ status: "stored" });
+    const jobs = await queues.forRoute("users").getJobs(["wait"]);
+    expect(jobs.filter((job) => job.data.event.id === event.id)).toHaveLength(1);
+  });
+});
