@@ -16,6 +16,8 @@ export interface RedisServerOptions {
   bin?: string;
   /** Further `--name value` pairs, e.g. `["--cluster-enabled", "yes"]`. */
   extraArgs?: string[];
+  /** Own process group, so a Ctrl-C meant for the service does not stop Redis under it. */
+  detached?: boolean;
 }
 
 export interface RedisServer {
@@ -71,7 +73,7 @@ export async function startRedisServer(options: RedisServerOptions): Promise<Red
     ...(options.unixSocket ? ["--unixsocket", resolve(options.unixSocket), "--unixsocketperm", "700"] : []),
     ...(options.extraArgs ?? []),
   ];
-  const child = spawn(bin, args, { stdio: ["ignore", "pipe", "pipe"] });
+  const child = spawn(bin, args, { stdio: ["ignore", "pipe", "pipe"], detached: options.detached ?? false });
   const exited = new Promise<void>((ok) => child.once("exit", () => ok()));
 
   await new Promise<void>((ok, fail) => {

@@ -26,7 +26,7 @@ export async function resolveRedis(config: Config, logger: Logger): Promise<Reso
     return { url, release: async () => {} };
   }
   await rm(socket, { force: true });
-  const server = await startRedisServer({ dir, unixSocket: socket, appendOnly: true });
+  const server = await startRedisServer({ dir, unixSocket: socket, appendOnly: true, detached: true });
   logger.info({ socket, pid: server.process.pid }, "started the embedded redis-server (append-only file in DATA_DIR/redis)");
   return { url, release: () => server.stop() };
 }

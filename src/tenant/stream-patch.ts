@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { tenantEventTypes } from "../events/event-types.js";
+import { issuePath } from "./issue-path.js";
 import { TenantValidationError } from "./tenant-api-error.js";
 
 /**
@@ -70,7 +71,9 @@ export function validateStreamPatch(patch: unknown): StreamPatch {
   const parsed = streamPatchSchema.safeParse(patch);
   if (parsed.success) return parsed.data;
   const issue = parsed.error.issues[0]!;
-  const field = issue.path.length > 0 ? issue.path.join(".") : "patch";
-  const message = issue.code === "unrecognized_keys" ? `remove ${issue.keys.join(", ")} (not a field of an event stream update)` : issue.message;
-  throw new TenantValidationError(field, message);
+  const field = issue.path.length > 0 ? issuePath(issue.path) : "patch";
+  if (issue.code === "unrecognized_keys") throw new TenantValidationError(field, `remove ${issue.keys.join(", ")} (not a field of an event stream update)`);
+  // zod's own text for a missing field is "Invalid input: expected string, received undefined".
+  const missing = issue.code === "invalid_type" && issue.message.endsWith("received undefined");
+  throw new TenantValidationError(field, missing ? "is required" : issue.message);
 }
