@@ -31,10 +31,10 @@ export type EventStream = z.infer<typeof eventStreamSchema>;
  * One page of `GET /event-streams`: `{eventStreams, next}`; `next` is an opaque cursor,
  * absent on the last page (real-world.md). A bare array (no paging) is read as one last page.
  */
-export const eventStreamPageSchema = z.union([
+export const eventStreamPageSchema = z.preprocess(
+  (body) => (Array.isArray(body) ? { eventStreams: body } : body),
   z.looseObject({ eventStreams: z.array(eventStreamSchema), next: z.string().nullish() }),
-  z.array(eventStreamSchema).transform((eventStreams) => ({ eventStreams, next: undefined })),
-]);
+);
 
 export interface EventStreamPage {
   eventStreams: EventStream[];

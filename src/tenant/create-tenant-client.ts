@@ -1,0 +1,261 @@
+import { setTimeout as delay } from "node:timers/promises";
+import { z } from "zod";
+import type { Logger } from "../logger.js";
+import { mgmtApiRateLimitRemaining, mgmtApiRequests } from "../metrics/registry.js";
+import { deliveryRecordSchema, type DeliveryRecord } from "./delivery-record.js";
+import { eventStreamPageSchema, eventStreamSchema, type EventStream, type EventStreamPage } from "./event-stream.js";
+import { issuePath } from "./issue-path.js";
+import { readRateLimit, type RateLimitState } from "./rate-limit-state.js";
+import { redactSecrets } from "./redact-secrets.js";
+import { defaultRetryPolicy, retryDecision } from "./retry-decision.js";
+import { validateStreamPatch, type StreamPatch } from "./stream-patch.js";
+import { TenantNetworkError, TenantResponseError, TenantValidationError } from "./tenant-api-error.js";
+import { tenantErrorFromResponse } from "./tenant-error-from-response.js";
+import { createTokenSource } from "./token-source.js";
+
+export interface TenantClientOptions {
+  /** The API root, ending in `/api/v2`. */
+  apiBaseUrl: string;
+  tokenUrl: string;
+  audience: string;
+  clientId: string;
+  clientSecret: string;
+  logger?: Logger;
+  /** @defaultValue the global fetch of Node 20 */
+  fetch?: typeof fetch;
+  /** Retries after the first attempt, for 429, 5xx and network errors. @defaultValue 3 */
+  maxRetries?: number;
+  /** How the client waits between retries (tests pass one that records). @defaultValue timers/promises setTimeout */
+  sleep?: (ms: number) => Promise<unknown>;
+  /** Per attempt; a request without an answer by then counts as a network error. @defaultValue 30000 */
+  timeoutMs?: number;
+}
+
+export interface TenantClient {
+  /** One page of `GET /event-streams`. `take` is 1 to 100 (tenant-api.md). */
+  listEventStreams(options?: { from?: string; take?: number }): Promise<EventStreamPage>;
+  /** Every stream, following `next` to the last page. */
+  eventStreams(options?: { take?: number }): AsyncGenerator<EventStream, void, undefined>;
+  /** `GET /event-streams/{id}`; a missing stream throws TenantNotFoundError. */
+  getEventStream(id: string): Promise<EventStream>;
+  /** `PATCH /event-streams/{id}`; the patch is checked first (TenantValidationError). */
+  updateEventStream(id: string, patch: StreamPatch): Promise<EventStream>;
+  /** The delivery history of one event of one stream; undefined when the tenant has none (404). */
+  getDelivery(streamId: string, eventId: string): Promise<DeliveryRecord | undefined>;
+  /** `DELETE /token-exchange-profiles/{id}`: 204, also when already gone (real-world.md). */
+  deleteTokenExchangeProfile(id: string): Promise<void>;
+  /** The `X-RateLimit-*` headers of the last answer that had them, to pace callers. */
+  rateLimit(): RateLimitState | undefined;
+}
+
+/** `expires_in` in seconds (real-world.md, "Tokens"). */
+const tokenAnswerSchema = z.looseObject({ access_token: z.string().min(1), expires_in: z.number().positive() });
+
+interface Answer {
+  status: number;
+  headers: Headers;
+  text: string;
+}
+
+interface Call {
+  operation: string;
+  method: "GET" | "PATCH" | "DELETE";
+  path: string;
+  query?: Record<string, string | number | undefined>;
+  body?: unknown;
+  /** Secrets of this request (write-only webhook credentials) to keep out of errors. */
+  secrets?: string[];
+}
+
+/**
+ * The only code that talks to the tenant (STYLE.md). Each call: a cached token, up to
+ * `maxRetries` retries (retry-decision.ts), one token refresh after a 401, a typed error
+ * otherwise (tenant-error-from-response.ts), and a body checked against its schema.
+ */
+export function createTenantClient(options: TenantClientOptions): TenantClient {
+  const fetchImpl = options.fetch ?? globalThis.fetch;
+  const sleep = options.sleep ?? ((ms: number) => delay(ms));
+  const timeoutMs = options.timeoutMs ?? 30_000;
+  const policy = { ...defaultRetryPolicy, maxRetries: options.maxRetries ?? defaultRetryPolicy.maxRetries };
+  const apiBaseUrl = options.apiBaseUrl.replace(/\/+$/, "");
+  let lastRateLimit: RateLimitState | undefined;
+  /** Recent access tokens; with the client secret, cut out of every error message. */
+  const recentTokens: string[] = [];
+  const secrets = () => [options.clientSecret, ...recentTokens];
+
+  const tokens = createTokenSource(async () => {
+    const body = new URLSearchParams({
+      grant_type: "client_credentials",
+      client_id: options.clientId,
+      client_secret: options.clientSecret,
+      audience: options.audience,
+    });
+    const answer = await send("token", options.tokenUrl, {
+      method: "POST",
+      headers: { "content-type": "application/x-www-form-urlencoded", accept: "application/json" },
+      body: body.toString(),
+    });
+    if (answer.status < 200 || answer.status > 299) throw errorOf("token", answer, []);
+    const token = parse("token", tokenAnswerSchema, answer.text, secrets());
+    recentTokens.unshift(token.access_token);
+    recentTokens.length = Math.min(recentTokens.length, 4);
+    return { value: token.access_token, expiresIn: token.expires_in };
+  });
+
+  /** One request with its retries; answers the last response (any status), throws only when no answer came. */
+  async function send(operation: string, url: string, init: RequestInit): Promise<Answer> {
+    for (let retries = 0; ; retries++) {
+      let answer: Answer | undefined;
+      let failure: unknown;
+      try {
+        const response = await fetchImpl(url, { ...init, signal: AbortSignal.timeout(timeoutMs) });
+        answer = { status: response.status, headers: response.headers, text: await response.text() };
+      } catch (error) {
+        failure = error;
+      }
+      mgmtApiRequests.inc({ operation, status: String(answer?.status ?? 0) });
+      if (answer) noteRateLimit(answer.headers);
+      if (answer && answer.status >= 200 && answer.status <= 299) return answer;
+      const decision = retryDecision({ retries, status: answer?.status, headers: answer?.headers, now: Date.now(), random: Math.random() }, policy);
+      if (!decision.retry) {
+        if (answer) return answer;
+        throw networkError(operation, url, failure);
+      }
+      options.logger?.warn({ operation, status: answer?.status ?? 0, retry: retries + 1, delayMs: decision.delayMs }, "tenant API request failed; retrying");
+      await sleep(decision.delayMs);
+    }
+  }
+
+  /** An API call: bearer token, one refresh after a 401 (a new signing key, a revoked token). */
+  async function call(request: Call): Promise<Answer> {
+    const url = new URL(apiBaseUrl + request.path);
+    for (const [key, value] of Object.entries(request.query ?? {})) if (value !== undefined) url.searchParams.set(key, String(value));
+    const attempt = async (token: string) =>
+      send(request.operation, url.toString(), {
+        method: request.method,
+        headers: {
+          authorization: `Bearer ${token}`,
+          accept: "application/json",
+          ...(request.body === undefined ? {} : { "content-type": "application/json" }),
+        },
+        body: request.body === undefined ? undefined : JSON.stringify(request.body),
+      });
+    const token = await tokens.get();
+    let answer = await attempt(token);
+    if (answer.status === 401) {
+      tokens.invalidate(token);
+      options.logger?.info({ operation: request.operation }, "tenant refused the access token; fetching a new one");
+      answer = await attempt(await tokens.get());
+    }
+    return answer;
+  }
+
+  async function callOk(request: Call): Promise<Answer> {
+    const answer = await call(request);
+    if (answer.status < 200 || answer.status > 299) throw errorOf(request.operation, answer, request.secrets ?? []);
+    return answer;
+  }
+
+  function errorOf(operation: string, answer: Answer, extra: string[]) {
+    return tenantErrorFromResponse({ operation, ...answer, body: answer.text, secrets: [...secrets(), ...extra] });
+  }
+
+  function networkError(operation: string, url: string, failure: unknown) {
+    const where = new URL(url).origin;
+    const cause = failure instanceof Error ? failure : undefined;
+    const reason =
+      cause?.name === "TimeoutError"
+        ? `no answer within ${timeoutMs} ms`
+        : (((cause?.cause as { code?: string } | undefined)?.code ?? cause?.message) || "unknown error");
+    const setting = operation === "token" ? "MGMT_TOKEN_URL" : "MGMT_API_BASE_URL";
+    const message = `${operation}: cannot reach the tenant at ${where} (${redactSecrets(reason, secrets())}); check ${setting} (or TENANT_DOMAIN) and the network`;
+    return new TenantNetworkError(message, { status: 0, operation, tenantMessage: "" });
+  }
+
+  function noteRateLimit(headers: Headers) {
+    const state = readRateLimit(headers);
+    if (!state) return;
+    lastRateLimit = state;
+    if (state.remaining !== undefined) mgmtApiRateLimitRemaining.set(state.remaining);
+  }
+
+  async function listEventStreams(page: { from?: string; take?: number } = {}): Promise<EventStreamPage> {
+    if (page.take !== undefined && !(Number.isInteger(page.take) && page.take >= 1 && page.take <= 100)) {
+      throw new TenantValidationError("take", `give an integer from 1 to 100, got ${page.take}`);
+    }
+    const operation = "list_event_streams";
+    const answer = await callOk({ operation, method: "GET", path: "/event-streams", query: { from: page.from, take: page.take } });
+    const parsed = parse(operation, eventStreamPageSchema, answer.text);
+    // An empty cursor means the same as none: the last page.
+    return { eventStreams: parsed.eventStreams, next: parsed.next || undefined };
+  }
+
+  return {
+    listEventStreams,
+
+    async *eventStreams({ take } = {}) {
+      const seen = new Set<string>();
+      let from: string | undefined;
+      do {
+        const page = await listEventStreams({ from, take });
+        yield* page.eventStreams;
+        from = page.next;
+        // Cursors are forward-only (real-world.md); one seen twice would loop forever.
+        if (from !== undefined && seen.has(from)) throw new TenantResponseError("list_event_streams", "next", `the cursor ${from} came back twice`);
+        if (from !== undefined) seen.add(from);
+      } while (from !== undefined);
+    },
+
+    async getEventStream(id) {
+      const operation = "get_event_stream";
+      const answer = await callOk({ operation, method: "GET", path: `/event-streams/${pathId("stream id", id, 26)}` });
+      return parse(operation, eventStreamSchema, answer.text);
+    },
+
+    async updateEventStream(id, patch) {
+      const operation = "update_event_stream";
+      const path = `/event-streams/${pathId("stream id", id, 26)}`;
+      const body = validateStreamPatch(patch);
+      const auth = body.destination?.configuration.webhook_authorization;
+      const writeOnly = auth ? [auth.method === "basic" ? auth.password : auth.method === "bearer" ? auth.token : auth.header_value] : [];
+      const answer = await callOk({ operation, method: "PATCH", path, body, secrets: writeOnly });
+      return parse(operation, eventStreamSchema, answer.text);
+    },
+
+    async getDelivery(streamId, eventId) {
+      const operation = "get_delivery";
+      const path = `/event-streams/${pathId("stream id", streamId, 26)}/deliveries/${pathId("event id", eventId, 26)}`;
+      const answer = await call({ operation, method: "GET", path });
+      // 404: no such stream or event, or the event was delivered (a success has no record, real-world.md).
+      if (answer.status === 404) return undefined;
+      if (answer.status < 200 || answer.status > 299) throw errorOf(operation, answer, []);
+      return parse(operation, deliveryRecordSchema, answer.text);
+    },
+
+    async deleteTokenExchangeProfile(id) {
+      await callOk({ operation: "delete_token_exchange_profile", method: "DELETE", path: `/token-exchange-profiles/${pathId("profile id", id)}` });
+    },
+
+    rateLimit: () => (lastRateLimit ? { ...lastRateLimit } : undefined),
+  };
+}
+
+/** Path ids: stream and event ids are exactly 26 characters (tenant-api.md, Limits). */
+function pathId(field: string, id: string, length?: number): string {
+  if (typeof id !== "string" || id.trim() === "") throw new TenantValidationError(field, "give a non-empty id");
+  if (length !== undefined && id.length !== length) throw new TenantValidationError(field, `must be exactly ${length} characters (e.g. est_ or evt_ and 22 more), got ${JSON.stringify(id)}`);
+  return encodeURIComponent(id);
+}
+
+function parse<T extends z.ZodType>(operation: string, schema: T, text: string, secrets: string[] = []): z.output<T> {
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch {
+    throw new TenantResponseError(operation, "", `not JSON (${JSON.stringify(redactSecrets(text.slice(0, 80), secrets))})`);
+  }
+  const parsed = schema.safeParse(json);
+  if (parsed.success) return parsed.data;
+  const issue = parsed.error.issues[0]!;
+  throw new TenantResponseError(operation, issuePath(issue.path), issue.message);
+}
