@@ -1,3 +1,5 @@
+import { request as httpRequest } from "node:http";
+import { request as httpsRequest } from "node:https";
 import { performance } from "node:perf_hooks";
 import type { WebhookAuthorization } from "./stream-schemas.js";
 
@@ -23,7 +25,7 @@ export function authorizationHeader(auth: WebhookAuthorization): [string, string
   }
 }
 
-/** One delivery attempt: one CloudEvent, JSON structured mode, one POST. */
+/** One delivery attempt: one CloudEvent, JSON structured mode, one POST on a fresh connection. */
 export async function sendWebhook(
   endpoint: string,
   auth: WebhookAuthorization,
@@ -33,18 +35,26 @@ export async function sendWebhook(
   const started = performance.now();
   const timeout = AbortSignal.timeout(options.timeoutMs);
   const [name, value] = authorizationHeader(auth);
+  const send = endpoint.startsWith("https:") ? httpsRequest : httpRequest;
   try {
-    const response = await fetch(endpoint, {
-      method: "POST",
-      headers: { "Content-Type": "application/json", "User-Agent": "streamkeeper-emulator", [name]: value },
-      body,
-      redirect: "manual",
-      signal: AbortSignal.any([timeout, options.signal]),
+    const status = await new Promise<number>((resolve, reject) => {
+      const request = send(endpoint, {
+        method: "POST",
+        agent: false,
+        headers: { "Content-Type": "application/json", "Content-Length": Buffer.byteLength(body), "User-Agent": "streamkeeper-emulator", [name]: value },
+        signal: AbortSignal.any([timeout, options.signal]),
+      });
+      request.on("error", reject);
+      request.on("response", (response) => {
+        response.on("error", reject);
+        response.on("end", () => resolve(response.statusCode ?? 0));
+        response.resume();
+      });
+      request.end(body);
     });
-    await response.arrayBuffer();
     const duration = performance.now() - started;
-    if (response.status >= 200 && response.status < 300) return { ok: true, final: false, duration };
-    return { ok: false, final: response.status >= 400 && response.status < 500, errorMessage: `HTTP ${response.status}`, duration };
+    if (status >= 200 && status < 300) return { ok: true, final: false, duration };
+    return { ok: false, final: status >= 400 && status < 500, errorMessage: `HTTP ${status}`, duration };
   } catch (error) {
     const reason = timeout.aborted ? "context deadline exceeded" : networkReason(endpoint, error);
     return { ok: false, final: false, errorMessage: `Post "${endpoint}": ${reason}`, duration: performance.now() - started };
@@ -53,10 +63,10 @@ export async function sendWebhook(
 
 /** Network errors in the words of the tenant's (Go) HTTP client. */
 function networkReason(endpoint: string, error: unknown): string {
-  const cause = error instanceof Error && error.cause instanceof Error ? (error.cause as NodeJS.ErrnoException) : undefined;
-  const host = new URL(endpoint).host;
-  if (cause?.code === "ECONNREFUSED") return `dial tcp ${host}: connect: connection refused`;
-  if (cause?.code === "ECONNRESET") return "read: connection reset by peer";
-  if (cause?.code === "ENOTFOUND") return `dial tcp: lookup ${new URL(endpoint).hostname}: no such host`;
-  return cause?.message ?? (error instanceof Error ? error.message : String(error));
+  const code = (error as NodeJS.ErrnoException).code;
+  const { host, hostname } = new URL(endpoint);
+  if (code === "ECONNREFUSED") return `dial tcp ${host}: connect: connection refused`;
+  if (code === "ECONNRESET") return "read: connection reset by peer";
+  if (code === "ENOTFOUND") return `dial tcp: lookup ${hostname}: no such host`;
+  return error instanceof Error ? error.message : String(error);
 }

@@ -1,0 +1,61 @@
+import type { RequestHandler, Response } from "express";
+import { ApiError } from "./api-error.js";
+import type { ClientRegistry, EmulatorClient } from "./client-registry.js";
+import type { RateLimiter } from "./rate-limiter.js";
+import type { TokenIssuer } from "./token-issuer.js";
+
+export interface Caller {
+  client: EmulatorClient;
+  scopes: string[];
+}
+
+/** The authenticated caller that `authenticate` left on the response. */
+export function callerOf(res: Response): Caller {
+  return res.locals.caller as Caller;
+}
+
+/**
+ * Every `/api/v2` request: verify the bearer JWT, then spend from the caller's rate
+ * bucket. The `X-RateLimit-*` headers go on every answer, 401s included (those spend
+ * from a bucket per address), so a client can always read them.
+ */
+export function authenticate(deps: { tokens: TokenIssuer; clients: ClientRegistry; limiter: RateLimiter }): RequestHandler {
+  return async (req, res, next) => {
+    const header = req.get("authorization") ?? "";
+    const token = /^Bearer\s+(\S+)$/i.exec(header)?.[1];
+    let caller: Caller | ApiError;
+    try {
+      if (!token) throw new ApiError(401, "Invalid token");
+      const claims = await deps.tokens.verify(token);
+      const client = deps.clients.get(claims.clientId);
+      if (!client) throw new ApiError(401, "Invalid token");
+      caller = { client, scopes: claims.scopes };
+    } catch (error) {
+      if (!(error instanceof ApiError)) throw error;
+      caller = error;
+    }
+    const bucket = caller instanceof ApiError ? `address:${req.ip}` : `client:${caller.client.clientId}`;
+    const decision = deps.limiter.take(bucket);
+    res.set(decision.headers);
+    if (!decision.allowed) throw new ApiError(429, "Global limit has been reached", "too_many_requests");
+    if (caller instanceof ApiError) throw caller;
+    res.locals.caller = caller;
+    next();
+  };
+}
+
+/** 403 naming the scope, in the real words (real-world.md, "Errors and rate limits"). */
+export function requireScope(scope: string): RequestHandler {
+  return (_req, res, next) => {
+    if (!callerOf(res).scopes.includes(scope)) {
+      throw new ApiError(403, `Insufficient scope; expected any of: ${scope}.`, "insufficient_scope");
+    }
+    next();
+  };
+}
+
+/** The delivery history accepts only a global client: 401 otherwise (tenant-api.md, "Authentication", 7). */
+export const requireGlobalClient: RequestHandler = (_req, res, next) => {
+  if (!callerOf(res).client.global) throw new ApiError(401, "Client is not global.");
+  next();
+};

@@ -1,0 +1,92 @@
+import express, { Router } from "express";
+import { z } from "zod";
+import { tenantEventTypes } from "../events/event-types.js";
+import { ApiError } from "./api-error.js";
+import type { ClientRegistry } from "./client-registry.js";
+import type { DeliveryEngine } from "./delivery-engine.js";
+import type { DeliveryStore } from "./delivery-store.js";
+import type { ProfileStore } from "./profile-store.js";
+import { streamCreateBody } from "./stream-schemas.js";
+import type { StreamStore } from "./stream-store.js";
+import { validationError } from "./validation-error.js";
+
+const eventBody = z.object({
+  type: z.enum(tenantEventTypes),
+  /** The CloudEvent `data`; anything without an `object` key is taken as the entity itself. */
+  data: z.record(z.string(), z.unknown()).default({}),
+});
+
+const clientBody = z.strictObject({
+  client_id: z.string().min(1),
+  client_secret: z.string().min(1),
+  scopes: z.array(z.string().regex(/^(create|read|update|delete):[a-z_]+$/, "scopes look like read:event_streams")),
+  global: z.boolean().default(false),
+});
+
+const loopback = new Set(["127.0.0.1", "::1", "::ffff:127.0.0.1"]);
+
+/**
+ * The control API for tests and demos (CONTRACT.md, "The tenant emulator"): no auth,
+ * so it answers loopback callers only.
+ */
+export function controlRoutes(deps: {
+  streams: StreamStore;
+  deliveries: DeliveryStore;
+  profiles: ProfileStore;
+  clients: ClientRegistry;
+  engine: DeliveryEngine;
+}): Router {
+  const router = Router();
+  router.use((req, _res, next) => {
+    if (!loopback.has(req.socket.remoteAddress ?? "")) throw new ApiError(403, "The emulator control API answers loopback callers only.");
+    next();
+  });
+  router.use(express.json());
+
+  router.post("/events", (req, res) => {
+    const body = eventBody.safeParse(req.body);
+    if (!body.success) throw validationError("Payload", body.error);
+    const { type, data } = body.data;
+    res.status(202).json(deps.engine.emit(type, "object" in data ? data : { object: data }));
+  });
+
+  router.get("/deliveries", (req, res) => {
+    const { stream_id: streamId, event_id: eventId } = req.query;
+    const deliveries = deps.deliveries
+      .all()
+      .filter((delivery) => (streamId === undefined || delivery.event_stream_id === streamId) && (eventId === undefined || delivery.id === eventId));
+    res.json({ deliveries: deliveries.map((delivery) => ({ ...delivery, event_id: delivery.id })) });
+  });
+
+  router.post("/clients", (req, res) => {
+    const body = clientBody.safeParse(req.body);
+    if (!body.success) throw validationError("Payload", body.error);
+    const { client_id, client_secret, scopes, global } = body.data;
+    if (!deps.clients.add({ clientId: client_id, clientSecret: client_secret, scopes, global })) {
+      throw new ApiError(409, `A client with id ${client_id} exists already; pick another client_id.`);
+    }
+    res.status(201).json({ client_id, scopes, global });
+  });
+
+  router.post("/streams", (req, res) => {
+    const body = streamCreateBody.safeParse(req.body);
+    if (!body.success) throw validationError("Payload", body.error);
+    res.status(201).json(deps.streams.create(body.data));
+  });
+
+  router.get("/streams/:id", (req, res) => {
+    const stream = deps.streams.get(req.params.id);
+    if (!stream) throw new ApiError(404, "The requested stream does not exist.");
+    res.json(stream);
+  });
+
+  router.post("/token-exchange-profiles", (_req, res) => {
+    res.status(201).json({ id: deps.profiles.create() });
+  });
+
+  router.get("/token-exchange-profiles", (_req, res) => {
+    res.json({ ids: deps.profiles.ids() });
+  });
+
+  return router;
+}

@@ -1,0 +1,62 @@
+import express, { Router, type ErrorRequestHandler, type Express } from "express";
+import { ApiError } from "./api-error.js";
+import { authenticate } from "./api-guard.js";
+import type { ClientRegistry } from "./client-registry.js";
+import { controlRoutes } from "./control-routes.js";
+import type { DeliveryEngine } from "./delivery-engine.js";
+import { deliveryRoutes } from "./delivery-routes.js";
+import type { DeliveryStore } from "./delivery-store.js";
+import type { ProfileStore } from "./profile-store.js";
+import { profileRoutes } from "./profile-routes.js";
+import type { RateLimiter } from "./rate-limiter.js";
+import { streamRoutes } from "./stream-routes.js";
+import type { StreamStore } from "./stream-store.js";
+import type { TokenIssuer } from "./token-issuer.js";
+import { tokenRoutes } from "./token-routes.js";
+
+export interface EmulatorState {
+  audience: string;
+  tokens: TokenIssuer;
+  clients: ClientRegistry;
+  limiter: RateLimiter;
+  streams: StreamStore;
+  deliveries: DeliveryStore;
+  profiles: ProfileStore;
+  engine: DeliveryEngine;
+}
+
+/** The emulator's HTTP surface: tokens and keys, `/api/v2`, and the `/emulator` control API. */
+export function createEmulatorApp(state: EmulatorState): Express {
+  const app = express();
+  app.disable("x-powered-by");
+  app.use(tokenRoutes(state));
+  app.use("/emulator", controlRoutes(state));
+
+  const api = Router();
+  api.use(authenticate(state));
+  // PATCH takes JSON or form-encoded bodies (tenant-api.md 2); nested fields as destination[type]=webhook.
+  api.use(express.json(), express.urlencoded({ extended: true }));
+  api.use(streamRoutes(state.streams), deliveryRoutes(state), profileRoutes(state.profiles));
+  app.use("/api/v2", api);
+
+  app.use(() => {
+    throw new ApiError(404, "Not Found");
+  });
+  app.use(errorHandler);
+  return app;
+}
+
+const errorHandler: ErrorRequestHandler = (error: unknown, req, res, _next) => {
+  const parseFailed = typeof error === "object" && error !== null && "type" in error && error.type === "entity.parse.failed";
+  if (parseFailed && req.path.startsWith("/oauth/")) {
+    res.status(400).json({ error: "invalid_request", error_description: "The request body is not valid JSON" });
+    return;
+  }
+  const apiError =
+    error instanceof ApiError
+      ? error
+      : parseFailed
+        ? new ApiError(400, "Invalid request payload JSON format", "invalid_body")
+        : new ApiError(500, error instanceof Error ? error.message : "Internal error");
+  res.status(apiError.statusCode).json(apiError);
+};

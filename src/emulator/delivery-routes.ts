@@ -1,0 +1,99 @@
+import { Router } from "express";
+import { z } from "zod";
+import { tenantEventTypes } from "../events/event-types.js";
+import { ApiError } from "./api-error.js";
+import { requireGlobalClient, requireScope } from "./api-guard.js";
+import type { DeliveryEngine } from "./delivery-engine.js";
+import { deliveryRecord, type Delivery, type DeliveryStore } from "./delivery-store.js";
+import { findStream } from "./find-stream.js";
+import { paginate } from "./paginate.js";
+import { pathId } from "./path-id.js";
+import type { StreamStore } from "./stream-store.js";
+import { validationError } from "./validation-error.js";
+
+const eventType = z.enum(tenantEventTypes);
+const commaSeparated = z.string().transform((value) => value.split(",").filter(Boolean));
+
+const listQuery = z.object({
+  statuses: commaSeparated.pipe(z.array(z.enum(["failed", "pending"]))).optional(),
+  event_types: commaSeparated.pipe(z.array(eventType)).optional(),
+  date_from: z.iso.datetime({ offset: true }).optional(),
+  date_to: z.iso.datetime({ offset: true }).optional(),
+  from: z.string().min(1).optional(),
+  take: z.coerce.number().int().min(1).max(100).default(50),
+});
+
+const redeliverBody = z.strictObject({
+  date_from: z.iso.datetime({ offset: true }).optional(),
+  date_to: z.iso.datetime({ offset: true }).optional(),
+  statuses: z.array(z.literal("failed")).optional(),
+  event_types: z.array(eventType).optional(),
+});
+
+interface Filter {
+  statuses?: string[];
+  event_types?: string[];
+  date_from?: string;
+  date_to?: string;
+}
+
+/**
+ * Delivery history of one event (tenant-api.md 3) and, as the real API has them, the
+ * list of deliveries and redelivery of one event or of every failed one matching filters.
+ */
+export function deliveryRoutes(deps: { streams: StreamStore; deliveries: DeliveryStore; engine: DeliveryEngine }): Router {
+  const router = Router();
+
+  const recordsOf = (streamId: string, filter: Filter) =>
+    deps.deliveries
+      .all()
+      .filter((delivery) => delivery.event_stream_id === streamId && matches(delivery, filter))
+      .flatMap((delivery) => deliveryRecord(delivery) ?? [])
+      .filter((record) => !filter.statuses || filter.statuses.includes(record.status));
+
+  router.get("/event-streams/:id/deliveries/:event_id", requireGlobalClient, requireScope("read:event_deliveries"), (req, res) => {
+    const stream = findStream(deps.streams, req.params.id);
+    const delivery = deps.deliveries.get(stream.id, pathId("event_id", req.params.event_id));
+    const record = delivery && deliveryRecord(delivery);
+    if (!record) throw new ApiError(404, "The requested event does not exist.");
+    res.json(record);
+  });
+
+  router.get("/event-streams/:id/deliveries", requireScope("read:event_deliveries"), (req, res) => {
+    const stream = findStream(deps.streams, req.params.id);
+    const query = listQuery.safeParse(req.query);
+    if (!query.success) throw validationError("Query", query.error);
+    const page = paginate(recordsOf(stream.id, query.data), query.data.from, query.data.take);
+    res.json({ deliveries: page.items, ...(page.next ? { next: page.next } : {}) });
+  });
+
+  router.post("/event-streams/:id/redeliver/:event_id", requireScope("update:event_deliveries"), (req, res) => {
+    const stream = findStream(deps.streams, req.params.id);
+    const delivery = deps.deliveries.get(stream.id, pathId("event_id", req.params.event_id));
+    if (!delivery) throw new ApiError(404, "The requested event does not exist.");
+    // Only a delivery that failed for good can be redelivered (real-world.md: 409 otherwise).
+    if (delivery.status !== "failed") throw new ApiError(409, `The delivery of event ${delivery.id} is ${delivery.status}; only failed deliveries can be redelivered.`);
+    deps.engine.redeliver(delivery);
+    res.status(202).end();
+  });
+
+  router.post("/event-streams/:id/redeliver", requireScope("update:event_deliveries"), (req, res) => {
+    const stream = findStream(deps.streams, req.params.id);
+    const body = redeliverBody.safeParse(req.body ?? {});
+    if (!body.success) throw validationError("Payload", body.error);
+    const failed = deps.deliveries.all().filter((d) => d.event_stream_id === stream.id && d.status === "failed" && matches(d, body.data));
+    for (const delivery of failed) deps.engine.redeliver(delivery);
+    res.status(202).json(body.data);
+  });
+
+  return router;
+}
+
+/** Dates filter on the event's time: `date_from` inclusive, `date_to` exclusive (the real API's rule). */
+function matches(delivery: Delivery, filter: Filter): boolean {
+  const time = Date.parse(delivery.event.time);
+  if (filter.event_types && !filter.event_types.includes(delivery.event_type)) return false;
+  if (filter.date_from && time < Date.parse(filter.date_from)) return false;
+  if (filter.date_to && time >= Date.parse(filter.date_to)) return false;
+  return true;
+}

@@ -1,0 +1,13 @@
+import { Router } from "express";
+import { requireScope } from "./api-guard.js";
+import type { ProfileStore } from "./profile-store.js";
+
+/** Delete a token exchange profile (tenant-api.md 4): 204 with no body, also for an id already gone (real-world.md). */
+export function profileRoutes(profiles: ProfileStore): Router {
+  const router = Router();
+  router.delete("/token-exchange-profiles/:id", requireScope("delete:token_exchange_profiles"), (req, res) => {
+    profiles.delete(String(req.params.id));
+    res.status(204).end();
+  });
+  return router;
+}
