@@ -1,5 +1,8 @@
 #!/usr/bin/env node
 import { Command, CommanderError } from "commander";
+import { registerStreamsCommand } from "./streams-command.js";
+import { registerTokenExchangeProfilesCommand } from "./token-exchange-profiles-command.js";
+import { registerEmulatorCommand } from "./emulator-command.js";
 
 /**
  * The `streamkeeper` binary. Each command lives in its own module and registers itself;
@@ -12,6 +15,9 @@ const program = new Command("streamkeeper")
   .exitOverride();
 
 // Commands register here, one line each.
+registerStreamsCommand(program);
+registerTokenExchangeProfilesCommand(program);
+registerEmulatorCommand(program);
 
 try {
   await program.parseAsync(process.argv);

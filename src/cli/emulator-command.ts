@@ -1,0 +1,34 @@
+import { once } from "node:events";
+import type { Command } from "commander";
+import { EmulatorSettingsError, emulatorSettings } from "../emulator/emulator-settings.js";
+import { startEmulator } from "../emulator/start-emulator.js";
+import { CliError } from "./cli-error.js";
+import { runAction } from "./run-action.js";
+
+/** `streamkeeper emulator [--port <n>]`: the local tenant emulator, until SIGINT or SIGTERM. */
+export function registerEmulatorCommand(program: Command): void {
+  program
+    .command("emulator")
+    .description("run the local tenant emulator (EMULATOR_PORT, EMULATOR_CLIENT_ID/_SECRET, EMULATOR_TIME_SCALE, EMULATOR_RATE_LIMIT)")
+    .option("--port <n>", "port to listen on (default EMULATOR_PORT or 4010)")
+    .action(
+      runAction(async (flags: { port?: string }) => {
+        let options;
+        try {
+          options = emulatorSettings(process.env, flags);
+        } catch (error) {
+          if (error instanceof EmulatorSettingsError) throw new CliError(`bad emulator setting: ${error.message}`, 2);
+          throw error;
+        }
+        const emulator = await startEmulator(options).catch((error: NodeJS.ErrnoException) => {
+          if (error.code === "EADDRINUSE") throw new CliError(`port ${options.port} is in use: pass another with --port or EMULATOR_PORT`, 1);
+          throw error;
+        });
+        process.stdout.write(`emulator listening on ${emulator.url}\n`);
+        const stop = new AbortController();
+        await Promise.race([once(process, "SIGINT", { signal: stop.signal }), once(process, "SIGTERM", { signal: stop.signal })]);
+        stop.abort();
+        await emulator.close();
+      }),
+    );
+}

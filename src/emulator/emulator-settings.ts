@@ -1,0 +1,45 @@
+import { z } from "zod";
+import type { EmulatorOptions } from "./start-emulator.js";
+
+const port = z.coerce.number({ error: "give a port number from 0 to 65535" }).int("give a port number from 0 to 65535").min(0, "give a port number from 0 to 65535").max(65535, "give a port number from 0 to 65535");
+const optional = z.string().trim().min(1).optional();
+
+/**
+ * The emulator's own settings (CONTRACT.md, "The tenant emulator"). It is not the
+ * service, so they are parsed here rather than in config.ts.
+ */
+const schema = z.object({
+  EMULATOR_PORT: port.default(4010),
+  EMULATOR_CLIENT_ID: optional,
+  EMULATOR_CLIENT_SECRET: optional,
+  EMULATOR_TIME_SCALE: z.coerce.number({ error: "give a number, 1 for real retry delays or e.g. 0.01" }).min(0, "give a number >= 0").default(1),
+  EMULATOR_RATE_LIMIT: z.coerce.number({ error: "give requests per second, e.g. 10, or leave it unset for no limit" }).positive("give a number > 0, or leave it unset for no limit").optional(),
+});
+
+/** Thrown with every bad value named; the CLI turns it into `error: ...` and exit 2. */
+export class EmulatorSettingsError extends Error {
+  override name = "EmulatorSettingsError";
+}
+
+/** Options for `startEmulator` from the environment; a `--port` flag wins over `EMULATOR_PORT`. */
+export function emulatorSettings(env: Record<string, string | undefined>, flags: { port?: string } = {}): EmulatorOptions {
+  const blankless = Object.fromEntries(Object.entries(env).filter(([key, value]) => key.startsWith("EMULATOR_") && value !== ""));
+  const parsed = schema.safeParse(blankless);
+  if (!parsed.success) {
+    const problems = parsed.error.issues.map((issue) => `${String(issue.path[0])}=${JSON.stringify(blankless[String(issue.path[0])])}: ${issue.message}`);
+    throw new EmulatorSettingsError(problems.join("; "));
+  }
+  const options: EmulatorOptions = {
+    port: parsed.data.EMULATOR_PORT,
+    timeScale: parsed.data.EMULATOR_TIME_SCALE,
+    rateLimit: parsed.data.EMULATOR_RATE_LIMIT,
+    clientId: parsed.data.EMULATOR_CLIENT_ID,
+    clientSecret: parsed.data.EMULATOR_CLIENT_SECRET,
+  };
+  if (flags.port !== undefined) {
+    const flag = port.safeParse(flags.port);
+    if (!flag.success) throw new EmulatorSettingsError(`--port: give a port number from 0 to 65535, not ${JSON.stringify(flags.port)}`);
+    options.port = flag.data;
+  }
+  return options;
+}
