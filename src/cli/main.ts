@@ -1,5 +1,6 @@
 #!/usr/bin/env node
 import { Command, CommanderError } from "commander";
+import { registerStartCommand } from "./start-command.js";
 import { registerStreamsCommand } from "./streams-command.js";
 import { registerTokenExchangeProfilesCommand } from "./token-exchange-profiles-command.js";
 import { registerEmulatorCommand } from "./emulator-command.js";
@@ -15,6 +16,7 @@ const program = new Command("streamkeeper")
   .exitOverride();
 
 // Commands register here, one line each.
+registerStartCommand(program);
 registerStreamsCommand(program);
 registerTokenExchangeProfilesCommand(program);
 registerEmulatorCommand(program);

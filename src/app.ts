@@ -1,0 +1,98 @@
+import type { Config } from "./config.js";
+import { loadRoutes } from "./dispatch/load-routes.js";
+import { createAdminApp } from "./http/admin-app.js";
+import { createReceiverApp } from "./http/receiver-app.js";
+import { serve, type Serving } from "./http/serve.js";
+import { resolveWebhookAuth } from "./http/webhook-credentials.js";
+import type { Logger } from "./logger.js";
+import { redisUp } from "./metrics/registry.js";
+import { createDeliveryQueues } from "./queue/delivery-queues.js";
+import { createEventLedger } from "./queue/event-ledger.js";
+import { createEventStore } from "./queue/event-store.js";
+import { bullPrefix } from "./queue/queue-names.js";
+import { createRedis } from "./queue/redis-connection.js";
+import { resolveRedis } from "./queue/resolve-redis.js";
+
+export type Role = "all" | "receiver" | "worker";
+
+export interface Service {
+  /** The public ingress, when this role has one. */
+  publicUrl?: string;
+  adminUrl: string;
+  close(): Promise<void>;
+}
+
+/**
+ * The composition root: builds every part once and wires them for the role.
+ * `receiver` takes webhooks, `worker` delivers and reconciles, `all` does both.
+ */
+export async function startService(config: Config, logger: Logger, role: Role): Promise<Service> {
+  const { env } = config;
+  const routes = await loadRoutes(config);
+  const auth = role === "worker" ? undefined : await resolveWebhookAuth(config);
+  const redis = await resolveRedis(config, logger);
+  const client = createRedis(redis.url, "client", `streamkeeper-${role}`);
+  client.on("error", (error) => logger.debug({ err: error }, "redis connection error"));
+  client.once("ready", () => void checkEvictionPolicy());
+
+  const ledger = createEventLedger(client, env.QUEUE_PREFIX, env.DEDUPE_TTL_SECONDS);
+  const queues = createDeliveryQueues(client, env.QUEUE_PREFIX, routes, env.COMPLETED_JOB_RETENTION_SECONDS);
+  const store = createEventStore(ledger, queues, routes);
+  const readyKey = `${bullPrefix(env.QUEUE_PREFIX)}:readyz`;
+  const ready = async () => {
+    try {
+      await client.set(readyKey, Date.now(), "PX", 10_000);
+      redisUp.set(1);
+      return true;
+    } catch {
+      redisUp.set(0);
+      return false;
+    }
+  };
+
+  const closers: Array<() => Promise<void>> = [];
+  let publicServer: Serving | undefined;
+  if (auth) {
+    const receiver = createReceiverApp({
+      auth,
+      store,
+      maxBodyBytes: env.WEBHOOK_MAX_BODY_BYTES,
+      defaultStreamId: env.DEFAULT_STREAM_ID,
+      ready,
+      logger,
+    });
+    publicServer = await serve(receiver, env.PORT, env.HOST);
+    closers.push(() => publicServer!.close(env.SHUTDOWN_TIMEOUT_MS));
+    logger.info({ url: publicServer.url, auth: auth.method, routes: routes.map((route) => route.name) }, "receiving webhooks");
+  }
+
+  const admin = await serve(createAdminApp({ ready, adminToken: env.ADMIN_TOKEN, logger }), env.ADMIN_PORT, env.ADMIN_HOST);
+  logger.info({ url: admin.url }, "admin surface (metrics, probes, admin API) listening");
+
+  async function checkEvictionPolicy() {
+    try {
+      const [, policy] = (await client.config("GET", "maxmemory-policy")) as [string, string];
+      if (policy !== "noeviction") {
+        logger.warn({ policy }, "Redis maxmemory-policy is not noeviction: Redis may evict queued events under memory pressure; set maxmemory-policy noeviction");
+      }
+    } catch {
+      // Managed Redis often forbids CONFIG: nothing to check then.
+    }
+  }
+
+  let closing: Promise<void> | undefined;
+  return {
+    publicUrl: publicServer?.url,
+    adminUrl: admin.url,
+    close() {
+      closing ??= (async () => {
+        for (const close of closers) await close();
+        await admin.close(env.SHUTDOWN_TIMEOUT_MS);
+        await queues.close();
+        await client.quit().catch(() => client.disconnect());
+        await redis.release();
+      })();
+      return closing;
+    },
+  };
+}

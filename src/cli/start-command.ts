@@ -1,0 +1,31 @@
+import { Option, type Command } from "commander";
+import { startService, type Role } from "../app.js";
+import { loadConfig } from "../config.js";
+import { createLogger } from "../logger.js";
+import { runAction } from "./run-action.js";
+
+export function registerStartCommand(program: Command) {
+  program
+    .command("start")
+    .description("run the service: webhook ingress, delivery workers, admin surface")
+    .addOption(new Option("--role <role>", "which part to run").choices(["all", "receiver", "worker"]).default("all"))
+    .action(
+      runAction(async (options: { role: Role }) => {
+        const config = loadConfig();
+        const logger = createLogger(config.env.LOG_LEVEL);
+        const service = await startService(config, logger, options.role);
+        await new Promise<void>((ok) => {
+          const stop = (signal: string) => {
+            logger.info({ signal }, "shutting down: no new requests, finishing in-flight work");
+            service.close().then(ok, (error) => {
+              logger.error({ err: error }, "shutdown failed");
+              ok();
+            });
+          };
+          process.once("SIGTERM", () => stop("SIGTERM"));
+          process.once("SIGINT", () => stop("SIGINT"));
+        });
+        logger.info("stopped");
+      }),
+    );
+}

@@ -1,0 +1,41 @@
+import { z } from "zod";
+import type { CloudEvent } from "./cloud-event.js";
+import { InvalidEventError } from "./invalid-event-error.js";
+
+/**
+ * The CloudEvents 1.0 envelope (spec §3.1 "REQUIRED Attributes": id, source,
+ * specversion, type; §3.2 optional ones typed). Extensions pass through untouched.
+ * A zod check costs ~0.25 µs where the SDK's parser costs 20-30 µs (STACK-NOTES.md).
+ */
+const nonEmpty = z.string().min(1, "must be a non-empty string");
+const envelope = z.looseObject({
+  id: nonEmpty.max(256, "must be at most 256 characters"),
+  source: nonEmpty,
+  specversion: z.literal("1.0", "must be \"1.0\""),
+  type: nonEmpty,
+  time: z.iso.datetime({ offset: true, error: "must be an RFC 3339 timestamp" }).optional(),
+  subject: nonEmpty.optional(),
+  datacontenttype: nonEmpty.optional(),
+  dataschema: nonEmpty.optional(),
+  data_base64: z.string().optional(),
+});
+
+/** Checks one event; `where` prefixes the field in the message (e.g. `events[2].`). */
+export function validateCloudEvent(value: unknown, where = ""): CloudEvent {
+  if (typeof value !== "object" || value === null || Array.isArray(value)) {
+    throw new InvalidEventError(`${where ? where.slice(0, -1) : "the body"} must be a JSON object holding a CloudEvent`);
+  }
+  const parsed = envelope.safeParse(value);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]!;
+    const field = issue.path.join(".");
+    const missing = issue.code === "invalid_type" && (value as Record<string, unknown>)[field] === undefined;
+    throw new InvalidEventError(
+      missing ? `${where}${field} is required (CloudEvents 1.0)` : `${where}${field} ${issue.message}`,
+    );
+  }
+  if ("data" in parsed.data && "data_base64" in parsed.data) {
+    throw new InvalidEventError(`${where}data and ${where}data_base64 are mutually exclusive`);
+  }
+  return parsed.data as CloudEvent;
+}

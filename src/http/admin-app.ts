@@ -1,0 +1,55 @@
+import express, { type NextFunction, type Request, type Response, type Router } from "express";
+import type { Logger } from "../logger.js";
+import { registry } from "../metrics/registry.js";
+import { adminAuth } from "./admin-auth.js";
+import { sendProblem } from "./problem.js";
+
+export interface AdminDeps {
+  ready(): Promise<boolean>;
+  adminToken?: string;
+  logger: Logger;
+  /** What this service knows of one event, or undefined when it knows nothing. */
+  describeEvent?(eventId: string): Promise<unknown>;
+  /** Further routers under /admin (reconcile API, queue dashboard), behind the admin login. */
+  routers?: Router[];
+}
+
+/**
+ * The internal surface on ADMIN_PORT: metrics and probes without auth (bind it to an
+ * internal interface), everything under /admin behind ADMIN_TOKEN.
+ */
+export function createAdminApp(deps: AdminDeps) {
+  const app = express();
+  app.disable("x-powered-by");
+
+  app.get("/metrics", async (_req, res) => {
+    res.type(registry.contentType).send(await registry.metrics());
+  });
+  app.get("/healthz", (_req, res) => {
+    res.json({ status: "ok" });
+  });
+  app.get("/readyz", async (_req, res) => {
+    const ready = await deps.ready();
+    res.status(ready ? 200 : 503).json({ status: ready ? "ready" : "redis unavailable" });
+  });
+
+  const admin = express.Router();
+  admin.use(adminAuth(deps.adminToken));
+  admin.use(express.json({ limit: "2mb" }));
+  admin.get("/events/:eventId", async (req, res) => {
+    const description = await deps.describeEvent?.(req.params.eventId as string);
+    if (description === undefined) return sendProblem(res, 404, `no event ${req.params.eventId} is known here (ids are kept for DEDUPE_TTL_SECONDS)`);
+    res.json(description);
+  });
+  for (const router of deps.routers ?? []) admin.use(router);
+  app.use("/admin", admin);
+
+  app.use((req, res) => sendProblem(res, 404, `no route for ${req.method} ${req.path}`));
+  app.use((error: unknown, req: Request, res: Response, _next: NextFunction) => {
+    const status = (error as { status?: number }).status;
+    if (status && status >= 400 && status < 500) return sendProblem(res, status, (error as Error).message);
+    deps.logger.error({ err: error, path: req.path }, "admin request failed");
+    sendProblem(res, 503, "the request could not be served right now; retry later", { "Retry-After": "1" });
+  });
+  return app;
+}

@@ -1,0 +1,25 @@
+import type { NextFunction, Request, Response } from "express";
+import { safeEqual } from "./check-credentials.js";
+import { sendProblem } from "./problem.js";
+
+/**
+ * Guards /admin/*: `Authorization: Bearer <ADMIN_TOKEN>` for API clients, or HTTP Basic
+ * with any user name and ADMIN_TOKEN as the password, so a browser can log in to the
+ * dashboard. Without ADMIN_TOKEN the admin API is off.
+ */
+export function adminAuth(adminToken: string | undefined) {
+  return (req: Request, res: Response, next: NextFunction) => {
+    if (!adminToken) return sendProblem(res, 403, "the admin API is off: set ADMIN_TOKEN to enable it");
+    const header = req.headers.authorization ?? "";
+    if (/^bearer /i.test(header) && safeEqual(header.slice(7).trim(), adminToken)) return next();
+    if (/^basic /i.test(header)) {
+      const decoded = Buffer.from(header.slice(6).trim(), "base64").toString("utf8");
+      const password = decoded.slice(decoded.indexOf(":") + 1);
+      if (decoded.includes(":") && safeEqual(password, adminToken)) return next();
+    }
+    const browser = req.path.startsWith("/queues");
+    sendProblem(res, 401, "send Authorization: Bearer <ADMIN_TOKEN> (or HTTP Basic with ADMIN_TOKEN as the password)", {
+      "WWW-Authenticate": browser ? 'Basic realm="streamkeeper admin", charset="UTF-8"' : 'Bearer realm="streamkeeper admin"',
+    });
+  };
+}

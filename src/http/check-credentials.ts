@@ -1,0 +1,58 @@
+import { createHash, timingSafeEqual } from "node:crypto";
+import type { ResolvedWebhookAuth } from "./webhook-credentials.js";
+
+type Headers = Record<string, string | string[] | undefined>;
+
+/**
+ * Compares in constant time: both sides are hashed first, so neither the content nor
+ * the length of the secret leaks through timing.
+ */
+export function safeEqual(given: string, expected: string): boolean {
+  const a = createHash("sha256").update(given).digest();
+  const b = createHash("sha256").update(expected).digest();
+  return timingSafeEqual(a, b);
+}
+
+/** Builds the check for the configured method; returns a problem (no secret in it) or undefined. */
+export function createCredentialCheck(auth: ResolvedWebhookAuth): (headers: Headers) => string | undefined {
+  switch (auth.method) {
+    case "none":
+      return () => undefined;
+    case "basic": {
+      const expected = `Basic ${Buffer.from(`${auth.username}:${auth.password}`).toString("base64")}`;
+      return (headers) => {
+        const given = first(headers.authorization);
+        if (!given) return "the Authorization header is missing: send Basic credentials";
+        if (!/^basic /i.test(given)) return "the Authorization header must use the Basic scheme";
+        // Normalise the scheme's case only; the credentials compare byte for byte.
+        return safeEqual(`Basic ${given.slice(6).trim()}`, expected) ? undefined : "the Basic credentials are wrong";
+      };
+    }
+    case "bearer":
+      return (headers) => {
+        const given = first(headers.authorization);
+        if (!given) return "the Authorization header is missing: send a Bearer token";
+        if (!/^bearer /i.test(given)) return "the Authorization header must use the Bearer scheme";
+        return safeEqual(given.slice(7).trim(), auth.token) ? undefined : "the Bearer token is wrong";
+      };
+    case "custom_header": {
+      const name = auth.headerName.toLowerCase();
+      return (headers) => {
+        const given = first(headers[name]);
+        if (given === undefined) return `the ${auth.headerName} header is missing`;
+        return safeEqual(given, auth.headerValue) ? undefined : `the ${auth.headerName} header is wrong`;
+      };
+    }
+  }
+}
+
+/** The WWW-Authenticate challenge for a 401 (RFC 9110 §11.6.1), where the method has one. */
+export function challengeFor(auth: ResolvedWebhookAuth): string | undefined {
+  if (auth.method === "basic") return 'Basic realm="streamkeeper", charset="UTF-8"';
+  if (auth.method === "bearer") return 'Bearer realm="streamkeeper"';
+  return undefined;
+}
+
+function first(value: string | string[] | undefined): string | undefined {
+  return Array.isArray(value) ? value[0] : value;
+}

@@ -1,0 +1,129 @@
+import express, { type NextFunction, type Request, type Response } from "express";
+import type { CloudEvent } from "../events/cloud-event.js";
+import { InvalidEventError } from "../events/invalid-event-error.js";
+import { parseCloudEvents } from "../events/parse-cloud-events.js";
+import { brokenTenantRules } from "../events/tenant-rules.js";
+import type { Logger } from "../logger.js";
+import { eventsNonconforming, eventsRejected, webhookRequestDuration, webhookRequests } from "../metrics/registry.js";
+import type { EventStore } from "../queue/event-store.js";
+import { challengeFor, createCredentialCheck } from "./check-credentials.js";
+import { sendProblem } from "./problem.js";
+import type { ResolvedWebhookAuth } from "./webhook-credentials.js";
+
+export interface ReceiverDeps {
+  auth: ResolvedWebhookAuth;
+  store: EventStore;
+  maxBodyBytes: number;
+  defaultStreamId?: string;
+  /** Redis reachable and writable. */
+  ready(): Promise<boolean>;
+  logger: Logger;
+  /** How long a store may take before the request is answered 503. @defaultValue 1500 */
+  storeTimeoutMs?: number;
+}
+
+/** Raised when events cannot be stored now: answered 503, so the tenant retries. */
+class StoreUnavailableError extends Error {}
+
+/**
+ * The public ingress. It answers 202 only once every event of the request is in Redis,
+ * 4xx only for a request that can never succeed (the tenant drops a delivery for good on
+ * a 4xx, real-world.md), and 503 with Retry-After for everything transient.
+ */
+export function createReceiverApp(deps: ReceiverDeps) {
+  const checkCredentials = createCredentialCheck(deps.auth);
+  const challenge = challengeFor(deps.auth);
+  const storeTimeoutMs = deps.storeTimeoutMs ?? 1500;
+  const app = express();
+  app.disable("x-powered-by");
+  app.set("etag", false);
+
+  app.get("/healthz", (_req, res) => {
+    res.json({ status: "ok" });
+  });
+  app.get("/readyz", async (_req, res) => {
+    const ready = await deps.ready();
+    res.status(ready ? 200 : 503).json({ status: ready ? "ready" : "redis unavailable" });
+  });
+
+  const authenticate = (req: Request, res: Response, next: NextFunction) => {
+    const problem = checkCredentials(req.headers);
+    if (!problem) return next();
+    eventsRejected.inc({ reason: "unauthorized" });
+    deps.logger.warn({ path: req.path, ip: req.ip }, `webhook refused: ${problem}`);
+    sendProblem(res, 401, problem, challenge ? { "WWW-Authenticate": challenge } : {});
+  };
+  const rawBody = express.raw({ type: () => true, limit: deps.maxBodyBytes });
+
+  const receive = async (req: Request, res: Response) => {
+    const body = Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0);
+    const events = parseCloudEvents({ headers: req.headers, body });
+    const pathStream = typeof req.params.streamId === "string" ? req.params.streamId : undefined;
+    const results = await withTimeout(
+      Promise.all(events.map((event) => deps.store.store(event, { origin: "webhook", streamId: streamOf(event, pathStream) }))),
+      storeTimeoutMs,
+    );
+    for (const event of events) noteTenantRules(event, deps.logger);
+    const duplicates = results.filter((result) => result.status === "duplicate").length;
+    res.status(202).json({ accepted: results.length - duplicates, duplicates });
+  };
+
+  const streamOf = (event: CloudEvent, pathStream: string | undefined) =>
+    pathStream ?? (typeof event.a0stream === "string" ? event.a0stream : undefined) ?? deps.defaultStreamId;
+
+  app.post(["/webhooks", "/webhooks/:streamId"], measure, authenticate, rawBody, receive);
+  app.use((req, res) => sendProblem(res, 404, `no route for ${req.method} ${req.path}: events go to POST /webhooks/<stream-id>`));
+
+  app.use((error: unknown, req: Request, res: Response, _next: NextFunction) => {
+    if (error instanceof InvalidEventError) {
+      eventsRejected.inc({ reason: error.status === 415 ? "content_type" : "invalid_event" });
+      deps.logger.warn({ path: req.path, detail: error.detail }, "webhook refused: invalid event");
+      return sendProblem(res, error.status, error.detail);
+    }
+    const parserError = error as { type?: string; status?: number };
+    if (parserError.type === "entity.too.large") {
+      eventsRejected.inc({ reason: "too_large" });
+      return sendProblem(res, 413, `the body is larger than ${deps.maxBodyBytes} bytes (WEBHOOK_MAX_BODY_BYTES)`);
+    }
+    if (parserError.type === "encoding.unsupported") {
+      eventsRejected.inc({ reason: "content_type" });
+      return sendProblem(res, 415, "unsupported content encoding: send the body as identity, gzip or deflate");
+    }
+    if (parserError.type === "request.aborted" || parserError.type === "request.size.invalid") {
+      return sendProblem(res, 400, "the request body was incomplete");
+    }
+    // Anything else is transient from the tenant's point of view: never a 4xx.
+    deps.logger.error({ err: error, path: req.path }, "webhook not stored: answering 503");
+    sendProblem(res, 503, "the event could not be stored right now; retry later", { "Retry-After": "1" });
+  });
+
+  async function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<never>((_, fail) => {
+      timer = setTimeout(() => fail(new StoreUnavailableError(`storing took longer than ${ms} ms`)), ms);
+    });
+    try {
+      return await Promise.race([promise, timeout]);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  return app;
+}
+
+function measure(_req: Request, res: Response, next: NextFunction) {
+  const started = process.hrtime.bigint();
+  res.once("finish", () => {
+    webhookRequests.inc({ status: String(res.statusCode) });
+    webhookRequestDuration.observe(Number(process.hrtime.bigint() - started) / 1e9);
+  });
+  next();
+}
+
+function noteTenantRules(event: CloudEvent, logger: Logger) {
+  const broken = brokenTenantRules(event);
+  if (broken.length === 0) return;
+  for (const rule of broken) eventsNonconforming.inc({ rule });
+  logger.warn({ eventId: event.id, type: event.type, broken }, "stored an event that breaks the tenant's rules");
+}

@@ -1,0 +1,36 @@
+import { once } from "node:events";
+import type { Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import type { RequestListener } from "node:http";
+import { createServer } from "node:http";
+
+export interface Serving {
+  server: Server;
+  url: string;
+  port: number;
+  /** Stops accepting, lets in-flight requests finish, then cuts what is left after `timeoutMs`. */
+  close(timeoutMs: number): Promise<void>;
+}
+
+export async function serve(handler: RequestListener, port: number, host: string): Promise<Serving> {
+  const server = createServer(handler);
+  // Longer than typical load balancer idle timeouts, so they close first.
+  server.keepAliveTimeout = 65_000;
+  server.listen(port, host);
+  await once(server, "listening");
+  const address = server.address() as AddressInfo;
+  const shownHost = address.family === "IPv6" ? `[${address.address}]` : address.address;
+  return {
+    server,
+    url: `http://${shownHost === "0.0.0.0" ? "127.0.0.1" : shownHost}:${address.port}`,
+    port: address.port,
+    async close(timeoutMs) {
+      const closed = new Promise<void>((ok) => server.close(() => ok()));
+      // Node >= 19 closes idle keep-alive sockets on close(); busy ones finish their request.
+      server.closeIdleConnections();
+      const timer = setTimeout(() => server.closeAllConnections(), timeoutMs);
+      await closed;
+      clearTimeout(timer);
+    },
+  };
+}

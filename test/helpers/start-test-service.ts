@@ -1,0 +1,49 @@
+import { randomUUID } from "node:crypto";
+import { mkdtemp } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { inject } from "vitest";
+import { startService, type Role, type Service } from "../../src/app.js";
+import { loadConfig, type Config } from "../../src/config.js";
+import { createLogger } from "../../src/logger.js";
+
+export const testCredentials = { username: "tenant", password: "s3cret-webhook-password" };
+
+export interface TestService extends Service {
+  config: Config;
+  /** POSTs to the public ingress with the test's basic credentials. */
+  post(path: string, body: string, headers?: Record<string, string>): Promise<Response>;
+}
+
+/**
+ * Starts the real service in-process on ports 0 against the run's Redis, with a fresh
+ * queue prefix. `env` overrides any setting (e.g. DOWNSTREAM_URL, WEBHOOK_AUTH).
+ */
+export async function startTestService(env: Record<string, string> = {}, role: Role = "all"): Promise<TestService> {
+  const config = loadConfig({
+    REDIS_URL: inject("redisUrl"),
+    QUEUE_PREFIX: `test-${randomUUID()}`,
+    PORT: "0",
+    HOST: "127.0.0.1",
+    ADMIN_PORT: "0",
+    DATA_DIR: await mkdtemp(join(tmpdir(), "sk-data-")),
+    WEBHOOK_USERNAME: testCredentials.username,
+    WEBHOOK_PASSWORD: testCredentials.password,
+    LOG_LEVEL: "silent",
+    SHUTDOWN_TIMEOUT_MS: "2000",
+    DISPATCH_BACKOFF_BASE_MS: "20",
+    ...env,
+  });
+  const service = await startService(config, createLogger(config.env.LOG_LEVEL), role);
+  const authorization = `Basic ${Buffer.from(`${testCredentials.username}:${testCredentials.password}`).toString("base64")}`;
+  return {
+    ...service,
+    config,
+    post: (path, body, headers = {}) =>
+      fetch(`${service.publicUrl}${path}`, {
+        method: "POST",
+        body,
+        headers: { authorization, "content-type": "application/json", ...headers },
+      }),
+  };
+}
