@@ -1,8 +1,8 @@
 import { readFileSync } from "node:fs";
-// A recorded real answer (shared/spec/delivery-record.example.json), copied so the repo stands alone.
 import { describe, expect, it } from "vitest";
 import { deliveryRecordSchema } from "../../../src/tenant/delivery-record.js";
 
+// A recorded real answer (shared/spec/delivery-record.example.json), copied so the repo stands alone.
 const fixture: unknown = JSON.parse(readFileSync(new URL("./fixtures/delivery-record.example.json", import.meta.url), "utf8"));
 
 describe("deliveryRecordSchema", () => {

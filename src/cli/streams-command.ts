@@ -1,0 +1,197 @@
+import type { Command } from "commander";
+import { resolveWebhookAuth } from "../http/webhook-credentials.js";
+import type { TenantClient } from "../tenant/create-tenant-client.js";
+import type { EventStream } from "../tenant/event-stream.js";
+import { isLoopbackHost, validateStreamPatch, type StreamPatch, type WebhookAuthorization } from "../tenant/stream-patch.js";
+import { TenantValidationError } from "../tenant/tenant-api-error.js";
+import { CliError } from "./cli-error.js";
+import { formatTable } from "./format-table.js";
+import { runAction } from "./run-action.js";
+import { withTenantClient } from "./with-tenant-client.js";
+
+interface ListOptions {
+  take?: string;
+  all?: boolean;
+  json?: boolean;
+}
+
+interface UpdateOptions {
+  name?: string;
+  status?: string;
+  subscribe?: string;
+  endpoint?: string;
+  auth?: string;
+  username?: string;
+  password?: string;
+  token?: string;
+  json?: boolean;
+}
+
+/** `streamkeeper streams list|update|connect` (CONTRACT.md, Commands). */
+export function registerStreamsCommand(program: Command): void {
+  const streams = program.command("streams").description("list and change the tenant's event streams");
+
+  streams
+    .command("list")
+    .description("list event streams: id, name, status, subscriptions, endpoint")
+    .option("--take <n>", "streams per page, 1 to 100 (tenant default 50)")
+    .option("--all", "follow every page")
+    .option("--json", "print one JSON array")
+    .action(
+      runAction((options: ListOptions) => {
+        const take = takeOf(options.take);
+        return withTenantClient((client) => list(client, take, options));
+      }),
+    );
+
+  streams
+    .command("update <stream-id>")
+    .description("change a stream; --endpoint replaces the whole destination, so it needs --auth and its secret")
+    .option("--name <s>", "1 to 128 characters")
+    .option("--status <status>", "enabled or disabled")
+    .option("--subscribe <types>", "event types, comma-separated (replaces the list), e.g. user.created,user.updated")
+    .option("--endpoint <url>", "webhook URL (https; http only on loopback)")
+    .option("--auth <method>", "basic (with --username, --password) or bearer (with --token)")
+    .option("--username <u>", "for --auth basic")
+    .option("--password <p>", "for --auth basic")
+    .option("--token <t>", "for --auth bearer")
+    .option("--json", "print the updated stream as JSON")
+    .action(
+      runAction((streamId: string, options: UpdateOptions) => {
+        const patch = patchOf(options);
+        return withTenantClient(async (client) => {
+          const updated = await client.updateEventStream(streamId, patch);
+          print(updated, options.json, `updated ${updated.id}`);
+        });
+      }),
+    );
+
+  streams
+    .command("connect <stream-id>")
+    .description("point the stream at this service: <public-url>/webhooks/<stream-id> with its configured webhook credentials")
+    .requiredOption("--public-url <url>", "where the tenant reaches this service, e.g. https://hooks.example.com")
+    .action(
+      runAction((streamId: string, options: { publicUrl: string }) => {
+        const endpoint = webhookUrl(options.publicUrl, streamId);
+        return withTenantClient(async (client, config) => {
+          const auth = await resolveWebhookAuth(config);
+          if (auth.method === "none") {
+            throw new CliError("WEBHOOK_AUTH=none, but the tenant requires authorization; set WEBHOOK_AUTH=basic (or bearer, custom_header) and its credentials", 2);
+          }
+          const authorization: WebhookAuthorization =
+            auth.method === "basic"
+              ? { method: "basic", username: auth.username, password: auth.password }
+              : auth.method === "bearer"
+                ? { method: "bearer", token: auth.token }
+                : { method: "custom_header", header_key: auth.headerName, header_value: auth.headerValue };
+          const updated = await client.updateEventStream(streamId, {
+            destination: { type: "webhook", configuration: { webhook_endpoint: endpoint, webhook_authorization: authorization } },
+          });
+          const who = auth.method === "basic" ? ` (user ${auth.username})` : auth.method === "custom_header" ? ` (header ${auth.headerName})` : "";
+          process.stdout.write(`stream ${updated.id} now delivers to ${endpoint} with ${auth.method} authorization${who}\n`);
+          if (updated.status === "disabled") {
+            process.stderr.write(`note: the stream is disabled; enable it with: streamkeeper streams update ${updated.id} --status enabled\n`);
+          }
+        });
+      }),
+    );
+}
+
+function takeOf(flag: string | undefined): number | undefined {
+  if (flag === undefined) return undefined;
+  const take = Number(flag);
+  if (!/^\d+$/.test(flag) || take < 1 || take > 100) throw new CliError(`--take must be an integer from 1 to 100, got ${JSON.stringify(flag)}`, 2);
+  return take;
+}
+
+async function list(client: TenantClient, take: number | undefined, options: ListOptions): Promise<void> {
+  let found: EventStream[];
+  let more = false;
+  if (options.all) {
+    found = [];
+    for await (const stream of client.eventStreams({ take })) found.push(stream);
+  } else {
+    const page = await client.listEventStreams({ take });
+    found = page.eventStreams;
+    more = page.next !== undefined;
+  }
+  if (options.json) {
+    process.stdout.write(JSON.stringify(found.map(withoutSecrets), null, 2) + "\n");
+  } else if (found.length === 0) {
+    process.stderr.write("no event streams\n");
+  } else {
+    process.stdout.write(table(found));
+  }
+  if (more && !options.json) process.stderr.write("more streams exist: run with --all to list every page\n");
+}
+
+/** The flags as a PATCH body, checked by the same rules as the client; a bad value names its flag (exit 2). */
+function patchOf(options: UpdateOptions): StreamPatch {
+  const patch: Record<string, unknown> = {};
+  if (options.name !== undefined) patch.name = options.name;
+  if (options.status !== undefined) patch.status = options.status;
+  if (options.subscribe !== undefined) {
+    patch.subscriptions = options.subscribe
+      .split(",")
+      .map((type) => type.trim())
+      .filter(Boolean)
+      .map((event_type) => ({ event_type }));
+  }
+  if (options.endpoint !== undefined || options.auth !== undefined) {
+    if (options.endpoint === undefined) throw new CliError("--auth needs --endpoint (they form the destination together)", 2);
+    if (options.auth === undefined) throw new CliError("--endpoint needs --auth basic|bearer (the tenant replaces the whole destination)", 2);
+    if (options.auth !== "basic" && options.auth !== "bearer") throw new CliError(`--auth must be basic or bearer, got ${JSON.stringify(options.auth)}`, 2);
+    const authorization = options.auth === "basic" ? { method: "basic", username: options.username, password: options.password } : { method: "bearer", token: options.token };
+    patch.destination = { type: "webhook", configuration: { webhook_endpoint: options.endpoint, webhook_authorization: authorization } };
+  }
+  if (Object.keys(patch).length === 0) throw new CliError("nothing to update: give --name, --status, --subscribe or --endpoint", 2);
+  try {
+    return validateStreamPatch(patch);
+  } catch (error) {
+    if (error instanceof TenantValidationError) throw new CliError(`${flagOf(error.field)}: ${error.problem}`, 2);
+    throw error;
+  }
+}
+
+function flagOf(field: string): string {
+  if (field.startsWith("subscriptions")) return "--subscribe";
+  const last = field.split(".").at(-1);
+  const flags: Record<string, string> = { name: "--name", status: "--status", webhook_endpoint: "--endpoint", method: "--auth", username: "--username", password: "--password", token: "--token" };
+  return flags[last ?? ""] ?? field;
+}
+
+/** `<public-url>/webhooks/<stream-id>`; a path prefix (behind a proxy) is kept. */
+function webhookUrl(publicUrl: string, streamId: string): string {
+  const url = URL.canParse(publicUrl) ? new URL(publicUrl) : undefined;
+  if (!url || !(url.protocol === "https:" || (url.protocol === "http:" && isLoopbackHost(url.hostname)))) {
+    throw new CliError(`--public-url must be an https:// URL (http:// only on loopback), got ${JSON.stringify(publicUrl)}`, 2);
+  }
+  if (url.search || url.hash) throw new CliError("--public-url must not have a query or fragment", 2);
+  return `${url.origin}${url.pathname.replace(/\/+$/, "")}/webhooks/${encodeURIComponent(streamId)}`;
+}
+
+function print(stream: EventStream, json: boolean | undefined, headline: string): void {
+  if (json) process.stdout.write(JSON.stringify(withoutSecrets(stream), null, 2) + "\n");
+  else process.stdout.write(`${headline}\n${table([stream])}`);
+}
+
+function table(streams: EventStream[]): string {
+  return formatTable(
+    ["ID", "NAME", "STATUS", "SUBSCRIPTIONS", "ENDPOINT"],
+    streams.map((stream) => [
+      stream.id,
+      stream.name,
+      stream.status,
+      stream.subscriptions.map((subscription) => subscription.event_type).join(","),
+      stream.destination.configuration?.webhook_endpoint ?? `(${stream.destination.type})`,
+    ]),
+  );
+}
+
+/** The tenant never returns write-only secrets (real-world.md); strip them anyway in case one does. */
+function withoutSecrets(stream: EventStream): EventStream {
+  const authorization = stream.destination.configuration?.webhook_authorization;
+  if (!authorization) return stream;
+  const { password: _p, token: _t, header_value: _h, ...kept } = authorization;
+  return { ...stream, destination: { ...stream.destination, configuration: { ...stream.destination.configuration, webhook_authorization: kept as typeof authorization } } };
+}
