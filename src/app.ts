@@ -10,7 +10,7 @@ import { createDeliveryQueues } from "./queue/delivery-queues.js";
 import { createEventLedger } from "./queue/event-ledger.js";
 import { createEventStore } from "./queue/event-store.js";
 import { bullPrefix } from "./queue/queue-names.js";
-import { createRedis } from "./queue/redis-connection.js";
+import { createRedis, untilReady } from "./queue/redis-connection.js";
 import { resolveRedis } from "./queue/resolve-redis.js";
 
 export type Role = "all" | "receiver" | "worker";
@@ -34,6 +34,8 @@ export async function startService(config: Config, logger: Logger, role: Role): 
   const client = createRedis(redis.url, "client", `streamkeeper-${role}`);
   client.on("error", (error) => logger.debug({ err: error }, "redis connection error"));
   client.once("ready", () => void checkEvictionPolicy());
+  // Start even when Redis is down (the ingress answers 503 and /readyz fails until it is back).
+  await untilReady(client, 5000).catch((error: Error) => logger.error(`${error.message}; starting anyway`));
 
   const ledger = createEventLedger(client, env.QUEUE_PREFIX, env.DEDUPE_TTL_SECONDS);
   const queues = createDeliveryQueues(client, env.QUEUE_PREFIX, routes, env.COMPLETED_JOB_RETENTION_SECONDS);

@@ -29,7 +29,7 @@ export function validateCloudEvent(value: unknown, where = ""): CloudEvent {
   if (!parsed.success) {
     const issue = parsed.error.issues[0]!;
     const field = issue.path.join(".");
-    const missing = issue.code === "invalid_type" && (value as Record<string, unknown>)[field] === undefined;
+    const missing = issue.path.length === 1 && (value as Record<string, unknown>)[field] === undefined;
     throw new InvalidEventError(
       missing ? `${where}${field} is required (CloudEvents 1.0)` : `${where}${field} ${issue.message}`,
     );
