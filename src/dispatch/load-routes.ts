@@ -20,9 +20,7 @@ const routeSchema = z
   })
   .strict();
 
-const fileSchema = z.union([z.array(routeSchema), z.object({ routes: z.array(routeSchema) }).strict().transform((file) => file.routes)]);
-
-/** Parses routes from YAML or JSON text; errors name the route and the field. */
+/** Parses routes from YAML or JSON text: a list of routes, or `{ routes: [...] }`. Errors name the route and the field. */
 export function parseRoutes(text: string, origin: string): Route[] {
   let raw: unknown;
   try {
@@ -30,16 +28,16 @@ export function parseRoutes(text: string, origin: string): Route[] {
   } catch (error) {
     throw new ConfigError([`${origin}: not valid YAML or JSON: ${(error as Error).message.split("\n")[0]}`]);
   }
-  const parsed = fileSchema.safeParse(raw);
+  const list = listOf(raw, origin);
+  const parsed = z.array(routeSchema).safeParse(list);
   if (!parsed.success) {
     throw new ConfigError(
       parsed.error.issues.map((issue) => {
-        const [first, index, ...field] = issue.path;
-        const at = first === "routes" ? [index, ...field] : [first, index, ...field];
-        const routeIndex = Number(at[0]);
-        const name = Array.isArray(raw) ? raw[routeIndex]?.name : (raw as { routes?: { name?: string }[] })?.routes?.[routeIndex]?.name;
-        const where = Number.isInteger(routeIndex) ? `route ${name ?? `#${routeIndex + 1}`}${at.length > 1 ? ` field ${at.slice(1).join(".")}` : ""}` : "routes";
-        return `${origin}: ${where}: ${issue.message}`;
+        const [index, ...field] = issue.path;
+        if (typeof index !== "number") return `${origin}: routes: ${issue.message}`;
+        const name = (list[index] as { name?: unknown } | undefined)?.name;
+        const route = typeof name === "string" && name ? `route ${name}` : `route #${index + 1}`;
+        return `${origin}: ${route}${field.length > 0 ? ` field ${field.join(".")}` : ""}: ${issue.message}`;
       }),
     );
   }
@@ -49,6 +47,16 @@ export function parseRoutes(text: string, origin: string): Route[] {
     names.add(route.name);
   }
   return parsed.data;
+}
+
+function listOf(raw: unknown, origin: string): unknown[] {
+  if (Array.isArray(raw)) return raw;
+  if (raw && typeof raw === "object" && Array.isArray((raw as { routes?: unknown }).routes)) {
+    const extra = Object.keys(raw).filter((key) => key !== "routes");
+    if (extra.length > 0) throw new ConfigError([`${origin}: unknown key ${extra.join(", ")}; only "routes" is allowed at the top`]);
+    return (raw as { routes: unknown[] }).routes;
+  }
+  throw new ConfigError([`${origin}: routes: expected a list of routes, or an object with a "routes" list`]);
 }
 
 /** Routes from ROUTES_FILE, or the DOWNSTREAM_URL shortcut (one route `default` for `*`). */

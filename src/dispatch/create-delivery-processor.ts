@@ -1,0 +1,91 @@
+import { DelayedError, UnrecoverableError, type Job } from "bullmq";
+import type { Logger } from "../logger.js";
+import { dispatchDuration, dispatchTotal } from "../metrics/registry.js";
+import type { DeliveryJobData } from "../queue/delivery-job.js";
+import type { EventLedger } from "../queue/event-ledger.js";
+import type { DownstreamClient } from "./downstream-client.js";
+import { decide } from "./retry-policy.js";
+import { RetryableDeliveryError } from "./retryable-delivery-error.js";
+import type { Route } from "./route.js";
+import { signWebhook } from "./sign-webhook.js";
+
+export interface DeliveryProcessorDeps {
+  route: Route;
+  client: DownstreamClient;
+  ledger: EventLedger;
+  logger: Logger;
+  /** Aborted when shutdown runs out of time: in-flight attempts go back to the queue. */
+  shutdown: AbortSignal;
+}
+
+export type DeliveryResult = { status: "delivered"; at: number } | { status: "already_delivered"; at: number };
+
+/**
+ * Delivers one job of one route's queue. Throwing hands the job back to BullMQ:
+ * `RetryableDeliveryError` retries it with the worker's backoff, `UnrecoverableError`
+ * fails it at once; a failed job is the dead letter.
+ */
+export function createDeliveryProcessor({ route, client, ledger, logger, shutdown }: DeliveryProcessorDeps) {
+  // Lower-case once, so a route header cannot duplicate one of ours in another case.
+  const routeHeaders = Object.fromEntries(Object.entries(route.headers).map(([name, value]) => [name.toLowerCase(), value]));
+  const labels = { route: route.name };
+
+  return async (job: Job<DeliveryJobData>, token?: string): Promise<DeliveryResult> => {
+    const { event, origin, force } = job.data;
+    const log = logger.child({ route: route.name, eventId: event.id, jobId: job.id, attempt: job.attemptsMade + 1 });
+
+    // Once per route: an id this route answered 2xx for within DEDUPE_TTL_SECONDS is not
+    // sent again, whether it came back by webhook or reconcile, unless forced.
+    if (!force) {
+      const at = await ledger.deliveredAt(event.id, route.name);
+      if (at !== undefined) {
+        log.info({ deliveredAt: new Date(at).toISOString() }, "event already delivered to this route; not sent again");
+        return { status: "already_delivered", at };
+      }
+    }
+
+    const body = JSON.stringify(event);
+    const headers: Record<string, string> = {
+      ...routeHeaders,
+      "content-type": "application/cloudevents+json",
+      "user-agent": "streamkeeper",
+      "x-streamkeeper-origin": origin,
+      // The same on every attempt, so the downstream can drop a repeat (CONTRACT.md).
+      "webhook-id": event.id,
+      // Signed per attempt: verifiers reject timestamps older than a few minutes.
+      ...(route.secret ? signWebhook(route.secret, event.id, Math.floor(Date.now() / 1000), body) : {}),
+    };
+    const endTimer = dispatchDuration.startTimer(labels);
+    const result = await client.post(headers, body, shutdown);
+    endTimer();
+
+    if (shutdown.aborted) {
+      // Shutdown ran out of time: put the job back without spending an attempt.
+      log.warn("delivery interrupted by shutdown; the job goes back to the queue");
+      await job.moveToDelayed(Date.now(), token);
+      throw new DelayedError();
+    }
+
+    const decision = decide(result);
+    if (decision.action === "delivered") {
+      const at = Date.now();
+      try {
+        await ledger.markDelivered(event.id, route.name, at);
+      } catch (error) {
+        dispatchTotal.inc({ ...labels, outcome: "retry" });
+        throw new RetryableDeliveryError(`delivered, but recording it failed (${(error as Error).message}); it will be sent again`);
+      }
+      dispatchTotal.inc({ ...labels, outcome: "delivered" });
+      log.debug({ status: "status" in result ? result.status : undefined }, "event delivered");
+      return { status: "delivered", at };
+    }
+
+    const attempts = job.opts.attempts ?? 1;
+    const last = decision.action === "fail" || job.attemptsMade + 1 >= attempts;
+    dispatchTotal.inc({ ...labels, outcome: last ? "dead_letter" : "retry" });
+    if (last) log.warn({ reason: decision.reason, attempts }, "delivery failed for good: the event is a dead letter of this route");
+    else log.info({ reason: decision.reason }, "delivery failed; it will be retried");
+    if (decision.action === "fail") throw new UnrecoverableError(decision.reason);
+    throw new RetryableDeliveryError(decision.reason, decision.retryAfterMs);
+  };
+}

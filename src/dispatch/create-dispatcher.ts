@@ -1,0 +1,118 @@
+import { setTimeout as sleep } from "node:timers/promises";
+import { Worker } from "bullmq";
+import type { Logger } from "../logger.js";
+import type { DeliveryJobData } from "../queue/delivery-job.js";
+import type { EventLedger } from "../queue/event-ledger.js";
+import { bullPrefix, deliveryQueueName } from "../queue/queue-names.js";
+import { createRedis } from "../queue/redis-connection.js";
+import { createDeliveryProcessor, type DeliveryResult } from "./create-delivery-processor.js";
+import { createDownstreamClient } from "./downstream-client.js";
+import { backoffDelay } from "./retry-policy.js";
+import { RetryableDeliveryError } from "./retryable-delivery-error.js";
+import type { Route } from "./route.js";
+
+export interface DispatcherOptions {
+  redisUrl: string;
+  queuePrefix: string;
+  routes: Route[];
+  ledger: EventLedger;
+  logger: Logger;
+  /** DISPATCH_BACKOFF_BASE_MS */
+  backoffBaseMs: number;
+  /** DISPATCH_BACKOFF_MAX_MS */
+  backoffMaxMs: number;
+  /** SHUTDOWN_TIMEOUT_MS: how long `close()` waits for in-flight deliveries. */
+  shutdownTimeoutMs: number;
+  /**
+   * How long a job stays locked to a worker that stopped renewing the lock (it crashed)
+   * before another worker may take it over. Shorter means faster recovery after a crash,
+   * but a worker whose event loop or Redis link stalls this long loses its job, which is
+   * then delivered twice (same webhook-id). @defaultValue 30000 (BullMQ's)
+   */
+  lockDurationMs?: number;
+  /** How often workers look for jobs whose lock expired. @defaultValue 30000 (BullMQ's) */
+  stalledIntervalMs?: number;
+}
+
+export interface Dispatcher {
+  /** Stops taking jobs and waits for in-flight deliveries, at most `shutdownTimeoutMs`. */
+  close(): Promise<void>;
+}
+
+/**
+ * One BullMQ worker per route queue, each with the route's concurrency and its own HTTP
+ * connection pool, so a slow or failing route never delays or repeats another
+ * (CONTRACT.md "Downstream delivery"). The workers share one Redis connection with
+ * `maxRetriesPerRequest: null`; BullMQ adds a blocking connection per worker.
+ */
+export function createDispatcher(options: DispatcherOptions): Dispatcher {
+  const { routes, ledger, logger, shutdownTimeoutMs } = options;
+  const connection = createRedis(options.redisUrl, "worker", "streamkeeper-dispatch");
+  connection.on("error", (error) => logger.warn({ err: error }, "dispatch: Redis connection error; reconnecting"));
+  const shutdown = new AbortController();
+  const backoff = { baseMs: options.backoffBaseMs, maxMs: options.backoffMaxMs };
+
+  const clients = routes.map(createDownstreamClient);
+  const workers = routes.map((route, index) => {
+    const worker = new Worker<DeliveryJobData, DeliveryResult>(
+      deliveryQueueName(route.name),
+      createDeliveryProcessor({ route, client: clients[index]!, ledger, logger, shutdown: shutdown.signal }),
+      {
+        connection,
+        prefix: bullPrefix(options.queuePrefix),
+        concurrency: route.concurrency,
+        // Spelled out: an `undefined` here would replace BullMQ's default.
+        lockDuration: options.lockDurationMs ?? 30_000,
+        stalledInterval: options.stalledIntervalMs ?? 30_000,
+        settings: {
+          // Jobs carry the custom backoff type "streamkeeper" (delivery-queues.ts), which
+          // sends BullMQ here for every retry delay.
+          backoffStrategy: (attemptsMade, _type, error) =>
+            backoffDelay(attemptsMade, backoff, error instanceof RetryableDeliveryError ? error.retryAfterMs : undefined),
+        },
+      },
+    );
+    worker.on("error", (error) => logger.warn({ err: error, route: route.name }, "dispatch worker error"));
+    worker.on("stalled", (jobId) =>
+      logger.warn({ route: route.name, jobId }, "a delivery's worker stopped (crash?); the job goes back to the queue"),
+    );
+    return worker;
+  });
+  logger.info({ routes: routes.map(({ name, concurrency }) => ({ name, concurrency })) }, "dispatcher started");
+
+  let closing: Promise<void> | undefined;
+  return {
+    close() {
+      closing ??= (async () => {
+        const graceful = Promise.all(workers.map((worker) => worker.close()));
+        if (!(await settlesWithin(graceful, shutdownTimeoutMs))) {
+          // BullMQ's close(true) cannot follow a close() (it returns the first call's
+          // promise), so we force it ourselves: abort the attempts still running, and
+          // each goes back to its queue without spending an attempt.
+          logger.warn({ shutdownTimeoutMs }, "deliveries still running at the shutdown deadline; putting them back in the queue");
+          shutdown.abort();
+          // If Redis is unreachable the jobs cannot be put back: their locks expire
+          // and the next worker takes them over (stalled-job recovery).
+          await settlesWithin(graceful, 2000);
+        }
+        for (const client of clients) client.close();
+        await connection.quit().catch(() => connection.disconnect());
+        logger.info("dispatcher stopped");
+      })();
+      return closing;
+    },
+  };
+}
+
+async function settlesWithin(promise: Promise<unknown>, ms: number): Promise<boolean> {
+  const deadline = new AbortController();
+  const result = await Promise.race([
+    promise.then(
+      () => true,
+      () => true,
+    ),
+    sleep(ms, false, { signal: deadline.signal }).catch(() => false),
+  ]);
+  deadline.abort();
+  return result;
+}

@@ -1,0 +1,93 @@
+import type { Job } from "bullmq";
+import type { Origin } from "../events/cloud-event.js";
+import type { DeliveryJobData } from "../queue/delivery-job.js";
+import type { DeliveryQueues } from "../queue/delivery-queues.js";
+import type { EventLedger } from "../queue/event-ledger.js";
+import { jobIdFor } from "../queue/job-id.js";
+import { deliveryQueueName } from "../queue/queue-names.js";
+
+export type DeliveryState = "waiting" | "delayed" | "active" | "delivered" | "dead_letter" | "retrying" | "unknown";
+
+export interface RouteDelivery {
+  route: string;
+  state: DeliveryState;
+  /** attempts made so far (failed ones, plus the successful one once delivered) */
+  attempts: number;
+  lastError?: string;
+  /** ISO 8601 time of the route's 2xx */
+  deliveredAt?: string;
+}
+
+export interface EventDescription {
+  eventId: string;
+  type: string;
+  arrival: {
+    receivedAt: string;
+    origin: Origin;
+    streamId?: string;
+    /** copies of the id answered as duplicates */
+    duplicates: number;
+    lastDuplicateAt?: string;
+    /** forced reconciles that queued it again */
+    replays: number;
+  };
+  routes: RouteDelivery[];
+}
+
+/**
+ * What this service knows of one event, for `GET /admin/events/:eventId` (CONTRACT.md
+ * "Admin surface"): its arrival from the ledger and, per route it matched, the state of
+ * that route's job. Undefined when the id is unknown (never seen, or older than
+ * DEDUPE_TTL_SECONDS). The job of a forced replay has its own id and is not looked up;
+ * its success still shows in `deliveredAt`.
+ */
+export async function describeEvent(
+  eventId: string,
+  deps: { ledger: EventLedger; queues: DeliveryQueues },
+): Promise<EventDescription | undefined> {
+  const record = await deps.ledger.get(eventId);
+  if (!record) return undefined;
+  const routes = await Promise.all(
+    record.routes.map(async (route): Promise<RouteDelivery> => {
+      const delivered = record.deliveredAt[route];
+      const deliveredAt = delivered === undefined ? undefined : new Date(delivered).toISOString();
+      const queue = deps.queues.all().find((candidate) => candidate.name === deliveryQueueName(route));
+      const job = await queue?.getJob(jobIdFor(eventId));
+      if (!job) return { route, state: deliveredAt ? "delivered" : "unknown", attempts: 0, deliveredAt };
+      return { route, state: stateOf(job, await job.getState()), attempts: job.attemptsMade, lastError: job.failedReason || undefined, deliveredAt };
+    }),
+  );
+  return {
+    eventId,
+    type: record.type,
+    arrival: {
+      receivedAt: new Date(record.receivedAt).toISOString(),
+      origin: record.origin,
+      streamId: record.streamId,
+      duplicates: record.duplicates,
+      lastDuplicateAt: record.lastDuplicateAt === undefined ? undefined : new Date(record.lastDuplicateAt).toISOString(),
+      replays: record.replays,
+    },
+    routes,
+  };
+}
+
+function stateOf(job: Job<DeliveryJobData>, state: string): DeliveryState {
+  const retried = job.attemptsMade > 0;
+  switch (state) {
+    case "completed":
+      return "delivered";
+    case "failed":
+      return "dead_letter";
+    case "active":
+      return "active";
+    case "delayed":
+      return retried ? "retrying" : "delayed";
+    case "waiting":
+    case "prioritized":
+    case "waiting-children":
+      return retried ? "retrying" : "waiting";
+    default:
+      return "unknown";
+  }
+}

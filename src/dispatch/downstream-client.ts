@@ -1,0 +1,72 @@
+import { Agent as HttpAgent, request as httpRequest, type IncomingHttpHeaders } from "node:http";
+import { Agent as HttpsAgent, request as httpsRequest } from "node:https";
+import type { AttemptResult } from "./retry-policy.js";
+import type { Route } from "./route.js";
+
+export interface DownstreamClient {
+  /** One POST to the route's url; never rejects: a missing answer is `{ error }`. */
+  post(headers: Record<string, string>, body: string, signal: AbortSignal): Promise<AttemptResult>;
+  close(): void;
+}
+
+/** How much of an error answer's body goes into the job's failed reason. */
+const detailChars = 200;
+
+/**
+ * The HTTP client of one route: node:http with a keep-alive agent of `concurrency`
+ * sockets, so steady delivery reuses connections instead of a TCP (and TLS) handshake
+ * per event. Each attempt is bounded by the route's `timeoutMs`.
+ */
+export function createDownstreamClient(route: Route): DownstreamClient {
+  const url = new URL(route.url);
+  const secure = url.protocol === "https:";
+  const agentOptions = { keepAlive: true, maxSockets: route.concurrency, maxFreeSockets: route.concurrency };
+  const agent = secure ? new HttpsAgent(agentOptions) : new HttpAgent(agentOptions);
+  const send = secure ? httpsRequest : httpRequest;
+  return {
+    post(headers, body, signal) {
+      const timeout = AbortSignal.timeout(route.timeoutMs);
+      return new Promise<AttemptResult>((resolve) => {
+        const request = send(url, {
+          method: "POST",
+          agent,
+          headers: { ...headers, "content-length": Buffer.byteLength(body) },
+          signal: AbortSignal.any([timeout, signal]),
+        });
+        const onError = (error: NodeJS.ErrnoException) =>
+          resolve({
+            error: timeout.aborted
+              ? `no answer within ${route.timeoutMs} ms (the route's timeoutMs)`
+              : `POST ${route.url} failed: ${error.code ?? error.message}`,
+          });
+        request.on("error", onError);
+        request.on("response", (response) => {
+          const status = response.statusCode ?? 0;
+          const ok = status >= 200 && status < 300;
+          let detail = "";
+          response.on("error", onError);
+          response.setEncoding("utf8");
+          // Read the whole answer so the socket goes back to the pool; keep a little
+          // of an error answer for the failed reason.
+          response.on("data", (chunk: string) => {
+            if (!ok && detail.length < detailChars) detail += chunk;
+          });
+          response.on("end", () =>
+            resolve({ status, retryAfter: header(response.headers, "retry-after"), detail: oneLine(detail) || undefined }),
+          );
+        });
+        request.end(body);
+      });
+    },
+    close: () => agent.destroy(),
+  };
+}
+
+function header(headers: IncomingHttpHeaders, name: string): string | undefined {
+  const value = headers[name];
+  return Array.isArray(value) ? value[0] : value;
+}
+
+function oneLine(text: string): string {
+  return text.replace(/\s+/g, " ").trim().slice(0, detailChars);
+}

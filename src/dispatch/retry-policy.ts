@@ -1,0 +1,62 @@
+/** What one delivery attempt came back with: an HTTP answer, or none (network error, timeout). */
+export type AttemptResult =
+  | { status: number; retryAfter?: string; detail?: string }
+  | { error: string };
+
+export type Decision =
+  | { action: "delivered" }
+  | { action: "retry"; reason: string; retryAfterMs?: number }
+  | { action: "fail"; reason: string };
+
+/**
+ * What to do after one attempt, decided in this order (CONTRACT.md "Downstream delivery",
+ * in the shape of stripe-node's retry rule):
+ */
+export function decide(result: AttemptResult, now = Date.now()): Decision {
+  // 1. No answer: connection refused or reset, DNS, timeout. The event may not have
+  //    arrived; the downstream drops a repeat by its webhook-id, so retry.
+  if ("error" in result) return { action: "retry", reason: result.error };
+  const { status, detail } = result;
+  const answered = `downstream answered ${status}${detail ? `: ${detail}` : ""}`;
+  // 2. Any 2xx is success.
+  if (status >= 200 && status < 300) return { action: "delivered" };
+  // 3. 408, 429 and 5xx are transient: retry, at the time the downstream asks for if it does.
+  if (status === 408 || status === 429 || status >= 500) {
+    return { action: "retry", reason: answered, retryAfterMs: parseRetryAfter(result.retryAfter, now) };
+  }
+  // 4. Any other 4xx will not change by asking again: fail at once (a dead letter to fix
+  //    the route or the downstream, then replay).
+  if (status >= 400) return { action: "fail", reason: answered };
+  // 5. 1xx/3xx: we do not follow redirects (a POST must not silently move).
+  return { action: "fail", reason: `${answered}; point the route's url at the final address` };
+}
+
+/** `Retry-After` as milliseconds from now: delay-seconds or an HTTP date (RFC 9110 §10.2.3). */
+export function parseRetryAfter(value: string | undefined, now = Date.now()): number | undefined {
+  if (value === undefined) return undefined;
+  const text = value.trim();
+  if (/^\d+$/.test(text)) return Number(text) * 1000;
+  // An HTTP date names its day and month; Date.parse alone would take "-5" or "1.5" for dates.
+  const date = /[A-Za-z]{3}/.test(text) ? Date.parse(text) : Number.NaN;
+  if (Number.isNaN(date)) return undefined;
+  return Math.max(0, date - now);
+}
+
+export interface Backoff {
+  /** First retry delay; doubles each attempt (DISPATCH_BACKOFF_BASE_MS). */
+  baseMs: number;
+  /** Longest delay, also the clamp on `Retry-After` (DISPATCH_BACKOFF_MAX_MS). */
+  maxMs: number;
+}
+
+/**
+ * The delay before the next attempt, after `attemptsMade` failed ones (1 after the first).
+ * The downstream's `Retry-After` wins, clamped to `maxMs` so a bad hint cannot park an
+ * event for days. Otherwise exponential with "equal jitter": between half and all of
+ * base * 2^(attempts-1), capped, so retries of a burst spread out instead of landing together.
+ */
+export function backoffDelay(attemptsMade: number, backoff: Backoff, retryAfterMs?: number, random = Math.random()): number {
+  if (retryAfterMs !== undefined) return Math.min(retryAfterMs, backoff.maxMs);
+  const ceiling = Math.min(backoff.maxMs, backoff.baseMs * 2 ** Math.max(0, attemptsMade - 1));
+  return Math.round(ceiling * (0.5 + random / 2));
+}
