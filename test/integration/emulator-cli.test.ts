@@ -1,0 +1,47 @@
+import { spawn } from "node:child_process";
+import { once } from "node:events";
+import { describe, expect, it } from "vitest";
+
+const tsx = "node_modules/.bin/tsx";
+const cleanEnv = Object.fromEntries(Object.entries(process.env).filter(([key]) => !key.startsWith("EMULATOR_")));
+
+function run(args: string[], env: Record<string, string>) {
+  const child = spawn(tsx, ["src/cli/main.ts", ...args], { env: { ...cleanEnv, ...env }, stdio: ["ignore", "pipe", "pipe"] });
+  let stdout = "";
+  let stderr = "";
+  child.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString()));
+  child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
+  const exit = once(child, "exit").then(([code]) => code as number | null);
+  return { child, exit, stdout: () => stdout, stderr: () => stderr };
+}
+
+describe("streamkeeper emulator", () => {
+  it("when started with --port, then it prints its URL, serves tokens for the configured client, and stops cleanly on SIGTERM", async () => {
+    const cli = run(["emulator", "--port", "0"], { EMULATOR_PORT: "1", EMULATOR_CLIENT_ID: "cli-client", EMULATOR_CLIENT_SECRET: "cli-secret" });
+    try {
+      const deadline = Date.now() + 15_000;
+      while (!cli.stdout().includes("\n")) {
+        if (Date.now() > deadline || cli.child.exitCode !== null) throw new Error(`no URL printed; stderr: ${cli.stderr()}`);
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+      const url = /^emulator listening on (http:\/\/127\.0\.0\.1:\d+)\n$/.exec(cli.stdout())?.[1];
+      expect(url, cli.stdout()).toBeDefined();
+      const token = await fetch(`${url}/oauth/token`, {
+        method: "POST",
+        headers: { "Content-Type": "application/json" },
+        body: JSON.stringify({ grant_type: "client_credentials", client_id: "cli-client", client_secret: "cli-secret", audience: `${url}/api/v2/` }),
+      });
+      expect(token.status).toBe(200);
+    } finally {
+      cli.child.kill("SIGTERM");
+    }
+    expect(await cli.exit).toBe(0);
+  });
+
+  it("when a setting is bad, then one error line names it and the exit code is 2", async () => {
+    const cli = run(["emulator"], { EMULATOR_TIME_SCALE: "-1" });
+    expect(await cli.exit).toBe(2);
+    expect(cli.stderr()).toMatch(/^error: .*EMULATOR_TIME_SCALE.*\n$/);
+    expect(cli.stdout()).toBe("");
+  });
+});
