@@ -148,7 +148,10 @@ function patchOf(options: UpdateOptions): StreamPatch {
   try {
     return validateStreamPatch(patch);
   } catch (error) {
-    if (error instanceof TenantValidationError) throw new CliError(`${flagOf(error.field)}: ${error.problem}`, 2);
+    if (error instanceof TenantValidationError) {
+      const flag = flagOf(error.field);
+      throw new CliError(error.problem === "is required" ? `${flag} is required with --auth ${options.auth}` : `${flag}: ${error.problem}`, 2);
+    }
     throw error;
   }
 }

@@ -114,7 +114,8 @@ export function createTenantClient(options: TenantClientOptions): TenantClient {
         failure = error;
       }
       mgmtApiRequests.inc({ operation, status: String(answer?.status ?? 0) });
-      if (answer) noteRateLimit(answer.headers);
+      // The token endpoint has buckets of its own; rateLimit() reports the API's.
+      if (answer && operation !== "token") noteRateLimit(answer.headers);
       if (answer && answer.status >= 200 && answer.status <= 299) return answer;
       const decision = retryDecision({ retries, status: answer?.status, headers: answer?.headers, now: Date.now(), random: Math.random() }, policy);
       if (!decision.retry) {
@@ -144,7 +145,7 @@ export function createTenantClient(options: TenantClientOptions): TenantClient {
     let answer = await attempt(token);
     if (answer.status === 401) {
       tokens.invalidate(token);
-      options.logger?.info({ operation: request.operation }, "tenant refused the access token; fetching a new one");
+      options.logger?.debug({ operation: request.operation }, "tenant refused the access token; fetching a new one");
       answer = await attempt(await tokens.get());
     }
     return answer;
@@ -208,13 +209,13 @@ export function createTenantClient(options: TenantClientOptions): TenantClient {
 
     async getEventStream(id) {
       const operation = "get_event_stream";
-      const answer = await callOk({ operation, method: "GET", path: `/event-streams/${pathId("stream id", id, 26)}` });
+      const answer = await callOk({ operation, method: "GET", path: `/event-streams/${pathId("stream id", id, "est_")}` });
       return parse(operation, eventStreamSchema, answer.text);
     },
 
     async updateEventStream(id, patch) {
       const operation = "update_event_stream";
-      const path = `/event-streams/${pathId("stream id", id, 26)}`;
+      const path = `/event-streams/${pathId("stream id", id, "est_")}`;
       const body = validateStreamPatch(patch);
       const auth = body.destination?.configuration.webhook_authorization;
       const writeOnly = auth ? [auth.method === "basic" ? auth.password : auth.method === "bearer" ? auth.token : auth.header_value] : [];
@@ -224,7 +225,7 @@ export function createTenantClient(options: TenantClientOptions): TenantClient {
 
     async getDelivery(streamId, eventId) {
       const operation = "get_delivery";
-      const path = `/event-streams/${pathId("stream id", streamId, 26)}/deliveries/${pathId("event id", eventId, 26)}`;
+      const path = `/event-streams/${pathId("stream id", streamId, "est_")}/deliveries/${pathId("event id", eventId, "evt_")}`;
       const answer = await call({ operation, method: "GET", path });
       // 404: no such stream or event, or the event was delivered (a success has no record, real-world.md).
       if (answer.status === 404) return undefined;
@@ -240,10 +241,10 @@ export function createTenantClient(options: TenantClientOptions): TenantClient {
   };
 }
 
-/** Path ids: stream and event ids are exactly 26 characters (tenant-api.md, Limits). */
-function pathId(field: string, id: string, length?: number): string {
+/** Path ids: stream and event ids are exactly 26 characters (tenant-api.md, Limits), e.g. `est_` + 22. */
+function pathId(field: string, id: string, prefix?: string): string {
   if (typeof id !== "string" || id.trim() === "") throw new TenantValidationError(field, "give a non-empty id");
-  if (length !== undefined && id.length !== length) throw new TenantValidationError(field, `must be exactly ${length} characters (e.g. est_ or evt_ and 22 more), got ${JSON.stringify(id)}`);
+  if (prefix !== undefined && id.length !== 26) throw new TenantValidationError(field, `must be exactly 26 characters (${prefix} and 22 more), got ${JSON.stringify(id)}`);
   return encodeURIComponent(id);
 }
 

@@ -53,7 +53,11 @@ export const streamPatchSchema = z
     name: z.string().min(1, "give 1 to 128 characters").max(128, "give 1 to 128 characters"),
     status: z.enum(["enabled", "disabled"], { error: "use enabled or disabled" }),
     subscriptions: z
-      .array(z.strictObject({ event_type: z.enum(tenantEventTypes, { error: `use one of ${tenantEventTypes.join(", ")}` }) }))
+      .array(
+        z.strictObject({
+          event_type: z.enum(tenantEventTypes, { error: (issue) => `unknown event type ${JSON.stringify(issue.input)}; use one of ${tenantEventTypes.join(", ")}` }),
+        }),
+      )
       .min(1, "subscribe to at least one event type"),
     destination: z.strictObject({
       type: z.literal("webhook", { error: "use webhook" }),

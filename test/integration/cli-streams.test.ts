@@ -1,0 +1,204 @@
+import { execFile, execFileSync } from "node:child_process";
+import { existsSync } from "node:fs";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startEmulator, type Emulator } from "../../src/emulator/start-emulator.js";
+
+/**
+ * The built binary against the emulator. `npm test` builds dist/ first (pretest); when
+ * run alone and dist/ is missing, the build happens here.
+ */
+const root = new URL("../../", import.meta.url).pathname;
+const main = join(root, "dist/cli/main.js");
+
+let emu: Emulator;
+let dataDir: string;
+
+interface Run {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+function cli(args: string[], env: Record<string, string> = {}): Promise<Run> {
+  const base = {
+    PATH: process.env.PATH ?? "",
+    MGMT_API_BASE_URL: emu.apiBaseUrl,
+    MGMT_TOKEN_URL: emu.tokenUrl,
+    MGMT_CLIENT_ID: "emulator-client",
+    MGMT_CLIENT_SECRET: "emulator-secret",
+    DATA_DIR: dataDir,
+    LOG_LEVEL: "warn",
+  };
+  return new Promise((resolve) => {
+    execFile(process.execPath, [main, ...args], { env: { ...base, ...env }, timeout: 30_000 }, (error, stdout, stderr) => {
+      resolve({ code: error ? Number(error.code ?? 1) : 0, stdout, stderr });
+    });
+  });
+}
+
+async function control<T>(path: string, body?: unknown): Promise<T> {
+  const response = await fetch(`${emu.url}/emulator${path}`, {
+    method: body === undefined ? "GET" : "POST",
+    headers: { "content-type": "application/json" },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  expect(response.ok, `${path}: ${response.status}`).toBe(true);
+  return (await response.json()) as T;
+}
+
+interface StoredStream {
+  id: string;
+  name: string;
+  status: string;
+  destination: { configuration: { webhook_endpoint: string; webhook_authorization: Record<string, string> } };
+}
+
+const streamIds: string[] = [];
+
+beforeAll(async () => {
+  if (!existsSync(main)) {
+    try {
+      execFileSync(process.execPath, [join(root, "node_modules/typescript/bin/tsc"), "-p", join(root, "tsconfig.build.json")], { stdio: "ignore" });
+    } catch {
+      // Type errors elsewhere still emit JavaScript; the existence check below decides.
+    }
+  }
+  expect(existsSync(main), "build dist/ first: npx tsc -p tsconfig.build.json").toBe(true);
+  emu = await startEmulator({ timeScale: 0.01 });
+  dataDir = await mkdtemp(join(tmpdir(), "sk-cli-streams-"));
+  for (const name of ["alpha", "beta", "gamma"]) {
+    const stream = await control<{ id: string }>("/streams", {
+      name,
+      subscriptions: [{ event_type: "user.created" }, { event_type: "user.updated" }],
+      destination: { type: "webhook", configuration: { webhook_endpoint: `https://hooks.example.com/${name}`, webhook_authorization: { method: "bearer", token: "old-token" } } },
+    });
+    streamIds.push(stream.id);
+  }
+});
+
+afterAll(async () => {
+  await emu?.close();
+  if (dataDir) await rm(dataDir, { recursive: true, force: true });
+});
+
+describe("streamkeeper streams", () => {
+  it("when streams are listed, then a table shows id, name, status, subscriptions and endpoint", async () => {
+    const run = await cli(["streams", "list"]);
+    expect(run.code).toBe(0);
+    const lines = run.stdout.trimEnd().split("\n");
+    expect(lines[0]).toMatch(/^ID\s+NAME\s+STATUS\s+SUBSCRIPTIONS\s+ENDPOINT$/);
+    expect(lines).toHaveLength(4);
+    expect(lines[1]).toMatch(new RegExp(`^${streamIds[0]}\\s+alpha\\s+enabled\\s+user\\.created,user\\.updated\\s+https://hooks\\.example\\.com/alpha$`));
+  });
+
+  it("when --take is smaller than the list, then one page is shown and --all --json follows every page into one array", async () => {
+    const page = await cli(["streams", "list", "--take", "2"]);
+    expect(page.code).toBe(0);
+    expect(page.stdout.trimEnd().split("\n")).toHaveLength(3);
+    expect(page.stderr).toContain("--all");
+    const all = await cli(["streams", "list", "--take", "2", "--all", "--json"]);
+    expect(all.code).toBe(0);
+    const streams = JSON.parse(all.stdout) as { id: string }[];
+    expect(streams.map((stream) => stream.id)).toEqual(expect.arrayContaining(streamIds));
+  });
+
+  it("when --take is not 1 to 100, then exit 2 with one error line saying what to give", async () => {
+    for (const take of ["abc", "0", "101"]) {
+      const run = await cli(["streams", "list", "--take", take]);
+      expect(run.code).toBe(2);
+      expect(run.stderr).toBe(`error: --take must be an integer from 1 to 100, got "${take}"\n`);
+    }
+  });
+
+  it("when the client lacks the scope, then exit 1 with the scope to grant", async () => {
+    await control("/clients", { client_id: "cli-no-scope", client_secret: "cli-no-scope-secret", scopes: [], global: true });
+    const run = await cli(["streams", "list"], { MGMT_CLIENT_ID: "cli-no-scope", MGMT_CLIENT_SECRET: "cli-no-scope-secret" });
+    expect(run.code).toBe(1);
+    expect(run.stderr).toMatch(/^error: list_event_streams: insufficient scope: the client needs read:event_streams; grant it/);
+    expect(run.stderr).not.toContain("cli-no-scope-secret");
+    expect(run.stderr.trimEnd().split("\n")).toHaveLength(1);
+  });
+
+  it("when the client secret is wrong, then exit 1 naming the settings to check, without the secret", async () => {
+    const run = await cli(["streams", "list"], { MGMT_CLIENT_SECRET: "wrong-secret-value" });
+    expect(run.code).toBe(1);
+    expect(run.stderr).toContain("check MGMT_CLIENT_ID and MGMT_CLIENT_SECRET");
+    expect(run.stderr).not.toContain("wrong-secret-value");
+  });
+
+  it("when the tenant is not configured, then exit 2 naming what to set", async () => {
+    const run = await cli(["streams", "list"], { MGMT_API_BASE_URL: "", MGMT_TOKEN_URL: "" });
+    expect(run.code).toBe(2);
+    expect(run.stderr).toMatch(/^error: bad configuration: set TENANT_DOMAIN/);
+  });
+
+  it("when a stream is updated, then the tenant has the change and the output has no secret", async () => {
+    const id = streamIds[1]!;
+    const run = await cli(["streams", "update", id, "--name", "beta-2", "--status", "disabled", "--endpoint", "https://hooks.example.com/b2", "--auth", "bearer", "--token", "new-token-value"]);
+    expect(run.code).toBe(0);
+    expect(run.stdout).toContain(`updated ${id}`);
+    expect(run.stdout).not.toContain("new-token-value");
+    const stored = await control<StoredStream>(`/streams/${id}`);
+    expect(stored).toMatchObject({ name: "beta-2", status: "disabled" });
+    expect(stored.destination.configuration).toEqual({ webhook_endpoint: "https://hooks.example.com/b2", webhook_authorization: { method: "bearer", token: "new-token-value" } });
+  });
+
+  it("when an update flag is bad, then exit 2 naming the flag and nothing is sent", async () => {
+    const id = streamIds[2]!;
+    const cases: [string[], RegExp][] = [
+      [["--status", "paused"], /^error: --status: use enabled or disabled\n$/],
+      [["--subscribe", "user.created,user.exploded"], /^error: --subscribe: unknown event type "user.exploded"/],
+      [["--endpoint", "http://hooks.example.com/w", "--auth", "bearer", "--token", "t"], /^error: --endpoint: give an https:\/\/ URL/],
+      [["--endpoint", "https://hooks.example.com/w"], /^error: --endpoint needs --auth basic\|bearer/],
+      [["--endpoint", "https://hooks.example.com/w", "--auth", "basic", "--username", "u"], /^error: --password is required with --auth basic\n$/],
+      [[], /^error: nothing to update/],
+    ];
+    for (const [flags, message] of cases) {
+      const run = await cli(["streams", "update", id, ...flags]);
+      expect(run.code, flags.join(" ")).toBe(2);
+      expect(run.stderr).toMatch(message);
+    }
+    expect((await control<StoredStream>(`/streams/${id}`)).name).toBe("gamma");
+  });
+
+  it("when a stream id does not exist, then exit 1 with the tenant's message", async () => {
+    const run = await cli(["streams", "update", "est_aD5AUDqZbHFcMoEx2LxAk9", "--name", "x"]);
+    expect(run.code).toBe(1);
+    expect(run.stderr).toContain("The requested stream does not exist.");
+  });
+
+  it("when a stream is connected, then it points at <public-url>/webhooks/<id> with the service's credentials, printed without the password", async () => {
+    const id = streamIds[0]!;
+    const env = { WEBHOOK_AUTH: "basic", WEBHOOK_USERNAME: "hooks", WEBHOOK_PASSWORD: "connect-password-1" };
+    const run = await cli(["streams", "connect", id, "--public-url", "https://sk.example.com/"], env);
+    expect(run.code).toBe(0);
+    expect(run.stdout).toBe(`stream ${id} now delivers to https://sk.example.com/webhooks/${id} with basic authorization (user hooks)\n`);
+    const stored = await control<StoredStream>(`/streams/${id}`);
+    expect(stored.destination.configuration).toEqual({
+      webhook_endpoint: `https://sk.example.com/webhooks/${id}`,
+      webhook_authorization: { method: "basic", username: "hooks", password: "connect-password-1" },
+    });
+  });
+
+  it("when the service has WEBHOOK_AUTH=none or a bad public URL, then connect exits 2", async () => {
+    const none = await cli(["streams", "connect", streamIds[0]!, "--public-url", "https://sk.example.com"], { WEBHOOK_AUTH: "none" });
+    expect(none.code).toBe(2);
+    expect(none.stderr).toMatch(/^error: WEBHOOK_AUTH=none, but the tenant requires authorization; set WEBHOOK_AUTH=basic/);
+    const plain = await cli(["streams", "connect", streamIds[0]!, "--public-url", "http://sk.example.com"]);
+    expect(plain.code).toBe(2);
+    expect(plain.stderr).toMatch(/^error: --public-url must be an https:\/\/ URL/);
+  });
+});
+
+describe("streamkeeper token-exchange-profiles delete", () => {
+  it("when a profile is deleted, then exit 0 and it is gone", async () => {
+    const { id } = await control<{ id: string }>("/token-exchange-profiles", {});
+    const run = await cli(["token-exchange-profiles", "delete", id]);
+    expect(run.code).toBe(0);
+    expect(run.stdout).toBe(`deleted token exchange profile ${id}\n`);
+    expect((await control<{ ids: string[] }>("/token-exchange-profiles")).ids).not.toContain(id);
+  });
+});
