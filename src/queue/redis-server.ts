@@ -78,10 +78,15 @@ export async function startRedisServer(options: RedisServerOptions): Promise<Red
 
   await new Promise<void>((ok, fail) => {
     let output = "";
+    const timer = setTimeout(() => {
+      child.kill("SIGKILL");
+      fail(new Error(`redis-server did not become ready within 15 s: ${output.slice(-500)}`));
+    }, 15_000);
     const onData = (chunk: Buffer) => {
       output += chunk.toString();
-      if (output.includes("Ready to accept connections")) {
+      if (/ready to accept connections/i.test(output)) {
         child.stdout?.off("data", onData);
+        clearTimeout(timer);
         ok();
       }
     };
