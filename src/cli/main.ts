@@ -1,6 +1,8 @@
 #!/usr/bin/env node
 import { Command, CommanderError } from "commander";
+import { registerSettingsCommand } from "./settings-command.js";
 import { registerStartCommand } from "./start-command.js";
+import { registerDeadLettersCommand } from "./dead-letters-command.js";
 import { registerStreamsCommand } from "./streams-command.js";
 import { registerTokenExchangeProfilesCommand } from "./token-exchange-profiles-command.js";
 import { registerEmulatorCommand } from "./emulator-command.js";
@@ -17,6 +19,8 @@ const program = new Command("streamkeeper")
 
 // Commands register here, one line each.
 registerStartCommand(program);
+registerDeadLettersCommand(program);
+registerSettingsCommand(program);
 registerStreamsCommand(program);
 registerTokenExchangeProfilesCommand(program);
 registerEmulatorCommand(program);

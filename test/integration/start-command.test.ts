@@ -1,0 +1,67 @@
+import { spawn } from "node:child_process";
+import { once } from "node:events";
+import { mkdtemp, readFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { randomUUID } from "node:crypto";
+import { describe, expect, inject, it } from "vitest";
+import { freePort } from "../../src/queue/redis-server.js";
+import { userEvent } from "../helpers/fixtures.js";
+
+const cli = join(import.meta.dirname, "../../dist/cli/main.js");
+
+function run(args: string[], env: Record<string, string>) {
+  const child = spawn(process.execPath, [cli, ...args], { env: { PATH: process.env.PATH, ...env }, stdio: ["ignore", "pipe", "pipe"] });
+  let stdout = "";
+  let stderr = "";
+  child.stdout.on("data", (chunk) => (stdout += chunk));
+  child.stderr.on("data", (chunk) => (stderr += chunk));
+  return { child, output: () => ({ stdout, stderr }) };
+}
+
+describe("streamkeeper start", () => {
+  it("when settings are bad, then it exits 2 with one error line naming each", async () => {
+    const { child, output } = run(["start"], { PORT: "http", WEBHOOK_AUTH: "bearer" });
+    const [code] = await once(child, "exit");
+    expect(code).toBe(2);
+    const lines = output().stderr.trim().split("\n");
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toMatch(/^error: bad configuration: PORT: .*"http"/);
+  });
+
+  it("when --role is unknown, then it exits 2 and says which roles exist", async () => {
+    const { child, output } = run(["start", "--role", "both"], {});
+    const [code] = await once(child, "exit");
+    expect(code).toBe(2);
+    expect(output().stderr).toMatch(/^error: .*both.*all, receiver, worker/);
+  });
+
+  it("when started with no credentials configured, then it generates them, takes an event, and stops cleanly on SIGTERM", async () => {
+    const dataDir = await mkdtemp(join(tmpdir(), "sk-start-"));
+    const [port, adminPort] = [await freePort(), await freePort()];
+    const { child, output } = run(["start", "--role", "receiver"], {
+      REDIS_URL: inject("redisUrl"),
+      QUEUE_PREFIX: `test-${randomUUID()}`,
+      DATA_DIR: dataDir,
+      PORT: String(port),
+      ADMIN_PORT: String(adminPort),
+    });
+    const deadline = Date.now() + 15_000;
+    while (!output().stdout.includes("admin surface") && Date.now() < deadline) await new Promise((ok) => setTimeout(ok, 50));
+    const credentials = JSON.parse(await readFile(join(dataDir, "webhook-credentials.json"), "utf8")) as { username: string; password: string };
+    expect(output().stdout).not.toContain(credentials.password);
+
+    const res = await fetch(`http://127.0.0.1:${port}/webhooks`, {
+      method: "POST",
+      body: JSON.stringify(userEvent()),
+      headers: { "content-type": "application/json", authorization: `Basic ${Buffer.from(`${credentials.username}:${credentials.password}`).toString("base64")}` },
+    });
+    expect(res.status).toBe(202);
+    expect((await fetch(`http://127.0.0.1:${adminPort}/readyz`)).status).toBe(200);
+
+    child.kill("SIGTERM");
+    const [code] = await once(child, "exit");
+    expect(code).toBe(0);
+    expect(output().stdout).toContain('"msg":"stopped"');
+  });
+});

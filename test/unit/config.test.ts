@@ -1,0 +1,60 @@
+import { describe, expect, it } from "vitest";
+import { ConfigError, loadConfig, requireTenant } from "../../src/config.js";
+
+const problemsOf = (env: Record<string, string>) => {
+  try {
+    loadConfig(env);
+  } catch (error) {
+    if (error instanceof ConfigError) return error.problems;
+    throw error;
+  }
+  throw new Error("expected a ConfigError");
+};
+
+describe("config", () => {
+  it("when nothing is set, then the CONTRACT defaults apply and basic credentials are to be generated", () => {
+    const config = loadConfig({});
+    expect(config.env).toMatchObject({ PORT: 8080, HOST: "0.0.0.0", ADMIN_PORT: 9090, ADMIN_HOST: "127.0.0.1", QUEUE_PREFIX: "streamkeeper", WEBHOOK_AUTH: "basic", WEBHOOK_MAX_BODY_BYTES: 1_048_576, DEDUPE_TTL_SECONDS: 604_800, LOG_LEVEL: "info", DATA_DIR: "./.streamkeeper" });
+    expect(config.webhookAuth).toEqual({ method: "basic", generated: true });
+    expect(config.tenant).toBeUndefined();
+  });
+
+  it("when several values are bad, then every one is named with what to change", () => {
+    const problems = problemsOf({ PORT: "eighty", WEBHOOK_AUTH: "digest", DEDUPE_TTL_SECONDS: "-1", QUEUE_PREFIX: "a:b" });
+    expect(problems.join("\n")).toMatch(/^PORT: .*"eighty"/m);
+    expect(problems.join("\n")).toMatch(/^WEBHOOK_AUTH: .*"digest"/m);
+    expect(problems.join("\n")).toMatch(/^DEDUPE_TTL_SECONDS: /m);
+    expect(problems.join("\n")).toMatch(/^QUEUE_PREFIX: use letters, digits, _ or - only/m);
+  });
+
+  it.each([
+    [{ WEBHOOK_AUTH: "basic", WEBHOOK_USERNAME: "u" }, "WEBHOOK_PASSWORD is required when WEBHOOK_AUTH=basic"],
+    [{ WEBHOOK_AUTH: "bearer" }, "WEBHOOK_TOKEN is required when WEBHOOK_AUTH=bearer"],
+    [{ WEBHOOK_AUTH: "custom_header", WEBHOOK_HEADER_NAME: "X-Key" }, "WEBHOOK_HEADER_VALUE is required when WEBHOOK_AUTH=custom_header"],
+    [{ WEBHOOK_USERNAME: "a:b", WEBHOOK_PASSWORD: "p" }, "WEBHOOK_USERNAME must not contain ':'"],
+    [{ MGMT_TOKEN_URL: "http://127.0.0.1:4010/oauth/token" }, "MGMT_API_BASE_URL or TENANT_DOMAIN is required when MGMT_TOKEN_URL is set"],
+  ])("when %o, then the problem says: %s", (env, message) => {
+    expect(problemsOf(env).join("\n")).toContain(message);
+  });
+
+  it("when TENANT_DOMAIN is set, then the API, token URL and audience derive from it", () => {
+    const config = loadConfig({ TENANT_DOMAIN: "acme.us.auth0.com", MGMT_CLIENT_ID: "id", MGMT_CLIENT_SECRET: "secret" });
+    expect(requireTenant(config)).toEqual({
+      apiBaseUrl: "https://acme.us.auth0.com/api/v2",
+      tokenUrl: "https://acme.us.auth0.com/oauth/token",
+      audience: "https://acme.us.auth0.com/api/v2/",
+      clientId: "id",
+      clientSecret: "secret",
+    });
+  });
+
+  it("when the overrides point at the emulator, then the audience follows the API base URL", () => {
+    const config = loadConfig({ MGMT_API_BASE_URL: "http://127.0.0.1:4010/api/v2", MGMT_TOKEN_URL: "http://127.0.0.1:4010/oauth/token" });
+    expect(config.tenant?.audience).toBe("http://127.0.0.1:4010/api/v2/");
+    expect(() => requireTenant(config)).toThrow(/set MGMT_CLIENT_ID, MGMT_CLIENT_SECRET/);
+  });
+
+  it("when a value is empty, then it counts as unset", () => {
+    expect(loadConfig({ REDIS_URL: "", PORT: "" }).env).toMatchObject({ REDIS_URL: undefined, PORT: 8080 });
+  });
+});
