@@ -1,10 +1,12 @@
 import type { Config } from "./config.js";
 import { loadRoutes } from "./dispatch/load-routes.js";
 import { createAdminApp } from "./http/admin-app.js";
+import { createDashboardRouter } from "./http/dashboard-router.js";
 import { createReceiverApp } from "./http/receiver-app.js";
 import { serve, type Serving } from "./http/serve.js";
 import { resolveWebhookAuth } from "./http/webhook-credentials.js";
 import type { Logger } from "./logger.js";
+import { registerQueueGauges } from "./metrics/register-queue-gauges.js";
 import { redisUp } from "./metrics/registry.js";
 import { createDeliveryQueues } from "./queue/delivery-queues.js";
 import { createEventLedger } from "./queue/event-ledger.js";
@@ -53,6 +55,8 @@ export async function startService(config: Config, logger: Logger, role: Role): 
   };
 
   const closers: Array<() => Promise<void>> = [];
+  const unregisterQueueGauges = registerQueueGauges(client, () => queues.all());
+  closers.push(async () => unregisterQueueGauges());
   let publicServer: Serving | undefined;
   if (auth) {
     const receiver = createReceiverApp({
@@ -68,7 +72,7 @@ export async function startService(config: Config, logger: Logger, role: Role): 
     logger.info({ url: publicServer.url, auth: auth.method, routes: routes.map((route) => route.name) }, "receiving webhooks");
   }
 
-  const admin = await serve(createAdminApp({ ready, adminToken: env.ADMIN_TOKEN, logger }), env.ADMIN_PORT, env.ADMIN_HOST);
+  const admin = await serve(createAdminApp({ ready, adminToken: env.ADMIN_TOKEN, logger, routers: [createDashboardRouter(queues.all())] }), env.ADMIN_PORT, env.ADMIN_HOST);
   logger.info({ url: admin.url }, "admin surface (metrics, probes, admin API) listening");
 
   async function checkEvictionPolicy() {

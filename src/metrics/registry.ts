@@ -53,18 +53,53 @@ export const eventsRejected = new Counter({
   registers: [registry],
 });
 
+/**
+ * Scrape-time readers (queue counts, Redis reachability) registered by the composition
+ * root through `registerQueueGauges`. The gauges below are collected concurrently by one
+ * `registry.metrics()` call, so they share one read instead of each reading Redis.
+ */
+const scrapeReaders = new Set<() => Promise<boolean>>();
+let scrape: Promise<void> | undefined;
+
+/**
+ * Adds a reader run once per scrape; returns its removal. A reader resolves whether
+ * Redis answered it, and never rejects: `/metrics` must answer while Redis is down.
+ */
+export function onScrape(reader: () => Promise<boolean>): () => void {
+  scrapeReaders.add(reader);
+  return () => void scrapeReaders.delete(reader);
+}
+
+function readAtScrape(): Promise<void> {
+  if (scrapeReaders.size === 0) return Promise.resolve();
+  scrape ??= (async () => {
+    // Forget queues that are gone (a route removed from config) before re-reading.
+    queueJobs.reset();
+    queueOldestWaitingAge.reset();
+    const answered = await Promise.all([...scrapeReaders].map((read) => read()));
+    redisUp.set(answered.every(Boolean) ? 1 : 0);
+  })().finally(() => (scrape = undefined));
+  return scrape;
+}
+
 export const queueJobs = new Gauge({
   name: "streamkeeper_queue_jobs",
-  help: "Jobs per queue and state, read at scrape time",
+  help: "Jobs per queue and state (waiting, prioritized, delayed, active, completed, failed), read at scrape time",
   labelNames: ["queue", "state"] as const,
   registers: [registry],
+  collect: function () {
+    return readAtScrape();
+  },
 });
 
 export const queueOldestWaitingAge = new Gauge({
   name: "streamkeeper_queue_oldest_waiting_age_seconds",
-  help: "Age of the oldest job waiting in each queue (the backlog signal), read at scrape time",
+  help: "Age of the job that has waited longest for a worker in each queue (the backlog signal; 0 when none waits), read at scrape time",
   labelNames: ["queue"] as const,
   registers: [registry],
+  collect: function () {
+    return readAtScrape();
+  },
 });
 
 export const dispatchTotal = new Counter({
@@ -104,6 +139,9 @@ export const mgmtApiRateLimitRemaining = new Gauge({
 
 export const redisUp = new Gauge({
   name: "streamkeeper_redis_up",
-  help: "1 when the last Redis ping succeeded, 0 otherwise",
+  help: "1 when Redis answered the last scrape (or readiness check), 0 otherwise",
   registers: [registry],
+  collect: function () {
+    return readAtScrape();
+  },
 });
