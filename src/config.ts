@@ -14,7 +14,10 @@ export const settings = {
   HOST: [z.string().default("0.0.0.0"), "public webhook ingress address"],
   ADMIN_PORT: [port.default(9090), "metrics, admin API and dashboard port"],
   ADMIN_HOST: [z.string().default("127.0.0.1"), "admin address; keep it internal"],
-  REDIS_URL: [optional, "unset: start an embedded redis-server (from PATH) with its data under DATA_DIR, or reuse one already running there"],
+  REDIS_URL: [
+    z.string().trim().regex(/^(rediss?(\+cluster)?|redis\+unix|unix):\/\//, "use redis://host:port, rediss:// (TLS), redis+cluster://host:port[,host:port...] (Redis Cluster) or redis+unix:///path").optional(),
+    "unset: start an embedded redis-server (from PATH) with its data under DATA_DIR, or reuse one already running there; redis+cluster://host:port[,host:port...] (rediss+cluster:// with TLS) for a Redis Cluster",
+  ],
   DATA_DIR: [z.string().default("./.streamkeeper"), "embedded Redis data (append-only file on) and generated credentials"],
   QUEUE_PREFIX: [z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, "use letters, digits, _ or - only").default("streamkeeper"), "BullMQ prefix; used as a Redis Cluster hash tag"],
   WEBHOOK_AUTH: [z.enum(["basic", "bearer", "custom_header", "none"]).default("basic"), "how the tenant authenticates: basic, bearer, custom_header or none (none only when set explicitly)"],

@@ -1,4 +1,4 @@
-import { Redis, type RedisOptions } from "ioredis";
+import { Cluster, Redis, type ClusterOptions, type RedisOptions } from "ioredis";
 
 /**
  * `worker`: BullMQ workers and queue-events block and must retry forever
@@ -7,18 +7,54 @@ import { Redis, type RedisOptions } from "ioredis";
  */
 export type ConnectionPurpose = "worker" | "client";
 
-export function createRedis(url: string, purpose: ConnectionPurpose, name = "streamkeeper"): Redis {
+/** A standalone Redis or a Redis Cluster: BullMQ and the ledger take either. */
+export type RedisClient = Redis | Cluster;
+
+/**
+ * REDIS_URL forms:
+ * - `redis://[user:password@]host:port[/db]`, `rediss://...` (TLS): one Redis;
+ * - `redis+unix:///path/redis.sock` (the embedded Redis);
+ * - `redis+cluster://[user:password@]host:port[,host:port...]`, `rediss+cluster://...`:
+ *   a Redis Cluster, reached through any of these seed nodes (one is enough, e.g. a
+ *   managed cluster's configuration endpoint). The cluster choice lives in the URL, so
+ *   every process and command that is given REDIS_URL connects the same way.
+ */
+export function createRedis(url: string, purpose: ConnectionPurpose, name = "streamkeeper"): RedisClient {
+  const perPurpose: RedisOptions =
+    purpose === "worker"
+      ? { maxRetriesPerRequest: null, enableReadyCheck: true }
+      : { maxRetriesPerRequest: 1, connectTimeout: 1000, commandTimeout: 1500 };
+  const cluster = parseClusterUrl(url);
+  if (cluster) {
+    const { enableReadyCheck: _ignored, ...nodeOptions } = perPurpose;
+    const options: ClusterOptions = {
+      // Cluster-wide readiness: "ready" only once CLUSTER INFO says cluster_state:ok.
+      enableReadyCheck: true,
+      enableOfflineQueue: purpose === "worker",
+      clusterRetryStrategy: (times) => Math.min(100 * times, 2000),
+      // A restarted node rejoins without a MOVED to tell us (ioredis 6 defaults to no retry).
+      clusterNodeRetryStrategy: (times) => Math.min(100 * times, 2000),
+      redisOptions: {
+        ...nodeOptions,
+        connectionName: name,
+        username: cluster.username,
+        password: cluster.password,
+        ...(cluster.tls ? { tls: {} } : {}),
+      },
+      // Managed clusters with TLS announce host names whose certificates name the host,
+      // not its address: connect by name so the certificate check passes.
+      ...(cluster.tls ? { dnsLookup: (address, callback) => callback(null, address) } : {}),
+    };
+    return new Cluster(cluster.nodes, options);
+  }
+  if (url.includes(",")) {
+    throw new Error(`REDIS_URL names several hosts (${redactUrl(url)}): for a Redis Cluster write redis+cluster://host:port,host:port`);
+  }
   const common: RedisOptions = {
+    ...perPurpose,
     connectionName: name,
     lazyConnect: false,
-    ...(purpose === "worker"
-      ? { maxRetriesPerRequest: null, enableReadyCheck: true }
-      : {
-          maxRetriesPerRequest: 1,
-          enableOfflineQueue: false,
-          connectTimeout: 1000,
-          commandTimeout: 1500,
-        }),
+    ...(purpose === "client" ? { enableOfflineQueue: false } : {}),
     retryStrategy: (times) => Math.min(50 * 2 ** times, 1000),
   };
   if (url.startsWith("redis+unix://") || url.startsWith("unix://")) {
@@ -27,8 +63,46 @@ export function createRedis(url: string, purpose: ConnectionPurpose, name = "str
   return new Redis(url, common);
 }
 
+export interface ClusterUrl {
+  nodes: Array<{ host: string; port: number }>;
+  username?: string;
+  password?: string;
+  tls: boolean;
+}
+
+/** The seed nodes and credentials of a `redis+cluster://` or `rediss+cluster://` URL; undefined for other URLs. */
+export function parseClusterUrl(url: string): ClusterUrl | undefined {
+  const match = /^(rediss?)\+cluster:\/\/(?:([^@/]*)@)?([^/?#]+)\/?(0)?$/.exec(url.trim());
+  if (!match) {
+    if (/^rediss?\+cluster:/.test(url.trim())) {
+      throw new Error(`REDIS_URL ${redactUrl(url)} is not a cluster URL: write redis+cluster://[user:password@]host:port[,host:port...] (no path, no query)`);
+    }
+    return undefined;
+  }
+  const [, scheme, userinfo, hosts] = match as unknown as [string, string, string | undefined, string];
+  const nodes = hosts.split(",").map((hostPort) => {
+    // Parse each seed as a plain redis:// URL, which also handles [IPv6]:port.
+    const parsed = new URL(`redis://${hostPort.trim()}`);
+    if (!parsed.hostname) throw new Error(`REDIS_URL: the cluster seed "${hostPort}" has no host; write host:port`);
+    return { host: parsed.hostname.replace(/^\[(.*)\]$/, "$1"), port: Number(parsed.port || 6379) };
+  });
+  let username: string | undefined;
+  let password: string | undefined;
+  if (userinfo !== undefined) {
+    const colon = userinfo.indexOf(":");
+    username = decodeURIComponent(colon === -1 ? userinfo : userinfo.slice(0, colon)) || undefined;
+    password = colon === -1 ? undefined : decodeURIComponent(userinfo.slice(colon + 1)) || undefined;
+  }
+  return { nodes, username, password, tls: scheme === "rediss" };
+}
+
+/** The URL without its password, for error messages. */
+function redactUrl(url: string): string {
+  return url.replace(/\/\/([^:@/]*):[^@/]*@/, "//$1:***@");
+}
+
 /** Resolves once the connection is ready; rejects after `timeoutMs` with the last error. */
-export async function untilReady(redis: Redis, timeoutMs = 10_000): Promise<void> {
+export async function untilReady(redis: RedisClient, timeoutMs = 10_000): Promise<void> {
   if (redis.status === "ready") return;
   await new Promise<void>((ok, fail) => {
     let lastError: Error | undefined;

@@ -1,0 +1,83 @@
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { setTimeout as sleep } from "node:timers/promises";
+import { Redis } from "ioredis";
+import { freePort, startRedisServer, type RedisServer } from "../../src/queue/redis-server.js";
+
+export interface RedisClusterHandle {
+  /** `redis+cluster://127.0.0.1:<p1>,127.0.0.1:<p2>,127.0.0.1:<p3>`: what REDIS_URL takes. */
+  url: string;
+  nodes: RedisServer[];
+  /** Stops every node and removes the temp dir. */
+  stop(): Promise<void>;
+}
+
+const slotCount = 16384;
+
+/**
+ * A local Redis Cluster of `size` masters and no replicas, from `redis-server` on PATH,
+ * on free ports in a temp dir. Slots are split evenly with CLUSTER ADDSLOTSRANGE and the
+ * nodes introduced with CLUSTER MEET (what `redis-cli --cluster create` does, without its
+ * one-second polling). Resolves once every node reports cluster_state:ok.
+ */
+export async function startRedisCluster(size = 3): Promise<RedisClusterHandle> {
+  const dir = await mkdtemp(join(tmpdir(), "sk-cluster-"));
+  const nodes: RedisServer[] = [];
+  const busPorts: number[] = [];
+  const admins: Redis[] = [];
+  try {
+    for (let index = 0; index < size; index++) {
+      // The bus port defaults to port + 10000, which may be taken or above 65535: pick it too.
+      const busPort = await freePort();
+      busPorts.push(busPort);
+      nodes.push(
+        await startRedisServer({
+          dir: join(dir, `node-${index}`),
+          appendOnly: false,
+          extraArgs: [
+            "--cluster-enabled", "yes",
+            "--cluster-config-file", join(dir, `node-${index}`, "nodes.conf"),
+            "--cluster-port", String(busPort),
+            "--cluster-node-timeout", "5000",
+          ],
+        }),
+      );
+    }
+    for (const node of nodes) admins.push(new Redis(node.port, "127.0.0.1", { maxRetriesPerRequest: 1 }));
+
+    for (const [index, admin] of admins.entries()) {
+      const first = Math.floor((slotCount * index) / size);
+      const last = Math.floor((slotCount * (index + 1)) / size) - 1;
+      await admin.call("CLUSTER", "ADDSLOTSRANGE", first, last);
+      await admin.call("CLUSTER", "SET-CONFIG-EPOCH", index + 1);
+    }
+    for (let index = 1; index < size; index++) {
+      await admins[0]!.call("CLUSTER", "MEET", "127.0.0.1", nodes[index]!.port, busPorts[index]!);
+    }
+
+    const deadline = Date.now() + 20_000;
+    for (;;) {
+      const infos = await Promise.all(admins.map((admin) => admin.call("CLUSTER", "INFO") as Promise<string>));
+      const ready = infos.every((info) => info.includes("cluster_state:ok") && info.includes(`cluster_known_nodes:${size}`));
+      if (ready) break;
+      if (Date.now() > deadline) throw new Error(`the Redis Cluster did not form within 20 s: ${infos.join(" | ")}`);
+      await sleep(50);
+    }
+  } catch (error) {
+    await Promise.all(nodes.map((node) => node.kill()));
+    await rm(dir, { recursive: true, force: true });
+    throw error;
+  } finally {
+    for (const admin of admins) admin.disconnect();
+  }
+
+  return {
+    url: `redis+cluster://${nodes.map((node) => `127.0.0.1:${node.port}`).join(",")}`,
+    nodes,
+    async stop() {
+      await Promise.all(nodes.map((node) => node.stop()));
+      await rm(dir, { recursive: true, force: true });
+    },
+  };
+}
