@@ -1,0 +1,62 @@
+import { randomUUID } from "node:crypto";
+import { createDispatcher, type Dispatcher, type DispatcherOptions } from "../../src/dispatch/create-dispatcher.js";
+import type { Route } from "../../src/dispatch/route.js";
+import { createLogger } from "../../src/logger.js";
+import { createDeliveryQueues, type DeliveryQueues } from "../../src/queue/delivery-queues.js";
+import { createEventLedger, type EventLedger } from "../../src/queue/event-ledger.js";
+import { createEventStore, type EventStore } from "../../src/queue/event-store.js";
+import { createRedis, untilReady } from "../../src/queue/redis-connection.js";
+
+/** A route for tests: quick to give up, with a small timeout. */
+export function testRoute(name: string, url: string, overrides: Partial<Route> = {}): Route {
+  return { name, match: ["*"], url, headers: {}, timeoutMs: 2000, maxAttemptsPerEvent: 5, concurrency: 4, ...overrides };
+}
+
+export interface DispatchHarness {
+  prefix: string;
+  queues: DeliveryQueues;
+  ledger: EventLedger;
+  store: EventStore;
+  /** Starts a dispatcher for the harness's routes (stopped by `close`). */
+  startDispatcher(options?: Partial<DispatcherOptions>): Dispatcher;
+  close(): Promise<void>;
+}
+
+/**
+ * The queue side of the service for dispatch tests: queues, ledger and event store on a
+ * fresh prefix, and dispatchers with a 20 ms backoff so retries are quick.
+ */
+export async function createDispatchHarness(redisUrl: string, routes: Route[], prefix = `test-${randomUUID()}`): Promise<DispatchHarness> {
+  const redis = createRedis(redisUrl, "client");
+  await untilReady(redis);
+  const queues = createDeliveryQueues(redis, prefix, routes, 60);
+  const ledger = createEventLedger(redis, prefix, 600);
+  const store = createEventStore(ledger, queues, routes);
+  const dispatchers: Dispatcher[] = [];
+  return {
+    prefix,
+    queues,
+    ledger,
+    store,
+    startDispatcher(options = {}) {
+      const dispatcher = createDispatcher({
+        redisUrl,
+        queuePrefix: prefix,
+        routes,
+        ledger,
+        logger: createLogger("silent"),
+        backoffBaseMs: 20,
+        backoffMaxMs: 5000,
+        shutdownTimeoutMs: 2000,
+        ...options,
+      });
+      dispatchers.push(dispatcher);
+      return dispatcher;
+    },
+    async close() {
+      await Promise.all(dispatchers.map((dispatcher) => dispatcher.close()));
+      await queues.close();
+      redis.disconnect();
+    },
+  };
+}

@@ -1,0 +1,115 @@
+import { spawn, type ChildProcess } from "node:child_process";
+import { once } from "node:events";
+import { afterEach, describe, expect, it, inject } from "vitest";
+import type { Route } from "../../src/dispatch/route.js";
+import { createDispatchHarness, testRoute, type DispatchHarness } from "../helpers/dispatch-harness.js";
+import type { DispatchWorkerProcessOptions } from "../helpers/dispatch-worker-process.js";
+import { userEvent } from "../helpers/fixtures.js";
+import { startSinkServer, type SinkRequest, type SinkServer } from "../helpers/sink-server.js";
+
+const redisUrl = inject("redisUrl");
+
+/** Starts the dispatcher in a child process; resolves once it prints `ready`. */
+async function startWorkerProcess(options: DispatchWorkerProcessOptions): Promise<ChildProcess> {
+  const child = spawn(process.execPath, ["--import", "tsx", "test/helpers/dispatch-worker-process.ts", JSON.stringify(options)], {
+    stdio: ["ignore", "pipe", "inherit"],
+  });
+  let output = "";
+  child.stdout!.setEncoding("utf8");
+  await new Promise<void>((ok, fail) => {
+    child.stdout!.on("data", (chunk: string) => {
+      output += chunk;
+      if (output.includes("ready\n")) ok();
+    });
+    child.once("exit", (code) => fail(new Error(`worker process exited (${code}) before it was ready`)));
+  });
+  return child;
+}
+
+const answered = (requests: SinkRequest[]) => new Set(requests.filter((request) => request.status === 200).map((request) => request.headers["webhook-id"]));
+
+describe("dispatch: crashes and shutdown", () => {
+  let harness: DispatchHarness | undefined;
+  const sinks: SinkServer[] = [];
+  const children: ChildProcess[] = [];
+  afterEach(async () => {
+    for (const child of children.splice(0)) if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
+    await harness?.close();
+    await Promise.all(sinks.splice(0).map((sink) => sink.close()));
+  });
+
+  it("when a worker process is killed during deliveries, then after a restart every event reaches every route, repeating only those in flight", async () => {
+    const a = await startSinkServer(() => ({ delayMs: 150 }));
+    const b = await startSinkServer(() => ({ delayMs: 150 }));
+    sinks.push(a, b);
+    const concurrency = 4;
+    const routes: Route[] = [testRoute("a", a.url, { concurrency }), testRoute("b", b.url, { concurrency })];
+    harness = await createDispatchHarness(redisUrl, routes);
+    const events = Array.from({ length: 24 }, () => userEvent());
+    for (const event of events) await harness.store.store(event, { origin: "webhook" });
+
+    // A short lock, so the restarted worker takes the orphaned jobs over in about a second.
+    const options = { redisUrl, queuePrefix: harness.prefix, routes, lockDurationMs: 1000, stalledIntervalMs: 500 };
+    const first = await startWorkerProcess(options);
+    children.push(first);
+    await Promise.all([a.untilReceived(6), b.untilReceived(6)]);
+    first.kill("SIGKILL");
+    await once(first, "exit");
+    const receivedBeforeKill = new Set([...a.requests, ...b.requests].map((request) => `${request.url}|${request.headers["webhook-id"]}`));
+
+    children.push(await startWorkerProcess(options));
+    const all = events.map((event) => event.id);
+    await Promise.all([a, b].map((sink) => sink.until((requests) => answered(requests).size === all.length, 20_000)));
+
+    for (const sink of [a, b]) {
+      expect(answered(sink.requests)).toEqual(new Set(all));
+      for (const request of sink.requests) expect(request.headers["webhook-id"]).toBe(JSON.parse(request.body).id);
+      const counts = new Map<string, number>();
+      for (const request of sink.requests) counts.set(String(request.headers["webhook-id"]), (counts.get(String(request.headers["webhook-id"])) ?? 0) + 1);
+      const repeated = [...counts].filter(([, count]) => count > 1).map(([id]) => id);
+      // Only deliveries the killed worker had started (at most its concurrency) come again.
+      expect(repeated.length).toBeLessThanOrEqual(concurrency);
+      for (const id of repeated) expect(receivedBeforeKill.has(`${sink.requests[0]!.url}|${id}`)).toBe(true);
+      expect(Math.max(...counts.values())).toBeLessThanOrEqual(2);
+    }
+  });
+
+  it("when the dispatcher closes during slow deliveries, then it lets them finish", async () => {
+    const sink = await startSinkServer(() => ({ delayMs: 300 }));
+    sinks.push(sink);
+    harness = await createDispatchHarness(redisUrl, [testRoute("slow", sink.url, { concurrency: 3 })]);
+    const dispatcher = harness.startDispatcher({ shutdownTimeoutMs: 5000 });
+    for (let i = 0; i < 6; i++) await harness.store.store(userEvent(), { origin: "webhook" });
+    await sink.untilReceived(3);
+    await dispatcher.close();
+
+    const inFlight = sink.requests.slice(0, 3);
+    expect(inFlight.every((request) => request.status === 200)).toBe(true);
+    expect(await harness.queues.forRoute("slow").getJobCounts("completed", "active", "wait")).toEqual({ completed: 3, active: 0, wait: 3 });
+  });
+
+  it("when shutdown runs out of time, then in-flight deliveries go back to the queue without spending an attempt", async () => {
+    let release = () => {};
+    const held = new Promise<void>((ok) => (release = ok));
+    const sink = await startSinkServer(async () => {
+      await held;
+      return {};
+    });
+    sinks.push(sink);
+    harness = await createDispatchHarness(redisUrl, [testRoute("stuck", sink.url, { concurrency: 2, timeoutMs: 30_000 })]);
+    const dispatcher = harness.startDispatcher({ shutdownTimeoutMs: 200 });
+    const events = [userEvent(), userEvent()];
+    for (const event of events) await harness.store.store(event, { origin: "webhook" });
+    await sink.untilReceived(2);
+    await dispatcher.close();
+
+    for (const event of events) {
+      const job = await harness.queues.forRoute("stuck").getJob(event.id);
+      expect(await job?.getState()).toMatch(/^(delayed|waiting)$/);
+      expect(job?.attemptsMade).toBe(0);
+    }
+    release();
+    harness.startDispatcher();
+    await sink.until((requests) => answered(requests).size === 2);
+  });
+});

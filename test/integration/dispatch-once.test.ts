@@ -1,0 +1,87 @@
+import { afterEach, describe, expect, it, inject } from "vitest";
+import { createDispatchHarness, testRoute, type DispatchHarness } from "../helpers/dispatch-harness.js";
+import { userEvent } from "../helpers/fixtures.js";
+import { startSinkServer, type SinkServer } from "../helpers/sink-server.js";
+
+const redisUrl = inject("redisUrl");
+
+describe("dispatch: once per route, live first", () => {
+  let harness: DispatchHarness | undefined;
+  const sinks: SinkServer[] = [];
+  afterEach(async () => {
+    await harness?.close();
+    await Promise.all(sinks.splice(0).map((sink) => sink.close()));
+  });
+
+  async function twoRoutes() {
+    const a = await startSinkServer();
+    const b = await startSinkServer();
+    sinks.push(a, b);
+    harness = await createDispatchHarness(redisUrl, [testRoute("a", a.url), testRoute("b", b.url)]);
+    harness.startDispatcher();
+    return { a, b, harness };
+  }
+
+  const ids = (sink: SinkServer) => sink.requests.map((request) => request.headers["webhook-id"]);
+
+  it("when the webhook delivers an id twice, then each route gets it once", async () => {
+    const { a, b, harness } = await twoRoutes();
+    const event = userEvent();
+    await harness.store.store(event, { origin: "webhook" });
+    await Promise.all([a.untilReceived(1), b.untilReceived(1)]);
+    await expect(harness.store.store(event, { origin: "webhook" })).resolves.toMatchObject({ status: "duplicate" });
+
+    // A later event on the same routes proves the queues moved past the duplicate.
+    const later = userEvent();
+    await harness.store.store(later, { origin: "webhook" });
+    await Promise.all([a.untilReceived(2), b.untilReceived(2)]);
+    expect(ids(a)).toEqual([event.id, later.id]);
+    expect(ids(b)).toEqual([event.id, later.id]);
+  });
+
+  it("when an event came by webhook and then by reconcile, then each route gets it once, and a forced reconcile sends it again", async () => {
+    const { a, b, harness } = await twoRoutes();
+    const event = userEvent();
+    await harness.store.store(event, { origin: "webhook" });
+    await Promise.all([a.untilReceived(1), b.untilReceived(1)]);
+    await harness.store.store(event, { origin: "reconcile" });
+
+    const forced = await harness.store.store(event, { origin: "reconcile", force: true });
+    expect(forced).toMatchObject({ status: "stored", routes: ["a", "b"] });
+    await Promise.all([a.untilReceived(2), b.untilReceived(2)]);
+    for (const sink of [a, b]) {
+      expect(ids(sink)).toEqual([event.id, event.id]);
+      expect(sink.requests.map((request) => request.headers["x-streamkeeper-origin"])).toEqual(["webhook", "reconcile"]);
+    }
+  });
+
+  it("when a job of an id the route already has runs (a copy stored before the ledger knew), then it completes without a POST", async () => {
+    const { a, harness } = await twoRoutes();
+    const event = userEvent();
+    await harness.store.store(event, { origin: "webhook" });
+    await a.untilReceived(1);
+    // A second job for the same id, e.g. left by a store that crashed before its ledger claim.
+    const copy = await harness.queues.forRoute("a").add(event.type, { event, origin: "reconcile", receivedAt: Date.now() }, { jobId: `${event.id}-copy` });
+    await expect.poll(() => copy.isCompleted()).toBe(true);
+    expect((await harness.queues.forRoute("a").getJob(copy.id!))?.returnvalue).toMatchObject({ status: "already_delivered" });
+    expect(a.requests).toHaveLength(1);
+  });
+
+  it("when a backlog of reconciled events waits, then a live event stored later is delivered before the rest of it", async () => {
+    const sink = await startSinkServer(() => ({ delayMs: 30 }));
+    sinks.push(sink);
+    harness = await createDispatchHarness(redisUrl, [testRoute("one", sink.url, { concurrency: 1 })]);
+    const backlog = Array.from({ length: 10 }, () => userEvent());
+    for (const event of backlog) await harness.store.store(event, { origin: "reconcile" });
+    harness.startDispatcher();
+    await sink.untilReceived(1);
+    const live = userEvent();
+    await harness.store.store(live, { origin: "webhook" });
+
+    await sink.untilReceived(11);
+    const order = ids(sink);
+    // At most the reconcile job in flight (and one already fetched) go before it.
+    expect(order.indexOf(live.id)).toBeLessThanOrEqual(2);
+    expect(order.indexOf(live.id)).toBeGreaterThan(0);
+  });
+});
