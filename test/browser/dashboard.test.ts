@@ -1,0 +1,106 @@
+import { existsSync } from "node:fs";
+import { mkdir, mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { chromium, type BrowserContext } from "playwright-core";
+import { afterAll, describe, expect, inject, it } from "vitest";
+import { createDispatcher } from "../../src/dispatch/create-dispatcher.js";
+import { createLogger } from "../../src/logger.js";
+import { createEventLedger } from "../../src/queue/event-ledger.js";
+import { createRedis } from "../../src/queue/redis-connection.js";
+import { userEvent } from "../helpers/fixtures.js";
+import { startSinkServer } from "../helpers/sink-server.js";
+import { startTestService } from "../helpers/start-test-service.js";
+
+const chromiumPath = "/usr/bin/chromium";
+const adminToken = "dashboard-admin-token";
+const screenshot = "test-artifacts/dashboard.png";
+
+if (!existsSync(chromiumPath)) {
+  console.warn(`dashboard browser test skipped: ${chromiumPath} is missing (Debian: apt-get install -y chromium; CI installs it)`);
+}
+
+describe.skipIf(!existsSync(chromiumPath))("operate: the queue dashboard in a real browser", () => {
+  const cleanup: Array<() => Promise<void>> = [];
+  afterAll(async () => {
+    for (const step of cleanup.reverse()) await step();
+  });
+
+  it("when an operator logs in to /admin/queues and retries a dead letter, then the downstream receives the event", async () => {
+    // The downstream refuses the event for good (400: no retry), then is fixed.
+    const sink = await startSinkServer(() => ({ status: 400, body: "unknown tenant" }));
+    cleanup.push(() => sink.close());
+    const service = await startTestService({ DOWNSTREAM_URL: sink.url, ADMIN_TOKEN: adminToken }, "receiver");
+    cleanup.push(() => service.close());
+    // The composition root does not run the dispatcher yet: run the real one beside the
+    // receiver, on the same Redis and prefix.
+    const redisUrl = inject("redisUrl");
+    const ledgerConnection = createRedis(redisUrl, "client");
+    cleanup.push(async () => ledgerConnection.disconnect());
+    const { QUEUE_PREFIX: prefix, DEDUPE_TTL_SECONDS: ttl } = service.config.env;
+    const dispatcher = createDispatcher({
+      redisUrl,
+      queuePrefix: prefix,
+      routes: [{ name: "default", match: ["*"], url: sink.url, headers: {}, timeoutMs: 2000, maxAttemptsPerEvent: 3, concurrency: 2 }],
+      ledger: createEventLedger(ledgerConnection, prefix, ttl),
+      logger: createLogger("silent"),
+      backoffBaseMs: 20,
+      backoffMaxMs: 100,
+      shutdownTimeoutMs: 2000,
+    });
+    cleanup.push(() => dispatcher.close());
+
+    const event = userEvent();
+    expect((await service.post("/webhooks", JSON.stringify(event))).status).toBe(202);
+    await sink.until((requests) => requests.some((request) => request.status === 400));
+
+    // Without the token the dashboard asks the browser for a login.
+    const anonymous = await fetch(`${service.adminUrl}/admin/queues`);
+    expect(anonymous.status).toBe(401);
+    expect(anonymous.headers.get("www-authenticate")).toMatch(/^Basic /);
+
+    const userDataDir = await mkdtemp(join(tmpdir(), "sk-chromium-"));
+    cleanup.push(() => rm(userDataDir, { recursive: true, force: true }));
+    const context: BrowserContext = await chromium.launchPersistentContext(userDataDir, {
+      executablePath: chromiumPath,
+      args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"],
+      httpCredentials: { username: "operator", password: adminToken },
+      viewport: { width: 1400, height: 900 },
+    });
+    cleanup.push(() => context.close());
+    const page = await context.newPage();
+    // Every request of the page (HTML, scripts, styles, API polls) goes through the
+    // admin login; none may be refused. (Web fonts from the internet may fail offline.)
+    const refused: string[] = [];
+    page.on("response", (response) => {
+      if (response.url().startsWith(service.adminUrl) && response.status() >= 400) refused.push(`${response.status()} ${response.url()}`);
+    });
+
+    await mkdir("test-artifacts", { recursive: true });
+    page.setDefaultTimeout(10_000);
+    await page.goto(`${service.adminUrl}/admin/queues`);
+    // The job's card: the innermost box holding its id, its error and its retry button.
+    const card = page
+      .locator("div")
+      .filter({ has: page.getByText(event.id, { exact: true }) })
+      .filter({ hasText: "downstream answered 400" })
+      .filter({ has: page.locator("svg.lucide-refresh-cw") })
+      .last();
+    try {
+      await page.getByRole("link", { name: "deliver-default" }).first().click();
+      await page.getByRole("link", { name: /^failed/i }).click();
+      await card.waitFor();
+    } finally {
+      await page.screenshot({ path: screenshot, fullPage: true });
+    }
+
+    sink.answer = () => ({ status: 204 });
+    await card.locator("button:has(svg.lucide-refresh-cw)").click();
+    await page.getByRole("button", { name: "Confirm" }).click(); // "Are you sure that you want to retry this job?"
+    const delivered = await sink.until((requests) => requests.some((request) => request.status === 204));
+    const retried = delivered.find((request) => request.status === 204)!;
+    expect(retried.headers["webhook-id"]).toBe(event.id);
+    expect(JSON.parse(retried.body)).toMatchObject({ id: event.id, type: event.type });
+    expect(refused).toEqual([]);
+  });
+});
