@@ -91,6 +91,7 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
           // each goes back to its queue without spending an attempt.
           logger.warn({ shutdownTimeoutMs }, "deliveries still running at the shutdown deadline; putting them back in the queue");
           shutdown.abort();
+          for (const client of clients) client.abortAll();
           // If Redis is unreachable the jobs cannot be put back: their locks expire
           // and the next worker takes them over (stalled-job recovery).
           await settlesWithin(graceful, 2000);
