@@ -4,9 +4,10 @@ import { describeEvent } from "../../src/dispatch/describe-event.js";
 import { listDeadLetters } from "../../src/dispatch/list-dead-letters.js";
 import { replayDeadLetters } from "../../src/dispatch/replay-dead-letters.js";
 import { dispatchTotal } from "../../src/metrics/registry.js";
+import { freePort } from "../../src/queue/redis-server.js";
 import { createDispatchHarness, testRoute, type DispatchHarness } from "../helpers/dispatch-harness.js";
 import { userEvent } from "../helpers/fixtures.js";
-import { startSinkServer, type SinkServer } from "../helpers/sink-server.js";
+import { startSinkServer, type SinkAnswer, type SinkServer } from "../helpers/sink-server.js";
 
 const redisUrl = inject("redisUrl");
 
@@ -103,12 +104,39 @@ describe("dispatch: delivery", () => {
     expect(downstream.requests).toHaveLength(4);
   });
 
+  it("when a route refuses connections or does not answer in time, then each attempt is retried and the reason kept", async () => {
+    const closedPort = await freePort();
+    const silent = await sink(() => new Promise<SinkAnswer>(() => {})); // never answers
+    harness = await createDispatchHarness(redisUrl, [
+      testRoute("refused", `http://127.0.0.1:${closedPort}/`, { maxAttemptsPerEvent: 2 }),
+      testRoute("silent", silent.url, { maxAttemptsPerEvent: 2, timeoutMs: 100 }),
+    ]);
+    harness.startDispatcher();
+    const event = userEvent();
+    await harness.store.store(event, { origin: "webhook" });
+
+    await expect.poll(async () => (await listDeadLetters(harness!.queues)).length).toBe(2);
+    const letters = await listDeadLetters(harness.queues);
+    expect(letters.find((letter) => letter.route === "refused")).toMatchObject({
+      attempts: 2, failedReason: `POST http://127.0.0.1:${closedPort}/ failed: ECONNREFUSED`,
+    });
+    expect(letters.find((letter) => letter.route === "silent")).toMatchObject({
+      attempts: 2, failedReason: "no answer within 100 ms (the route's timeoutMs)",
+    });
+    expect(silent.requests).toHaveLength(2);
+  });
+
   it("when a 429 carries Retry-After: 1, then the next attempt waits about a second", async () => {
     const downstream = await sink((request) => (request.index === 0 ? { status: 429, headers: { "retry-after": "1" } } : {}));
     harness = await createDispatchHarness(redisUrl, [testRoute("limited", downstream.url)]);
     harness.startDispatcher();
-    await harness.store.store(userEvent(), { origin: "webhook" });
+    const event = userEvent();
+    await harness.store.store(event, { origin: "webhook" });
 
+    await downstream.untilReceived(1);
+    await expect
+      .poll(async () => (await describeEvent(event.id, harness!))?.routes)
+      .toEqual([{ route: "limited", state: "retrying", attempts: 1, lastError: "downstream answered 429" }]);
     const [first, second] = await downstream.untilReceived(2);
     expect(second!.receivedAt - first!.receivedAt).toBeGreaterThanOrEqual(950);
   });
