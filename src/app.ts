@@ -3,6 +3,7 @@ import { loadRoutes } from "./dispatch/load-routes.js";
 import { createAdminApp } from "./http/admin-app.js";
 import { createDashboardRouter } from "./http/dashboard-router.js";
 import { createReceiverApp } from "./http/receiver-app.js";
+import { createReconcileRouter } from "./http/reconcile-router.js";
 import { serve, type Serving } from "./http/serve.js";
 import { resolveWebhookAuth } from "./http/webhook-credentials.js";
 import type { Logger } from "./logger.js";
@@ -14,6 +15,8 @@ import { createEventStore } from "./queue/event-store.js";
 import { bullPrefix } from "./queue/queue-names.js";
 import { createRedis, untilReady } from "./queue/redis-connection.js";
 import { resolveRedis } from "./queue/resolve-redis.js";
+import { createReconcileQueue } from "./reconcile/create-reconcile-queue.js";
+import { createReconcileWorker } from "./reconcile/create-reconcile-worker.js";
 
 export type Role = "all" | "receiver" | "worker";
 
@@ -42,6 +45,7 @@ export async function startService(config: Config, logger: Logger, role: Role): 
   const ledger = createEventLedger(client, env.QUEUE_PREFIX, env.DEDUPE_TTL_SECONDS);
   const queues = createDeliveryQueues(client, env.QUEUE_PREFIX, routes, env.COMPLETED_JOB_RETENTION_SECONDS);
   const store = createEventStore(ledger, queues, routes);
+  const reconcileQueue = createReconcileQueue(client, env.QUEUE_PREFIX);
   const readyKey = `${bullPrefix(env.QUEUE_PREFIX)}:readyz`;
   const ready = async () => {
     try {
@@ -57,6 +61,10 @@ export async function startService(config: Config, logger: Logger, role: Role): 
   const closers: Array<() => Promise<void>> = [];
   const unregisterQueueGauges = registerQueueGauges(client, () => queues.all());
   closers.push(async () => unregisterQueueGauges());
+  if (role !== "receiver") {
+    const reconciler = createReconcileWorker({ config, redisUrl: redis.url, ledger, store, logger });
+    closers.push(() => reconciler.close());
+  }
   let publicServer: Serving | undefined;
   if (auth) {
     const receiver = createReceiverApp({
@@ -72,7 +80,7 @@ export async function startService(config: Config, logger: Logger, role: Role): 
     logger.info({ url: publicServer.url, auth: auth.method, routes: routes.map((route) => route.name) }, "receiving webhooks");
   }
 
-  const admin = await serve(createAdminApp({ ready, adminToken: env.ADMIN_TOKEN, logger, routers: [createDashboardRouter(queues.all())] }), env.ADMIN_PORT, env.ADMIN_HOST);
+  const admin = await serve(createAdminApp({ ready, adminToken: env.ADMIN_TOKEN, logger, routers: [createDashboardRouter([...queues.all(), reconcileQueue.queue]), createReconcileRouter(reconcileQueue)] }), env.ADMIN_PORT, env.ADMIN_HOST);
   logger.info({ url: admin.url }, "admin surface (metrics, probes, admin API) listening");
 
   async function checkEvictionPolicy() {
@@ -95,6 +103,7 @@ export async function startService(config: Config, logger: Logger, role: Role): 
         for (const close of closers) await close();
         await admin.close(env.SHUTDOWN_TIMEOUT_MS);
         await queues.close();
+        await reconcileQueue.close();
         await client.quit().catch(() => client.disconnect());
         await redis.release();
       })();

@@ -2,6 +2,7 @@
 import { Command, CommanderError } from "commander";
 import { registerSettingsCommand } from "./settings-command.js";
 import { registerStartCommand } from "./start-command.js";
+import { registerReconcileCommand } from "./reconcile-command.js";
 import { registerDeadLettersCommand } from "./dead-letters-command.js";
 import { registerStreamsCommand } from "./streams-command.js";
 import { registerTokenExchangeProfilesCommand } from "./token-exchange-profiles-command.js";
@@ -19,6 +20,7 @@ const program = new Command("streamkeeper")
 
 // Commands register here, one line each.
 registerStartCommand(program);
+registerReconcileCommand(program);
 registerDeadLettersCommand(program);
 registerSettingsCommand(program);
 registerStreamsCommand(program);

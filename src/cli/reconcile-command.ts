@@ -1,0 +1,156 @@
+import { readFile } from "node:fs/promises";
+import { text as readStream } from "node:stream/consumers";
+import { QueueEvents } from "bullmq";
+import type { Command } from "commander";
+import { pino } from "pino";
+import { loadConfig, requireTenant, type Config } from "../config.js";
+import { loadRoutes } from "../dispatch/load-routes.js";
+import { createLogger, type Logger } from "../logger.js";
+import { createDeliveryQueues } from "../queue/delivery-queues.js";
+import { createEventLedger } from "../queue/event-ledger.js";
+import { createEventStore } from "../queue/event-store.js";
+import { bullPrefix, reconcileQueueName } from "../queue/queue-names.js";
+import { createRedis, untilReady } from "../queue/redis-connection.js";
+import { resolveRedis } from "../queue/resolve-redis.js";
+import { createReconcileQueue, type EnqueuedJob } from "../reconcile/create-reconcile-queue.js";
+import { createReconcileWorker, type ReconcileWorker } from "../reconcile/create-reconcile-worker.js";
+import { parseEventIdList } from "../reconcile/parse-event-id-list.js";
+import { isFailure, type ReconcileResult } from "../reconcile/reconcile-job.js";
+import { waitForOutcomes } from "../reconcile/wait-for-outcomes.js";
+import { CliError } from "./cli-error.js";
+import { runAction } from "./run-action.js";
+
+interface ReconcileOptions {
+  stream?: string;
+  file?: string;
+  force?: boolean;
+  /** commander's --no-wait */
+  wait: boolean;
+  json?: boolean;
+}
+
+/** `streamkeeper reconcile <event-id>... [--stream <id>] [--file <path>|-] [--force] [--no-wait] [--json]` (CONTRACT.md). */
+export function registerReconcileCommand(program: Command): void {
+  program
+    .command("reconcile")
+    .description("recover events whose delivery to this service failed: read the tenant's delivery history and replay the stored event")
+    .argument("[event-ids...]", "event ids, e.g. evt_7PhFNYbTW8At5NiLxgUn4D")
+    .option("--stream <id>", "the stream the events belong to (default: DEFAULT_STREAM_ID, else every stream is searched)")
+    .option("--file <path>", "read ids from a file, one per line (- for stdin); blank lines and # comments are skipped")
+    .option("--force", "replay even events this service already received")
+    .option("--no-wait", "queue the ids and return; a running worker reconciles them")
+    .option("--json", "print one JSON object per id")
+    .action(runAction((ids: string[], options: ReconcileOptions) => reconcile(ids, options)));
+}
+
+async function reconcile(args: string[], options: ReconcileOptions): Promise<number> {
+  const eventIds = [...new Set([...args, ...(options.file === undefined ? [] : await idsFromFile(options.file))])];
+  if (eventIds.length === 0) throw new CliError("give at least one event id, as arguments or with --file <path> (one id per line)", 2);
+  if (options.stream !== undefined && options.stream.length !== 26) {
+    throw new CliError(`--stream must be a stream id of exactly 26 characters (est_ and 22 more), got ${JSON.stringify(options.stream)}`, 2);
+  }
+  const config = loadConfig();
+  // stdout carries the outcomes; logs go to stderr.
+  const logger = createLogger(config.env.LOG_LEVEL, pino.destination({ dest: 2, sync: true }));
+  const redis = await resolveRedis(config, logger);
+  const connection = createRedis(redis.url, "client", "streamkeeper-cli");
+  connection.on("error", () => {});
+  const closers: Array<() => Promise<unknown>> = [async () => connection.disconnect(), () => redis.release()];
+  try {
+    await untilReady(connection, 5000);
+    const reconcileQueue = createReconcileQueue(connection, config.env.QUEUE_PREFIX);
+    closers.unshift(() => reconcileQueue.close());
+    const workers = await reconcileQueue.queue.getWorkersCount();
+    const submit = () => reconcileQueue.enqueue(eventIds, { streamId: options.stream, force: options.force });
+
+    if (!options.wait) {
+      const jobs = await submit();
+      if (workers === 0) process.stderr.write("note: no worker consumes the reconcile queue now; the jobs wait until `streamkeeper start` runs\n");
+      for (const job of jobs) print(options.json ? JSON.stringify({ ...job, streamId: options.stream, state: "queued" }) : `${job.eventId} queued ${job.jobId}`);
+      return 0;
+    }
+
+    if (workers === 0) {
+      // Works with or without a running service (CONTRACT.md): be the worker ourselves.
+      requireTenant(config);
+      process.stderr.write(`no running worker consumes the reconcile queue; reconciling in this process (at most ${config.env.RECONCILE_RATE_PER_SECOND} tenant calls/s)\n`);
+      const worker = await startLocalWorker(config, redis.url, connection, logger);
+      closers.unshift(() => worker.close());
+    }
+    const eventsConnection = createRedis(redis.url, "worker", "streamkeeper-cli-events");
+    eventsConnection.on("error", () => {});
+    const events = new QueueEvents(reconcileQueueName, { connection: eventsConnection, prefix: bullPrefix(config.env.QUEUE_PREFIX) });
+    events.on("error", () => {});
+    closers.unshift(async () => (await events.close(), eventsConnection.disconnect()));
+    await events.waitUntilReady();
+    const jobs = await submit();
+    return await printOutcomes(reconcileQueue.queue, events, jobs, options);
+  } finally {
+    for (const close of closers) await close().catch(() => {});
+  }
+}
+
+async function startLocalWorker(config: Config, redisUrl: string, connection: ReturnType<typeof createRedis>, logger: Logger): Promise<ReconcileWorker> {
+  const routes = await loadRoutes(config);
+  const ledger = createEventLedger(connection, config.env.QUEUE_PREFIX, config.env.DEDUPE_TTL_SECONDS);
+  const queues = createDeliveryQueues(connection, config.env.QUEUE_PREFIX, routes, config.env.COMPLETED_JOB_RETENTION_SECONDS);
+  const store = createEventStore(ledger, queues, routes);
+  const worker = createReconcileWorker({ config, redisUrl, ledger, store, logger });
+  return { close: async () => (await worker.close(), await queues.close()) };
+}
+
+async function printOutcomes(queue: Parameters<typeof waitForOutcomes>[0]["queue"], events: QueueEvents, jobs: EnqueuedJob[], options: ReconcileOptions): Promise<number> {
+  const progress = createProgress(jobs.length);
+  let failures = 0;
+  await waitForOutcomes({
+    queue,
+    events,
+    jobs,
+    onResult(result: ReconcileResult) {
+      if (isFailure(result.outcome)) failures++;
+      print(options.json ? JSON.stringify(result) : `${result.eventId} ${result.outcome}`);
+      progress.tick();
+    },
+  });
+  progress.end();
+  return failures > 0 ? 1 : 0;
+}
+
+function print(line: string) {
+  process.stdout.write(`${line}\n`);
+}
+
+async function idsFromFile(path: string): Promise<string[]> {
+  let text: string;
+  try {
+    text = path === "-" ? await readStream(process.stdin) : await readFile(path, "utf8");
+  } catch (error) {
+    throw new CliError(`--file ${path}: cannot read it (${(error as NodeJS.ErrnoException).code ?? (error as Error).message}); check the path`, 2);
+  }
+  try {
+    return parseEventIdList(text, path === "-" ? "stdin" : path);
+  } catch (error) {
+    throw new CliError((error as Error).message, 2);
+  }
+}
+
+/**
+ * "reconciled 120/10000" on stderr for lists long enough to wait on, when stderr is a
+ * terminal and stdout is not (on a terminal the outcome lines are the progress).
+ */
+function createProgress(total: number) {
+  const shown = process.stderr.isTTY && !process.stdout.isTTY && total >= 20;
+  let done = 0;
+  let lastDraw = 0;
+  return {
+    tick() {
+      done++;
+      if (!shown || (Date.now() - lastDraw < 200 && done < total)) return;
+      lastDraw = Date.now();
+      process.stderr.write(`\rreconciled ${done}/${total}`);
+    },
+    end() {
+      if (shown && lastDraw > 0) process.stderr.write("\n");
+    },
+  };
+}

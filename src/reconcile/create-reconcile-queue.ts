@@ -1,0 +1,78 @@
+import { Queue, type Job } from "bullmq";
+import type { Cluster, Redis } from "ioredis";
+import { bullPrefix, reconcileQueueName } from "../queue/queue-names.js";
+import type { ReconcileJobData, ReconcileOutcome, ReconcileResult } from "./reconcile-job.js";
+
+export type ReconcileQueueHandle = Queue<ReconcileJobData, ReconcileResult>;
+export type ReconcileJob = Job<ReconcileJobData, ReconcileResult>;
+
+export interface EnqueuedJob {
+  eventId: string;
+  jobId: string;
+}
+
+export interface JobOutcome {
+  /** BullMQ's state: waiting, prioritized, delayed, active, completed, failed. */
+  state: string;
+  /** Undefined until the job is done. */
+  result?: ReconcileResult;
+}
+
+export interface ReconcileQueue {
+  queue: ReconcileQueueHandle;
+  enqueue(eventIds: string[], options?: { streamId?: string; force?: boolean }): Promise<EnqueuedJob[]>;
+  /** The state and, once done, the result of a job; undefined for an unknown (or expired) job id. */
+  outcomeOf(jobId: string): Promise<JobOutcome | undefined>;
+  close(): Promise<void>;
+}
+
+/** How long finished jobs stay readable (`GET /admin/reconcile/:jobId`, a CLI waiting after a restart). */
+const keepSeconds = 7 * 24 * 3600;
+
+/**
+ * The producer side of the durable `reconcile` queue, on a connection the caller owns.
+ * A job that throws (Redis down while storing) is retried with backoff; tenant API errors
+ * are outcomes, not failures. Job ids are BullMQ's own, so reconciling an id twice makes
+ * two jobs: the second reports `already_received`.
+ */
+export function createReconcileQueue(connection: Redis | Cluster, queuePrefix: string): ReconcileQueue {
+  const queue: ReconcileQueueHandle = new Queue<ReconcileJobData, ReconcileResult>(reconcileQueueName, {
+    connection,
+    prefix: bullPrefix(queuePrefix),
+    skipWaitingForReady: true,
+    defaultJobOptions: {
+      attempts: 5,
+      backoff: { type: "exponential", delay: 1000 },
+      removeOnComplete: { age: keepSeconds },
+      removeOnFail: { age: keepSeconds },
+    },
+  });
+  return {
+    queue,
+    async enqueue(eventIds, { streamId, force = false } = {}) {
+      const enqueued: EnqueuedJob[] = [];
+      // addBulk is one pipeline per call (not atomic, STACK-NOTES.md): chunks keep each one small.
+      for (let at = 0; at < eventIds.length; at += 500) {
+        const chunk = eventIds.slice(at, at + 500);
+        const jobs = await queue.addBulk(chunk.map((eventId) => ({ name: "reconcile", data: { eventId, streamId, force } })));
+        jobs.forEach((job, index) => enqueued.push({ eventId: chunk[index]!, jobId: job.id! }));
+      }
+      return enqueued;
+    },
+    async outcomeOf(jobId) {
+      const job = await queue.getJob(jobId);
+      if (!job) return undefined;
+      const state = await job.getState();
+      return { state, result: resultOf(job, state) };
+    },
+    close: () => queue.close(),
+  };
+}
+
+/** The result of a finished job: its return value, or for a job that failed for good an `error:` outcome. */
+export function resultOf(job: ReconcileJob, state: string): ReconcileResult | undefined {
+  if (state === "completed") return job.returnvalue;
+  if (state !== "failed") return undefined;
+  const outcome: ReconcileOutcome = `error: the reconcile job failed after ${job.attemptsMade} attempts (${job.failedReason}); check Redis and the logs, then reconcile this id again`;
+  return { eventId: job.data.eventId, streamId: job.data.streamId, outcome };
+}

@@ -1,0 +1,72 @@
+import type { EventLedger } from "../queue/event-ledger.js";
+import type { EventStore } from "../queue/event-store.js";
+import type { DeliveryRecord } from "../tenant/delivery-record.js";
+import { TenantApiError, TenantRateLimitError, TenantResponseError, TenantValidationError } from "../tenant/tenant-api-error.js";
+import { decideFromRecord } from "./decide-from-record.js";
+import type { ReconcileJobData, ReconcileResult } from "./reconcile-job.js";
+
+/** What the reconciler needs of the tenant: the delivery history and the stream ids to search. */
+export interface ReconcileTenant {
+  getDelivery(streamId: string, eventId: string): Promise<DeliveryRecord | undefined>;
+  streamIds(): Promise<string[]>;
+}
+
+export interface ReconcilerDeps {
+  ledger: Pick<EventLedger, "has">;
+  store: EventStore;
+  /** The tenant, or why it cannot be reached (settings missing): then every id that needs a call ends in that error. */
+  tenant: ReconcileTenant | { unavailable: string };
+  /** DEFAULT_STREAM_ID: read before searching every stream. */
+  defaultStreamId?: string;
+}
+
+export interface Reconciler {
+  /**
+   * One id to its outcome. Tenant API errors become `error: <reason>` outcomes; a 429
+   * that outlasted the client's retries (TenantRateLimitError) and Redis errors are
+   * thrown, for the worker to pause or retry the job.
+   */
+  reconcile(job: ReconcileJobData): Promise<ReconcileResult>;
+}
+
+export function createReconciler(deps: ReconcilerDeps): Reconciler {
+  const { ledger, store, tenant } = deps;
+
+  /** The record of the asked stream, else the first failed one with its event among every stream, else the first found. */
+  async function findRecord(api: ReconcileTenant, eventId: string, streamId: string | undefined) {
+    if (streamId !== undefined) return { streamId, record: await api.getDelivery(streamId, eventId) };
+    let first: { streamId: string; record: DeliveryRecord } | undefined;
+    for (const id of await api.streamIds()) {
+      const record = await api.getDelivery(id, eventId);
+      if (record?.status === "failed" && record.event) return { streamId: id, record };
+      if (record && !first) first = { streamId: id, record };
+    }
+    return first ?? { streamId: undefined, record: undefined };
+  }
+
+  return {
+    async reconcile({ eventId, streamId: asked, force }) {
+      // No tenant call for an id we have (unless forced): 1,000 known ids cost no quota.
+      if (!force && (await ledger.has(eventId))) return { eventId, streamId: asked, outcome: "already_received" };
+      if ("unavailable" in tenant) return { eventId, streamId: asked, outcome: `error: ${tenant.unavailable}` };
+      let found: Awaited<ReturnType<typeof findRecord>>;
+      try {
+        found = await findRecord(tenant, eventId, asked ?? deps.defaultStreamId);
+      } catch (error) {
+        if (error instanceof TenantRateLimitError) throw error;
+        if (error instanceof TenantApiError || error instanceof TenantValidationError || error instanceof TenantResponseError) {
+          return { eventId, streamId: asked, outcome: `error: ${error.message}` };
+        }
+        throw error;
+      }
+      const streamId = found.streamId;
+      const decision = decideFromRecord(found.record);
+      if ("outcome" in decision) return { eventId, streamId, ...decision };
+      // The same path as a webhook: dedupe, one job per route, lower priority (event-store.ts).
+      const stored = await store.store(decision.replay, { origin: "reconcile", streamId, force });
+      // The webhook won a race with us (it arrived after our ledger check): it is here either way.
+      if (stored.status === "duplicate") return { eventId, streamId, outcome: "already_received" };
+      return { eventId, streamId, outcome: "recovered", routes: stored.routes };
+    },
+  };
+}

@@ -1,0 +1,33 @@
+export interface StreamIdCache {
+  /** Every stream id of the tenant, listed at most once per `ttlMs` (concurrent callers share one listing). */
+  ids(): Promise<string[]>;
+}
+
+/**
+ * The stream list for reconciles that name no stream: each such id is looked up in every
+ * stream, and 1,000 ids must not list the streams 1,000 times (each page is a tenant call
+ * against the same rate limit). A failed listing is not kept, so the next id tries again.
+ */
+export function createStreamIdCache(list: () => AsyncIterable<{ id: string }>, ttlMs = 60_000): StreamIdCache {
+  let cached: { ids: Promise<string[]>; at: number } | undefined;
+  return {
+    ids() {
+      const now = Date.now();
+      if (!cached || now - cached.at > ttlMs) {
+        const ids = collect(list());
+        const entry = { ids, at: now };
+        cached = entry;
+        ids.catch(() => {
+          if (cached === entry) cached = undefined;
+        });
+      }
+      return cached.ids;
+    },
+  };
+}
+
+async function collect(streams: AsyncIterable<{ id: string }>): Promise<string[]> {
+  const ids: string[] = [];
+  for await (const stream of streams) ids.push(stream.id);
+  return ids;
+}

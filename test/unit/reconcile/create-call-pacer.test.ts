@@ -1,0 +1,36 @@
+import { randomUUID } from "node:crypto";
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { createCallPacer } from "../../../src/reconcile/create-call-pacer.js";
+import { createRedis, untilReady } from "../../../src/queue/redis-connection.js";
+
+const redis = createRedis(inject("redisUrl"), "client");
+beforeAll(() => untilReady(redis));
+afterAll(() => redis.disconnect());
+
+describe("createCallPacer (real Redis)", () => {
+  it("when two pacers share a key, then their calls together keep the rate", async () => {
+    const key = `test-${randomUUID()}:pace`;
+    const pacers = [createCallPacer(redis, key, 100), createCallPacer(redis, key, 100)];
+    const started = performance.now();
+    const times: number[] = [];
+    await Promise.all(
+      Array.from({ length: 30 }, async (_, index) => {
+        await pacers[index % 2]!.take();
+        times.push(performance.now() - started);
+      }),
+    );
+    // 30 calls 10 ms apart: the last starts about 290 ms after the first.
+    expect(Math.max(...times)).toBeGreaterThanOrEqual(270);
+    times.sort((a, b) => a - b);
+    // No more than 11 calls within any 100 ms window (10 per 100 ms, plus the first).
+    for (let at = 0; at < times.length; at++) expect(times.filter((t) => t >= times[at]! && t < times[at]! + 100).length).toBeLessThanOrEqual(11);
+  });
+
+  it("when calls are held (a 429), then the next call waits the hold", async () => {
+    const pacer = createCallPacer(redis, `test-${randomUUID()}:pace`, 1000);
+    await pacer.holdFor(150);
+    const started = performance.now();
+    await pacer.take();
+    expect(performance.now() - started).toBeGreaterThanOrEqual(130);
+  });
+});

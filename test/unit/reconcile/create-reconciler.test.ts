@@ -1,0 +1,146 @@
+import { readFileSync } from "node:fs";
+import { describe, expect, it } from "vitest";
+import type { CloudEvent } from "../../../src/events/cloud-event.js";
+import type { EventStore, StoreOptions } from "../../../src/queue/event-store.js";
+import { createReconciler, type ReconcileTenant } from "../../../src/reconcile/create-reconciler.js";
+import { deliveryRecordSchema, type DeliveryRecord } from "../../../src/tenant/delivery-record.js";
+import { TenantRateLimitError } from "../../../src/tenant/tenant-api-error.js";
+import { tenantErrorFromResponse } from "../../../src/tenant/tenant-error-from-response.js";
+
+const real: DeliveryRecord = deliveryRecordSchema.parse(
+  JSON.parse(readFileSync(new URL("../tenant/fixtures/delivery-record.example.json", import.meta.url), "utf8")),
+);
+const eventId = real.id;
+const streamA = "est_AAAAAAAAAAAAAAAAAAAAAA";
+const streamB = real.event_stream_id;
+
+/** A tenant in memory: records by stream, and every call it received. */
+function tenantWith(records: Record<string, DeliveryRecord>, streams = Object.keys(records)) {
+  const calls: string[] = [];
+  const tenant: ReconcileTenant = {
+    async getDelivery(streamId, id) {
+      calls.push(`get ${streamId}/${id}`);
+      return records[streamId];
+    },
+    async streamIds() {
+      calls.push("list");
+      return streams;
+    },
+  };
+  return { tenant, calls };
+}
+
+/** A ledger and store in memory with the event store's dedupe rule. */
+function storeWith(known: string[] = []) {
+  const ids = new Set(known);
+  const stored: Array<{ event: CloudEvent; options: StoreOptions }> = [];
+  const store: EventStore = {
+    async store(event, options) {
+      if (ids.has(event.id) && !options.force) return { status: "duplicate", routes: [] };
+      ids.add(event.id);
+      stored.push({ event, options });
+      return { status: "stored", routes: ["default"] };
+    },
+  };
+  return { ledger: { has: async (id: string) => ids.has(id) }, store, stored };
+}
+
+describe("createReconciler", () => {
+  it("when the id is already in the ledger, then already_received without any tenant call", async () => {
+    const { tenant, calls } = tenantWith({ [streamB]: real });
+    const { ledger, store } = storeWith([eventId]);
+    const result = await createReconciler({ ledger, store, tenant }).reconcile({ eventId, streamId: streamB, force: false });
+    expect(result).toEqual({ eventId, streamId: streamB, outcome: "already_received" });
+    expect(calls).toEqual([]);
+  });
+
+  it("when forced for a known id, then the stored event is replayed with force", async () => {
+    const { tenant } = tenantWith({ [streamB]: real });
+    const { ledger, store, stored } = storeWith([eventId]);
+    const result = await createReconciler({ ledger, store, tenant }).reconcile({ eventId, streamId: streamB, force: true });
+    expect(result.outcome).toBe("recovered");
+    expect(stored[0]?.options).toEqual({ origin: "reconcile", streamId: streamB, force: true });
+  });
+
+  it("when the record carries the failed event, then it is stored with origin reconcile and the outcome is recovered", async () => {
+    const { tenant } = tenantWith({ [streamB]: real });
+    const { ledger, store, stored } = storeWith();
+    const result = await createReconciler({ ledger, store, tenant }).reconcile({ eventId, streamId: streamB, force: false });
+    expect(result).toEqual({ eventId, streamId: streamB, outcome: "recovered", routes: ["default"] });
+    expect(stored).toEqual([{ event: real.event, options: { origin: "reconcile", streamId: streamB, force: false } }]);
+  });
+
+  it("when no stream is named, then DEFAULT_STREAM_ID is read and nothing is listed", async () => {
+    const { tenant, calls } = tenantWith({ [streamB]: real });
+    const { ledger, store } = storeWith();
+    const result = await createReconciler({ ledger, store, tenant, defaultStreamId: streamB }).reconcile({ eventId, force: false });
+    expect(result.outcome).toBe("recovered");
+    expect(calls).toEqual([`get ${streamB}/${eventId}`]);
+  });
+
+  it("when neither a stream nor a default is given, then every stream is searched until the failed record with its event", async () => {
+    const { event: _event, ...pending } = real;
+    const { tenant, calls } = tenantWith({ [streamA]: { ...pending, status: "pending" }, [streamB]: real }, [streamA, streamB]);
+    const { ledger, store } = storeWith();
+    const result = await createReconciler({ ledger, store, tenant }).reconcile({ eventId, force: false });
+    expect(result).toMatchObject({ streamId: streamB, outcome: "recovered" });
+    expect(calls).toEqual(["list", `get ${streamA}/${eventId}`, `get ${streamB}/${eventId}`]);
+  });
+
+  it("when the search finds only a pending record, then not_failed names its stream and status", async () => {
+    const { event: _event, ...pending } = real;
+    const { tenant } = tenantWith({ [streamA]: { ...pending, status: "pending" } }, [streamA, streamB]);
+    const { ledger, store } = storeWith();
+    const result = await createReconciler({ ledger, store, tenant }).reconcile({ eventId, force: false });
+    expect(result).toEqual({ eventId, streamId: streamA, outcome: "not_failed", status: "pending" });
+  });
+
+  it("when no stream has the event, then not_found", async () => {
+    const { tenant } = tenantWith({}, [streamA, streamB]);
+    const { ledger, store } = storeWith();
+    expect(await createReconciler({ ledger, store, tenant }).reconcile({ eventId, force: false })).toEqual({ eventId, streamId: undefined, outcome: "not_found" });
+  });
+
+  it("when a webhook stores the event between our check and our store, then already_received", async () => {
+    const { tenant } = tenantWith({ [streamB]: real });
+    const { ledger, store } = storeWith();
+    const raced = { ...store, store: async (event: CloudEvent, options: StoreOptions) => (await store.store(event, options), store.store(event, options)) };
+    const result = await createReconciler({ ledger, store: raced, tenant }).reconcile({ eventId, streamId: streamB, force: false });
+    expect(result.outcome).toBe("already_received");
+  });
+
+  it("when the client lacks read:event_deliveries (403), then the outcome is an error naming the scope", async () => {
+    const forbidden = tenantErrorFromResponse({
+      operation: "get_delivery",
+      status: 403,
+      headers: new Headers(),
+      body: JSON.stringify({ statusCode: 403, error: "Forbidden", message: "Insufficient scope; expected any of: read:event_deliveries.", errorCode: "insufficient_scope" }),
+      secrets: [],
+    });
+    const tenant: ReconcileTenant = { getDelivery: () => Promise.reject(forbidden), streamIds: async () => [streamB] };
+    const { ledger, store } = storeWith();
+    const result = await createReconciler({ ledger, store, tenant }).reconcile({ eventId, streamId: streamB, force: false });
+    expect(result.outcome).toMatch(/^error: .*read:event_deliveries.*grant it/);
+  });
+
+  it("when the tenant settings are missing, then a known id is still already_received and others name the settings", async () => {
+    const { ledger, store } = storeWith([eventId]);
+    const reconciler = createReconciler({ ledger, store, tenant: { unavailable: "set MGMT_CLIENT_ID to reach the tenant's management API" } });
+    expect((await reconciler.reconcile({ eventId, force: false })).outcome).toBe("already_received");
+    expect((await reconciler.reconcile({ eventId: "evt_other0000000000000000", force: false })).outcome).toBe("error: set MGMT_CLIENT_ID to reach the tenant's management API");
+  });
+
+  it("when the tenant still says 429 after the client's retries, then the error is thrown for the worker to pause the queue", async () => {
+    const limited = new TenantRateLimitError("rate limited", { status: 429, tenantMessage: "Global limit has been reached", operation: "get_delivery", retryAfterMs: 1000 });
+    const tenant: ReconcileTenant = { getDelivery: () => Promise.reject(limited), streamIds: async () => [] };
+    const { ledger, store } = storeWith();
+    await expect(createReconciler({ ledger, store, tenant }).reconcile({ eventId, streamId: streamB, force: false })).rejects.toBe(limited);
+  });
+
+  it("when Redis fails while storing, then the error is thrown so the job is retried", async () => {
+    const { tenant } = tenantWith({ [streamB]: real });
+    const { ledger } = storeWith();
+    const broken: EventStore = { store: () => Promise.reject(new Error("Connection is closed.")) };
+    await expect(createReconciler({ ledger, store: broken, tenant }).reconcile({ eventId, streamId: streamB, force: false })).rejects.toThrow("Connection is closed.");
+  });
+});
