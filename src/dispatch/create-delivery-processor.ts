@@ -67,18 +67,19 @@ export function createDeliveryProcessor({ route, client, ledger, logger, shutdow
       throw new DelayedError();
     }
 
-    const decision = decide(result);
+    let decision = decide(result);
     if (decision.action === "delivered") {
       const at = Date.now();
       try {
         await ledger.markDelivered(event.id, route.name, at);
+        dispatchTotal.inc({ ...labels, outcome: "delivered" });
+        if (logger.isLevelEnabled("debug")) logger.debug({ ...context, status: "status" in result ? result.status : undefined }, "event delivered");
+        return { status: "delivered", at };
       } catch (error) {
-        dispatchTotal.inc({ ...labels, outcome: "retry" });
-        throw new RetryableDeliveryError(`delivered, but recording it failed (${(error as Error).message}); it will be sent again`);
+        // Unrecorded, a re-run could not tell it was delivered: retry on our terms
+        // (same webhook-id) rather than leave it to stalled-job recovery.
+        decision = { action: "retry", reason: `delivered, but recording it failed (${(error as Error).message}); it will be sent again` };
       }
-      dispatchTotal.inc({ ...labels, outcome: "delivered" });
-      if (logger.isLevelEnabled("debug")) logger.debug({ ...context, status: "status" in result ? result.status : undefined }, "event delivered");
-      return { status: "delivered", at };
     }
 
     const attempts = job.opts.attempts ?? 1;

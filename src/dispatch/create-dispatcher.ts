@@ -1,5 +1,5 @@
 import { setTimeout as sleep } from "node:timers/promises";
-import { Worker } from "bullmq";
+import { DelayedError, UnrecoverableError, Worker } from "bullmq";
 import type { Logger } from "../logger.js";
 import type { DeliveryJobData } from "../queue/delivery-job.js";
 import type { EventLedger } from "../queue/event-ledger.js";
@@ -73,6 +73,11 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
       },
     );
     worker.on("error", (error) => logger.warn({ err: error, route: route.name }, "dispatch worker error"));
+    // Our own outcomes are logged by the processor; this catches the rest (a Redis fault).
+    worker.on("failed", (job, error) => {
+      if (error instanceof RetryableDeliveryError || error instanceof UnrecoverableError || error instanceof DelayedError) return;
+      logger.warn({ err: error, route: route.name, jobId: job?.id }, "delivery attempt failed inside streamkeeper (not at the downstream); BullMQ retries it while attempts remain");
+    });
     worker.on("stalled", (jobId) =>
       logger.warn({ route: route.name, jobId }, "a delivery's worker stopped (crash?); the job goes back to the queue"),
     );
