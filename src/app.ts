@@ -59,7 +59,7 @@ export async function startService(config: Config, logger: Logger, role: Role): 
   };
 
   const closers: Array<() => Promise<void>> = [];
-  const unregisterQueueGauges = registerQueueGauges(client, () => queues.all());
+  const unregisterQueueGauges = registerQueueGauges(client, () => [...queues.all(), reconcileQueue.queue]);
   closers.push(async () => unregisterQueueGauges());
   if (role !== "receiver") {
     const reconciler = createReconcileWorker({ config, redisUrl: redis.url, ledger, store, logger });

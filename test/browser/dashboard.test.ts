@@ -87,6 +87,7 @@ describe.skipIf(!existsSync(chromiumPath))("operate: the queue dashboard in a re
       .filter({ has: page.locator("svg.lucide-refresh-cw") })
       .last();
     try {
+      await page.getByRole("link", { name: "reconcile" }).first().waitFor();
       await page.getByRole("link", { name: "deliver-default" }).first().click();
       await page.getByRole("link", { name: /^failed/i }).click();
       await card.waitFor();

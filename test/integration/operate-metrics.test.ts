@@ -24,7 +24,7 @@ describe("operate: metrics", () => {
     for (const step of cleanup.reverse()) await step();
   });
 
-  it("when events wait in two route queues, then /metrics reports jobs per queue and state and the backlog age, and the public port has no /metrics", async () => {
+  it("when events wait in two route queues, then /metrics reports jobs per queue (and the reconcile queue) and state and the backlog age, and the public port has no /metrics", async () => {
     const dir = await mkdtemp(join(tmpdir(), "sk-operate-"));
     const routesFile = join(dir, "routes.yaml");
     // Nothing listens on port 9; the receiver role has no dispatcher, so the jobs wait.
@@ -42,6 +42,7 @@ describe("operate: metrics", () => {
     for (const state of ["prioritized", "delayed", "active", "completed", "failed"]) {
       expect(sample(text, `streamkeeper_queue_jobs{queue="deliver-users",state="${state}"}`)).toBe(0);
     }
+    expect(sample(text, 'streamkeeper_queue_jobs{queue="reconcile",state="waiting"}')).toBe(0);
     const age = sample(text, 'streamkeeper_queue_oldest_waiting_age_seconds{queue="deliver-all"}')!;
     expect(age).toBeGreaterThanOrEqual(0);
     expect(age).toBeLessThanOrEqual((Date.now() - before) / 1000 + 0.01);
