@@ -26,16 +26,15 @@ export function createRedis(url: string, purpose: ConnectionPurpose, name = "str
       : { maxRetriesPerRequest: 1, connectTimeout: 1000, commandTimeout: 1500 };
   const cluster = parseClusterUrl(url);
   if (cluster) {
-    const { enableReadyCheck: _ignored, ...nodeOptions } = perPurpose;
     const options: ClusterOptions = {
       // Cluster-wide readiness: "ready" only once CLUSTER INFO says cluster_state:ok.
       enableReadyCheck: true,
       enableOfflineQueue: purpose === "worker",
+      // A dead node leaves the pool; the slots refresh (every 5 s) takes it back once it
+      // answers again (cluster-connection.test.ts). With every node gone, reconnect like this:
       clusterRetryStrategy: (times) => Math.min(100 * times, 2000),
-      // A restarted node rejoins without a MOVED to tell us (ioredis 6 defaults to no retry).
-      clusterNodeRetryStrategy: (times) => Math.min(100 * times, 2000),
       redisOptions: {
-        ...nodeOptions,
+        ...perPurpose,
         connectionName: name,
         username: cluster.username,
         password: cluster.password,

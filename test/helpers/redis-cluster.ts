@@ -8,7 +8,10 @@ import { freePort, startRedisServer, type RedisServer } from "../../src/queue/re
 export interface RedisClusterHandle {
   /** `redis+cluster://127.0.0.1:<p1>,127.0.0.1:<p2>,127.0.0.1:<p3>`: what REDIS_URL takes. */
   url: string;
+  /** The running nodes, by index; `restart` replaces an entry. */
   nodes: RedisServer[];
+  /** Starts node `index` again on its port, dir and bus port (after a `nodes[index].kill()`): it rejoins with its slots and data. */
+  restart(index: number): Promise<void>;
   /** Stops every node and removes the temp dir. */
   stop(): Promise<void>;
 }
@@ -26,23 +29,24 @@ export async function startRedisCluster(size = 3): Promise<RedisClusterHandle> {
   const nodes: RedisServer[] = [];
   const busPorts: number[] = [];
   const admins: Redis[] = [];
+  // The append-only file and nodes.conf stay in the node's dir, so a restarted node keeps its data and slots.
+  const startNode = (index: number, port?: number) =>
+    startRedisServer({
+      dir: join(dir, `node-${index}`),
+      port,
+      appendOnly: true,
+      extraArgs: [
+        "--cluster-enabled", "yes",
+        "--cluster-config-file", join(dir, `node-${index}`, "nodes.conf"),
+        "--cluster-port", String(busPorts[index]),
+        "--cluster-node-timeout", "5000",
+      ],
+    });
   try {
     for (let index = 0; index < size; index++) {
       // The bus port defaults to port + 10000, which may be taken or above 65535: pick it too.
-      const busPort = await freePort();
-      busPorts.push(busPort);
-      nodes.push(
-        await startRedisServer({
-          dir: join(dir, `node-${index}`),
-          appendOnly: false,
-          extraArgs: [
-            "--cluster-enabled", "yes",
-            "--cluster-config-file", join(dir, `node-${index}`, "nodes.conf"),
-            "--cluster-port", String(busPort),
-            "--cluster-node-timeout", "5000",
-          ],
-        }),
-      );
+      busPorts.push(await freePort());
+      nodes.push(await startNode(index));
     }
     for (const node of nodes) admins.push(new Redis(node.port, "127.0.0.1", { maxRetriesPerRequest: 1 }));
 
@@ -75,6 +79,9 @@ export async function startRedisCluster(size = 3): Promise<RedisClusterHandle> {
   return {
     url: `redis+cluster://${nodes.map((node) => `127.0.0.1:${node.port}`).join(",")}`,
     nodes,
+    async restart(index) {
+      nodes[index] = await startNode(index, nodes[index]!.port);
+    },
     async stop() {
       await Promise.all(nodes.map((node) => node.stop()));
       await rm(dir, { recursive: true, force: true });
