@@ -17,6 +17,7 @@ import { createRedis, untilReady } from "./queue/redis-connection.js";
 import { resolveRedis } from "./queue/resolve-redis.js";
 import { createReconcileQueue } from "./reconcile/create-reconcile-queue.js";
 import { createReconcileWorker } from "./reconcile/create-reconcile-worker.js";
+import { startTracing } from "./telemetry/start-tracing.js";
 
 export type Role = "all" | "receiver" | "worker";
 
@@ -46,6 +47,8 @@ export async function startService(config: Config, logger: Logger, role: Role): 
   const queues = createDeliveryQueues(client, env.QUEUE_PREFIX, routes, env.COMPLETED_JOB_RETENTION_SECONDS);
   const store = createEventStore(ledger, queues, routes);
   const reconcileQueue = createReconcileQueue(client, env.QUEUE_PREFIX);
+  const tracing = await startTracing(env.OTEL_EXPORTER_OTLP_ENDPOINT, logger);
+  for (const queue of [...queues.all(), reconcileQueue.queue]) queue.opts.telemetry = tracing.bullmq; // jobs carry the webhook's trace
   const readyKey = `${bullPrefix(env.QUEUE_PREFIX)}:readyz`;
   const ready = async () => {
     try {
@@ -75,7 +78,7 @@ export async function startService(config: Config, logger: Logger, role: Role): 
       ready,
       logger,
     });
-    publicServer = await serve(receiver, env.PORT, env.HOST);
+    publicServer = await serve(tracing.traceRequests(receiver, "receiver"), env.PORT, env.HOST);
     closers.push(() => publicServer!.close(env.SHUTDOWN_TIMEOUT_MS));
     logger.info({ url: publicServer.url, auth: auth.method, routes: routes.map((route) => route.name) }, "receiving webhooks");
   }
@@ -106,6 +109,7 @@ export async function startService(config: Config, logger: Logger, role: Role): 
         await reconcileQueue.close();
         await client.quit().catch(() => client.disconnect());
         await redis.release();
+        await tracing.shutdown();
       })();
       return closing;
     },

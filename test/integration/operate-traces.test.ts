@@ -1,0 +1,131 @@
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { Worker } from "bullmq";
+import { BullMQOtel } from "bullmq-otel";
+import { afterAll, describe, expect, inject, it } from "vitest";
+import { createDeliveryProcessor } from "../../src/dispatch/create-delivery-processor.js";
+import { createDownstreamClient } from "../../src/dispatch/downstream-client.js";
+import type { Route } from "../../src/dispatch/route.js";
+import { createLogger } from "../../src/logger.js";
+import { createEventLedger } from "../../src/queue/event-ledger.js";
+import { bullPrefix, deliveryQueueName } from "../../src/queue/queue-names.js";
+import { createRedis, untilReady } from "../../src/queue/redis-connection.js";
+import { userEvent } from "../helpers/fixtures.js";
+import { startSinkServer } from "../helpers/sink-server.js";
+import { startTestService } from "../helpers/start-test-service.js";
+
+interface OtlpSpan {
+  traceId: string;
+  spanId: string;
+  parentSpanId?: string;
+  name: string;
+  kind: number;
+  attributes: Array<{ key: string; value: { stringValue?: string; intValue?: number | string } }>;
+}
+
+/** A stand-in OTLP/HTTP collector: records the spans POSTed to /v1/traces (JSON encoding). */
+async function startCollector() {
+  const spans: OtlpSpan[] = [];
+  const resources: string[] = [];
+  const server: Server = createServer(async (req, res) => {
+    const chunks: Buffer[] = [];
+    for await (const chunk of req) chunks.push(chunk as Buffer);
+    if (req.method === "POST" && req.url === "/v1/traces") {
+      const body = JSON.parse(Buffer.concat(chunks).toString("utf8")) as {
+        resourceSpans: Array<{ resource: { attributes: OtlpSpan["attributes"] }; scopeSpans: Array<{ spans: OtlpSpan[] }> }>;
+      };
+      for (const resourceSpan of body.resourceSpans) {
+        resources.push(...resourceSpan.resource.attributes.filter((a) => a.key === "service.name").map((a) => a.value.stringValue!));
+        for (const scope of resourceSpan.scopeSpans) spans.push(...scope.spans);
+      }
+    }
+    res.writeHead(200, { "content-type": "application/json" }).end("{}");
+  });
+  await new Promise<void>((ok) => server.listen(0, "127.0.0.1", ok));
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    spans,
+    resources,
+    close: () => new Promise<void>((ok) => server.close(() => ok())),
+  };
+}
+
+async function until(check: () => boolean, what: string, timeoutMs = 10_000) {
+  const deadline = Date.now() + timeoutMs;
+  while (!check()) {
+    if (Date.now() > deadline) throw new Error(`${what} within ${timeoutMs} ms`);
+    await new Promise((ok) => setTimeout(ok, 50));
+  }
+}
+
+describe("operate: traces", () => {
+  const cleanup: Array<() => Promise<void>> = [];
+  afterAll(async () => {
+    for (const step of cleanup.reverse()) await step();
+  });
+
+  it("when OTEL_EXPORTER_OTLP_ENDPOINT is set, then one trace runs from the webhook request through the queue to the downstream delivery", async () => {
+    const collector = await startCollector();
+    cleanup.push(() => collector.close());
+    const sink = await startSinkServer();
+    cleanup.push(() => sink.close());
+    const service = await startTestService({ OTEL_EXPORTER_OTLP_ENDPOINT: collector.url, DOWNSTREAM_URL: sink.url }, "receiver");
+    let closed = false;
+    cleanup.push(async () => void (closed || (await service.close())));
+
+    // The delivery worker of the route, with BullMQ telemetry on, as the dispatcher runs it.
+    const redisUrl = inject("redisUrl");
+    const { QUEUE_PREFIX: prefix } = service.config.env;
+    const connection = createRedis(redisUrl, "worker");
+    const route: Route = { name: "default", match: ["*"], url: sink.url, headers: {}, timeoutMs: 2000, maxAttemptsPerEvent: 3, concurrency: 1 };
+    const client = createDownstreamClient(route);
+    const worker = new Worker(
+      deliveryQueueName(route.name),
+      createDeliveryProcessor({ route, client, ledger: createEventLedger(connection, prefix, 600), logger: createLogger("silent"), shutdown: new AbortController().signal }),
+      { connection, prefix: bullPrefix(prefix), telemetry: new BullMQOtel({ tracerName: "streamkeeper" }) },
+    );
+    cleanup.push(async () => {
+      await worker.close();
+      client.close();
+      connection.disconnect();
+    });
+
+    const event = userEvent();
+    expect((await service.post(`/webhooks/${event.a0stream}`, JSON.stringify(event))).status).toBe(202);
+    await sink.untilReceived(1);
+    await until(() => collector.spans.some((span) => span.name === "process deliver-default"), "no process span arrived");
+
+    const server = collector.spans.find((span) => span.name === "POST /webhooks/:streamId")!;
+    expect(server, "the webhook's server span").toBeDefined();
+    expect(server.parentSpanId || undefined).toBeUndefined();
+    // BullMQ names them "<operation> <queue>[.<job name>]"; our job name is the event type.
+    const add = collector.spans.find((span) => span.name === "add deliver-default.user.updated")!;
+    const process = collector.spans.find((span) => span.name === "process deliver-default")!;
+    expect(add.traceId).toBe(server.traceId);
+    expect(add.parentSpanId).toBe(server.spanId);
+    expect(process.traceId).toBe(server.traceId);
+    expect(process.parentSpanId).toBe(add.spanId);
+    expect(server.attributes).toContainEqual({ key: "http.response.status_code", value: { intValue: 202 } });
+    expect(collector.resources).toContain("streamkeeper");
+    // The context travels in the job's stored options (`tm`), so any worker process continues it.
+    const opts = await connection.hget(`${bullPrefix(prefix)}:deliver-default:${event.id}`, "opts");
+    expect(JSON.parse(opts!)).toHaveProperty("tm");
+
+    await service.close();
+    closed = true;
+  });
+
+  it("when OTEL_EXPORTER_OTLP_ENDPOINT is unset, then no tracer is installed and jobs carry no trace context", async () => {
+    const service = await startTestService({ DOWNSTREAM_URL: "http://127.0.0.1:9/" }, "receiver");
+    cleanup.push(() => service.close());
+    const event = userEvent();
+    expect((await service.post("/webhooks", JSON.stringify(event))).status).toBe(202);
+    const redis = createRedis(inject("redisUrl"), "client");
+    cleanup.push(async () => redis.disconnect());
+    await untilReady(redis);
+    const opts = await redis.hget(`${bullPrefix(service.config.env.QUEUE_PREFIX)}:deliver-default:${event.id}`, "opts");
+    expect(opts).toBeTruthy();
+    expect(JSON.parse(opts!)).not.toHaveProperty("tm");
+    expect(JSON.parse(opts!)).not.toHaveProperty("telemetry");
+  });
+});
