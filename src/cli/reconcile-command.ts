@@ -73,9 +73,9 @@ async function reconcile(args: string[], options: ReconcileOptions): Promise<num
     if (workers === 0) {
       // Works with or without a running service (CONTRACT.md): be the worker ourselves.
       requireTenant(config);
-      process.stderr.write(`no running worker consumes the reconcile queue; reconciling in this process (at most ${config.env.RECONCILE_RATE_PER_SECOND} tenant calls/s)\n`);
       const worker = await startLocalWorker(config, redis.url, connection, logger);
       closers.unshift(() => worker.close());
+      process.stderr.write(`no running worker consumes the reconcile queue; reconciling in this process (at most ${config.env.RECONCILE_RATE_PER_SECOND} tenant calls/s)\n`);
     }
     const eventsConnection = createRedis(redis.url, "worker", "streamkeeper-cli-events");
     eventsConnection.on("error", () => {});
@@ -92,6 +92,11 @@ async function reconcile(args: string[], options: ReconcileOptions): Promise<num
 
 async function startLocalWorker(config: Config, redisUrl: string, connection: ReturnType<typeof createRedis>, logger: Logger): Promise<ReconcileWorker> {
   const routes = await loadRoutes(config);
+  // Without routes a recovered event would be stored for no one, and every later run
+  // would call it already_received.
+  if (routes.length === 0) {
+    throw new CliError("no worker runs and no downstream routes are configured here: set the service's ROUTES_FILE or DOWNSTREAM_URL for this command too, or start the service", 2);
+  }
   const ledger = createEventLedger(connection, config.env.QUEUE_PREFIX, config.env.DEDUPE_TTL_SECONDS);
   const queues = createDeliveryQueues(connection, config.env.QUEUE_PREFIX, routes, config.env.COMPLETED_JOB_RETENTION_SECONDS);
   const store = createEventStore(ledger, queues, routes);

@@ -1,0 +1,217 @@
+import { execFileSync, spawn } from "node:child_process";
+import { randomUUID } from "node:crypto";
+import { existsSync } from "node:fs";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { Queue } from "bullmq";
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { createDispatcher, type Dispatcher } from "../../src/dispatch/create-dispatcher.js";
+import { loadRoutes } from "../../src/dispatch/load-routes.js";
+import { startEmulator, type Emulator } from "../../src/emulator/start-emulator.js";
+import { createLogger } from "../../src/logger.js";
+import { createEventLedger } from "../../src/queue/event-ledger.js";
+import { bullPrefix, deliveryQueueName } from "../../src/queue/queue-names.js";
+import { createRedis, untilReady } from "../../src/queue/redis-connection.js";
+import { tenantId } from "../helpers/fixtures.js";
+import { startSinkServer, type SinkServer } from "../helpers/sink-server.js";
+import { startTestService, testCredentials, type TestService } from "../helpers/start-test-service.js";
+import { call, createStream, emit, settled } from "./emulator-test-kit.js";
+
+/**
+ * `streamkeeper reconcile` end to end: the emulator pushes to the real service, which
+ * refuses it (the stream has a wrong password), so the tenant marks the delivery failed;
+ * the built CLI then recovers it from the delivery history and the sink receives it.
+ */
+const root = new URL("../../", import.meta.url).pathname;
+const main = join(root, "dist/cli/main.js");
+const redisUrl = inject("redisUrl");
+
+let emulator: Emulator;
+let sink: SinkServer;
+let service: TestService;
+let dispatcher: Dispatcher | undefined;
+let streamId: string;
+let dataDir: string;
+
+interface Run {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+function cli(args: string[], env: Record<string, string> = {}, stdin = ""): Promise<Run> {
+  const child = spawn(process.execPath, [main, ...args], {
+    env: {
+      PATH: process.env.PATH ?? "",
+      REDIS_URL: redisUrl,
+      QUEUE_PREFIX: service.config.env.QUEUE_PREFIX,
+      DATA_DIR: dataDir,
+      MGMT_API_BASE_URL: emulator.apiBaseUrl,
+      MGMT_TOKEN_URL: emulator.tokenUrl,
+      MGMT_CLIENT_ID: "emulator-client",
+      MGMT_CLIENT_SECRET: "emulator-secret",
+      LOG_LEVEL: "warn",
+      ...env,
+    },
+  });
+  child.stdin.end(stdin);
+  let stdout = "";
+  let stderr = "";
+  child.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString()));
+  child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
+  return new Promise((resolve) => child.on("close", (code) => resolve({ code: code ?? 1, stdout, stderr })));
+}
+
+/** An event the tenant gave up on: our receiver answered 401, a 4xx fails the delivery at once (real-world.md). */
+async function failedEvent(): Promise<string> {
+  const id = await emit(emulator, "user.created", { object: { user_id: `auth0|${randomUUID()}`, email: "jane@example.com" } });
+  const delivery = await settled(emulator, id);
+  expect(delivery.status).toBe("failed");
+  expect(delivery.attempts[0]?.error_message).toContain("401");
+  return id;
+}
+
+beforeAll(async () => {
+  // The command under test is the built one: build dist/ from the current sources.
+  try {
+    execFileSync(process.execPath, [join(root, "node_modules/typescript/bin/tsc"), "-p", join(root, "tsconfig.build.json")], { stdio: "ignore" });
+  } catch {
+    // Type errors elsewhere still emit JavaScript; the existence check below decides.
+  }
+  expect(existsSync(join(root, "dist/cli/reconcile-command.js")), "build dist/ first: npx tsc -p tsconfig.build.json").toBe(true);
+  dataDir = await mkdtemp(join(tmpdir(), "sk-reconcile-cli-"));
+  emulator = await startEmulator({ timeScale: 0.01 });
+  sink = await startSinkServer();
+  service = await startTestService({
+    DOWNSTREAM_URL: sink.url,
+    MGMT_API_BASE_URL: emulator.apiBaseUrl,
+    MGMT_TOKEN_URL: emulator.tokenUrl,
+    MGMT_CLIENT_ID: "emulator-client",
+    MGMT_CLIENT_SECRET: "emulator-secret",
+    RECONCILE_RATE_PER_SECOND: "20",
+  });
+  dispatcher = await dispatcherUnlessRunning(service);
+  streamId = await createStream(emulator, `${service.publicUrl}/webhooks`, {
+    auth: { method: "basic", username: testCredentials.username, password: "not-the-password" },
+    types: ["user.created"],
+  });
+});
+
+afterAll(async () => {
+  await dispatcher?.close();
+  await service?.close();
+  await sink?.close();
+  await emulator?.close();
+  if (dataDir) await rm(dataDir, { recursive: true, force: true });
+});
+
+describe("streamkeeper reconcile", () => {
+  it("when the tenant gave up on an event, then reconcile recovers it once and a second run reports already_received", async () => {
+    const id = await failedEvent();
+    expect(sink.requests).toHaveLength(0);
+
+    const first = await cli(["reconcile", id]);
+    expect(first).toMatchObject({ code: 0, stdout: `${id} recovered\n` });
+    const [delivered] = await sink.untilReceived(1);
+    expect(delivered!.headers["x-streamkeeper-origin"]).toBe("reconcile");
+    expect(delivered!.headers["webhook-id"]).toBe(id);
+    // Replayed as the tenant stored it: its source is just urn:auth0: (real-world.md).
+    expect(JSON.parse(delivered!.body)).toMatchObject({ id, type: "user.created", source: "urn:auth0:", a0stream: streamId, data: { object: { email: "jane@example.com" } } });
+
+    const again = await cli(["reconcile", id, "--json"]);
+    expect(again.code).toBe(0);
+    expect(JSON.parse(again.stdout)).toEqual({ eventId: id, outcome: "already_received" });
+    // Known ids cost no tenant call and no store, so nothing was queued to deliver again.
+    const deliveries = new Queue(deliveryQueueName("default"), { connection: createRedis(redisUrl, "worker"), prefix: bullPrefix(service.config.env.QUEUE_PREFIX) });
+    expect(await deliveries.getJobCountByTypes("waiting", "prioritized", "active", "delayed")).toBe(0);
+    await deliveries.close();
+    expect(sink.requests).toHaveLength(1);
+  });
+
+  it("when an id is unknown to the tenant, then it prints not_found and exits 1, other ids still reported", async () => {
+    const known = await failedEvent();
+    const unknown = tenantId("evt");
+    const run = await cli(["reconcile", "--file", "-", "--stream", streamId], {}, `# ids\n${unknown}\n\n${known}\n`);
+    expect(run.code).toBe(1);
+    expect(run.stdout.split("\n").filter(Boolean).sort()).toEqual([`${known} recovered`, `${unknown} not_found`].sort());
+  });
+
+  it("when the client lacks read:event_deliveries and no worker runs, then the CLI reconciles in-process and the error names the scope", async () => {
+    await call(emulator, "POST", "/emulator/clients", {
+      body: { client_id: "no-deliveries", client_secret: "no-deliveries-secret", scopes: ["read:event_streams"], global: true },
+    });
+    const id = await failedEvent();
+    // A prefix no service works on: the CLI must be the worker itself.
+    const run = await cli(["reconcile", id, "--stream", streamId], {
+      QUEUE_PREFIX: `test-${randomUUID()}`,
+      DOWNSTREAM_URL: sink.url,
+      MGMT_CLIENT_ID: "no-deliveries",
+      MGMT_CLIENT_SECRET: "no-deliveries-secret",
+    });
+    expect(run.stderr).toContain("reconciling in this process");
+    expect(run.code).toBe(1);
+    expect(run.stdout).toMatch(new RegExp(`^${id} error: get_delivery: insufficient scope: the client needs read:event_deliveries; grant it to the application in the tenant`));
+    expect(run.stdout).not.toContain("no-deliveries-secret");
+  });
+
+  it("when jobs were queued with --no-wait and no worker runs, then a later waiting run works the queue in-process", async () => {
+    const id = await failedEvent();
+    const prefix = `test-${randomUUID()}`;
+    const queued = await cli(["reconcile", id, "--no-wait"], { QUEUE_PREFIX: prefix });
+    expect(queued.code).toBe(0);
+    expect(queued.stdout).toMatch(new RegExp(`^${id} queued \\S+\\n$`));
+    expect(queued.stderr).toContain("no worker consumes the reconcile queue now");
+
+    const withoutRoutes = await cli(["reconcile", id], { QUEUE_PREFIX: prefix });
+    expect(withoutRoutes.code).toBe(2);
+    expect(withoutRoutes.stderr).toMatch(/^error: no worker runs and no downstream routes are configured here: set the service's ROUTES_FILE or DOWNSTREAM_URL/);
+
+    const run = await cli(["reconcile", id, "--stream", streamId], { QUEUE_PREFIX: prefix, DOWNSTREAM_URL: sink.url });
+    expect(run.stderr).toContain("reconciling in this process");
+    expect(run.code).toBe(0);
+    // The --no-wait job and this one race for the id: one recovers it, the other finds it received.
+    expect([`${id} recovered\n`, `${id} already_received\n`]).toContain(run.stdout);
+  });
+
+  it("when no id is given or the file cannot be read, then exit 2 with one error line saying what to change", async () => {
+    const none = await cli(["reconcile"]);
+    expect(none).toMatchObject({ code: 2, stdout: "", stderr: "error: give at least one event id, as arguments or with --file <path> (one id per line)\n" });
+    const missing = await cli(["reconcile", "--file", join(dataDir, "nope.txt")]);
+    expect(missing.code).toBe(2);
+    expect(missing.stderr).toMatch(/^error: --file .*nope\.txt: cannot read it \(ENOENT\); check the path\n$/);
+    const file = join(dataDir, "two-per-line.txt");
+    await writeFile(file, "evt_a evt_b\n");
+    const bad = await cli(["reconcile", "--file", file]);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toContain("line 1: \"evt_a evt_b\" is not one event id; put one id per line");
+    const stream = await cli(["reconcile", tenantId("evt"), "--stream", "est_short"]);
+    expect(stream).toMatchObject({ code: 2, stderr: 'error: --stream must be a stream id of exactly 26 characters (est_ and 22 more), got "est_short"\n' });
+  });
+});
+
+/**
+ * The service delivers downstream once app.ts runs the dispatcher in the worker role; until
+ * then this test runs one on the service's queues (none is started when one already runs).
+ */
+async function dispatcherUnlessRunning(target: TestService): Promise<Dispatcher | undefined> {
+  const connection = createRedis(redisUrl, "client");
+  await untilReady(connection);
+  const prefix = target.config.env.QUEUE_PREFIX;
+  const queue = new Queue(deliveryQueueName("default"), { connection, prefix: bullPrefix(prefix) });
+  const running = (await queue.getWorkersCount()) > 0;
+  await queue.close();
+  connection.disconnect();
+  if (running) return undefined;
+  const ledger = createEventLedger(createRedis(redisUrl, "client"), prefix, 600);
+  return createDispatcher({
+    redisUrl,
+    queuePrefix: prefix,
+    routes: await loadRoutes(target.config),
+    ledger,
+    logger: createLogger("silent"),
+    backoffBaseMs: 20,
+    backoffMaxMs: 1000,
+    shutdownTimeoutMs: 1000,
+  });
+}
