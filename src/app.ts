@@ -1,4 +1,6 @@
 import type { Config } from "./config.js";
+import { createDispatcher } from "./dispatch/create-dispatcher.js";
+import { describeEvent } from "./dispatch/describe-event.js";
 import { loadRoutes } from "./dispatch/load-routes.js";
 import { createAdminApp } from "./http/admin-app.js";
 import { createDashboardRouter } from "./http/dashboard-router.js";
@@ -61,13 +63,9 @@ export async function startService(config: Config, logger: Logger, role: Role): 
     }
   };
 
-  const closers: Array<() => Promise<void>> = [];
   const unregisterQueueGauges = registerQueueGauges(client, () => [...queues.all(), reconcileQueue.queue]);
-  closers.push(async () => unregisterQueueGauges());
-  if (role !== "receiver") {
-    const reconciler = createReconcileWorker({ config, redisUrl: redis.url, ledger, store, logger });
-    closers.push(() => reconciler.close());
-  }
+  // Shutdown order: stop taking webhooks first, then finish deliveries and reconciles.
+  const closers: Array<() => Promise<void>> = [];
   let publicServer: Serving | undefined;
   if (auth) {
     const receiver = createReceiverApp({
@@ -82,8 +80,26 @@ export async function startService(config: Config, logger: Logger, role: Role): 
     closers.push(() => publicServer!.close(env.SHUTDOWN_TIMEOUT_MS));
     logger.info({ url: publicServer.url, auth: auth.method, routes: routes.map((route) => route.name) }, "receiving webhooks");
   }
+  if (role !== "receiver") {
+    const dispatcher = createDispatcher({
+      redisUrl: redis.url,
+      queuePrefix: env.QUEUE_PREFIX,
+      routes,
+      ledger,
+      logger,
+      backoffBaseMs: env.DISPATCH_BACKOFF_BASE_MS,
+      backoffMaxMs: env.DISPATCH_BACKOFF_MAX_MS,
+      shutdownTimeoutMs: env.SHUTDOWN_TIMEOUT_MS,
+      lockDurationMs: env.DISPATCH_LOCK_DURATION_MS,
+      stalledIntervalMs: env.DISPATCH_LOCK_DURATION_MS,
+    });
+    const reconciler = createReconcileWorker({ config, redisUrl: redis.url, ledger, store, logger });
+    closers.push(() => Promise.all([dispatcher.close(), reconciler.close()]).then(() => {}));
+    if (routes.length === 0) logger.warn("no downstream routes: set ROUTES_FILE or DOWNSTREAM_URL; events are stored but delivered nowhere");
+  }
+  closers.push(async () => unregisterQueueGauges());
 
-  const admin = await serve(createAdminApp({ ready, adminToken: env.ADMIN_TOKEN, logger, routers: [createDashboardRouter([...queues.all(), reconcileQueue.queue]), createReconcileRouter(reconcileQueue)] }), env.ADMIN_PORT, env.ADMIN_HOST);
+  const admin = await serve(createAdminApp({ ready, adminToken: env.ADMIN_TOKEN, logger, describeEvent: (eventId) => describeEvent(eventId, { ledger, queues }), routers: [createDashboardRouter([...queues.all(), reconcileQueue.queue]), createReconcileRouter(reconcileQueue)] }), env.ADMIN_PORT, env.ADMIN_HOST);
   logger.info({ url: admin.url }, "admin surface (metrics, probes, admin API) listening");
 
   async function checkEvictionPolicy() {

@@ -42,6 +42,7 @@ export const settings = {
   SHUTDOWN_TIMEOUT_MS: [z.coerce.number().int().min(0).default(10_000), "how long shutdown waits for in-flight requests and deliveries"],
   DISPATCH_BACKOFF_BASE_MS: [z.coerce.number().int().min(1).default(1000), "first retry delay of a downstream delivery; doubles each attempt, with jitter"],
   DISPATCH_BACKOFF_MAX_MS: [z.coerce.number().int().min(1).default(300_000), "longest retry delay, also the clamp on a downstream Retry-After"],
+  DISPATCH_LOCK_DURATION_MS: [z.coerce.number().int().min(1000).default(30_000), "how long a crashed worker's in-flight delivery stays locked before another worker retries it"],
   COMPLETED_JOB_RETENTION_SECONDS: [z.coerce.number().int().min(0).default(3600), "how long delivered jobs stay visible in the dashboard"],
   RECONCILE_RATE_PER_SECOND: [z.coerce.number().positive().default(5), "tenant API calls per second the reconciler may make"],
   OTEL_EXPORTER_OTLP_ENDPOINT: [url, "send OpenTelemetry traces there; off when unset"],
