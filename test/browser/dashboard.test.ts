@@ -3,11 +3,7 @@ import { mkdir, mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { chromium, type BrowserContext } from "playwright-core";
-import { afterAll, describe, expect, inject, it } from "vitest";
-import { createDispatcher } from "../../src/dispatch/create-dispatcher.js";
-import { createLogger } from "../../src/logger.js";
-import { createEventLedger } from "../../src/queue/event-ledger.js";
-import { createRedis } from "../../src/queue/redis-connection.js";
+import { afterAll, describe, expect, it } from "vitest";
 import { userEvent } from "../helpers/fixtures.js";
 import { startSinkServer } from "../helpers/sink-server.js";
 import { startTestService } from "../helpers/start-test-service.js";
@@ -30,25 +26,9 @@ describe.skipIf(!existsSync(chromiumPath))("operate: the queue dashboard in a re
     // The downstream refuses the event for good (400: no retry), then is fixed.
     const sink = await startSinkServer(() => ({ status: 400, body: "unknown tenant" }));
     cleanup.push(() => sink.close());
-    const service = await startTestService({ DOWNSTREAM_URL: sink.url, ADMIN_TOKEN: adminToken }, "receiver");
+    // The whole service (role all): receiver, dispatcher, reconciler, admin surface.
+    const service = await startTestService({ DOWNSTREAM_URL: sink.url, ADMIN_TOKEN: adminToken });
     cleanup.push(() => service.close());
-    // The composition root does not run the dispatcher yet: run the real one beside the
-    // receiver, on the same Redis and prefix.
-    const redisUrl = inject("redisUrl");
-    const ledgerConnection = createRedis(redisUrl, "client");
-    cleanup.push(async () => ledgerConnection.disconnect());
-    const { QUEUE_PREFIX: prefix, DEDUPE_TTL_SECONDS: ttl } = service.config.env;
-    const dispatcher = createDispatcher({
-      redisUrl,
-      queuePrefix: prefix,
-      routes: [{ name: "default", match: ["*"], url: sink.url, headers: {}, timeoutMs: 2000, maxAttemptsPerEvent: 3, concurrency: 2 }],
-      ledger: createEventLedger(ledgerConnection, prefix, ttl),
-      logger: createLogger("silent"),
-      backoffBaseMs: 20,
-      backoffMaxMs: 100,
-      shutdownTimeoutMs: 2000,
-    });
-    cleanup.push(() => dispatcher.close());
 
     const event = userEvent();
     expect((await service.post("/webhooks", JSON.stringify(event))).status).toBe(202);
@@ -103,5 +83,14 @@ describe.skipIf(!existsSync(chromiumPath))("operate: the queue dashboard in a re
     expect(retried.headers["webhook-id"]).toBe(event.id);
     expect(JSON.parse(retried.body)).toMatchObject({ id: event.id, type: event.type });
     expect(refused).toEqual([]);
+
+    // The dead letter is gone from the metrics too, once the job is marked completed.
+    const deadline = Date.now() + 10_000;
+    let metrics = "";
+    while (Date.now() < deadline && !metrics.includes('streamkeeper_queue_jobs{queue="deliver-default",state="completed"} 1')) {
+      metrics = await (await fetch(`${service.adminUrl}/metrics`)).text();
+    }
+    expect(metrics).toContain('streamkeeper_queue_jobs{queue="deliver-default",state="failed"} 0');
+    expect(metrics).toContain('streamkeeper_queue_jobs{queue="deliver-default",state="completed"} 1');
   });
 });
