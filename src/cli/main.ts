@@ -1,5 +1,6 @@
 #!/usr/bin/env node
 import { Command, CommanderError } from "commander";
+import { registerDemoCommand } from "./demo-command.js";
 import { registerSettingsCommand } from "./settings-command.js";
 import { registerStartCommand } from "./start-command.js";
 import { registerReconcileCommand } from "./reconcile-command.js";
@@ -23,6 +24,7 @@ registerStartCommand(program);
 registerReconcileCommand(program);
 registerDeadLettersCommand(program);
 registerSettingsCommand(program);
+registerDemoCommand(program);
 registerStreamsCommand(program);
 registerTokenExchangeProfilesCommand(program);
 registerEmulatorCommand(program);

@@ -1,0 +1,20 @@
+import type { Command } from "commander";
+import { runDemo } from "../demo/run-demo.js";
+import { runAction } from "./run-action.js";
+
+export function registerDemoCommand(program: Command) {
+  program
+    .command("demo")
+    .description("emulator + service + sample downstream, end to end: an event fails at the tenant and is recovered")
+    .option("--keep-running", "keep everything running after the story, to look at metrics and the dashboard")
+    .action(
+      runAction(async (options: { keepRunning?: boolean }) => {
+        const ok = await runDemo({
+          keepRunning: options.keepRunning ?? false,
+          redisUrl: process.env.REDIS_URL || undefined,
+          say: (line) => process.stdout.write(`${line}\n`),
+        });
+        return ok ? 0 : 1;
+      }),
+    );
+}

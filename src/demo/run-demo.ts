@@ -1,0 +1,145 @@
+import { randomBytes } from "node:crypto";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { startService } from "../app.js";
+import { loadConfig } from "../config.js";
+import { startEmulator } from "../emulator/start-emulator.js";
+import { createLogger } from "../logger.js";
+import { startDemoSink } from "./start-demo-sink.js";
+
+interface DemoOptions {
+  /** Keep everything running after the story, until Ctrl-C, to look at the dashboard. */
+  keepRunning: boolean;
+  /** REDIS_URL of the user's environment; unset: an embedded redis-server in a temp dir. */
+  redisUrl?: string;
+  say(line: string): void;
+}
+
+/**
+ * The end-to-end story on one machine: the tenant emulator pushes events to Streamkeeper,
+ * which delivers them to a sample downstream; one stream is set up with a wrong password,
+ * so Streamkeeper refuses its event (401) and the tenant gives up on it at once; the
+ * reconciler then reads the tenant's delivery history and recovers it.
+ */
+export async function runDemo({ keepRunning, redisUrl, say }: DemoOptions): Promise<boolean> {
+  const dataDir = await mkdtemp(join(tmpdir(), "streamkeeper-demo-"));
+  const cleanup: Array<() => Promise<void>> = [() => rm(dataDir, { recursive: true, force: true })];
+  try {
+    const emulator = await startEmulator({ timeScale: 0.05 });
+    cleanup.unshift(() => emulator.close());
+    say(`1. tenant emulator listening on ${emulator.url}`);
+
+    const sink = await startDemoSink((delivery) => say(`   downstream received ${delivery.eventId} (${delivery.type}, origin ${delivery.origin})`));
+    cleanup.unshift(() => sink.close());
+    say(`2. sample downstream listening on ${sink.url}`);
+
+    const secret = () => randomBytes(18).toString("base64url");
+    const webhook = { username: "tenant", password: secret() };
+    const adminToken = secret();
+    const config = loadConfig({
+      REDIS_URL: redisUrl,
+      DATA_DIR: dataDir,
+      QUEUE_PREFIX: `demo-${Date.now().toString(36)}`,
+      PORT: "0",
+      HOST: "127.0.0.1",
+      ADMIN_PORT: "0",
+      WEBHOOK_USERNAME: webhook.username,
+      WEBHOOK_PASSWORD: webhook.password,
+      DOWNSTREAM_URL: sink.url,
+      MGMT_API_BASE_URL: emulator.apiBaseUrl,
+      MGMT_TOKEN_URL: emulator.tokenUrl,
+      MGMT_CLIENT_ID: "emulator-client",
+      MGMT_CLIENT_SECRET: "emulator-secret",
+      ADMIN_TOKEN: adminToken,
+      RECONCILE_RATE_PER_SECOND: "20",
+      DISPATCH_BACKOFF_BASE_MS: "100",
+      LOG_LEVEL: "error",
+    });
+    const service = await startService(config, createLogger("error"), "all");
+    cleanup.unshift(() => service.close());
+    say(`3. Streamkeeper receiving at ${service.publicUrl}/webhooks/<stream-id>, admin at ${service.adminUrl}`);
+
+    const good = await createStream(emulator.url, "demo-users", ["user.created", "user.updated"], `${service.publicUrl}/webhooks`, webhook);
+    const broken = await createStream(emulator.url, "demo-orgs-wrong-password", ["organization.created"], `${service.publicUrl}/webhooks`, { ...webhook, password: "not-the-password" });
+    say(`4. tenant streams: ${good} (users, right credentials) and ${broken} (organizations, WRONG password)`);
+
+    const userEvents: string[] = [];
+    for (const [type, email] of [["user.created", "ada@example.com"], ["user.updated", "ada@example.com"], ["user.created", "alan@example.com"]] as const) {
+      userEvents.push(await emit(emulator.url, type, { user_id: `auth0|${randomBytes(6).toString("hex")}`, email }));
+    }
+    const lost = await emit(emulator.url, "organization.created", { id: `org_${randomBytes(8).toString("hex")}`, name: "acme" });
+    say(`5. tenant emitted ${userEvents.length} user events and organization event ${lost}`);
+
+    await until(() => userEvents.every((id) => sink.received.some((delivery) => delivery.eventId === id)), 20_000);
+    say(`6. every user event reached the downstream through Streamkeeper`);
+
+    const record = await until(async () => {
+      const res = await fetch(`${emulator.url}/emulator/deliveries?event_id=${lost}`);
+      const { deliveries } = (await res.json()) as { deliveries: Array<{ status: string; attempts: Array<{ error_message?: string }> }> };
+      return deliveries.find((delivery) => delivery.status === "failed");
+    }, 20_000);
+    say(`7. the tenant gave up on ${lost} after ${record.attempts.length} attempt(s): ${record.attempts.at(-1)?.error_message ?? "failed"} (Streamkeeper refused the wrong password with 401)`);
+
+    const admin = { authorization: `Bearer ${adminToken}`, "content-type": "application/json" };
+    const queued = await fetch(`${service.adminUrl}/admin/reconcile`, { method: "POST", headers: admin, body: JSON.stringify({ eventIds: [lost], streamId: broken }) });
+    const { jobs } = (await queued.json()) as { jobs: Array<{ jobId: string }> };
+    say(`8. reconciling ${lost}: POST /admin/reconcile (the CLI equivalent: streamkeeper reconcile ${lost} --stream ${broken})`);
+    const outcome = await until(async () => {
+      const res = await fetch(`${service.adminUrl}/admin/reconcile/${jobs[0]!.jobId}`, { headers: admin });
+      const body = (await res.json()) as { state: string; outcome: string | null };
+      return body.outcome ?? undefined;
+    }, 20_000);
+    say(`   ${lost} ${outcome}`);
+    await until(() => sink.received.some((delivery) => delivery.eventId === lost), 20_000);
+
+    const recovered = sink.received.filter((delivery) => delivery.eventId === lost);
+    const ok = outcome === "recovered" && recovered.length === 1 && recovered[0]!.origin === "reconcile";
+    say(`9. ${ok ? "done" : "NOT as expected"}: the event that failed at the tenant was recovered and delivered once (origin ${recovered[0]?.origin}); the downstream has ${sink.received.length} events`);
+    say(`   metrics:   ${service.adminUrl}/metrics`);
+    say(`   dashboard: ${service.adminUrl}/admin/queues (any user name; the password is the demo's ADMIN_TOKEN, shown only with --keep-running)`);
+    say(`   event:     ${service.adminUrl}/admin/events/${lost} (Authorization: Bearer <ADMIN_TOKEN>)`);
+    if (keepRunning) {
+      say(`   ADMIN_TOKEN for this demo run: ${adminToken}`);
+      say("   running until Ctrl-C");
+      await new Promise<void>((ok) => {
+        process.once("SIGINT", () => ok());
+        process.once("SIGTERM", () => ok());
+      });
+    }
+    return ok;
+  } finally {
+    for (const step of cleanup) await step().catch(() => {});
+  }
+}
+
+async function createStream(emulatorUrl: string, name: string, types: string[], endpoint: string, auth: { username: string; password: string }) {
+  const res = await fetch(`${emulatorUrl}/emulator/streams`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({
+      name,
+      subscriptions: types.map((event_type) => ({ event_type })),
+      destination: { type: "webhook", configuration: { webhook_endpoint: endpoint, webhook_authorization: { method: "basic", ...auth } } },
+    }),
+  });
+  if (!res.ok) throw new Error(`the emulator refused the demo stream: ${res.status} ${await res.text()}`);
+  return ((await res.json()) as { id: string }).id;
+}
+
+async function emit(emulatorUrl: string, type: string, object: Record<string, unknown>) {
+  const res = await fetch(`${emulatorUrl}/emulator/events`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ type, data: { object } }) });
+  if (!res.ok) throw new Error(`the emulator refused the demo event: ${res.status} ${await res.text()}`);
+  return ((await res.json()) as { id: string }).id;
+}
+
+/** Polls until `check` gives a truthy value; the demo's steps each have a deadline. */
+async function until<T>(check: () => T | Promise<T>, timeoutMs: number): Promise<NonNullable<T>> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await check();
+    if (value) return value as NonNullable<T>;
+    if (Date.now() > deadline) throw new Error(`the demo step did not complete within ${timeoutMs / 1000} s`);
+    await new Promise((ok) => setTimeout(ok, 50));
+  }
+}

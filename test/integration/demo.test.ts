@@ -1,0 +1,26 @@
+import { spawn } from "node:child_process";
+import { once } from "node:events";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+
+const cli = join(import.meta.dirname, "../../dist/cli/main.js");
+
+describe("streamkeeper demo", () => {
+  it("when run on a machine with only redis-server on PATH, then it tells the story to the end: an event fails at the tenant and is recovered once", async () => {
+    const child = spawn(process.execPath, [cli, "demo"], { env: { PATH: process.env.PATH }, stdio: ["ignore", "pipe", "pipe"] });
+    let stdout = "";
+    let stderr = "";
+    child.stdout.on("data", (chunk) => (stdout += chunk));
+    child.stderr.on("data", (chunk) => (stderr += chunk));
+    const [code] = await once(child, "exit");
+    expect(code, stderr).toBe(0);
+    const lost = /organization event (evt_\w{22})/.exec(stdout)?.[1];
+    expect(lost).toBeDefined();
+    expect(stdout).toMatch(new RegExp(`the tenant gave up on ${lost} after 1 attempt\\(s\\): HTTP 401`));
+    expect(stdout).toContain(`${lost} recovered`);
+    expect(stdout).toContain(`downstream received ${lost} (organization.created, origin reconcile)`);
+    expect(stdout).toMatch(/9\. done: .*delivered once/);
+    expect(stdout.match(new RegExp(`downstream received ${lost}`, "g"))).toHaveLength(1);
+    expect(stdout).toMatch(/dashboard: http:\/\/127\.0\.0\.1:\d+\/admin\/queues/);
+  });
+});
