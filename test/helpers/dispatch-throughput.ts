@@ -1,12 +1,12 @@
 /**
  * Measures delivery throughput: `node --import tsx test/helpers/dispatch-throughput.ts [events] [routes] [concurrency]`.
- * Starts its own redis-server and a downstream that answers 204 at once, queues the
+ * Starts its own redis-server and a downstream process that answers 204 at once, queues the
  * events through the event store, then times the dispatcher draining them.
  */
 import { randomUUID } from "node:crypto";
+import { readFileSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
-import { createServer } from "node:http";
-import type { AddressInfo } from "node:net";
+import { spawn } from "node:child_process";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createDispatcher } from "../../src/dispatch/create-dispatcher.js";
@@ -22,18 +22,18 @@ import { userEvent } from "./fixtures.js";
 const [events = 10_000, routeCount = 1, concurrency = 50] = process.argv.slice(2).map(Number);
 const dir = await mkdtemp(join(tmpdir(), "sk-bench-"));
 const redisServer = await startRedisServer({ dir, appendOnly: false });
+// The downstream runs in its own process, so this one measures the dispatcher alone.
+const sinkCode = `
 let received = 0;
-let done = () => {};
-const finished = new Promise<void>((ok) => (done = ok));
-const sink = createServer((req, res) => {
+const server = require("node:http").createServer((req, res) => {
   req.resume();
-  req.on("end", () => {
-    res.writeHead(204).end();
-    if (++received === events * routeCount) done();
-  });
+  req.on("end", () => { res.writeHead(204).end(); if (++received === ${events * routeCount}) process.send("done"); });
 });
-await new Promise<void>((ok) => sink.listen(0, "127.0.0.1", ok));
-const url = `http://127.0.0.1:${(sink.address() as AddressInfo).port}/`;
+server.listen(0, "127.0.0.1", () => process.send(server.address().port));`;
+const sink = spawn(process.execPath, ["-e", sinkCode], { stdio: ["ignore", "inherit", "inherit", "ipc"] });
+const port = await new Promise<number>((ok) => sink.once("message", (message) => ok(Number(message))));
+const finished = new Promise<void>((ok) => sink.on("message", (message) => message === "done" && ok()));
+const url = `http://127.0.0.1:${port}/`;
 const routes = Array.from({ length: routeCount }, (_, i) => testRoute(`r${i}`, url, { concurrency }));
 
 const redis = createRedis(redisServer.url, "client");
@@ -46,6 +46,13 @@ for (let i = 0; i < events; i += 100) {
   await Promise.all(Array.from({ length: Math.min(100, events - i) }, () => store.store(userEvent(), { origin: "webhook" })));
 }
 
+const redisCpu = () => {
+  // utime + stime of the redis-server, in clock ticks (100 per second on Linux)
+  const fields = readFileSync(`/proc/${redisServer.process.pid}/stat`, "utf8").split(") ")[1]!.split(" ");
+  return (Number(fields[11]) + Number(fields[12])) * 10;
+};
+const redisCpuBefore = redisCpu();
+const cpuBefore = process.cpuUsage();
 const started = performance.now();
 const dispatcher = createDispatcher({
   redisUrl: redisServer.url, queuePrefix: prefix, routes, ledger, logger: createLogger("warn"),
@@ -53,10 +60,14 @@ const dispatcher = createDispatcher({
 });
 await finished;
 const seconds = (performance.now() - started) / 1000;
-console.log(`${events * routeCount} deliveries (${events} events x ${routeCount} routes, concurrency ${concurrency}) in ${seconds.toFixed(2)} s: ${Math.round((events * routeCount) / seconds)} deliveries/s`);
+const deliveries = events * routeCount;
+const cpu = process.cpuUsage(cpuBefore);
+console.log(`${deliveries} deliveries (${events} events x ${routeCount} routes, concurrency ${concurrency}) in ${seconds.toFixed(2)} s: ${Math.round(deliveries / seconds)} deliveries/s`);
+// CPU per delivery does not depend on what else the machine runs, unlike the rate.
+console.log(`CPU per delivery: ${Math.round((cpu.user + cpu.system) / deliveries)} µs in this process (the dispatcher), ${Math.round(((redisCpu() - redisCpuBefore) * 1000) / deliveries)} µs in redis-server`);
 await dispatcher.close();
 await queues.close();
 redis.disconnect();
-sink.close();
+sink.kill();
 await redisServer.stop();
 await rm(dir, { recursive: true, force: true });
