@@ -1,4 +1,5 @@
 import type { Command } from "commander";
+import { loadConfig } from "../config.js";
 import { runDemo } from "../demo/run-demo.js";
 import { runAction } from "./run-action.js";
 
@@ -11,7 +12,7 @@ export function registerDemoCommand(program: Command) {
       runAction(async (options: { keepRunning?: boolean }) => {
         const ok = await runDemo({
           keepRunning: options.keepRunning ?? false,
-          redisUrl: process.env.REDIS_URL || undefined,
+          redisUrl: loadConfig().env.REDIS_URL,
           say: (line) => process.stdout.write(`${line}\n`),
         });
         return ok ? 0 : 1;
