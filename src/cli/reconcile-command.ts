@@ -10,9 +10,9 @@ import { createDeliveryQueues } from "../queue/delivery-queues.js";
 import { createEventLedger } from "../queue/event-ledger.js";
 import { createEventStore } from "../queue/event-store.js";
 import { bullPrefix, reconcileQueueName } from "../queue/queue-names.js";
-import { createRedis, untilReady } from "../queue/redis-connection.js";
+import { createRedis, untilReady, type RedisClient } from "../queue/redis-connection.js";
 import { resolveRedis } from "../queue/resolve-redis.js";
-import { createReconcileQueue, type EnqueuedJob } from "../reconcile/create-reconcile-queue.js";
+import { createReconcileQueue, type EnqueuedJob, type ReconcileQueueHandle } from "../reconcile/create-reconcile-queue.js";
 import { createReconcileWorker, type ReconcileWorker } from "../reconcile/create-reconcile-worker.js";
 import { parseEventIdList } from "../reconcile/parse-event-id-list.js";
 import { isFailure, type ReconcileResult } from "../reconcile/reconcile-job.js";
@@ -66,7 +66,7 @@ async function reconcile(args: string[], options: ReconcileOptions): Promise<num
     if (!options.wait) {
       const jobs = await submit();
       if (workers === 0) process.stderr.write("note: no worker consumes the reconcile queue now; the jobs wait until `streamkeeper start` runs\n");
-      for (const job of jobs) print(options.json ? JSON.stringify({ ...job, streamId: options.stream, state: "queued" }) : `${job.eventId} queued ${job.jobId}`);
+      for (const job of jobs) print(options.json ? JSON.stringify({ ...job, streamId: options.stream ?? null, state: "queued" }) : `${job.eventId} queued ${job.jobId}`);
       return 0;
     }
 
@@ -90,7 +90,7 @@ async function reconcile(args: string[], options: ReconcileOptions): Promise<num
   }
 }
 
-async function startLocalWorker(config: Config, redisUrl: string, connection: ReturnType<typeof createRedis>, logger: Logger): Promise<ReconcileWorker> {
+async function startLocalWorker(config: Config, redisUrl: string, connection: RedisClient, logger: Logger): Promise<ReconcileWorker> {
   const routes = await loadRoutes(config);
   // Without routes a recovered event would be stored for no one, and every later run
   // would call it already_received.
@@ -104,7 +104,7 @@ async function startLocalWorker(config: Config, redisUrl: string, connection: Re
   return { close: async () => (await worker.close(), await queues.close()) };
 }
 
-async function printOutcomes(queue: Parameters<typeof waitForOutcomes>[0]["queue"], events: QueueEvents, jobs: EnqueuedJob[], options: ReconcileOptions): Promise<number> {
+async function printOutcomes(queue: ReconcileQueueHandle, events: QueueEvents, jobs: EnqueuedJob[], options: ReconcileOptions): Promise<number> {
   const progress = createProgress(jobs.length);
   let failures = 0;
   await waitForOutcomes({
@@ -113,7 +113,8 @@ async function printOutcomes(queue: Parameters<typeof waitForOutcomes>[0]["queue
     jobs,
     onResult(result: ReconcileResult) {
       if (isFailure(result.outcome)) failures++;
-      print(options.json ? JSON.stringify(result) : `${result.eventId} ${result.outcome}`);
+      // streamId null when no stream was named and none was searched (an id already received).
+      print(options.json ? JSON.stringify({ ...result, streamId: result.streamId ?? null }) : `${result.eventId} ${result.outcome}`);
       progress.tick();
     },
   });

@@ -6,13 +6,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Queue } from "bullmq";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { createDispatcher, type Dispatcher } from "../../src/dispatch/create-dispatcher.js";
-import { loadRoutes } from "../../src/dispatch/load-routes.js";
 import { startEmulator, type Emulator } from "../../src/emulator/start-emulator.js";
-import { createLogger } from "../../src/logger.js";
-import { createEventLedger } from "../../src/queue/event-ledger.js";
 import { bullPrefix, deliveryQueueName } from "../../src/queue/queue-names.js";
-import { createRedis, untilReady } from "../../src/queue/redis-connection.js";
+import { createRedis } from "../../src/queue/redis-connection.js";
 import { tenantId } from "../helpers/fixtures.js";
 import { startSinkServer, type SinkServer } from "../helpers/sink-server.js";
 import { startTestService, testCredentials, type TestService } from "../helpers/start-test-service.js";
@@ -30,7 +26,6 @@ const redisUrl = inject("redisUrl");
 let emulator: Emulator;
 let sink: SinkServer;
 let service: TestService;
-let dispatcher: Dispatcher | undefined;
 let streamId: string;
 let dataDir: string;
 
@@ -91,7 +86,6 @@ beforeAll(async () => {
     MGMT_CLIENT_SECRET: "emulator-secret",
     RECONCILE_RATE_PER_SECOND: "20",
   });
-  dispatcher = await dispatcherUnlessRunning(service);
   streamId = await createStream(emulator, `${service.publicUrl}/webhooks`, {
     auth: { method: "basic", username: testCredentials.username, password: "not-the-password" },
     types: ["user.created"],
@@ -99,7 +93,6 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  await dispatcher?.close();
   await service?.close();
   await sink?.close();
   await emulator?.close();
@@ -121,7 +114,7 @@ describe("streamkeeper reconcile", () => {
 
     const again = await cli(["reconcile", id, "--json"]);
     expect(again.code).toBe(0);
-    expect(JSON.parse(again.stdout)).toEqual({ eventId: id, outcome: "already_received" });
+    expect(JSON.parse(again.stdout)).toEqual({ eventId: id, streamId: null, outcome: "already_received" });
     // Known ids cost no tenant call and no store, so nothing was queued to deliver again.
     const deliveries = new Queue(deliveryQueueName("default"), { connection: createRedis(redisUrl, "worker"), prefix: bullPrefix(service.config.env.QUEUE_PREFIX) });
     expect(await deliveries.getJobCountByTypes("waiting", "prioritized", "active", "delayed")).toBe(0);
@@ -189,29 +182,3 @@ describe("streamkeeper reconcile", () => {
     expect(stream).toMatchObject({ code: 2, stderr: 'error: --stream must be a stream id of exactly 26 characters (est_ and 22 more), got "est_short"\n' });
   });
 });
-
-/**
- * The service delivers downstream once app.ts runs the dispatcher in the worker role; until
- * then this test runs one on the service's queues (none is started when one already runs).
- */
-async function dispatcherUnlessRunning(target: TestService): Promise<Dispatcher | undefined> {
-  const connection = createRedis(redisUrl, "client");
-  await untilReady(connection);
-  const prefix = target.config.env.QUEUE_PREFIX;
-  const queue = new Queue(deliveryQueueName("default"), { connection, prefix: bullPrefix(prefix) });
-  const running = (await queue.getWorkersCount()) > 0;
-  await queue.close();
-  connection.disconnect();
-  if (running) return undefined;
-  const ledger = createEventLedger(createRedis(redisUrl, "client"), prefix, 600);
-  return createDispatcher({
-    redisUrl,
-    queuePrefix: prefix,
-    routes: await loadRoutes(target.config),
-    ledger,
-    logger: createLogger("silent"),
-    backoffBaseMs: 20,
-    backoffMaxMs: 1000,
-    shutdownTimeoutMs: 1000,
-  });
-}
