@@ -1,0 +1,99 @@
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, describe, expect, it } from "vitest";
+import { inspectStore } from "../helpers/inspect-store.js";
+import { startTestService, testCredentials } from "../helpers/start-test-service.js";
+import { startChaosSink, type SinkDecision } from "./chaos-sink.js";
+import { recordChaosResult } from "./record-chaos-result.js";
+import { routeFigures } from "./route-figures.js";
+import { startLoadDriver } from "./start-load-driver.js";
+
+const authorization = `Basic ${Buffer.from(`${testCredentials.username}:${testCredentials.password}`).toString("base64")}`;
+/** The issue asks for a minute; 20 s by default keeps the suite short. CHAOS_FLAP_SECONDS=60 for the full run. */
+const flapSeconds = Number(process.env.CHAOS_FLAP_SECONDS ?? 20);
+const timeoutMs = 500;
+
+/**
+ * Scenario 3 (docs/reliability.md): one route's downstream flaps for CHAOS_FLAP_SECONDS:
+ * half its answers are 5xx and a tenth never come within the route's timeout. The other
+ * route stays healthy. Every acknowledged event must reach both, each accepted exactly
+ * once: retries go only to the failing route, and a success is never sent again.
+ */
+describe("chaos: a downstream route flapping", () => {
+  const cleanup: Array<() => Promise<unknown>> = [];
+  afterAll(async () => {
+    for (const step of cleanup.reverse()) await step().catch(() => {});
+  });
+
+  it(`when a route answers 50% 5xx and some timeouts for ${flapSeconds} s under load, then everything acknowledged reaches it exactly once, and the healthy route exactly once too`, async () => {
+    const started = Date.now();
+    const dir = await mkdtemp(join(tmpdir(), "sk-chaos-flap-"));
+    cleanup.push(() => rm(dir, { recursive: true, force: true }));
+    let flapUntil = Number.POSITIVE_INFINITY;
+    const faults = { "5xx": 0, timeout: 0 };
+    const flapping = await startChaosSink((): SinkDecision => {
+      if (Date.now() >= flapUntil) return { status: 200 };
+      const roll = Math.random();
+      if (roll < 0.5) {
+        faults["5xx"]++;
+        return { status: [500, 502, 503][Math.floor(roll * 6)]! };
+      }
+      if (roll < 0.6) {
+        faults.timeout++;
+        // Held past the route's timeout; the late answer is an error, so it never counts as received.
+        return { status: 504, delayMs: timeoutMs * 3 };
+      }
+      return { status: 200 };
+    });
+    const steady = await startChaosSink();
+    cleanup.push(() => flapping.close(), () => steady.close());
+    const routesFile = join(dir, "routes.json");
+    await writeFile(
+      routesFile,
+      JSON.stringify([
+        { name: "flapping", match: "*", url: flapping.url, concurrency: 8, timeoutMs, maxAttemptsPerEvent: 1000 },
+        { name: "steady", match: "*", url: steady.url, concurrency: 4 },
+      ]),
+    );
+    const service = await startTestService({
+      ROUTES_FILE: routesFile,
+      DISPATCH_BACKOFF_BASE_MS: "100",
+      DISPATCH_BACKOFF_MAX_MS: "2000",
+    });
+    cleanup.push(() => service.close());
+
+    flapUntil = Date.now() + flapSeconds * 1000;
+    const driver = await startLoadDriver({ url: `${service.publicUrl}/webhooks`, authorization, ratePerSecond: 20, durationMs: flapSeconds * 1000 });
+    cleanup.push(async () => driver.kill());
+    const load = await driver.finished;
+    expect(load.refused, "answers other than 202/503 to valid events").toEqual([]);
+    const acknowledged = new Set(load.acknowledged);
+    await Promise.all([flapping, steady].map((sink) => sink.untilAccepted(acknowledged, 120_000)));
+
+    const store = await inspectStore(service.config);
+    cleanup.push(() => store.close());
+    const deadLetters = (await store.queues.forRoute("flapping").getFailedCount()) + (await store.queues.forRoute("steady").getFailedCount());
+    const routes = [routeFigures("flapping", flapping, acknowledged, 0), routeFigures("steady", steady, acknowledged, 0)];
+    await recordChaosResult("route-flap", {
+      fault: `route "flapping" answers 50% 5xx and 10% timeouts (> ${timeoutMs} ms) for ${flapSeconds} s; route "steady" healthy`,
+      acknowledged: acknowledged.size,
+      flapSeconds,
+      injected5xx: faults["5xx"],
+      injectedTimeouts: faults.timeout,
+      deadLetters,
+      routes,
+      durationMs: Date.now() - started,
+    });
+    expect(faults["5xx"]).toBeGreaterThan(0);
+    expect(deadLetters).toBe(0);
+    for (const route of routes) {
+      expect(route.lost, `route ${route.route}`).toBe(0);
+      // No kill here: exactly once per successful delivery.
+      expect(route.repeats, `route ${route.route}`).toBe(0);
+    }
+    // The flapping route was retried; the healthy one got one request per event.
+    expect(routes[0]!.requests).toBeGreaterThan(acknowledged.size);
+    expect(routes[1]!.requests).toBe(steady.accepted().size);
+  }, 60_000 + flapSeconds * 3000);
+});
