@@ -87,10 +87,21 @@ export function createReceiverApp(deps: ReceiverDeps) {
     }
     if (parserError.type === "encoding.unsupported") {
       eventsRejected.inc({ reason: "content_type" });
-      return sendProblem(res, 415, "unsupported content encoding: send the body as identity, gzip or deflate");
+      return sendProblem(res, 415, "unsupported content encoding: send the body as identity, gzip, deflate or br");
     }
     if (parserError.type === "request.aborted" || parserError.type === "request.size.invalid") {
       return sendProblem(res, 400, "the request body was incomplete");
+    }
+    // The router's and body-parser's other 400s are about the request itself and cannot
+    // succeed as sent: a path that does not percent-decode, a body that does not decode
+    // as its Content-Encoding says (found by test/fuzz). Never a 503 for those.
+    if (parserError.status === 400) {
+      eventsRejected.inc({ reason: "invalid_event" });
+      const detail =
+        error instanceof URIError
+          ? `the path is not valid percent-encoding (${error.message}): send POST /webhooks/<stream-id>`
+          : `the body does not decode as Content-Encoding ${String(req.headers["content-encoding"] ?? "identity")} (${(error as Error).message}): send it as identity, gzip, deflate or br`;
+      return sendProblem(res, 400, detail);
     }
     // Anything else is transient from the tenant's point of view: never a 4xx.
     deps.logger.error({ err: error, path: req.path }, "webhook not stored: answering 503");
