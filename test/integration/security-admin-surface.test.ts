@@ -1,0 +1,99 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { loadConfig } from "../../src/config.js";
+import { tenantId } from "../helpers/fixtures.js";
+import { startTestService, type TestService } from "../helpers/start-test-service.js";
+
+const adminToken = "adm1n-t0ken-for-security-tests";
+const basic = (user: string, password: string) => `Basic ${Buffer.from(`${user}:${password}`).toString("base64")}`;
+
+/** Every admin endpoint of CONTRACT.md ("Admin surface"), with a request that would succeed given the token. */
+const endpoints: Array<{ method: string; path: string; body?: string }> = [
+  { method: "GET", path: `/admin/events/${tenantId("evt")}` },
+  { method: "POST", path: "/admin/reconcile", body: JSON.stringify({ eventIds: [tenantId("evt")] }) },
+  { method: "GET", path: "/admin/reconcile/some-job" },
+  { method: "GET", path: "/admin/queues" },
+  { method: "GET", path: "/admin/queues/api/queues" },
+];
+
+/** Credentials that must all be refused: none, wrong, near misses, the token in the wrong place. */
+const wrongCredentials: Array<Record<string, string>> = [
+  {},
+  { authorization: "Bearer wrong" },
+  { authorization: `Bearer ${adminToken}x` },
+  { authorization: `Bearer ${adminToken.slice(0, -1)}` },
+  { authorization: `Bearer ${adminToken.toUpperCase()}` },
+  { authorization: adminToken },
+  { authorization: "Bearer " },
+  { authorization: basic("admin", "wrong") },
+  { authorization: basic(adminToken, "") },
+  { authorization: `Basic ${Buffer.from(adminToken).toString("base64")}` },
+  { authorization: `Token ${adminToken}` },
+  { "x-admin-token": adminToken },
+];
+
+async function call(base: string, endpoint: (typeof endpoints)[number], headers: Record<string, string>) {
+  return fetch(`${base}${endpoint.path}`, {
+    method: endpoint.method,
+    body: endpoint.body,
+    headers: { ...(endpoint.body ? { "content-type": "application/json" } : {}), ...headers },
+  });
+}
+
+describe("security: the admin surface", () => {
+  let withToken: TestService;
+  let withoutToken: TestService;
+  beforeAll(async () => {
+    withToken = await startTestService({ ADMIN_TOKEN: adminToken, DOWNSTREAM_URL: "http://127.0.0.1:9/" });
+    withoutToken = await startTestService({ DOWNSTREAM_URL: "http://127.0.0.1:9/" });
+  });
+  afterAll(async () => {
+    await withToken?.close();
+    await withoutToken?.close();
+  });
+
+  it("when an admin endpoint is called without the token, with a wrong one or a near miss, then 401 problem+json with a challenge, and the right token gets through", async () => {
+    for (const endpoint of endpoints) {
+      for (const headers of wrongCredentials) {
+        const answer = await call(withToken.adminUrl, endpoint, headers);
+        const what = `${endpoint.method} ${endpoint.path} with ${JSON.stringify(headers)}`;
+        expect(answer.status, what).toBe(401);
+        expect(answer.headers.get("content-type"), what).toMatch(/^application\/problem\+json/);
+        expect(answer.headers.get("www-authenticate"), what).toMatch(/^(Bearer|Basic) realm=/);
+        expect(((await answer.json()) as { detail: string }).detail, what).toContain("ADMIN_TOKEN");
+      }
+      for (const authorization of [`Bearer ${adminToken}`, basic("anyone", adminToken)]) {
+        const answer = await call(withToken.adminUrl, endpoint, { authorization });
+        expect([401, 403], `${endpoint.method} ${endpoint.path} with the right token`).not.toContain(answer.status);
+        await answer.body?.cancel();
+      }
+    }
+  });
+
+  it("when ADMIN_TOKEN is unset, then every admin endpoint answers 403 saying how to turn it on, whatever the credentials", async () => {
+    for (const endpoint of endpoints) {
+      for (const headers of [{}, { authorization: `Bearer ${adminToken}` }, { authorization: "Bearer " }, { authorization: basic("admin", "") }]) {
+        const answer = await call(withoutToken.adminUrl, endpoint, headers);
+        const what = `${endpoint.method} ${endpoint.path} with ${JSON.stringify(headers)}`;
+        expect(answer.status, what).toBe(403);
+        expect(((await answer.json()) as { detail: string }).detail, what).toBe("the admin API is off: set ADMIN_TOKEN to enable it");
+      }
+    }
+  });
+
+  it("when /admin/* or /metrics is asked of the public port, then 404, with or without the token", async () => {
+    for (const endpoint of [...endpoints, { method: "GET", path: "/metrics" }]) {
+      for (const headers of [{}, { authorization: `Bearer ${adminToken}` }]) {
+        const answer = await call(withToken.publicUrl!, endpoint, headers);
+        expect(answer.status, `${endpoint.method} ${endpoint.path} on the public port`).toBe(404);
+        await answer.body?.cancel();
+      }
+    }
+  });
+
+  it("when nothing is configured, then the admin surface listens on loopback only, on its own port", () => {
+    const { env } = loadConfig({});
+    expect(env.ADMIN_HOST).toBe("127.0.0.1");
+    expect(env.ADMIN_PORT).not.toBe(env.PORT);
+    expect(withToken.adminUrl).not.toBe(withToken.publicUrl);
+  });
+});
