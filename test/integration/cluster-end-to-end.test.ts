@@ -1,0 +1,135 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startEmulator, type Emulator } from "../../src/emulator/start-emulator.js";
+import { userEvent } from "../helpers/fixtures.js";
+import { inspectStore } from "../helpers/inspect-store.js";
+import { startRedisCluster, type RedisClusterHandle } from "../helpers/redis-cluster.js";
+import { startSinkServer, type SinkRequest, type SinkServer } from "../helpers/sink-server.js";
+import { startTestService, testCredentials, type TestService } from "../helpers/start-test-service.js";
+import { createStream, emit, settled } from "./emulator-test-kit.js";
+
+const adminToken = "cluster-admin-token";
+
+/**
+ * The whole path on a three-master Redis Cluster: the tenant (emulator) pushes events to
+ * the receiver, the worker delivers them to a downstream once, and events whose push
+ * failed are recovered by reconcile from the tenant's delivery history.
+ */
+describe("end to end on a three-master Redis Cluster", () => {
+  let cluster: RedisClusterHandle;
+  let emulator: Emulator;
+  let sink: SinkServer;
+  let service: TestService;
+  let liveStream: string;
+  let brokenStream: string;
+
+  beforeAll(async () => {
+    cluster = await startRedisCluster(3);
+    emulator = await startEmulator({ timeScale: 0.01 });
+    sink = await startSinkServer();
+    service = await startTestService(
+      {
+        REDIS_URL: cluster.url,
+        DOWNSTREAM_URL: sink.url,
+        MGMT_API_BASE_URL: emulator.apiBaseUrl,
+        MGMT_TOKEN_URL: emulator.tokenUrl,
+        MGMT_AUDIENCE: emulator.audience,
+        MGMT_CLIENT_ID: "emulator-client",
+        MGMT_CLIENT_SECRET: "emulator-secret",
+        ADMIN_TOKEN: adminToken,
+        RECONCILE_RATE_PER_SECOND: "200",
+      },
+      "all",
+    );
+    const endpoint = `${service.publicUrl}/webhooks`;
+    liveStream = await createStream(emulator, endpoint, { types: ["user.created"], auth: { method: "basic", ...testCredentials } });
+    // Pushes of this stream fail (401): its events are only recovered by reconcile.
+    brokenStream = await createStream(emulator, endpoint, { types: ["user.deleted"], auth: { method: "basic", username: testCredentials.username, password: "wrong" } });
+  }, 60_000);
+
+  afterAll(async () => {
+    await service?.close();
+    await sink?.close();
+    await emulator?.close();
+    await cluster?.stop();
+  });
+
+  const webhookIds = (requests: SinkRequest[]) => requests.map((request) => String(request.headers["webhook-id"]));
+
+  /** Waits until no delivery job is waiting, active or delayed: nothing more will reach the sink. */
+  async function untilQueuesDrained() {
+    const store = await inspectStore(service.config, cluster.url);
+    try {
+      const deadline = Date.now() + 20_000;
+      for (;;) {
+        const counts = await store.queues.forRoute("default").getJobCounts("waiting", "active", "delayed", "prioritized");
+        if (Object.values(counts).every((count) => count === 0)) return;
+        if (Date.now() > deadline) throw new Error(`delivery jobs still pending: ${JSON.stringify(counts)}`);
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+    } finally {
+      await store.close();
+    }
+  }
+
+  it("when the tenant pushes events and more are posted, some twice, then the downstream gets each event exactly once", async () => {
+    const started = Date.now();
+    const pushed = await Promise.all(Array.from({ length: 50 }, (_, index) => emit(emulator, "user.created", { object: { user_id: `auth0|${index}` } })));
+    const posted = Array.from({ length: 30 }, () => userEvent());
+    for (const event of posted) expect((await service.post("/webhooks", JSON.stringify(event))).status).toBe(202);
+    for (const event of posted.slice(0, 10)) {
+      expect(await (await service.post("/webhooks", JSON.stringify(event))).json()).toEqual({ accepted: 0, duplicates: 1 });
+    }
+
+    const expected = [...pushed, ...posted.map((event) => event.id)];
+    await sink.until((requests) => new Set(webhookIds(requests)).size >= expected.length, 30_000);
+    await untilQueuesDrained();
+    const ids = webhookIds(sink.requests);
+    expect(ids.slice().sort()).toEqual(expected.slice().sort()); // each once, none missing
+    for (const id of pushed) expect((await settled(emulator, id)).status).toBe("succeeded");
+    console.info(`cluster: ${expected.length} events, ${ids.length - new Set(ids).size} duplicate deliveries, ${Date.now() - started} ms`);
+  });
+
+  it("when pushes failed, then reconcile on the cluster recovers each event once, and a second reconcile finds them received", async () => {
+    const failed = await Promise.all(Array.from({ length: 10 }, () => emit(emulator, "user.deleted")));
+    for (const id of failed) expect((await settled(emulator, id)).status).toBe("failed");
+    const known = webhookIds(sink.requests)[0]!;
+    const unknown = "evt_0000000000000000000000";
+
+    const outcomes = await reconcile([...failed, known, unknown], brokenStream);
+    expect(outcomes.get(known)).toBe("already_received");
+    expect(outcomes.get(unknown)).toBe("not_found");
+    for (const id of failed) expect(outcomes.get(id), id).toBe("recovered");
+
+    await sink.until((requests) => failed.every((id) => webhookIds(requests).includes(id)), 20_000);
+    const again = await reconcile(failed, brokenStream);
+    for (const id of failed) expect(again.get(id)).toBe("already_received");
+    await untilQueuesDrained();
+
+    const recovered = sink.requests.filter((request) => failed.includes(String(request.headers["webhook-id"])));
+    expect(recovered).toHaveLength(failed.length);
+    for (const request of recovered) expect(request.headers["x-streamkeeper-origin"]).toBe("reconcile");
+    expect(liveStream).not.toBe(brokenStream);
+  });
+
+  /** POST /admin/reconcile, then polls each job to its outcome. */
+  async function reconcile(eventIds: string[], streamId: string): Promise<Map<string, string>> {
+    const headers = { authorization: `Bearer ${adminToken}`, "content-type": "application/json" };
+    const answer = await fetch(`${service.adminUrl}/admin/reconcile`, { method: "POST", headers, body: JSON.stringify({ eventIds, streamId }) });
+    expect(answer.status).toBe(202);
+    const { jobs } = (await answer.json()) as { jobs: Array<{ eventId: string; jobId: string }> };
+    const outcomes = new Map<string, string>();
+    const deadline = Date.now() + 20_000;
+    for (const job of jobs) {
+      for (;;) {
+        const state = (await (await fetch(`${service.adminUrl}/admin/reconcile/${job.jobId}`, { headers })).json()) as { state: string; outcome: string | null };
+        if (state.outcome !== null) {
+          outcomes.set(job.eventId, state.outcome);
+          break;
+        }
+        if (Date.now() > deadline) throw new Error(`reconcile job ${job.jobId} (${job.eventId}) still ${state.state}`);
+        await new Promise((resolve) => setTimeout(resolve, 25));
+      }
+    }
+    return outcomes;
+  }
+});
