@@ -90,7 +90,7 @@ export function loadConfig(source: Record<string, string | undefined> = process.
   const parsed = schema.safeParse(raw);
   if (!parsed.success) {
     throw new ConfigError(
-      parsed.error.issues.map((issue) => `${issue.path.join(".")}: ${issue.message} (got ${JSON.stringify(raw[String(issue.path[0])])})`),
+      parsed.error.issues.map((issue) => `${issue.path.join(".")}: ${issue.message} (got ${shown(String(issue.path[0]), raw[String(issue.path[0])])})`),
     );
   }
   const env = parsed.data;
@@ -99,6 +99,16 @@ export function loadConfig(source: Record<string, string | undefined> = process.
   const tenant = tenantOf(env, problems);
   if (problems.length > 0) throw new ConfigError(problems);
   return { env, webhookAuth, tenant };
+}
+
+/**
+ * A refused value as the error shows it: never a secret setting's value, and a URL
+ * without its user info (REDIS_URL, MGMT_* may carry a password; found by
+ * test/integration/secrets-never-leak.test.ts).
+ */
+function shown(key: string, value: string | undefined): string {
+  if (value !== undefined && /PASSWORD|TOKEN|SECRET|HEADER_VALUE/.test(key)) return '"[redacted]"';
+  return JSON.stringify(value?.replace(/\/\/[^/@\s]*@/g, "//[redacted]@"));
 }
 
 function webhookAuthOf(env: Env, problems: string[]): WebhookAuth {

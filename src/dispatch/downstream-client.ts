@@ -1,5 +1,6 @@
 import { Agent as HttpAgent, request as httpRequest, type ClientRequest, type IncomingHttpHeaders } from "node:http";
 import { Agent as HttpsAgent, request as httpsRequest } from "node:https";
+import { redactSecrets } from "../tenant/redact-secrets.js";
 import type { AttemptResult } from "./retry-policy.js";
 import type { Route } from "./route.js";
 
@@ -28,6 +29,12 @@ export function createDownstreamClient(route: Route): DownstreamClient {
   const agent = secure ? new HttpsAgent(agentOptions) : new HttpAgent(agentOptions);
   const send = secure ? httpsRequest : httpRequest;
   const inFlight = new Set<ClientRequest>();
+  // Failed reasons go to logs, dead letters and the dashboard: never with the route's
+  // credentials. The URL is named without user info or query (keys often ride there),
+  // and an error body is cleaned of what we sent, since some downstreams echo it back
+  // (found by test/integration/secrets-never-leak.test.ts).
+  const where = `${url.protocol}//${url.host}${url.pathname}`;
+  const secrets = routeSecrets(route, url);
   return {
     post(headers, body) {
       return new Promise<AttemptResult>((resolve) => {
@@ -47,7 +54,7 @@ export function createDownstreamClient(route: Route): DownstreamClient {
           finish({
             error: timedOut
               ? `no answer within ${route.timeoutMs} ms (the route's timeoutMs)`
-              : `POST ${route.url} failed: ${error.code ?? error.message}`,
+              : `POST ${where} failed: ${redactSecrets(error.code ?? error.message, secrets)}`,
           });
         request.on("error", onError);
         request.on("response", (response) => {
@@ -61,7 +68,7 @@ export function createDownstreamClient(route: Route): DownstreamClient {
           response.on("data", (chunk: string) => {
             if (!ok && detail.length < detailChars) detail += chunk;
           });
-          response.on("end", () => finish({ status, retryAfter: header(response.headers, "retry-after"), detail: oneLine(detail) || undefined }));
+          response.on("end", () => finish({ status, retryAfter: header(response.headers, "retry-after"), detail: oneLine(redactSecrets(detail, secrets)) || undefined }));
         });
         request.end(body);
       });
@@ -76,6 +83,23 @@ export function createDownstreamClient(route: Route): DownstreamClient {
 function header(headers: IncomingHttpHeaders, name: string): string | undefined {
   const value = headers[name];
   return Array.isArray(value) ? value[0] : value;
+}
+
+/** Everything of the route that may be a credential: header values (also without their scheme), the signing secret, the URL's user info and query values. */
+function routeSecrets(route: Route, url: URL): string[] {
+  const headerValues = Object.values(route.headers).flatMap((value) => [value, value.replace(/^\S+\s+/, "")]);
+  const urlParts = [url.username, url.password].flatMap((part) => [part, safeDecode(part)]);
+  const signing = route.secret ? [route.secret, route.secret.replace(/^whsec_/, "")] : [];
+  // Longest first, so a value is not half-cut by a shorter one inside it.
+  return [...headerValues, ...urlParts, ...url.searchParams.values(), ...signing].sort((a, b) => b.length - a.length);
+}
+
+function safeDecode(text: string): string {
+  try {
+    return decodeURIComponent(text);
+  } catch {
+    return text;
+  }
 }
 
 function oneLine(text: string): string {
