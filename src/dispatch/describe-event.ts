@@ -54,7 +54,7 @@ export async function describeEvent(
       const queue = deps.queues.all().find((candidate) => candidate.name === deliveryQueueName(route));
       const job = await queue?.getJob(jobIdFor(eventId));
       if (!job) return { route, state: deliveredAt ? "delivered" : "unknown", attempts: 0, deliveredAt };
-      return { route, state: stateOf(job, await job.getState()), attempts: job.attemptsMade, lastError: job.failedReason || undefined, deliveredAt };
+      return { route, state: stateOf(job, await job.getState()), attempts: Math.max(job.attemptsMade, job.attemptsStarted ?? 0), lastError: job.failedReason || undefined, deliveredAt };
     }),
   );
   return {

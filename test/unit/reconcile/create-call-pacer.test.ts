@@ -19,11 +19,10 @@ describe("createCallPacer (real Redis)", () => {
         times.push(performance.now() - started);
       }),
     );
-    // 30 calls 10 ms apart: the last starts about 290 ms after the first.
+    // 30 slots 10 ms apart, shared by both pacers: the last cannot start before ~290 ms.
+    // (Only this bound is safe to check: a busy machine wakes sleepers late, never early,
+    // so the times a caller observes may bunch even though the reserved slots do not.)
     expect(Math.max(...times)).toBeGreaterThanOrEqual(270);
-    times.sort((a, b) => a - b);
-    // No more than 11 calls within any 100 ms window (10 per 100 ms, plus the first).
-    for (let at = 0; at < times.length; at++) expect(times.filter((t) => t >= times[at]! && t < times[at]! + 100).length).toBeLessThanOrEqual(11);
   });
 
   it("when calls are held (a 429), then the next call waits the hold", async () => {
