@@ -58,3 +58,12 @@ describe("config", () => {
     expect(loadConfig({ REDIS_URL: "", PORT: "" }).env).toMatchObject({ REDIS_URL: undefined, PORT: 8080 });
   });
 });
+
+describe("config errors", () => {
+  it("when a value that may hold a credential is bad, then the message names the setting but not the value", () => {
+    const problems = problemsOf({ REDIS_URL: "redis://user:hunter2-secret@[bad", WEBHOOK_MAX_BODY_BYTES: "12" });
+    expect(problems.join("\n")).toMatch(/^REDIS_URL: /m);
+    expect(problems.join("\n")).not.toContain("hunter2-secret");
+    expect(problems.join("\n")).toContain('(got "12")');
+  });
+});
