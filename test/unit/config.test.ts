@@ -61,7 +61,7 @@ describe("config", () => {
 
 describe("config errors", () => {
   it("when a value that may hold a credential is bad, then the message names the setting but not the value", () => {
-    const problems = problemsOf({ REDIS_URL: "redis://user:hunter2-secret@[bad", WEBHOOK_MAX_BODY_BYTES: "12" });
+    const problems = problemsOf({ REDIS_URL: "http://user:hunter2-secret@redis.internal:6379", WEBHOOK_MAX_BODY_BYTES: "12" });
     expect(problems.join("\n")).toMatch(/^REDIS_URL: /m);
     expect(problems.join("\n")).not.toContain("hunter2-secret");
     expect(problems.join("\n")).toContain('(got "12")');
