@@ -1,0 +1,27 @@
+import { z } from "zod";
+
+/** Every knob of `npm run bench`, read from BENCH_* variables; the defaults keep a run under ~5 minutes. */
+const schema = z.object({
+  BENCH_DURATION_S: z.coerce.number().positive().default(10).describe("length of each measured load run"),
+  BENCH_WARMUP_S: z.coerce.number().min(0).default(2).describe("unmeasured load before each target, so the JIT is warm"),
+  BENCH_CONNECTIONS: z.coerce.number().int().min(1).default(50).describe("concurrent HTTP connections of the load generator"),
+  BENCH_BATCH_SIZE: z.coerce.number().int().min(2).default(20).describe("events per request in the batch run"),
+  BENCH_FIXED_RATE: z.coerce.number().int().min(1).default(1000).describe("requests/s of the fixed-rate acknowledgement run"),
+  BENCH_PIPELINE_RATE: z.coerce.number().int().min(1).default(1000).describe("events/s of the end-to-end latency run"),
+  BENCH_DRAIN_TIMEOUT_S: z.coerce.number().positive().default(120).describe("how long the pipeline runs wait for the sink to get every stored event"),
+  BENCH_ROUTE_CONCURRENCY: z.coerce.number().int().min(1).optional().describe("the route's concurrency in the pipeline runs; unset: the default of a DOWNSTREAM_URL route"),
+  BENCH_RECONCILE_IDS: z.coerce.number().int().min(1).default(5000).describe("failed deliveries to reconcile"),
+  BENCH_RECONCILE_RATE: z.coerce.number().positive().default(100).describe("emulator rate limit and RECONCILE_RATE_PER_SECOND"),
+  BENCH_SCENARIOS: z.string().default("ingest,pipeline,reconcile").describe("which scenarios to run, comma-separated"),
+  BENCH_CPU_PROFILE: z.stringbool().default(false).describe("write a CPU profile of each service process into bench/results/"),
+  BENCH_OUTPUT: z.string().default("latest").describe("results file name under bench/results/ (.json and .md)"),
+});
+
+export type BenchSettings = z.output<typeof schema> & { scenarios: Set<string> };
+
+export function loadBenchSettings(env: Record<string, string | undefined> = process.env): BenchSettings {
+  const raw = Object.fromEntries(Object.keys(schema.shape).map((key) => [key, env[key] === "" ? undefined : env[key]]));
+  const parsed = schema.safeParse(raw);
+  if (!parsed.success) throw new Error(`bad bench setting: ${z.prettifyError(parsed.error).replace(/\n/g, " ")}`);
+  return { ...parsed.data, scenarios: new Set(parsed.data.BENCH_SCENARIOS.split(",").map((name) => name.trim())) };
+}

@@ -1,0 +1,113 @@
+import { execSync } from "node:child_process";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { cpus, loadavg, tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { Redis } from "ioredis";
+import { startRedisServer } from "../src/queue/redis-server.js";
+import { loadBenchSettings, type BenchSettings } from "./bench-settings.js";
+import { formatResults } from "./lib/format-results.js";
+import { startChild, tsxArgs } from "./lib/start-child.js";
+import { runIngest, type IngestResults } from "./scenarios/run-ingest.js";
+import { runPipeline, type PipelineResults } from "./scenarios/run-pipeline.js";
+import { runReconcile, type ReconcileResults } from "./scenarios/run-reconcile.js";
+
+export interface BenchResults {
+  startedAt: string;
+  finishedAt?: string;
+  settings: Omit<BenchSettings, "scenarios">;
+  machine: { cpus: number; cpuModel: string; node: string; redis: string; commit: string; loadBefore: number[]; loadAfter: number[] };
+  ingest?: IngestResults;
+  pipeline?: PipelineResults;
+  reconcile?: ReconcileResults;
+  /** each target: true met, false missed, undefined not measured */
+  targets: { ingestRatio?: boolean; ackP99?: boolean; ackP99Paced?: boolean; pipeline?: boolean; reconcile?: boolean };
+}
+
+const resultsDir = fileURLToPath(new URL("./results/", import.meta.url));
+const sinkScript = fileURLToPath(new URL("./processes/sink-server.ts", import.meta.url));
+const log = (message: string) => process.stderr.write(`bench: ${message}\n`);
+
+/**
+ * `npm run bench`: starts Redis (own port, own temp dir), a sink, and for each scenario
+ * the built service as a separate process; drives load from separate autocannon
+ * processes; writes bench/results/<BENCH_OUTPUT>.json and .md.
+ */
+async function main() {
+  const settings = loadBenchSettings();
+  const { scenarios, ...shownSettings } = settings;
+  const dir = await mkdtemp(join(tmpdir(), "streamkeeper-bench-"));
+  const redisServer = await startRedisServer({ dir: join(dir, "redis"), appendOnly: true });
+  const redis = new Redis(redisServer.url, { maxRetriesPerRequest: 3 });
+  const sink = await startChild<{ url: string }>(tsxArgs(sinkScript));
+  const cpuProfileDir = settings.BENCH_CPU_PROFILE ? resultsDir : undefined;
+  const results: BenchResults = {
+    startedAt: new Date().toISOString(),
+    settings: shownSettings,
+    machine: {
+      cpus: cpus().length,
+      cpuModel: cpus()[0]?.model.trim() ?? "unknown",
+      node: process.version,
+      redis: /redis_version:(\S+)/.exec(await redis.info("server"))?.[1] ?? "unknown",
+      commit: gitCommit(),
+      loadBefore: loadavg().map(round2),
+      loadAfter: [],
+    },
+    targets: {},
+  };
+  let failed = false;
+  try {
+    if (scenarios.has("ingest")) {
+      results.ingest = await runIngest({ settings, redis, redisUrl: redisServer.url, redisPid: redisServer.process.pid!, dataDir: dir, downstreamUrl: `${sink.info.url}/deliver`, cpuProfileDir, log });
+      const { single, fixedRate, fixedRatePaced, ratioToCeiling } = results.ingest;
+      results.targets.ingestRatio = ratioToCeiling >= 0.75 && single.errors === 0;
+      results.targets.ackP99 = (fixedRate.latencyMs.p99 ?? Infinity) < 15 && fixedRate.errors === 0;
+      results.targets.ackP99Paced = (fixedRatePaced.latencyMs.p99 ?? Infinity) < 15 && fixedRatePaced.errors === 0;
+    }
+    if (scenarios.has("pipeline")) {
+      results.pipeline = await runPipeline({ settings, redis, redisUrl: redisServer.url, redisPid: redisServer.process.pid!, sinkPid: sink.process.pid!, dataDir: dir, sinkUrl: sink.info.url, cpuProfileDir, log });
+      if (results.pipeline.status === "measured") {
+        const { throughput, fixedRate } = results.pipeline;
+        results.targets.pipeline = throughput.eventsPerSecond >= 2500 && throughput.lost === 0 && fixedRate.lost === 0;
+      }
+    }
+    if (scenarios.has("reconcile")) {
+      results.reconcile = await runReconcile({ settings, redis, redisUrl: redisServer.url, dataDir: dir, sinkUrl: sink.info.url, cpuProfileDir, log });
+      if (results.reconcile.status === "measured") {
+        results.targets.reconcile = results.reconcile.shareOfAllowed >= 0.9 && results.reconcile.rateLimited === 0 && results.reconcile.failures === 0;
+      }
+    }
+  } catch (error) {
+    failed = true;
+    throw error;
+  } finally {
+    results.finishedAt = new Date().toISOString();
+    results.machine.loadAfter = loadavg().map(round2);
+    redis.disconnect();
+    await sink.stop();
+    await redisServer.stop();
+    // Keep the service logs of a failed run for a look.
+    if (failed) log(`the run failed; service logs kept in ${dir}`);
+    else await rm(dir, { recursive: true, force: true });
+  }
+  const table = formatResults(results);
+  await writeFile(join(resultsDir, `${settings.BENCH_OUTPUT}.json`), `${JSON.stringify(results, null, 2)}\n`);
+  await writeFile(join(resultsDir, `${settings.BENCH_OUTPUT}.md`), table);
+  process.stdout.write(table);
+}
+
+function gitCommit(): string {
+  try {
+    const commit = execSync("git rev-parse --short HEAD", { encoding: "utf8" }).trim();
+    const dirty = execSync("git status --porcelain --untracked-files=no", { encoding: "utf8" }).trim() !== "";
+    return dirty ? `${commit} (with uncommitted changes)` : commit;
+  } catch {
+    return "unknown";
+  }
+}
+
+function round2(value: number): number {
+  return Math.round(value * 100) / 100;
+}
+
+await main();

@@ -1,0 +1,113 @@
+import type { Redis } from "ioredis";
+import { ledgerKey } from "../../src/queue/queue-names.js";
+import type { BenchSettings } from "../bench-settings.js";
+import type { LoadOptions, LoadResult } from "../lib/load-types.js";
+import { countKeys, usedMemory } from "../lib/redis-figures.js";
+import { runLoad } from "../lib/run-load.js";
+import { startChild, tsxArgs } from "../lib/start-child.js";
+import { benchAuthorization, startServiceProcess } from "../lib/start-service-process.js";
+
+export interface IngestResults {
+  ceiling: LoadResult;
+  single: LoadResult;
+  batch: LoadResult;
+  /** autocannon `overallRate`: bursts of `connections` requests at the start of each second */
+  fixedRate: LoadResult;
+  /** the same rate evenly spaced */
+  fixedRatePaced: LoadResult;
+  /** single-event requests/s of the service over those of the bare Express ceiling */
+  ratioToCeiling: number;
+  service: { role: "receiver"; peakRssBytes?: number };
+  redis: { eventsStored: number; usedMemoryBefore: number; usedMemoryAfter: number; bytesPer100kEvents: number };
+}
+
+export interface IngestContext {
+  settings: BenchSettings;
+  redis: Redis;
+  redisUrl: string;
+  redisPid: number;
+  dataDir: string;
+  /** where the service's route points (it only queues here: no worker runs) */
+  downstreamUrl: string;
+  cpuProfileDir?: string;
+  log(message: string): void;
+}
+
+const streamId = "est_38ANnv8pQhqsZrX2VFbftv";
+const ceilingScript = new URL("../processes/ceiling-server.ts", import.meta.url).pathname;
+
+/**
+ * Ingest: the bare Express ceiling, then the receiver (`--role receiver`, one route, so
+ * each event is checked, queued and claimed in Redis exactly as in production) with the
+ * same requests, connections and duration: single events as fast as they go, batches,
+ * and a fixed rate for the acknowledgement latency. Redis memory is read before and
+ * after, over the events the runs stored.
+ */
+export async function runIngest(context: IngestContext): Promise<IngestResults> {
+  const { settings, log } = context;
+  const load = (url: string, overrides: Partial<LoadOptions> = {}, watch: Record<string, number> = {}): LoadOptions => ({
+    url: `${url}/webhooks/${streamId}`,
+    connections: settings.BENCH_CONNECTIONS,
+    durationS: settings.BENCH_DURATION_S,
+    batchSize: 1,
+    authorization: benchAuthorization,
+    streamId,
+    watch,
+    ...overrides,
+  });
+  const warmUp = async (url: string) => {
+    if (settings.BENCH_WARMUP_S > 0) await runLoad(load(url, { durationS: settings.BENCH_WARMUP_S }));
+  };
+
+  log("ingest: ceiling (bare Express 5, 202)");
+  const ceilingServer = await startChild<{ url: string }>(tsxArgs(ceilingScript));
+  let ceiling: LoadResult;
+  try {
+    await warmUp(ceilingServer.info.url);
+    ceiling = await runLoad(load(ceilingServer.info.url, {}, { ceiling: ceilingServer.process.pid! }));
+  } finally {
+    await ceilingServer.stop();
+  }
+
+  await context.redis.flushall();
+  const queuePrefix = "bench-ingest";
+  const service = await startServiceProcess({
+    role: "receiver",
+    redisUrl: context.redisUrl,
+    queuePrefix,
+    dataDir: context.dataDir,
+    env: { DOWNSTREAM_URL: context.downstreamUrl },
+    cpuProfileDir: context.cpuProfileDir,
+  });
+  try {
+    const watch = { service: service.pid, redis: context.redisPid };
+    const usedMemoryBefore = await usedMemory(context.redis);
+    await warmUp(service.publicUrl);
+    log("ingest: single events");
+    const single = await runLoad(load(service.publicUrl, {}, watch));
+    log(`ingest: batches of ${settings.BENCH_BATCH_SIZE}`);
+    const batch = await runLoad(load(service.publicUrl, { batchSize: settings.BENCH_BATCH_SIZE }, watch));
+    log(`ingest: fixed rate ${settings.BENCH_FIXED_RATE} requests/s (autocannon overallRate, then evenly paced)`);
+    const fixedRate = await runLoad(load(service.publicUrl, { overallRate: settings.BENCH_FIXED_RATE }, watch));
+    const fixedRatePaced = await runLoad(load(service.publicUrl, { overallRate: settings.BENCH_FIXED_RATE, paced: true }, watch));
+    const eventsStored = await countKeys(context.redis, ledgerKey(queuePrefix, "*"));
+    const usedMemoryAfter = await usedMemory(context.redis);
+    return {
+      ceiling,
+      single,
+      batch,
+      fixedRate,
+      fixedRatePaced,
+      ratioToCeiling: Math.round((single.requestsPerSecond / ceiling.requestsPerSecond) * 1000) / 1000,
+      service: { role: "receiver", peakRssBytes: service.peakRssBytes() },
+      redis: {
+        eventsStored,
+        usedMemoryBefore,
+        usedMemoryAfter,
+        bytesPer100kEvents: eventsStored > 0 ? Math.round(((usedMemoryAfter - usedMemoryBefore) / eventsStored) * 100_000) : 0,
+      },
+    };
+  } finally {
+    await service.stop();
+  }
+}

@@ -1,0 +1,146 @@
+import { writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import type { Redis } from "ioredis";
+import { ledgerKey } from "../../src/queue/queue-names.js";
+import type { BenchSettings } from "../bench-settings.js";
+import type { LoadOptions, LoadResult } from "../lib/load-types.js";
+import type { SinkStats } from "../processes/sink-server.js";
+import { countKeys } from "../lib/redis-figures.js";
+import { runLoad } from "../lib/run-load.js";
+import { benchAuthorization, startServiceProcess } from "../lib/start-service-process.js";
+
+export interface DrainResult {
+  load: LoadResult;
+  /** events in the ledger at the end: every one the service stored (acknowledged or not) */
+  eventsStored: number;
+  /** distinct ids the sink received in this run */
+  delivered: number;
+  /** stored minus delivered over the whole pipeline run: must be 0 */
+  lost: number;
+  /** deliveries of an id the sink already had (allowed: delivery is at least once) */
+  repeats: number;
+  /** from the first POST to the sink having every stored event */
+  seconds: number;
+  eventsPerSecond: number;
+  endToEndMs: SinkStats["window"]["latencyMs"];
+}
+
+export type PipelineResults =
+  | { status: "measured"; throughput: DrainResult; fixedRate: DrainResult; routeConcurrency: number | "default"; service: { role: "all"; peakRssBytes?: number } }
+  | { status: "pending"; reason: string };
+
+export interface PipelineContext {
+  settings: BenchSettings;
+  redis: Redis;
+  redisUrl: string;
+  redisPid: number;
+  sinkPid: number;
+  dataDir: string;
+  /** the sink process (bench/processes/sink-server.ts) */
+  sinkUrl: string;
+  cpuProfileDir?: string;
+  log(message: string): void;
+}
+
+const streamId = "est_38ANnv8pQhqsZrX2VFbftv";
+
+/**
+ * Pipeline: the whole service (`--role all`: receiver and dispatch in one process, as
+ * `npm start` runs it) with one route to the sink process. First as fast as the load
+ * generator goes, then waiting until the sink has every event the ledger holds: the
+ * sustained events/s from POST to downstream. Then a fixed moderate rate, evenly paced,
+ * for the end-to-end latency (sink receive time minus the send time stamped in each event).
+ */
+export async function runPipeline(context: PipelineContext): Promise<PipelineResults> {
+  const { settings, log, redis } = context;
+  await redis.flushall();
+  const queuePrefix = "bench-pipeline";
+  const env: Record<string, string> = {};
+  const deliverUrl = `${context.sinkUrl}/deliver`;
+  if (settings.BENCH_ROUTE_CONCURRENCY) {
+    const routesFile = join(context.dataDir, "bench-routes.json");
+    await writeFile(routesFile, JSON.stringify([{ name: "default", match: "*", url: deliverUrl, concurrency: settings.BENCH_ROUTE_CONCURRENCY }]));
+    env.ROUTES_FILE = routesFile;
+  } else {
+    env.DOWNSTREAM_URL = deliverUrl;
+  }
+  const service = await startServiceProcess({ role: "all", redisUrl: context.redisUrl, queuePrefix, dataDir: context.dataDir, env, cpuProfileDir: context.cpuProfileDir });
+  try {
+    const load = (overrides: Partial<LoadOptions> = {}): LoadOptions => ({
+      url: `${service.publicUrl}/webhooks/${streamId}`,
+      connections: settings.BENCH_CONNECTIONS,
+      durationS: settings.BENCH_DURATION_S,
+      batchSize: 1,
+      authorization: benchAuthorization,
+      streamId,
+      watch: { service: service.pid, redis: context.redisPid, sink: context.sinkPid },
+      ...overrides,
+    });
+    const sink = createSinkProbe(context.sinkUrl);
+    const stored = () => countKeys(redis, ledgerKey(queuePrefix, "*"));
+
+    // Warm-up at a moderate rate; it also tells whether this build delivers at all.
+    await sink.mark();
+    await runLoad(load({ durationS: Math.max(1, settings.BENCH_WARMUP_S), overallRate: settings.BENCH_PIPELINE_RATE, paced: true }));
+    if (!(await sink.until(1, 10_000))) {
+      return { status: "pending", reason: "no event reached the sink within 10 s: this build of `start --role all` does not dispatch yet" };
+    }
+    const drainMs = settings.BENCH_DRAIN_TIMEOUT_S * 1000;
+    // Count the ledger only once the load stopped: a SCAN per poll would slow Redis down.
+    // A second count catches requests that were still being stored at the first.
+    const drainAll = async () => (await sink.until(await stored(), drainMs)) && (await sink.until(await stored(), drainMs));
+    await drainAll();
+
+    const drain = async (options: LoadOptions): Promise<DrainResult> => {
+      await sink.mark();
+      const before = await sink.stats();
+      const result = await runLoad(options);
+      await drainAll();
+      const after = await sink.stats();
+      const eventsStored = await stored();
+      const seconds = ((after.window.lastAt ?? result.startedAt) - result.startedAt) / 1000;
+      return {
+        load: result,
+        eventsStored,
+        delivered: after.window.unique,
+        lost: eventsStored - after.unique,
+        repeats: after.repeats - before.repeats,
+        seconds: Math.round(seconds * 100) / 100,
+        eventsPerSecond: seconds > 0 ? Math.round(after.window.unique / seconds) : 0,
+        endToEndMs: after.window.latencyMs,
+      };
+    };
+    log("pipeline: as fast as it goes, then drain to the sink");
+    const throughput = await drain(load());
+    log(`pipeline: fixed rate ${settings.BENCH_PIPELINE_RATE} events/s, end-to-end latency`);
+    const fixedRate = await drain(load({ overallRate: settings.BENCH_PIPELINE_RATE, paced: true }));
+    return {
+      status: "measured",
+      throughput,
+      fixedRate,
+      routeConcurrency: settings.BENCH_ROUTE_CONCURRENCY ?? "default",
+      service: { role: "all", peakRssBytes: service.peakRssBytes() },
+    };
+  } finally {
+    await service.stop();
+  }
+}
+
+function createSinkProbe(sinkUrl: string) {
+  const stats = async () => (await (await fetch(`${sinkUrl}/_bench/stats`)).json()) as SinkStats;
+  return {
+    stats,
+    async mark() {
+      await fetch(`${sinkUrl}/_bench/mark`, { method: "POST" });
+    },
+    /** Polls until the sink has `unique` distinct ids (true) or `timeoutMs` passes (false). */
+    async until(unique: number, timeoutMs: number): Promise<boolean> {
+      const deadline = Date.now() + timeoutMs;
+      while (Date.now() < deadline) {
+        if ((await stats()).unique >= unique) return true;
+        await new Promise((resolve) => setTimeout(resolve, 200));
+      }
+      return false;
+    },
+  };
+}
