@@ -90,20 +90,25 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
     close() {
       closing ??= (async () => {
         const graceful = Promise.all(workers.map((worker) => worker.close()));
-        if (!(await settlesWithin(graceful, shutdownTimeoutMs))) {
+        let closed = await settlesWithin(graceful, shutdownTimeoutMs);
+        if (!closed) {
           // BullMQ's close(true) cannot follow a close() (it returns the first call's
           // promise), so we force it ourselves: abort the attempts still running, and
           // each goes back to its queue without spending an attempt.
           logger.warn({ shutdownTimeoutMs }, "deliveries still running at the shutdown deadline; putting them back in the queue");
           shutdown.abort();
           for (const client of clients) client.abortAll();
-          // If Redis is unreachable the jobs cannot be put back: their locks expire
-          // and the next worker takes them over (stalled-job recovery).
-          await settlesWithin(graceful, 2000);
+          closed = await settlesWithin(graceful, 2000);
         }
         for (const client of clients) client.close();
-        await connection.quit().catch(() => connection.disconnect());
-        logger.info("dispatcher stopped");
+        if (closed && (await settlesWithin(connection.quit(), 1000))) return void logger.info("dispatcher stopped");
+        // Redis does not answer: the jobs cannot be put back, nor the workers close.
+        // Drop the connections; the locks expire and the next worker takes the jobs
+        // over (stalled-job recovery). BullMQ's disconnect waits for an "end" that a
+        // never-connected socket does not emit, hence the deadline.
+        logger.warn("Redis did not answer during shutdown; disconnecting");
+        await settlesWithin(Promise.all(workers.map((worker) => worker.disconnect())), 1000);
+        connection.disconnect();
       })();
       return closing;
     },

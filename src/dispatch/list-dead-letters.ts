@@ -40,7 +40,7 @@ export function routeOf(queue: DeliveryQueue): string {
   return queue.name.slice("deliver-".length);
 }
 
-export function deadLetterOf(route: string, job: Job<DeliveryJobData>): DeadLetter {
+function deadLetterOf(route: string, job: Job<DeliveryJobData>): DeadLetter {
   return {
     route,
     jobId: job.id ?? "",

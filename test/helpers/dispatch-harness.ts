@@ -28,8 +28,10 @@ export interface DispatchHarness {
  */
 export async function createDispatchHarness(redisUrl: string, routes: Route[], prefix = `test-${randomUUID()}`): Promise<DispatchHarness> {
   const redis = createRedis(redisUrl, "client");
+  redis.on("error", () => {}); // a test that stops Redis expects these
   await untilReady(redis);
   const queues = createDeliveryQueues(redis, prefix, routes, 60);
+  for (const queue of queues.all()) queue.on("error", () => {});
   const ledger = createEventLedger(redis, prefix, 600);
   const store = createEventStore(ledger, queues, routes);
   const dispatchers: Dispatcher[] = [];

@@ -1,11 +1,15 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { once } from "node:events";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { afterEach, describe, expect, it, inject } from "vitest";
 import type { Route } from "../../src/dispatch/route.js";
+import { startRedisServer } from "../../src/queue/redis-server.js";
 import { createDispatchHarness, testRoute, type DispatchHarness } from "../helpers/dispatch-harness.js";
 import type { DispatchWorkerProcessOptions } from "../helpers/dispatch-worker-process.js";
 import { userEvent } from "../helpers/fixtures.js";
-import { startSinkServer, type SinkRequest, type SinkServer } from "../helpers/sink-server.js";
+import { startSinkServer, type SinkAnswer, type SinkRequest, type SinkServer } from "../helpers/sink-server.js";
 
 const redisUrl = inject("redisUrl");
 
@@ -114,4 +118,26 @@ describe("dispatch: crashes and shutdown", () => {
     harness.startDispatcher();
     await sink.until((requests) => answered(requests).size === 2);
   });
+
+  it("when Redis dies during deliveries, then close() still returns within seconds", async () => {
+    const dir = await mkdtemp(join(tmpdir(), "sk-dispatch-redis-"));
+    const redisServer = await startRedisServer({ dir, appendOnly: false });
+    const sink = await startSinkServer(() => new Promise<SinkAnswer>(() => {})); // holds every request
+    sinks.push(sink);
+    const own = await createDispatchHarness(redisServer.url, [testRoute("held", sink.url, { concurrency: 2 })]);
+    try {
+      const dispatcher = own.startDispatcher({ shutdownTimeoutMs: 200 });
+      await own.store.store(userEvent(), { origin: "webhook" });
+      await sink.untilReceived(1);
+      await redisServer.kill();
+      const started = Date.now();
+      await dispatcher.close();
+      expect(Date.now() - started).toBeLessThan(5000);
+    } finally {
+      await own.close();
+      await redisServer.kill();
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
 });
+
