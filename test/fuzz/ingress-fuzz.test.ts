@@ -71,7 +71,7 @@ describe("fuzz: the public ingress", () => {
       LOG_LEVEL: "warn",
     };
     service = await startServiceProcess("receiver", env);
-  });
+  }, 90_000);
   afterAll(async () => {
     await service?.stop();
     if (dataDir) await rm(dataDir, { recursive: true, force: true });
