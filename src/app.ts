@@ -45,12 +45,15 @@ export async function startService(config: Config, logger: Logger, role: Role): 
   // Start even when Redis is down (the ingress answers 503 and /readyz fails until it is back).
   await untilReady(client, 5000).catch((error: Error) => logger.error(`${error.message}; starting anyway`));
 
-  const ledger = createEventLedger(client, env.QUEUE_PREFIX, env.DEDUPE_TTL_SECONDS);
-  const queues = createDeliveryQueues(client, env.QUEUE_PREFIX, routes, env.COMPLETED_JOB_RETENTION_SECONDS);
-  const store = createEventStore(ledger, queues, routes);
-  const reconcileQueue = createReconcileQueue(client, env.QUEUE_PREFIX);
   const tracing = await startTracing(env.OTEL_EXPORTER_OTLP_ENDPOINT, logger);
-  for (const queue of [...queues.all(), reconcileQueue.queue]) queue.opts.telemetry = tracing.bullmq; // jobs carry the webhook's trace
+  const ledger = createEventLedger(client, env.QUEUE_PREFIX, env.DEDUPE_TTL_SECONDS);
+  const queues = createDeliveryQueues(client, env.QUEUE_PREFIX, routes, env.COMPLETED_JOB_RETENTION_SECONDS, tracing.bullmq);
+  const store = createEventStore(ledger, queues, routes);
+  const reconcileQueue = createReconcileQueue(client, env.QUEUE_PREFIX, tracing.bullmq);
+  for (const queue of [...queues.all(), reconcileQueue.queue]) {
+    // Without a listener a Redis outage prints raw stack traces; the ingress answers 503 meanwhile.
+    queue.on("error", (error) => logger.warn({ err: error, queue: queue.name }, "queue: Redis error"));
+  }
   const readyKey = `${bullPrefix(env.QUEUE_PREFIX)}:readyz`;
   const ready = async () => {
     try {
@@ -92,8 +95,9 @@ export async function startService(config: Config, logger: Logger, role: Role): 
       shutdownTimeoutMs: env.SHUTDOWN_TIMEOUT_MS,
       lockDurationMs: env.DISPATCH_LOCK_DURATION_MS,
       stalledIntervalMs: env.DISPATCH_LOCK_DURATION_MS,
+      telemetry: tracing.bullmq,
     });
-    const reconciler = createReconcileWorker({ config, redisUrl: redis.url, ledger, store, logger });
+    const reconciler = createReconcileWorker({ config, redisUrl: redis.url, ledger, store, logger, telemetry: tracing.bullmq });
     closers.push(() => Promise.all([dispatcher.close(), reconciler.close()]).then(() => {}));
     if (routes.length === 0) logger.warn("no downstream routes: set ROUTES_FILE or DOWNSTREAM_URL; events are stored but delivered nowhere");
   }

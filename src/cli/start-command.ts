@@ -26,6 +26,9 @@ export function registerStartCommand(program: Command) {
           process.once("SIGINT", () => stop("SIGINT"));
         });
         logger.info("stopped");
+        // Everything is closed; a reconnect timer of a client whose Redis never came back
+        // must not keep the process alive.
+        setTimeout(() => process.exit(), 1000).unref();
       }),
     );
 }

@@ -1,5 +1,5 @@
 import { setTimeout as sleep } from "node:timers/promises";
-import { DelayedError, UnrecoverableError, Worker } from "bullmq";
+import { DelayedError, UnrecoverableError, Worker, type Telemetry } from "bullmq";
 import type { Logger } from "../logger.js";
 import type { DeliveryJobData } from "../queue/delivery-job.js";
 import type { EventLedger } from "../queue/event-ledger.js";
@@ -32,6 +32,8 @@ export interface DispatcherOptions {
   lockDurationMs?: number;
   /** How often workers look for jobs whose lock expired. @defaultValue 30000 (BullMQ's) */
   stalledIntervalMs?: number;
+  /** BullMQ telemetry, when tracing is on: a delivery joins the trace of its webhook. */
+  telemetry?: Telemetry;
 }
 
 export interface Dispatcher {
@@ -64,6 +66,10 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
         // Spelled out: an `undefined` here would replace BullMQ's default.
         lockDuration: options.lockDurationMs ?? 30_000,
         stalledInterval: options.stalledIntervalMs ?? 30_000,
+        // A job whose worker died while holding it is taken up again; BullMQ's default (1)
+        // would make a second crash on the same delivery a dead letter.
+        maxStalledCount: 3,
+        telemetry: options.telemetry,
         settings: {
           // Jobs carry the custom backoff type "streamkeeper" (delivery-queues.ts), which
           // sends BullMQ here for every retry delay.

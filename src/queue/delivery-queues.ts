@@ -1,4 +1,4 @@
-import { Queue } from "bullmq";
+import { Queue, type Telemetry } from "bullmq";
 import type { Cluster, Redis } from "ioredis";
 import type { Route } from "../dispatch/route.js";
 import type { DeliveryJobData } from "./delivery-job.js";
@@ -24,6 +24,8 @@ export function createDeliveryQueues(
   queuePrefix: string,
   routes: Route[],
   completedRetentionSeconds: number,
+  /** BullMQ telemetry (tracing on): each job carries the trace of the request that stored it. */
+  telemetry?: Telemetry,
 ): DeliveryQueues {
   const queues = new Map<string, DeliveryQueue>(
     routes.map((route) => [
@@ -32,6 +34,7 @@ export function createDeliveryQueues(
         connection,
         prefix: bullPrefix(queuePrefix),
         skipWaitingForReady: true,
+        telemetry,
         defaultJobOptions: {
           attempts: route.maxAttemptsPerEvent,
           backoff: { type: backoffType },

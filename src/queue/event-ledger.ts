@@ -58,13 +58,35 @@ export interface EventLedger {
   deliveredAt(eventId: string, route: string): Promise<number | undefined>;
 }
 
-type ClaimCommand = { streamkeeperClaim(key: string, ...args: (string | number)[]): Promise<number> };
+// One round trip each, atomic like the MULTI they replace. A MULTI costs far more here:
+// ioredis copies every script defined on the connection (BullMQ's, dozens) onto each
+// pipeline it builds, which took ~10% of the dispatcher's CPU (docs/benchmarks.md).
+// ARGV: field, value, ttl.
+const markDeliveredScript = `
+redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
+redis.call('EXPIRE', KEYS[1], ARGV[3], 'NX')
+return 1
+`;
+// ARGV: at.
+const recordDuplicateScript = `
+redis.call('HINCRBY', KEYS[1], 'duplicates', 1)
+redis.call('HSET', KEYS[1], 'lastDuplicateAt', ARGV[1])
+return 1
+`;
+
+type LedgerCommands = {
+  streamkeeperClaim(key: string, ...args: (string | number)[]): Promise<number>;
+  streamkeeperMarkDelivered(key: string, field: string, at: number, ttlSeconds: number): Promise<number>;
+  streamkeeperRecordDuplicate(key: string, at: number): Promise<number>;
+};
 
 export function createEventLedger(redis: Redis | Cluster, queuePrefix: string, ttlSeconds: number): EventLedger {
   const key = (eventId: string) => ledgerKey(queuePrefix, eventId);
   // EVALSHA after the first call; ioredis loads the script again after a Redis restart.
   redis.defineCommand("streamkeeperClaim", { numberOfKeys: 1, lua: claimScript });
-  const claimCommand = redis as unknown as ClaimCommand;
+  redis.defineCommand("streamkeeperMarkDelivered", { numberOfKeys: 1, lua: markDeliveredScript });
+  redis.defineCommand("streamkeeperRecordDuplicate", { numberOfKeys: 1, lua: recordDuplicateScript });
+  const commands = redis as unknown as LedgerCommands;
   return {
     async get(eventId) {
       const hash = await redis.hgetall(key(eventId));
@@ -90,7 +112,7 @@ export function createEventLedger(redis: Redis | Cluster, queuePrefix: string, t
       return (await redis.hexists(key(eventId), "receivedAt")) === 1;
     },
     async claim(eventId, arrival, force) {
-      const result = await claimCommand.streamkeeperClaim(
+      const result = await commands.streamkeeperClaim(
         key(eventId),
         arrival.receivedAt,
         arrival.origin,
@@ -103,11 +125,11 @@ export function createEventLedger(redis: Redis | Cluster, queuePrefix: string, t
       return result === 1;
     },
     async recordDuplicate(eventId, at) {
-      await redis.multi().hincrby(key(eventId), "duplicates", 1).hset(key(eventId), "lastDuplicateAt", at).exec();
+      await commands.streamkeeperRecordDuplicate(key(eventId), at);
     },
     async markDelivered(eventId, route, at) {
       // EXPIRE NX: a record that expired meanwhile is not kept forever (Redis >= 7).
-      await redis.multi().hset(key(eventId), `delivered:${route}`, at).expire(key(eventId), ttlSeconds, "NX").exec();
+      await commands.streamkeeperMarkDelivered(key(eventId), `delivered:${route}`, at, ttlSeconds);
     },
     async deliveredAt(eventId, route) {
       const value = await redis.hget(key(eventId), `delivered:${route}`);

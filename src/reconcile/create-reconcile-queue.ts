@@ -1,4 +1,4 @@
-import { Queue, type Job } from "bullmq";
+import { Queue, type Job , type Telemetry } from "bullmq";
 import type { Cluster, Redis } from "ioredis";
 import { bullPrefix, reconcileQueueName } from "../queue/queue-names.js";
 import type { ReconcileJobData, ReconcileOutcome, ReconcileResult } from "./reconcile-job.js";
@@ -35,11 +35,12 @@ const keepSeconds = 7 * 24 * 3600;
  * are outcomes, not failures. Job ids are BullMQ's own, so reconciling an id twice makes
  * two jobs: the second reports `already_received`.
  */
-export function createReconcileQueue(connection: Redis | Cluster, queuePrefix: string): ReconcileQueue {
+export function createReconcileQueue(connection: Redis | Cluster, queuePrefix: string, telemetry?: Telemetry): ReconcileQueue {
   const queue: ReconcileQueueHandle = new Queue<ReconcileJobData, ReconcileResult>(reconcileQueueName, {
     connection,
     prefix: bullPrefix(queuePrefix),
     skipWaitingForReady: true,
+    telemetry,
     defaultJobOptions: {
       attempts: 5,
       backoff: { type: "exponential", delay: 1000 },

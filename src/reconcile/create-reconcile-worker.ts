@@ -1,4 +1,4 @@
-import { Worker } from "bullmq";
+import { Worker, type Telemetry } from "bullmq";
 import { ConfigError, requireTenant, type Config } from "../config.js";
 import type { Logger } from "../logger.js";
 import { reconcileTotal } from "../metrics/registry.js";
@@ -23,6 +23,8 @@ export interface ReconcileWorkerOptions {
   logger: Logger;
   /** How long the stream list is reused for ids that name no stream. @defaultValue 60000 */
   streamCacheMs?: number;
+  /** BullMQ telemetry, when tracing is on. */
+  telemetry?: Telemetry;
 }
 
 export interface ReconcileWorker {
@@ -71,6 +73,7 @@ export function createReconcileWorker(options: ReconcileWorkerOptions): Reconcil
     {
       connection,
       prefix,
+      telemetry: options.telemetry,
       // The pacer sets the pace of calls; concurrency only lets calls overlap the tenant's latency.
       concurrency: Math.min(50, Math.max(2, Math.ceil(env.RECONCILE_RATE_PER_SECOND))),
       // BullMQ honours worker.rateLimit() only with a limiter set. Jobs that make no call
