@@ -1,14 +1,7 @@
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import { Worker } from "bullmq";
-import { BullMQOtel } from "bullmq-otel";
 import { afterAll, describe, expect, inject, it } from "vitest";
-import { createDeliveryProcessor } from "../../src/dispatch/create-delivery-processor.js";
-import { createDownstreamClient } from "../../src/dispatch/downstream-client.js";
-import type { Route } from "../../src/dispatch/route.js";
-import { createLogger } from "../../src/logger.js";
-import { createEventLedger } from "../../src/queue/event-ledger.js";
-import { bullPrefix, deliveryQueueName } from "../../src/queue/queue-names.js";
+import { bullPrefix } from "../../src/queue/queue-names.js";
 import { createRedis, untilReady } from "../../src/queue/redis-connection.js";
 import { userEvent } from "../helpers/fixtures.js";
 import { startSinkServer } from "../helpers/sink-server.js";
@@ -69,26 +62,14 @@ describe("operate: traces", () => {
     cleanup.push(() => collector.close());
     const sink = await startSinkServer();
     cleanup.push(() => sink.close());
-    const service = await startTestService({ OTEL_EXPORTER_OTLP_ENDPOINT: collector.url, DOWNSTREAM_URL: sink.url }, "receiver");
+    // The whole service: its receiver stores, its dispatcher delivers, both traced.
+    const service = await startTestService({ OTEL_EXPORTER_OTLP_ENDPOINT: collector.url, DOWNSTREAM_URL: sink.url });
     let closed = false;
     cleanup.push(async () => void (closed || (await service.close())));
-
-    // The delivery worker of the route, with BullMQ telemetry on, as the dispatcher runs it.
-    const redisUrl = inject("redisUrl");
     const { QUEUE_PREFIX: prefix } = service.config.env;
-    const connection = createRedis(redisUrl, "worker");
-    const route: Route = { name: "default", match: ["*"], url: sink.url, headers: {}, timeoutMs: 2000, maxAttemptsPerEvent: 3, concurrency: 1 };
-    const client = createDownstreamClient(route);
-    const worker = new Worker(
-      deliveryQueueName(route.name),
-      createDeliveryProcessor({ route, client, ledger: createEventLedger(connection, prefix, 600), logger: createLogger("silent"), shutdown: new AbortController().signal }),
-      { connection, prefix: bullPrefix(prefix), telemetry: new BullMQOtel({ tracerName: "streamkeeper" }) },
-    );
-    cleanup.push(async () => {
-      await worker.close();
-      client.close();
-      connection.disconnect();
-    });
+    const connection = createRedis(inject("redisUrl"), "client");
+    await untilReady(connection);
+    cleanup.push(async () => connection.disconnect());
 
     const event = userEvent();
     expect((await service.post(`/webhooks/${event.a0stream}`, JSON.stringify(event))).status).toBe(202);
