@@ -61,9 +61,11 @@ export function createReconcileQueue(connection: Redis | Cluster, queuePrefix: s
       return enqueued;
     },
     async outcomeOf(jobId) {
+      // State first, then the job: read the other way round, a job that finishes in
+      // between shows "completed" without its return value.
+      const state = await queue.getJobState(jobId);
       const job = await queue.getJob(jobId);
-      if (!job) return undefined;
-      const state = await job.getState();
+      if (!job || state === "unknown") return undefined;
       return { state, result: resultOf(job, state) };
     },
     close: () => queue.close(),

@@ -72,10 +72,11 @@ describe("emulator delivery engine", () => {
       expect((await settled(slow, eventId)).status).toBe("failed");
       expect(target.requests).toHaveLength(4);
       const [g1, g2, g3] = target.requests.slice(1).map((r, i) => r.at - target.requests[i]!.at) as [number, number, number];
-      // Nominal 50, 100, 200 ms: loose bounds, the machine is shared.
+      // Nominal 50, 100, 200 ms. Only lower bounds are load-proof: a busy machine fires
+      // timers late, never early, so gaps can bunch but never shrink below the schedule.
       expect(g1).toBeGreaterThanOrEqual(45);
-      expect(g2).toBeGreaterThan(g1 * 1.3);
-      expect(g3).toBeGreaterThan(g2 * 1.3);
+      expect(g2).toBeGreaterThanOrEqual(95);
+      expect(g3).toBeGreaterThanOrEqual(190);
 
       const answer = await call(slow, "GET", `/api/v2/event-streams/${streamId}/deliveries/${eventId}`, { token: await getToken(slow) });
       expect(answer.status).toBe(200);
