@@ -12,16 +12,21 @@ const schema = z.object({
   BENCH_ROUTE_CONCURRENCY: z.coerce.number().int().min(1).optional().describe("the route's concurrency in the pipeline runs; unset: the default of a DOWNSTREAM_URL route"),
   BENCH_RECONCILE_IDS: z.coerce.number().int().min(1).default(5000).describe("failed deliveries to reconcile"),
   BENCH_RECONCILE_RATE: z.coerce.number().positive().default(100).describe("emulator rate limit and RECONCILE_RATE_PER_SECOND"),
+  BENCH_PIPELINE_TOPOLOGIES: z.string().default("all,split").describe("pipeline runs: all (one --role all process), split (a receiver and a worker process)"),
   BENCH_SCENARIOS: z.string().default("ingest,pipeline,reconcile").describe("which scenarios to run, comma-separated"),
   BENCH_CPU_PROFILE: z.stringbool().default(false).describe("write a CPU profile of each service process into bench/results/"),
   BENCH_OUTPUT: z.string().default("latest").describe("results file name under bench/results/ (.json and .md)"),
 });
 
-export type BenchSettings = z.output<typeof schema> & { scenarios: Set<string> };
+export type BenchSettings = z.output<typeof schema> & { scenarios: Set<string>; topologies: Array<"all" | "split"> };
 
 export function loadBenchSettings(env: Record<string, string | undefined> = process.env): BenchSettings {
   const raw = Object.fromEntries(Object.keys(schema.shape).map((key) => [key, env[key] === "" ? undefined : env[key]]));
   const parsed = schema.safeParse(raw);
   if (!parsed.success) throw new Error(`bad bench setting: ${z.prettifyError(parsed.error).replace(/\n/g, " ")}`);
-  return { ...parsed.data, scenarios: new Set(parsed.data.BENCH_SCENARIOS.split(",").map((name) => name.trim())) };
+  const list = (value: string) => value.split(",").map((name) => name.trim()).filter(Boolean);
+  const topologies = list(parsed.data.BENCH_PIPELINE_TOPOLOGIES);
+  const unknown = topologies.filter((name) => name !== "all" && name !== "split");
+  if (unknown.length > 0) throw new Error(`bad bench setting: BENCH_PIPELINE_TOPOLOGIES: ${unknown.join(", ")} unknown; use all, split or both`);
+  return { ...parsed.data, scenarios: new Set(list(parsed.data.BENCH_SCENARIOS)), topologies: topologies as Array<"all" | "split"> };
 }

@@ -9,19 +9,20 @@ import { loadBenchSettings, type BenchSettings } from "./bench-settings.js";
 import { formatResults } from "./lib/format-results.js";
 import { startChild, tsxArgs } from "./lib/start-child.js";
 import { runIngest, type IngestResults } from "./scenarios/run-ingest.js";
-import { runPipeline, type PipelineResults } from "./scenarios/run-pipeline.js";
+import { runPipeline, type PipelineResults, type Topology } from "./scenarios/run-pipeline.js";
 import { runReconcile, type ReconcileResults } from "./scenarios/run-reconcile.js";
 
 export interface BenchResults {
   startedAt: string;
   finishedAt?: string;
-  settings: Omit<BenchSettings, "scenarios">;
+  settings: Omit<BenchSettings, "scenarios" | "topologies">;
   machine: { cpus: number; cpuModel: string; node: string; redis: string; commit: string; loadBefore: number[]; loadAfter: number[] };
   ingest?: IngestResults;
-  pipeline?: PipelineResults;
+  /** one per BENCH_PIPELINE_TOPOLOGIES entry */
+  pipelines: PipelineResults[];
   reconcile?: ReconcileResults;
   /** each target: true met, false missed, undefined not measured */
-  targets: { ingestRatio?: boolean; ackP99?: boolean; ackP99Paced?: boolean; pipeline?: boolean; reconcile?: boolean };
+  targets: { ingestRatio?: boolean; ackP99?: boolean; ackP99Paced?: boolean; pipeline: Partial<Record<Topology, boolean>>; reconcile?: boolean };
 }
 
 const resultsDir = fileURLToPath(new URL("./results/", import.meta.url));
@@ -35,7 +36,8 @@ const log = (message: string) => process.stderr.write(`bench: ${message}\n`);
  */
 async function main() {
   const settings = loadBenchSettings();
-  const { scenarios, ...shownSettings } = settings;
+  const { scenarios: _scenarios, topologies: _topologies, ...shownSettings } = settings;
+  const scenarios = settings.scenarios;
   const dir = await mkdtemp(join(tmpdir(), "streamkeeper-bench-"));
   const redisServer = await startRedisServer({ dir: join(dir, "redis"), appendOnly: true });
   const redis = new Redis(redisServer.url, { maxRetriesPerRequest: 3 });
@@ -53,7 +55,8 @@ async function main() {
       loadBefore: loadavg().map(round2),
       loadAfter: [],
     },
-    targets: {},
+    pipelines: [],
+    targets: { pipeline: {} },
   };
   let failed = false;
   try {
@@ -64,11 +67,12 @@ async function main() {
       results.targets.ackP99 = (fixedRate.latencyMs.p99 ?? Infinity) < 15 && fixedRate.errors === 0;
       results.targets.ackP99Paced = (fixedRatePaced.latencyMs.p99 ?? Infinity) < 15 && fixedRatePaced.errors === 0;
     }
-    if (scenarios.has("pipeline")) {
-      results.pipeline = await runPipeline({ settings, redis, redisUrl: redisServer.url, redisPid: redisServer.process.pid!, sinkPid: sink.process.pid!, dataDir: dir, sinkUrl: sink.info.url, cpuProfileDir, log });
-      if (results.pipeline.status === "measured") {
-        const { throughput, fixedRate } = results.pipeline;
-        results.targets.pipeline = throughput.eventsPerSecond >= 2500 && throughput.lost === 0 && fixedRate.lost === 0;
+    for (const topology of scenarios.has("pipeline") ? settings.topologies : []) {
+      const pipeline = await runPipeline({ settings, redis, redisUrl: redisServer.url, redisPid: redisServer.process.pid!, sinkPid: sink.process.pid!, dataDir: dir, sinkUrl: sink.info.url, cpuProfileDir, log }, topology);
+      results.pipelines.push(pipeline);
+      if (pipeline.status === "measured") {
+        const { throughput, fixedRate } = pipeline;
+        results.targets.pipeline[topology] = throughput.eventsPerSecond >= 2500 && throughput.lost === 0 && fixedRate.lost === 0;
       }
     }
     if (scenarios.has("reconcile")) {

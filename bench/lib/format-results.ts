@@ -6,7 +6,16 @@ const n = (value: number | undefined, digits = 0) =>
 const ms = (value: number | undefined) => (value === undefined ? "-" : `${n(value, 1)} ms`);
 const mib = (bytes: number | undefined) => (bytes === undefined ? "-" : `${n(bytes / 1024 / 1024, 1)} MiB`);
 const verdict = (met: boolean | undefined) => (met === undefined ? "pending" : met ? "met" : "**missed**");
-const errors = (load: LoadResult) => `${n(load.errors)}${load.errors > 0 ? ` (${Object.entries(load.statusCodes).map(([code, count]) => `${code}: ${count}`).join(", ")})` : ""}`;
+const errors = (load: LoadResult) =>
+  `${n(load.errors)}${load.errors > 0 ? ` (${Object.entries(load.statusCodes).filter(([code]) => !code.startsWith("2")).map(([code, count]) => `${code}: ${count}`).join(", ") || "connection errors"})` : ""}`;
+/** Cores each process kept busy during the run, e.g. `service 1.00 · redis 0.30 · load 0.25`. */
+const cores = (load: LoadResult) =>
+  Object.entries(load.cores)
+    .sort(([a], [b]) => order(a) - order(b))
+    .map(([name, value]) => `${name} ${n(value, 2)}`)
+    .join(" · ");
+const order = (name: string) => ["ceiling", "service", "receiver", "worker", "redis", "sink", "load"].indexOf(name);
+const topologyName = { all: "one `--role all` process", split: "`--role receiver` + `--role worker` processes" };
 
 /** The Markdown table of one run (bench/results/latest.md, quoted in docs/benchmarks.md). */
 export function formatResults(results: BenchResults): string {
@@ -14,45 +23,54 @@ export function formatResults(results: BenchResults): string {
   const rows: string[][] = [];
   const ingest = results.ingest;
   if (ingest) {
-    rows.push(["Ceiling: bare Express 5, 202", `${n(ingest.ceiling.requestsPerSecond)} req/s`, ms(ingest.ceiling.latencyMs.p50), ms(ingest.ceiling.latencyMs.p99), errors(ingest.ceiling), ""]);
-    rows.push(["Ingest: 1 event/request", `${n(ingest.single.requestsPerSecond)} req/s (${n(ingest.ratioToCeiling, 2)} of ceiling)`, ms(ingest.single.latencyMs.p50), ms(ingest.single.latencyMs.p99), errors(ingest.single), `≥ 0.75 of ceiling, 0 errors: ${verdict(results.targets.ingestRatio)}`]);
-    rows.push([`Ingest: ${s.BENCH_BATCH_SIZE} events/request`, `${n(ingest.batch.eventsPerSecond)} events/s (${n(ingest.batch.requestsPerSecond)} req/s)`, ms(ingest.batch.latencyMs.p50), ms(ingest.batch.latencyMs.p99), errors(ingest.batch), ""]);
-    rows.push([`Ingest: fixed ${n(s.BENCH_FIXED_RATE)} req/s, autocannon overallRate (bursts)`, `${n(ingest.fixedRate.requestsPerSecond)} req/s`, ms(ingest.fixedRate.latencyMs.p50), ms(ingest.fixedRate.latencyMs.p99), errors(ingest.fixedRate), `p99 < 15 ms: ${verdict(results.targets.ackP99)}`]);
-    rows.push([`Ingest: fixed ${n(s.BENCH_FIXED_RATE)} req/s, evenly paced`, `${n(ingest.fixedRatePaced.requestsPerSecond)} req/s`, ms(ingest.fixedRatePaced.latencyMs.p50), ms(ingest.fixedRatePaced.latencyMs.p99), errors(ingest.fixedRatePaced), `p99 < 15 ms: ${verdict(results.targets.ackP99Paced)}`]);
+    const { ceiling, single, batch, fixedRate, fixedRatePaced } = ingest;
+    rows.push(["Ceiling: bare Express 5 answering 202", `${n(ceiling.requestsPerSecond)} req/s`, ms(ceiling.latencyMs.p50), ms(ceiling.latencyMs.p99), errors(ceiling), cores(ceiling), ""]);
+    rows.push(["Ingest: 1 event per request", `${n(single.requestsPerSecond)} req/s = **${n(ingest.ratioToCeiling, 2)} × ceiling**`, ms(single.latencyMs.p50), ms(single.latencyMs.p99), errors(single), cores(single), `≥ 0.75 × ceiling, 0 errors: ${verdict(results.targets.ingestRatio)}`]);
+    rows.push([`Ingest: ${s.BENCH_BATCH_SIZE} events per request (batch)`, `${n(batch.eventsPerSecond)} events/s (${n(batch.requestsPerSecond)} req/s)`, ms(batch.latencyMs.p50), ms(batch.latencyMs.p99), errors(batch), cores(batch), ""]);
+    rows.push([`Ingest: ${n(s.BENCH_FIXED_RATE)} req/s, autocannon overallRate (bursts)`, `${n(fixedRate.requestsPerSecond)} req/s`, ms(fixedRate.latencyMs.p50), ms(fixedRate.latencyMs.p99), errors(fixedRate), cores(fixedRate), `p99 < 15 ms: ${verdict(results.targets.ackP99)}`]);
+    rows.push([`Ingest: ${n(s.BENCH_FIXED_RATE)} req/s, evenly paced`, `${n(fixedRatePaced.requestsPerSecond)} req/s`, ms(fixedRatePaced.latencyMs.p50), ms(fixedRatePaced.latencyMs.p99), errors(fixedRatePaced), cores(fixedRatePaced), `p99 < 15 ms: ${verdict(results.targets.ackP99Paced)}`]);
   }
-  const pipeline = results.pipeline;
-  if (pipeline?.status === "measured") {
-    const t = pipeline.throughput;
-    const f = pipeline.fixedRate;
-    rows.push(["Pipeline: POST → sink, as fast as it goes", `${n(t.eventsPerSecond)} events/s (${n(t.delivered)} events in ${n(t.seconds, 1)} s)`, ms(t.endToEndMs.p50), ms(t.endToEndMs.p99), `${n(t.load.errors)}; lost ${n(t.lost)}`, `≥ 2,500 events/s, nothing lost: ${verdict(results.targets.pipeline)}`]);
-    rows.push([`Pipeline: fixed ${n(s.BENCH_PIPELINE_RATE)} events/s evenly paced, end to end`, `${n(f.eventsPerSecond)} events/s`, ms(f.endToEndMs.p50), ms(f.endToEndMs.p99), `${n(f.load.errors)}; lost ${n(f.lost)}`, ""]);
-  } else if (pipeline) {
-    rows.push(["Pipeline", `pending: ${pipeline.reason}`, "-", "-", "-", "≥ 2,500 events/s: pending"]);
+  for (const pipeline of results.pipelines) {
+    const where = topologyName[pipeline.topology];
+    if (pipeline.status !== "measured") {
+      rows.push([`Pipeline, ${where}`, `pending: ${pipeline.reason}`, "-", "-", "-", "-", "≥ 2,500 events/s: pending"]);
+      continue;
+    }
+    const { throughput: t, fixedRate: f } = pipeline;
+    const lost = (run: typeof t) => `${n(run.load.errors)}; lost ${n(run.lost)}${run.repeats > 0 ? `; ${n(run.repeats)} repeats` : ""}`;
+    rows.push([`Pipeline, ${where}: POST → sink, as fast as it goes`, `**${n(t.eventsPerSecond)} events/s** (${n(t.delivered)} events in ${n(t.seconds, 1)} s)`, ms(t.endToEndMs.p50), ms(t.endToEndMs.p99), lost(t), cores(t.load), `≥ 2,500 events/s, nothing lost: ${verdict(results.targets.pipeline[pipeline.topology])}`]);
+    rows.push([`Pipeline, ${where}: ${n(s.BENCH_PIPELINE_RATE)} events/s evenly paced`, `${n(f.eventsPerSecond)} events/s`, ms(f.endToEndMs.p50), ms(f.endToEndMs.p99), lost(f), cores(f.load), ""]);
   }
   const reconcile = results.reconcile;
   if (reconcile?.status === "measured") {
-    rows.push([`Reconcile: ${n(reconcile.ids)} ids, limit ${n(reconcile.allowedRate)}/s`, `${n(reconcile.callsPerSecond, 1)} calls/s (${n(reconcile.shareOfAllowed * 100, 0)} % of allowed)`, "-", "-", `${n(reconcile.failures)} failed; ${n(reconcile.rateLimited)} × 429`, `≥ 90 % of the allowed rate, no rate-limit failure: ${verdict(results.targets.reconcile)}`]);
+    rows.push([`Reconcile: ${n(reconcile.ids)} ids, tenant limit ${n(reconcile.allowedRate)} calls/s`, `${n(reconcile.callsPerSecond, 1)} calls/s = **${n(reconcile.shareOfAllowed * 100, 1)} %** of the limit`, "-", "-", `${n(reconcile.failures)} failed; ${n(reconcile.rateLimited)} × 429`, "-", `≥ 90 % of the limit, no rate-limit failure: ${verdict(results.targets.reconcile)}`]);
   } else if (reconcile) {
-    rows.push(["Reconcile", `pending: ${reconcile.reason}`, "-", "-", "-", "≥ 90 % of the allowed rate: pending"]);
+    rows.push(["Reconcile", `pending: ${reconcile.reason}`, "-", "-", "-", "-", "≥ 90 % of the limit: pending"]);
   }
 
   const memory: string[] = [];
   if (ingest) {
-    memory.push(`| Service peak RSS, receiver (ingest runs) | ${mib(ingest.service.peakRssBytes)} |`);
-    memory.push(`| Redis memory per 100,000 stored events | ${mib(ingest.redis.bytesPer100kEvents)} (measured over ${n(ingest.redis.eventsStored)} events, extrapolated) |`);
+    memory.push(`| Service peak RSS, \`--role receiver\` (ingest runs) | ${mib(ingest.service.peakRssBytes)} |`);
+    memory.push(`| Redis \`used_memory\` per 100,000 stored events | ${mib(ingest.redis.bytesPer100kEvents)} (${n(ingest.redis.eventsStored)} events stored, extrapolated linearly; one route, so each event is a job hash of ~${n(ingest.redis.sampleKeyBytes.job)} B and a ledger hash of ~${n(ingest.redis.sampleKeyBytes.ledger)} B plus list and index entries) |`);
   }
-  if (pipeline?.status === "measured") memory.push(`| Service peak RSS, all roles (pipeline runs) | ${mib(pipeline.service.peakRssBytes)} |`);
+  for (const pipeline of results.pipelines) {
+    if (pipeline.status !== "measured") continue;
+    for (const [name, bytes] of Object.entries(pipeline.peakRssBytes)) memory.push(`| Service peak RSS, \`--role ${name}\` (pipeline runs, ${pipeline.topology}) | ${mib(bytes)} |`);
+  }
 
+  const concurrency = results.pipelines.find((pipeline) => pipeline.status === "measured");
   return [
-    `| Scenario | Throughput | p50 | p99 | Errors | Target |`,
-    `|---|---|---|---|---|---|`,
+    `| Scenario | Throughput | p50 | p99 | Errors | Cores busy | Target |`,
+    `|---|---|---|---|---|---|---|`,
     ...rows.map((row) => `| ${row.join(" | ")} |`),
     "",
     ...(memory.length > 0 ? ["| Memory | |", "|---|---|", ...memory, ""] : []),
-    `Run ${results.startedAt} on ${machine.cpus} × ${machine.cpuModel}, Node ${machine.node}, Redis ${machine.redis}, commit ${machine.commit}.`,
-    `Load average (1 min) ${n(machine.loadBefore[0], 2)} before, ${n(machine.loadAfter[0], 2)} after: other work shared the machine when it is well above 0.`,
-    `${s.BENCH_CONNECTIONS} connections, ${s.BENCH_DURATION_S} s per run after ${s.BENCH_WARMUP_S} s of warm-up. Load generator (autocannon, its own process), service, Redis (append-only file on, fsync every second) and sink share the ${machine.cpus} cores on one host, over loopback.`,
-    `Latency columns: acknowledgement time for ingest rows; sink receive time minus send time for pipeline rows. Ingest runs the service with \`--role receiver\` (events are queued for one route, not delivered); pipeline runs \`--role all\` with one route${pipeline?.status === "measured" && pipeline.routeConcurrency !== "default" ? ` (concurrency ${pipeline.routeConcurrency})` : ""} to a node:http sink in its own process.`,
+    `- Run ${results.startedAt} on ${machine.cpus} × ${machine.cpuModel}, Node ${machine.node}, Redis ${machine.redis}, commit ${machine.commit}.`,
+    `- **One host, ${machine.cpus} cores shared** by the load generator (its own process), the service, Redis (append-only file, fsync every second) and the sink, over loopback. Load average (1 min) ${n(machine.loadBefore[0], 2)} before the run, ${n(machine.loadAfter[0], 2)} after: above 0, other work was sharing the cores.`,
+    `- ${s.BENCH_CONNECTIONS} connections, ${s.BENCH_DURATION_S} s per measured run after ${s.BENCH_WARMUP_S} s of warm-up; real-shaped \`user.updated\` events with unique ids, basic auth.`,
+    `- Latency: acknowledgement time (ingest rows; paced runs count from each request's due time), sink receive time minus send time (pipeline rows). autocannon's overallRate sends each connection's share of a second back to back, so its rate runs are bursts of ${s.BENCH_CONNECTIONS} concurrent requests.`,
+    `- Ingest runs \`--role receiver\` with one route (events are stored and queued, not delivered). Pipeline runs one route (concurrency ${concurrency?.status === "measured" ? concurrency.routeConcurrency : "default"}) to a node:http sink in its own process; "lost" is stored minus delivered.`,
+    `- Cores busy: CPU seconds over wall seconds per process during the measured run (sum ≤ ${machine.cpus}).`,
     "",
   ].join("\n");
 }

@@ -72,7 +72,8 @@ export async function runPaced(options: LoadOptions): Promise<LoadResult> {
     };
     tick();
   });
-  if (inFlight > 0) await Promise.race([answered, new Promise((resolve) => setTimeout(resolve, 30_000))]);
+  // Answers still missing after 30 s count as not acknowledged; unref'd, so the process can exit at once.
+  if (inFlight > 0) await Promise.race([answered, new Promise((resolve) => setTimeout(resolve, 30_000).unref())]);
   const finishedAt = Date.now();
   const cores = meter.read();
   agent.destroy();

@@ -26,6 +26,7 @@ export interface SinkStats {
  * answers 200 at once and counts distinct event ids (`webhook-id`, CONTRACT.md), so the
  * run can prove nothing acknowledged was lost. End-to-end latency is its receive time
  * minus `data.context.bench_sent_at`, which the load generator stamps on each event.
+ * `POST /_bench/mark` starts a new window; `POST /_bench/reset` also forgets every id.
  */
 const seen = new Set<string>();
 let received = 0;
@@ -44,7 +45,12 @@ const server = createServer((req, res) => {
     res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(stats));
     return;
   }
-  if (req.url === "/_bench/mark") {
+  if (req.url === "/_bench/mark" || req.url === "/_bench/reset") {
+    if (req.url === "/_bench/reset") {
+      seen.clear();
+      received = 0;
+      repeats = 0;
+    }
     window = { unique: 0, firstAt: undefined, lastAt: undefined, latencies: [] };
     req.resume();
     res.writeHead(204).end();

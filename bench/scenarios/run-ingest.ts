@@ -1,5 +1,6 @@
 import type { Redis } from "ioredis";
-import { ledgerKey } from "../../src/queue/queue-names.js";
+import { jobIdFor } from "../../src/queue/job-id.js";
+import { bullPrefix, deliveryQueueName, ledgerKey } from "../../src/queue/queue-names.js";
 import type { BenchSettings } from "../bench-settings.js";
 import type { LoadOptions, LoadResult } from "../lib/load-types.js";
 import { countKeys, usedMemory } from "../lib/redis-figures.js";
@@ -18,7 +19,14 @@ export interface IngestResults {
   /** single-event requests/s of the service over those of the bare Express ceiling */
   ratioToCeiling: number;
   service: { role: "receiver"; peakRssBytes?: number };
-  redis: { eventsStored: number; usedMemoryBefore: number; usedMemoryAfter: number; bytesPer100kEvents: number };
+  redis: {
+    eventsStored: number;
+    usedMemoryBefore: number;
+    usedMemoryAfter: number;
+    bytesPer100kEvents: number;
+    /** MEMORY USAGE of one stored event's keys: its ledger hash and its delivery job hash */
+    sampleKeyBytes: { ledger?: number; job?: number };
+  };
 }
 
 export interface IngestContext {
@@ -92,6 +100,7 @@ export async function runIngest(context: IngestContext): Promise<IngestResults> 
     const fixedRatePaced = await runLoad(load(service.publicUrl, { overallRate: settings.BENCH_FIXED_RATE, paced: true }, watch));
     const eventsStored = await countKeys(context.redis, ledgerKey(queuePrefix, "*"));
     const usedMemoryAfter = await usedMemory(context.redis);
+    const sampleKeyBytes = await sampleEventKeys(context.redis, queuePrefix);
     return {
       ceiling,
       single,
@@ -105,9 +114,21 @@ export async function runIngest(context: IngestContext): Promise<IngestResults> 
         usedMemoryBefore,
         usedMemoryAfter,
         bytesPer100kEvents: eventsStored > 0 ? Math.round(((usedMemoryAfter - usedMemoryBefore) / eventsStored) * 100_000) : 0,
+        sampleKeyBytes,
       },
     };
   } finally {
     await service.stop();
   }
+}
+
+/** Where the bytes of one event go: its ledger hash and its job hash (one route). */
+async function sampleEventKeys(redis: Redis, queuePrefix: string): Promise<{ ledger?: number; job?: number }> {
+  const [, keys] = await redis.scan("0", "MATCH", ledgerKey(queuePrefix, "*"), "COUNT", 1000);
+  const key = keys[0];
+  if (!key) return {};
+  const eventId = key.slice(ledgerKey(queuePrefix, "").length);
+  const jobKey = `${bullPrefix(queuePrefix)}:${deliveryQueueName("default")}:${jobIdFor(eventId)}`;
+  const [ledger, job] = await Promise.all([redis.memory("USAGE", key), redis.memory("USAGE", jobKey)]);
+  return { ledger: ledger ?? undefined, job: job ?? undefined };
 }

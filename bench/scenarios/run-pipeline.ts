@@ -7,7 +7,7 @@ import type { LoadOptions, LoadResult } from "../lib/load-types.js";
 import type { SinkStats } from "../processes/sink-server.js";
 import { countKeys } from "../lib/redis-figures.js";
 import { runLoad } from "../lib/run-load.js";
-import { benchAuthorization, startServiceProcess } from "../lib/start-service-process.js";
+import { benchAuthorization, startServiceProcess, type ServiceProcess } from "../lib/start-service-process.js";
 
 export interface DrainResult {
   load: LoadResult;
@@ -15,7 +15,7 @@ export interface DrainResult {
   eventsStored: number;
   /** distinct ids the sink received in this run */
   delivered: number;
-  /** stored minus delivered over the whole pipeline run: must be 0 */
+  /** stored minus delivered over the whole pipeline scenario: must be 0 */
   lost: number;
   /** deliveries of an id the sink already had (allowed: delivery is at least once) */
   repeats: number;
@@ -25,9 +25,20 @@ export interface DrainResult {
   endToEndMs: SinkStats["window"]["latencyMs"];
 }
 
+/** `all`: one `start --role all` process, as `npm start` runs it; `split`: a `--role receiver` and a `--role worker` process. */
+export type Topology = "all" | "split";
+
 export type PipelineResults =
-  | { status: "measured"; throughput: DrainResult; fixedRate: DrainResult; routeConcurrency: number | "default"; service: { role: "all"; peakRssBytes?: number } }
-  | { status: "pending"; reason: string };
+  | {
+      status: "measured";
+      topology: Topology;
+      throughput: DrainResult;
+      fixedRate: DrainResult;
+      routeConcurrency: number | "default";
+      /** peak RSS per service process (`all`, or `receiver` and `worker`) */
+      peakRssBytes: Record<string, number | undefined>;
+    }
+  | { status: "pending"; topology: Topology; reason: string };
 
 export interface PipelineContext {
   settings: BenchSettings;
@@ -45,45 +56,43 @@ export interface PipelineContext {
 const streamId = "est_38ANnv8pQhqsZrX2VFbftv";
 
 /**
- * Pipeline: the whole service (`--role all`: receiver and dispatch in one process, as
- * `npm start` runs it) with one route to the sink process. First as fast as the load
- * generator goes, then waiting until the sink has every event the ledger holds: the
+ * Pipeline: the whole service with one route to the sink process. First as fast as the
+ * load generator goes, then waiting until the sink has every event the ledger holds: the
  * sustained events/s from POST to downstream. Then a fixed moderate rate, evenly paced,
  * for the end-to-end latency (sink receive time minus the send time stamped in each event).
  */
-export async function runPipeline(context: PipelineContext): Promise<PipelineResults> {
+export async function runPipeline(context: PipelineContext, topology: Topology): Promise<PipelineResults> {
   const { settings, log, redis } = context;
   await redis.flushall();
-  const queuePrefix = "bench-pipeline";
-  const env: Record<string, string> = {};
-  const deliverUrl = `${context.sinkUrl}/deliver`;
-  if (settings.BENCH_ROUTE_CONCURRENCY) {
-    const routesFile = join(context.dataDir, "bench-routes.json");
-    await writeFile(routesFile, JSON.stringify([{ name: "default", match: "*", url: deliverUrl, concurrency: settings.BENCH_ROUTE_CONCURRENCY }]));
-    env.ROUTES_FILE = routesFile;
-  } else {
-    env.DOWNSTREAM_URL = deliverUrl;
-  }
-  const service = await startServiceProcess({ role: "all", redisUrl: context.redisUrl, queuePrefix, dataDir: context.dataDir, env, cpuProfileDir: context.cpuProfileDir });
+  const queuePrefix = `bench-pipeline-${topology}`;
+  const env = await routeEnv(context);
+  const start = (role: "all" | "receiver" | "worker") =>
+    startServiceProcess({ role, redisUrl: context.redisUrl, queuePrefix, dataDir: context.dataDir, env, cpuProfileDir: context.cpuProfileDir });
+  const processes: Record<string, ServiceProcess> = {};
   try {
+    if (topology === "all") processes.all = await start("all");
+    else [processes.receiver, processes.worker] = [await start("receiver"), await start("worker")];
+    const ingress = processes.all ?? processes.receiver!;
+    const watch: Record<string, number> = { redis: context.redisPid, sink: context.sinkPid };
+    for (const [name, service] of Object.entries(processes)) watch[name === "all" ? "service" : name] = service.pid;
     const load = (overrides: Partial<LoadOptions> = {}): LoadOptions => ({
-      url: `${service.publicUrl}/webhooks/${streamId}`,
+      url: `${ingress.publicUrl}/webhooks/${streamId}`,
       connections: settings.BENCH_CONNECTIONS,
       durationS: settings.BENCH_DURATION_S,
       batchSize: 1,
       authorization: benchAuthorization,
       streamId,
-      watch: { service: service.pid, redis: context.redisPid, sink: context.sinkPid },
+      watch,
       ...overrides,
     });
     const sink = createSinkProbe(context.sinkUrl);
     const stored = () => countKeys(redis, ledgerKey(queuePrefix, "*"));
 
     // Warm-up at a moderate rate; it also tells whether this build delivers at all.
-    await sink.mark();
+    await sink.reset();
     await runLoad(load({ durationS: Math.max(1, settings.BENCH_WARMUP_S), overallRate: settings.BENCH_PIPELINE_RATE, paced: true }));
     if (!(await sink.until(1, 10_000))) {
-      return { status: "pending", reason: "no event reached the sink within 10 s: this build of `start --role all` does not dispatch yet" };
+      return { status: "pending", topology, reason: "no event reached the sink within 10 s: this build does not dispatch yet" };
     }
     const drainMs = settings.BENCH_DRAIN_TIMEOUT_S * 1000;
     // Count the ledger only once the load stopped: a SCAN per poll would slow Redis down.
@@ -110,20 +119,31 @@ export async function runPipeline(context: PipelineContext): Promise<PipelineRes
         endToEndMs: after.window.latencyMs,
       };
     };
-    log("pipeline: as fast as it goes, then drain to the sink");
+    log(`pipeline (${topology}): as fast as it goes, then drain to the sink`);
     const throughput = await drain(load());
-    log(`pipeline: fixed rate ${settings.BENCH_PIPELINE_RATE} events/s, end-to-end latency`);
+    log(`pipeline (${topology}): ${settings.BENCH_PIPELINE_RATE} events/s evenly paced, end-to-end latency`);
     const fixedRate = await drain(load({ overallRate: settings.BENCH_PIPELINE_RATE, paced: true }));
     return {
       status: "measured",
+      topology,
       throughput,
       fixedRate,
       routeConcurrency: settings.BENCH_ROUTE_CONCURRENCY ?? "default",
-      service: { role: "all", peakRssBytes: service.peakRssBytes() },
+      peakRssBytes: Object.fromEntries(Object.entries(processes).map(([name, service]) => [name, service.peakRssBytes()])),
     };
   } finally {
-    await service.stop();
+    for (const service of Object.values(processes)) await service.stop();
   }
+}
+
+/** One route `default` for every event to the sink: DOWNSTREAM_URL, or a routes file when the concurrency is set. */
+async function routeEnv(context: PipelineContext): Promise<Record<string, string>> {
+  const url = `${context.sinkUrl}/deliver`;
+  const concurrency = context.settings.BENCH_ROUTE_CONCURRENCY;
+  if (!concurrency) return { DOWNSTREAM_URL: url };
+  const routesFile = join(context.dataDir, "bench-routes.json");
+  await writeFile(routesFile, JSON.stringify([{ name: "default", match: "*", url, concurrency }]));
+  return { ROUTES_FILE: routesFile };
 }
 
 function createSinkProbe(sinkUrl: string) {
@@ -132,6 +152,10 @@ function createSinkProbe(sinkUrl: string) {
     stats,
     async mark() {
       await fetch(`${sinkUrl}/_bench/mark`, { method: "POST" });
+    },
+    /** Forgets every id: each pipeline run compares the sink with its own, freshly flushed, ledger. */
+    async reset() {
+      await fetch(`${sinkUrl}/_bench/reset`, { method: "POST" });
     },
     /** Polls until the sink has `unique` distinct ids (true) or `timeoutMs` passes (false). */
     async until(unique: number, timeoutMs: number): Promise<boolean> {

@@ -1,0 +1,56 @@
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { LoadOptions } from "../../bench/lib/load-types.js";
+import { runLoad } from "../../bench/lib/run-load.js";
+
+/**
+ * The bench harness works: its load process drives real requests with unique,
+ * real-shaped events in both modes. No timing is asserted here: figures belong to
+ * `npm run bench`, not to the test suite.
+ */
+describe("bench harness", () => {
+  const ids: string[] = [];
+  let server: Server;
+  let url: string;
+
+  beforeAll(async () => {
+    server = createServer((req, res) => {
+      let body = "";
+      req.setEncoding("utf8").on("data", (chunk: string) => (body += chunk));
+      req.on("end", () => {
+        const events = JSON.parse(body) as Array<{ id: string; type: string; data: { context: { bench_sent_at: number } } }>;
+        for (const event of Array.isArray(events) ? events : [events]) {
+          if (event.type === "user.updated" && typeof event.data.context.bench_sent_at === "number") ids.push(event.id);
+        }
+        res.writeHead(202).end();
+      });
+    });
+    await new Promise<void>((ok) => server.listen(0, "127.0.0.1", ok));
+    url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/webhooks/est_38ANnv8pQhqsZrX2VFbftv`;
+  });
+  afterAll(() => new Promise<void>((ok) => server.close(() => ok())));
+
+  const options = (overrides: Partial<LoadOptions>): LoadOptions => ({ url, connections: 2, durationS: 1, batchSize: 1, streamId: "est_38ANnv8pQhqsZrX2VFbftv", ...overrides });
+
+  it("when autocannon drives batches for a second, then every event it sent has its own id and every request was answered", async () => {
+    ids.length = 0;
+    const result = await runLoad(options({ batchSize: 3 }));
+    expect(result.generator).toBe("autocannon");
+    expect(result.errors).toBe(0);
+    expect(result.ok).toBeGreaterThan(0);
+    expect(result.latencyMs.p99).toBeDefined();
+    expect(new Set(ids).size).toBe(ids.length);
+    // Requests cut at the end of the run reach the server without an answer being counted.
+    expect(ids.length).toBeGreaterThanOrEqual(result.eventsAcknowledged);
+    expect(ids.every((id) => /^evt_[1-9A-HJ-NP-Za-km-z]{22}$/.test(id))).toBe(true);
+  });
+
+  it("when a paced run sends 20 requests, then each is answered once, with its own event id", async () => {
+    ids.length = 0;
+    const result = await runLoad(options({ overallRate: 20, paced: true }));
+    expect(result.generator).toBe("paced");
+    expect(result).toMatchObject({ ok: 20, errors: 0, eventsAcknowledged: 20 });
+    expect(new Set(ids).size).toBe(20);
+  });
+});
