@@ -9,7 +9,7 @@ const schema = z.object({
   BENCH_FIXED_RATE: z.coerce.number().int().min(1).default(1000).describe("requests/s of the fixed-rate acknowledgement run"),
   BENCH_PIPELINE_RATE: z.coerce.number().int().min(1).default(1000).describe("events/s of the end-to-end latency run"),
   BENCH_DRAIN_TIMEOUT_S: z.coerce.number().positive().default(120).describe("how long the pipeline runs wait for the sink to get every stored event"),
-  BENCH_ROUTE_CONCURRENCY: z.coerce.number().int().min(1).optional().describe("the route's concurrency in the pipeline runs; unset: the default of a DOWNSTREAM_URL route"),
+  BENCH_ROUTE_CONCURRENCY: z.coerce.number().int().min(1).optional().describe("the route's concurrency in the pipeline runs; unset: DOWNSTREAM_URL's route with the default concurrency (10)"),
   BENCH_RECONCILE_IDS: z.coerce.number().int().min(1).default(5000).describe("failed deliveries to reconcile"),
   BENCH_RECONCILE_RATE: z.coerce.number().positive().default(100).describe("emulator rate limit and RECONCILE_RATE_PER_SECOND"),
   BENCH_PIPELINE_TOPOLOGIES: z.string().default("all,split").describe("pipeline runs: all (one --role all process), split (a receiver and a worker process)"),

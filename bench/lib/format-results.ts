@@ -58,7 +58,6 @@ export function formatResults(results: BenchResults): string {
     for (const [name, bytes] of Object.entries(pipeline.peakRssBytes)) memory.push(`| Service peak RSS, \`--role ${name}\` (pipeline runs, ${pipeline.topology}) | ${mib(bytes)} |`);
   }
 
-  const concurrency = results.pipelines.find((pipeline) => pipeline.status === "measured");
   return [
     `| Scenario | Throughput | p50 | p99 | Errors | Cores busy | Target |`,
     `|---|---|---|---|---|---|---|`,
@@ -69,7 +68,7 @@ export function formatResults(results: BenchResults): string {
     `- **One host, ${machine.cpus} cores shared** by the load generator (its own process), the service, Redis (append-only file, fsync every second) and the sink, over loopback. Load average (1 min) ${n(machine.loadBefore[0], 2)} before the run, ${n(machine.loadAfter[0], 2)} after: above 0, other work was sharing the cores.`,
     `- ${s.BENCH_CONNECTIONS} connections, ${s.BENCH_DURATION_S} s per measured run after ${s.BENCH_WARMUP_S} s of warm-up; real-shaped \`user.updated\` events with unique ids, basic auth.`,
     `- Latency: acknowledgement time (ingest rows; paced runs count from each request's due time), sink receive time minus send time (pipeline rows). autocannon's overallRate sends each connection's share of a second back to back, so its rate runs are bursts of ${s.BENCH_CONNECTIONS} concurrent requests.`,
-    `- Ingest runs \`--role receiver\` with one route (events are stored and queued, not delivered). Pipeline runs one route (concurrency ${concurrency?.status === "measured" ? concurrency.routeConcurrency : "default"}) to a node:http sink in its own process; "lost" is stored minus delivered.`,
+    `- Ingest runs \`--role receiver\` with one route (events are stored and queued, not delivered). Pipeline runs one route (${s.BENCH_ROUTE_CONCURRENCY ? `\`concurrency: ${s.BENCH_ROUTE_CONCURRENCY}\`` : "`DOWNSTREAM_URL`, default concurrency 10"}) to a node:http sink in its own process; "lost" is stored minus delivered.`,
     `- Cores busy: CPU seconds over wall seconds per process during the measured run (sum ≤ ${machine.cpus}).`,
     "",
   ].join("\n");

@@ -136,7 +136,7 @@ export async function runPipeline(context: PipelineContext, topology: Topology):
   }
 }
 
-/** One route `default` for every event to the sink: DOWNSTREAM_URL, or a routes file when the concurrency is set. */
+/** One route `default` for every event to the sink: DOWNSTREAM_URL, or a routes file when BENCH_ROUTE_CONCURRENCY is set. */
 async function routeEnv(context: PipelineContext): Promise<Record<string, string>> {
   const url = `${context.sinkUrl}/deliver`;
   const concurrency = context.settings.BENCH_ROUTE_CONCURRENCY;
