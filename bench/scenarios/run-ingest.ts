@@ -122,13 +122,17 @@ export async function runIngest(context: IngestContext): Promise<IngestResults> 
   }
 }
 
-/** Where the bytes of one event go: its ledger hash and its job hash (one route). */
+/** Where the bytes of an event go: its ledger hash and its job hash (one route), averaged over up to 20 events. */
 async function sampleEventKeys(redis: Redis, queuePrefix: string): Promise<{ ledger?: number; job?: number }> {
   const [, keys] = await redis.scan("0", "MATCH", ledgerKey(queuePrefix, "*"), "COUNT", 1000);
-  const key = keys[0];
-  if (!key) return {};
-  const eventId = key.slice(ledgerKey(queuePrefix, "").length);
-  const jobKey = `${bullPrefix(queuePrefix)}:${deliveryQueueName("default")}:${jobIdFor(eventId)}`;
-  const [ledger, job] = await Promise.all([redis.memory("USAGE", key), redis.memory("USAGE", jobKey)]);
-  return { ledger: ledger ?? undefined, job: job ?? undefined };
+  const sample = keys.slice(0, 20);
+  if (sample.length === 0) return {};
+  // SAMPLES 0: count every field; the default samples 5 and misjudges hashes of mixed field sizes.
+  const usage = (key: string) => redis.call("MEMORY", "USAGE", key, "SAMPLES", "0") as Promise<number | null>;
+  const average = (values: Array<number | null>) => Math.round(values.reduce<number>((sum, value) => sum + (value ?? 0), 0) / values.length);
+  const jobKey = (key: string) => `${bullPrefix(queuePrefix)}:${deliveryQueueName("default")}:${jobIdFor(key.slice(ledgerKey(queuePrefix, "").length))}`;
+  return {
+    ledger: average(await Promise.all(sample.map(usage))),
+    job: average(await Promise.all(sample.map((key) => usage(jobKey(key))))),
+  };
 }
