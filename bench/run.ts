@@ -6,6 +6,7 @@ import { fileURLToPath } from "node:url";
 import { Redis } from "ioredis";
 import { startRedisServer } from "../src/queue/redis-server.js";
 import { loadBenchSettings, type BenchSettings } from "./bench-settings.js";
+import { machineBusyCores } from "./lib/cpu-usage.js";
 import { formatResults } from "./lib/format-results.js";
 import { startChild, tsxArgs } from "./lib/start-child.js";
 import { runIngest, type IngestResults } from "./scenarios/run-ingest.js";
@@ -16,7 +17,17 @@ export interface BenchResults {
   startedAt: string;
   finishedAt?: string;
   settings: Omit<BenchSettings, "scenarios" | "topologies">;
-  machine: { cpus: number; cpuModel: string; node: string; redis: string; commit: string; loadBefore: number[]; loadAfter: number[] };
+  machine: {
+    cpus: number;
+    cpuModel: string;
+    node: string;
+    redis: string;
+    commit: string;
+    /** cores busy machine-wide in the 3 s before the run, i.e. other work (≈ 0 when quiet) */
+    busyCoresBefore?: number;
+    loadBefore: number[];
+    loadAfter: number[];
+  };
   ingest?: IngestResults;
   /** one per BENCH_PIPELINE_TOPOLOGIES entry */
   pipelines: PipelineResults[];
@@ -36,6 +47,7 @@ const log = (message: string) => process.stderr.write(`bench: ${message}\n`);
  */
 async function main() {
   const settings = loadBenchSettings();
+  const busyCoresBefore = await machineBusyCores();
   const { scenarios: _scenarios, topologies: _topologies, ...shownSettings } = settings;
   const scenarios = settings.scenarios;
   const dir = await mkdtemp(join(tmpdir(), "streamkeeper-bench-"));
@@ -52,6 +64,7 @@ async function main() {
       node: process.version,
       redis: /redis_version:(\S+)/.exec(await redis.info("server"))?.[1] ?? "unknown",
       commit: gitCommit(),
+      busyCoresBefore,
       loadBefore: loadavg().map(round2),
       loadAfter: [],
     },

@@ -35,3 +35,21 @@ export function startCpuMeter(pids: Record<string, number>): { read(): Record<st
     },
   };
 }
+
+/** Cores the whole machine kept busy (every process, from /proc/stat) over `ms`: ≈ 0 when it is idle. */
+export async function machineBusyCores(ms = 3000): Promise<number | undefined> {
+  const read = () => {
+    try {
+      const fields = readFileSync("/proc/stat", "utf8").split("\n")[0]!.trim().split(/\s+/).slice(1).map(Number);
+      // user nice system idle iowait irq softirq steal: busy is all but idle and iowait.
+      const [user = 0, nice = 0, system = 0, , , irq = 0, softirq = 0, steal = 0] = fields;
+      return (user + nice + system + irq + softirq + steal) / ticksPerSecond;
+    } catch {
+      return undefined;
+    }
+  };
+  const before = read();
+  await new Promise((resolve) => setTimeout(resolve, ms));
+  const after = read();
+  return before === undefined || after === undefined ? undefined : Math.round(((after - before) / (ms / 1000)) * 100) / 100;
+}
