@@ -17,39 +17,49 @@ export function cpuSeconds(pid: number): number | undefined {
 
 /**
  * Starts a CPU meter on some processes; `read()` returns, per name, the cores each kept
- * busy on average since the start (CPU seconds over wall seconds). On a 2-core machine
- * the sum cannot pass 2: it shows where the cores went during a run.
+ * busy on average since the start (CPU seconds over wall seconds), and `other`: the rest
+ * of the machine (other people's work, the bench runner). On a 2-core machine the sum
+ * cannot pass 2: it shows where the cores went during a run.
  */
 export function startCpuMeter(pids: Record<string, number>): { read(): Record<string, number> } {
   const started = performance.now();
+  const machineBefore = machineCpuSeconds();
   const before = Object.entries(pids).map(([name, pid]) => [name, pid, cpuSeconds(pid)] as const);
   return {
     read() {
       const seconds = (performance.now() - started) / 1000;
+      const share = (cpu: number) => Math.round((cpu / seconds) * 100) / 100;
       const cores: Record<string, number> = {};
+      let named = 0;
       for (const [name, pid, from] of before) {
         const to = cpuSeconds(pid);
-        if (from !== undefined && to !== undefined) cores[name] = Math.round(((to - from) / seconds) * 100) / 100;
+        if (from === undefined || to === undefined) continue;
+        cores[name] = share(to - from);
+        named += to - from;
       }
+      const machineAfter = machineCpuSeconds();
+      if (machineBefore !== undefined && machineAfter !== undefined) cores.other = Math.max(0, share(machineAfter - machineBefore - named));
       return cores;
     },
   };
 }
 
-/** Cores the whole machine kept busy (every process, from /proc/stat) over `ms`: ≈ 0 when it is idle. */
+/** CPU seconds the whole machine has been busy (every process, from /proc/stat). */
+function machineCpuSeconds(): number | undefined {
+  try {
+    const fields = readFileSync("/proc/stat", "utf8").split("\n")[0]!.trim().split(/\s+/).slice(1).map(Number);
+    // user nice system idle iowait irq softirq steal: busy is all but idle and iowait.
+    const [user = 0, nice = 0, system = 0, , , irq = 0, softirq = 0, steal = 0] = fields;
+    return (user + nice + system + irq + softirq + steal) / ticksPerSecond;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Cores the whole machine kept busy over `ms`: ≈ 0 when it is idle. */
 export async function machineBusyCores(ms = 3000): Promise<number | undefined> {
-  const read = () => {
-    try {
-      const fields = readFileSync("/proc/stat", "utf8").split("\n")[0]!.trim().split(/\s+/).slice(1).map(Number);
-      // user nice system idle iowait irq softirq steal: busy is all but idle and iowait.
-      const [user = 0, nice = 0, system = 0, , , irq = 0, softirq = 0, steal = 0] = fields;
-      return (user + nice + system + irq + softirq + steal) / ticksPerSecond;
-    } catch {
-      return undefined;
-    }
-  };
-  const before = read();
+  const before = machineCpuSeconds();
   await new Promise((resolve) => setTimeout(resolve, ms));
-  const after = read();
+  const after = machineCpuSeconds();
   return before === undefined || after === undefined ? undefined : Math.round(((after - before) / (ms / 1000)) * 100) / 100;
 }

@@ -14,7 +14,7 @@ const cores = (load: LoadResult) =>
     .sort(([a], [b]) => order(a) - order(b))
     .map(([name, value]) => `${name} ${n(value, 2)}`)
     .join(" · ");
-const order = (name: string) => ["ceiling", "service", "receiver", "worker", "redis", "sink", "load"].indexOf(name);
+const order = (name: string) => ["ceiling", "service", "receiver", "worker", "redis", "sink", "load", "other"].indexOf(name);
 const topologyName = { all: "one `--role all` process", split: "`--role receiver` + `--role worker` processes" };
 
 /** The Markdown table of one run (bench/results/latest.md, quoted in docs/benchmarks.md). */
@@ -69,7 +69,7 @@ export function formatResults(results: BenchResults): string {
     `- ${s.BENCH_CONNECTIONS} connections, ${s.BENCH_DURATION_S} s per measured run after ${s.BENCH_WARMUP_S} s of warm-up; real-shaped \`user.updated\` events with unique ids, basic auth.`,
     `- Latency: acknowledgement time (ingest rows; paced runs count from each request's due time), sink receive time minus send time (pipeline rows). autocannon's overallRate sends each connection's share of a second back to back, so its rate runs are bursts of ${s.BENCH_CONNECTIONS} concurrent requests.`,
     `- Ingest runs \`--role receiver\` with one route (events are stored and queued, not delivered). Pipeline runs one route (${s.BENCH_ROUTE_CONCURRENCY ? `\`concurrency: ${s.BENCH_ROUTE_CONCURRENCY}\`` : "`DOWNSTREAM_URL`, default concurrency 10"}) to a node:http sink in its own process; "lost" is stored minus delivered.`,
-    `- Cores busy: CPU seconds over wall seconds per process during the measured run (sum ≤ ${machine.cpus}).`,
+    `- Cores busy: CPU seconds over wall seconds per process during the measured run (sum ≤ ${machine.cpus}); "other" is the rest of the machine (the bench runner, other people's work): well above 0.05, the run shared the cores.`,
     "",
   ].join("\n");
 }
