@@ -19,3 +19,10 @@ export async function countKeys(redis: Redis, pattern: string): Promise<number> 
   } while (cursor !== "0");
   return count;
 }
+
+/** Append-only-file rewrites so far and the last fork's duration: a fork stops Redis while it copies its page tables. */
+export async function rewriteFigures(redis: Redis): Promise<{ aofRewrites: number; totalForks: number; latestForkMs: number }> {
+  const info = `${await redis.info("persistence")}\n${await redis.info("stats")}`;
+  const field = (name: string) => Number(new RegExp(`^${name}:(\\d+)`, "m").exec(info)?.[1] ?? 0);
+  return { aofRewrites: field("aof_rewrites"), totalForks: field("total_forks"), latestForkMs: field("latest_fork_usec") / 1000 };
+}

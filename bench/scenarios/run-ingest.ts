@@ -3,7 +3,7 @@ import { jobIdFor } from "../../src/queue/job-id.js";
 import { bullPrefix, deliveryQueueName, ledgerKey } from "../../src/queue/queue-names.js";
 import type { BenchSettings } from "../bench-settings.js";
 import type { LoadOptions, LoadResult } from "../lib/load-types.js";
-import { countKeys, usedMemory } from "../lib/redis-figures.js";
+import { countKeys, rewriteFigures, usedMemory } from "../lib/redis-figures.js";
 import { runLoad } from "../lib/run-load.js";
 import { startChild, tsxArgs } from "../lib/start-child.js";
 import { benchAuthorization, startServiceProcess } from "../lib/start-service-process.js";
@@ -26,6 +26,8 @@ export interface IngestResults {
     bytesPer100kEvents: number;
     /** MEMORY USAGE of one stored event's keys: its ledger hash and its delivery job hash */
     sampleKeyBytes: { ledger?: number; job?: number };
+    /** append-only-file rewrites during the ingest runs: each forks Redis, a pause that shows in the p99 */
+    rewrites: Awaited<ReturnType<typeof rewriteFigures>>;
   };
 }
 
@@ -101,6 +103,7 @@ export async function runIngest(context: IngestContext): Promise<IngestResults> 
     const eventsStored = await countKeys(context.redis, ledgerKey(queuePrefix, "*"));
     const usedMemoryAfter = await usedMemory(context.redis);
     const sampleKeyBytes = await sampleEventKeys(context.redis, queuePrefix);
+    const rewrites = await rewriteFigures(context.redis);
     return {
       ceiling,
       single,
@@ -115,6 +118,7 @@ export async function runIngest(context: IngestContext): Promise<IngestResults> 
         usedMemoryAfter,
         bytesPer100kEvents: eventsStored > 0 ? Math.round(((usedMemoryAfter - usedMemoryBefore) / eventsStored) * 100_000) : 0,
         sampleKeyBytes,
+        rewrites,
       },
     };
   } finally {
