@@ -36,6 +36,8 @@ export interface LoadResult {
   eventsAcknowledged: number;
   /** answer time of 2xx requests; paced runs count from each request's scheduled send time */
   latencyMs: { p50?: number; p99?: number; max?: number };
+  /** paced runs: how late the generator itself sent requests (send time minus due time), part of `latencyMs` */
+  sendLagMs?: { p50?: number; p99?: number; max?: number };
   startedAt: number;
   finishedAt: number;
   /** cores kept busy on average during the run: the load generator and each watched process */

@@ -2,6 +2,7 @@ import { Agent, request } from "node:http";
 import { startCpuMeter } from "./cpu-usage.js";
 import { createEventSource } from "./event-source.js";
 import type { LoadOptions, LoadResult } from "./load-types.js";
+import { percentile, round } from "./percentile.js";
 import { headersFor, summarize } from "./run-autocannon.js";
 
 /**
@@ -18,6 +19,7 @@ export async function runPaced(options: LoadOptions): Promise<LoadResult> {
   const url = new URL(options.url);
   const headers = headersFor(options);
   const latencies: number[] = [];
+  const lags: number[] = [];
   const statusCodes: Record<string, number> = {};
   let ok = 0;
   let failures = 0;
@@ -36,6 +38,7 @@ export async function runPaced(options: LoadOptions): Promise<LoadResult> {
     const events = Array.from({ length: options.batchSize }, () => source.event(options.streamId, wallStart + (index * 1000) / rate));
     const body = JSON.stringify(options.batchSize > 1 ? events : events[0]);
     inFlight += 1;
+    lags.push(performance.now() - dueAt);
     const done = () => {
       inFlight -= 1;
       if (sent === total && inFlight === 0) allAnswered();
@@ -77,5 +80,6 @@ export async function runPaced(options: LoadOptions): Promise<LoadResult> {
   const finishedAt = Date.now();
   const cores = meter.read();
   agent.destroy();
-  return summarize({ generator: "paced", options, durationS: (performance.now() - start) / 1000, statusCodes, ok, failures, latencies, startedAt, finishedAt, cores });
+  const result = summarize({ generator: "paced", options, durationS: (performance.now() - start) / 1000, statusCodes, ok, failures, latencies, startedAt, finishedAt, cores });
+  return { ...result, sendLagMs: { p50: round(percentile(lags, 50)), p99: round(percentile(lags, 99)), max: round(percentile(lags, 100)) } };
 }
