@@ -23,7 +23,13 @@ export type BenchSettings = z.output<typeof schema> & { scenarios: Set<string>; 
 export function loadBenchSettings(env: Record<string, string | undefined> = process.env): BenchSettings {
   const raw = Object.fromEntries(Object.keys(schema.shape).map((key) => [key, env[key] === "" ? undefined : env[key]]));
   const parsed = schema.safeParse(raw);
-  if (!parsed.success) throw new Error(`bad bench setting: ${z.prettifyError(parsed.error).replace(/\n/g, " ")}`);
+  if (!parsed.success) {
+    const problems = parsed.error.issues.map((issue) => {
+      const key = String(issue.path[0]);
+      return `${key} ${JSON.stringify(raw[key])}: ${issue.message}; ${schema.shape[key as keyof typeof schema.shape].description ?? ""}`;
+    });
+    throw new Error(`bad bench setting: ${problems.join("; ")}`);
+  }
   const list = (value: string) => value.split(",").map((name) => name.trim()).filter(Boolean);
   const topologies = list(parsed.data.BENCH_PIPELINE_TOPOLOGIES);
   const unknown = topologies.filter((name) => name !== "all" && name !== "split");

@@ -42,14 +42,13 @@ const log = (message: string) => process.stderr.write(`bench: ${message}\n`);
 
 /**
  * `npm run bench`: starts Redis (own port, own temp dir), a sink, and for each scenario
- * the built service as a separate process; drives load from separate autocannon
- * processes; writes bench/results/<BENCH_OUTPUT>.json and .md.
+ * the built service as separate processes; drives load from a new process per run
+ * (autocannon, or the paced client); writes bench/results/<BENCH_OUTPUT>.json and .md.
  */
 async function main() {
   const settings = loadBenchSettings();
   const busyCoresBefore = await machineBusyCores();
-  const { scenarios: _scenarios, topologies: _topologies, ...shownSettings } = settings;
-  const scenarios = settings.scenarios;
+  const { scenarios, topologies, ...shownSettings } = settings;
   const dir = await mkdtemp(join(tmpdir(), "streamkeeper-bench-"));
   const redisServer = await startRedisServer({ dir: join(dir, "redis"), appendOnly: true });
   const redis = new Redis(redisServer.url, { maxRetriesPerRequest: 3 });
@@ -80,7 +79,7 @@ async function main() {
       results.targets.ackP99 = (fixedRate.latencyMs.p99 ?? Infinity) < 15 && fixedRate.errors === 0;
       results.targets.ackP99Paced = (fixedRatePaced.latencyMs.p99 ?? Infinity) < 15 && fixedRatePaced.errors === 0;
     }
-    for (const topology of scenarios.has("pipeline") ? settings.topologies : []) {
+    for (const topology of scenarios.has("pipeline") ? topologies : []) {
       const pipeline = await runPipeline({ settings, redis, redisUrl: redisServer.url, redisPid: redisServer.process.pid!, sinkPid: sink.process.pid!, dataDir: dir, sinkUrl: sink.info.url, cpuProfileDir, log }, topology);
       results.pipelines.push(pipeline);
       if (pipeline.status === "measured") {
@@ -127,4 +126,7 @@ function round2(value: number): number {
   return Math.round(value * 100) / 100;
 }
 
-await main();
+await main().catch((error: Error) => {
+  process.stderr.write(`error: ${error.message}${error.cause instanceof Error ? ` (${error.cause.message})` : ""}\n`);
+  process.exitCode = 1;
+});
