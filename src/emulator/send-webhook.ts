@@ -33,7 +33,16 @@ export async function sendWebhook(
   options: { timeoutMs: number; signal: AbortSignal },
 ): Promise<AttemptOutcome> {
   const started = performance.now();
-  const timeout = AbortSignal.timeout(options.timeoutMs);
+  // A controller per attempt, tied to the long-lived stop signal by a listener removed
+  // when the attempt ends: AbortSignal.any on that signal leaks (nodejs/node#55351).
+  const attempt = new AbortController();
+  let timedOut = false;
+  const timer = setTimeout(() => {
+    timedOut = true;
+    attempt.abort();
+  }, options.timeoutMs);
+  const stop = () => attempt.abort();
+  options.signal.addEventListener("abort", stop, { once: true });
   const [name, value] = authorizationHeader(auth);
   const send = endpoint.startsWith("https:") ? httpsRequest : httpRequest;
   try {
@@ -42,7 +51,7 @@ export async function sendWebhook(
         method: "POST",
         agent: false,
         headers: { "Content-Type": "application/json", "Content-Length": Buffer.byteLength(body), "User-Agent": "streamkeeper-emulator", [name]: value },
-        signal: AbortSignal.any([timeout, options.signal]),
+        signal: attempt.signal,
       });
       request.on("error", reject);
       request.on("response", (response) => {
@@ -56,8 +65,11 @@ export async function sendWebhook(
     if (status >= 200 && status < 300) return { ok: true, final: false, duration };
     return { ok: false, final: status >= 400 && status < 500, errorMessage: `HTTP ${status}`, duration };
   } catch (error) {
-    const reason = timeout.aborted ? "context deadline exceeded" : networkReason(endpoint, error);
+    const reason = timedOut ? "context deadline exceeded" : networkReason(endpoint, error);
     return { ok: false, final: false, errorMessage: `Post "${endpoint}": ${reason}`, duration: performance.now() - started };
+  } finally {
+    clearTimeout(timer);
+    options.signal.removeEventListener("abort", stop);
   }
 }
 
