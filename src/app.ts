@@ -1,4 +1,4 @@
-import type { Config } from "./config.js";
+import { ConfigError, type Config } from "./config.js";
 import { createDispatcher } from "./dispatch/create-dispatcher.js";
 import { describeEvent } from "./dispatch/describe-event.js";
 import { loadRoutes } from "./dispatch/load-routes.js";
@@ -19,9 +19,19 @@ import { createRedis, untilReady } from "./queue/redis-connection.js";
 import { resolveRedis } from "./queue/resolve-redis.js";
 import { createReconcileQueue } from "./reconcile/create-reconcile-queue.js";
 import { createReconcileWorker } from "./reconcile/create-reconcile-worker.js";
+import { settlesWithin } from "./settles-within.js";
 import { startTracing } from "./telemetry/start-tracing.js";
 
 export type Role = "all" | "receiver" | "worker";
+
+/** A port that cannot be bound is a setting to change (exit 2), not a failure of the service. */
+function portProblem(setting: string, port: number) {
+  return (error: NodeJS.ErrnoException): never => {
+    if (error.code === "EADDRINUSE") throw new ConfigError([`${setting} ${port} is already in use: stop what listens there or choose another ${setting}`]);
+    if (error.code === "EACCES") throw new ConfigError([`${setting} ${port} needs privileges: choose a port above 1023`]);
+    throw error;
+  };
+}
 
 export interface Service {
   /** The public ingress, when this role has one. */
@@ -79,16 +89,20 @@ export async function startService(config: Config, logger: Logger, role: Role): 
       ready,
       logger,
     });
-    publicServer = await serve(tracing.traceRequests(receiver, "receiver"), env.PORT, env.HOST);
+    publicServer = await serve(tracing.traceRequests(receiver, "receiver"), env.PORT, env.HOST).catch(portProblem("PORT", env.PORT));
     closers.push(() => publicServer!.close(env.SHUTDOWN_TIMEOUT_MS));
     logger.info({ url: publicServer.url, auth: auth.method, routes: routes.map((route) => route.name) }, "receiving webhooks");
   }
   if (role !== "receiver") {
+    // The dispatcher records deliveries on a connection that waits out a slow Redis: the
+    // fail-fast ingress client would make a 2xx unrecorded, and so sent again.
+    const ledgerConnection = createRedis(redis.url, "worker", `streamkeeper-${role}-ledger`);
+    ledgerConnection.on("error", (error) => logger.debug({ err: error }, "redis connection error"));
     const dispatcher = createDispatcher({
       redisUrl: redis.url,
       queuePrefix: env.QUEUE_PREFIX,
       routes,
-      ledger,
+      ledger: createEventLedger(ledgerConnection, env.QUEUE_PREFIX, env.DEDUPE_TTL_SECONDS),
       logger,
       backoffBaseMs: env.DISPATCH_BACKOFF_BASE_MS,
       backoffMaxMs: env.DISPATCH_BACKOFF_MAX_MS,
@@ -98,12 +112,22 @@ export async function startService(config: Config, logger: Logger, role: Role): 
       telemetry: tracing.bullmq,
     });
     const reconciler = createReconcileWorker({ config, redisUrl: redis.url, ledger, store, logger, telemetry: tracing.bullmq });
-    closers.push(() => Promise.all([dispatcher.close(), reconciler.close()]).then(() => {}));
+    closers.push(async () => {
+      await Promise.all([dispatcher.close(), reconciler.close()]);
+      if (!(await settlesWithin(ledgerConnection.quit(), 1000))) ledgerConnection.disconnect();
+    });
     if (routes.length === 0) logger.warn("no downstream routes: set ROUTES_FILE or DOWNSTREAM_URL; events are stored but delivered nowhere");
   }
   closers.push(async () => unregisterQueueGauges());
 
-  const admin = await serve(createAdminApp({ ready, adminToken: env.ADMIN_TOKEN, logger, describeEvent: (eventId) => describeEvent(eventId, { ledger, queues }), routers: [createDashboardRouter([...queues.all(), reconcileQueue.queue]), createReconcileRouter(reconcileQueue)] }), env.ADMIN_PORT, env.ADMIN_HOST);
+  const adminApp = createAdminApp({
+    ready,
+    adminToken: env.ADMIN_TOKEN,
+    logger,
+    describeEvent: (eventId) => describeEvent(eventId, { ledger, queues }),
+    routers: [createDashboardRouter([...queues.all(), reconcileQueue.queue]), createReconcileRouter(reconcileQueue)],
+  });
+  const admin = await serve(adminApp, env.ADMIN_PORT, env.ADMIN_HOST).catch(portProblem("ADMIN_PORT", env.ADMIN_PORT));
   logger.info({ url: admin.url }, "admin surface (metrics, probes, admin API) listening");
 
   async function checkEvictionPolicy() {

@@ -13,7 +13,11 @@ export function registerStartCommand(program: Command) {
       runAction(async (options: { role: Role }) => {
         const config = loadConfig();
         const logger = createLogger(config.env.LOG_LEVEL);
-        const service = await startService(config, logger, options.role);
+        const service = await startService(config, logger, options.role).catch((error: unknown) => {
+          // What did start (a Redis connection, a port) must not keep a failed start alive.
+          setTimeout(() => process.exit(), 1000).unref();
+          throw error;
+        });
         await new Promise<void>((ok) => {
           const stop = (signal: string) => {
             logger.info({ signal }, "shutting down: no new requests, finishing in-flight work");

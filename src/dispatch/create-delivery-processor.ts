@@ -60,7 +60,8 @@ export function createDeliveryProcessor({ route, client, ledger, logger, shutdow
     const result = await client.post(headers, body);
     endTimer();
 
-    if (shutdown.aborted) {
+    // A 2xx that came back as the deadline hit is recorded below, never sent again.
+    if (shutdown.aborted && "error" in result) {
       // Shutdown ran out of time: put the job back without spending an attempt.
       logger.warn(context, "delivery interrupted by shutdown; the job goes back to the queue");
       await job.moveToDelayed(Date.now(), token);

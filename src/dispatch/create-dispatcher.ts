@@ -1,10 +1,10 @@
-import { setTimeout as sleep } from "node:timers/promises";
 import { DelayedError, UnrecoverableError, Worker, type Telemetry } from "bullmq";
 import type { Logger } from "../logger.js";
 import type { DeliveryJobData } from "../queue/delivery-job.js";
 import type { EventLedger } from "../queue/event-ledger.js";
 import { bullPrefix, deliveryQueueName } from "../queue/queue-names.js";
 import { createRedis } from "../queue/redis-connection.js";
+import { settlesWithin } from "../settles-within.js";
 import { createDeliveryProcessor, type DeliveryResult } from "./create-delivery-processor.js";
 import { createDownstreamClient } from "./downstream-client.js";
 import { backoffDelay } from "./retry-policy.js";
@@ -119,17 +119,4 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
       return closing;
     },
   };
-}
-
-async function settlesWithin(promise: Promise<unknown>, ms: number): Promise<boolean> {
-  const deadline = new AbortController();
-  const result = await Promise.race([
-    promise.then(
-      () => true,
-      () => true,
-    ),
-    sleep(ms, false, { signal: deadline.signal }).catch(() => false),
-  ]);
-  deadline.abort();
-  return result;
 }

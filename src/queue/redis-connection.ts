@@ -97,7 +97,8 @@ export function parseClusterUrl(url: string): ClusterUrl | undefined {
 
 /** The URL without its password, for error messages. */
 function redactUrl(url: string): string {
-  return url.replace(/\/\/([^:@/]*):[^@/]*@/, "//$1:***@");
+  // Up to the last `@` before the host: a password may hold `/` or `@` (however unwise).
+  return url.replace(/\/\/([^:@/]*):.*@(?=[^@]*$)/, "//$1:***@");
 }
 
 /** Resolves once the connection is ready; rejects after `timeoutMs` with the last error. */

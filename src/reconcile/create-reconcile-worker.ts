@@ -13,6 +13,7 @@ import { createReconciler, type ReconcilerDeps } from "./create-reconciler.js";
 import { createStreamIdCache } from "./create-stream-id-cache.js";
 import { pacedFetch } from "./paced-fetch.js";
 import { outcomeLabel, type ReconcileJobData, type ReconcileResult } from "./reconcile-job.js";
+import { settlesWithin } from "../settles-within.js";
 
 export interface ReconcileWorkerOptions {
   /** RECONCILE_RATE_PER_SECOND, DEFAULT_STREAM_ID, QUEUE_PREFIX, SHUTDOWN_TIMEOUT_MS and the tenant settings. */
@@ -94,14 +95,14 @@ export function createReconcileWorker(options: ReconcileWorkerOptions): Reconcil
   return {
     close() {
       closing ??= (async () => {
-        const closed = worker.close();
-        let timer: NodeJS.Timeout | undefined;
-        const deadline = new Promise<boolean>((resolve) => (timer = setTimeout(resolve, env.SHUTDOWN_TIMEOUT_MS, false)));
-        if (!(await Promise.race([closed.then(() => true), deadline]))) {
+        if (!(await settlesWithin(worker.close(), env.SHUTDOWN_TIMEOUT_MS))) {
           logger.warn("reconcile jobs still running at the shutdown deadline; they are taken up again after their lock expires");
         }
-        clearTimeout(timer);
-        await connection.quit().catch(() => connection.disconnect());
+        // QUIT waits behind commands queued while Redis is away: never let it hang shutdown.
+        if (!(await settlesWithin(connection.quit(), 1000))) {
+          await settlesWithin(worker.disconnect(), 1000);
+          connection.disconnect();
+        }
       })();
       return closing;
     },

@@ -1,5 +1,6 @@
 import { spawn } from "node:child_process";
 import { once } from "node:events";
+import { createServer, type AddressInfo } from "node:net";
 import { mkdtemp, readFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -34,6 +35,28 @@ describe("streamkeeper start", () => {
     const [code] = await once(child, "exit");
     expect(code).toBe(2);
     expect(output().stderr).toMatch(/^error: .*both.*all, receiver, worker/);
+  });
+
+  it("when PORT is already in use, then it exits 2 naming PORT, and does not linger", async () => {
+    const blocker = createServer();
+    await new Promise<void>((ok) => blocker.listen(0, "127.0.0.1", ok));
+    const port = (blocker.address() as AddressInfo).port;
+    try {
+      const { child, output } = run(["start", "--role", "receiver"], {
+        REDIS_URL: inject("redisUrl"),
+        QUEUE_PREFIX: `test-${randomUUID()}`,
+        DATA_DIR: await mkdtemp(join(tmpdir(), "sk-port-")),
+        HOST: "127.0.0.1",
+        PORT: String(port),
+        ADMIN_PORT: String(await freePort()),
+        LOG_LEVEL: "silent",
+      });
+      const [code] = await once(child, "exit");
+      expect(code).toBe(2);
+      expect(output().stderr).toMatch(new RegExp(`^error: bad configuration: PORT ${port} is already in use`));
+    } finally {
+      blocker.close();
+    }
   });
 
   it("when started with no credentials configured, then it generates them, takes an event, and stops cleanly on SIGTERM", async () => {
