@@ -1,3 +1,5 @@
+import { jitteredBackoff, parseRetryAfter } from "../retry-after.js";
+
 /** What one delivery attempt came back with: an HTTP answer, or none (network error, timeout). */
 export type AttemptResult =
   | { status: number; retryAfter?: string; detail?: string }
@@ -31,17 +33,6 @@ export function decide(result: AttemptResult, now = Date.now()): Decision {
   return { action: "fail", reason: `${answered}; point the route's url at the final address` };
 }
 
-/** `Retry-After` as milliseconds from now: delay-seconds or an HTTP date (RFC 9110 §10.2.3). */
-export function parseRetryAfter(value: string | undefined, now = Date.now()): number | undefined {
-  if (value === undefined) return undefined;
-  const text = value.trim();
-  if (/^\d+$/.test(text)) return Number(text) * 1000;
-  // An HTTP date names its day and month; Date.parse alone would take "-5" or "1.5" for dates.
-  const date = /[A-Za-z]{3}/.test(text) ? Date.parse(text) : Number.NaN;
-  if (Number.isNaN(date)) return undefined;
-  return Math.max(0, date - now);
-}
-
 export interface Backoff {
   /** First retry delay; doubles each attempt (DISPATCH_BACKOFF_BASE_MS). */
   baseMs: number;
@@ -57,6 +48,5 @@ export interface Backoff {
  */
 export function backoffDelay(attemptsMade: number, backoff: Backoff, retryAfterMs?: number, random = Math.random()): number {
   if (retryAfterMs !== undefined) return Math.min(retryAfterMs, backoff.maxMs);
-  const ceiling = Math.min(backoff.maxMs, backoff.baseMs * 2 ** Math.max(0, attemptsMade - 1));
-  return Math.round(ceiling * (0.5 + random / 2));
+  return jitteredBackoff(backoff.baseMs, attemptsMade - 1, backoff.maxMs, random);
 }

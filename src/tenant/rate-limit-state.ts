@@ -1,3 +1,5 @@
+import { parseRetryAfter } from "../retry-after.js";
+
 /**
  * The last `X-RateLimit-*` headers the tenant sent (real-world.md: `Limit` is the bucket
  * size, `Remaining` what is left, `Reset` the UNIX time in seconds when it refills).
@@ -21,13 +23,8 @@ export function readRateLimit(headers: Headers): RateLimitState | undefined {
 
 /** How long the server asked us to wait, or undefined: `Retry-After` (seconds or an HTTP date) first, else `X-RateLimit-Reset`. */
 export function serverWaitMs(headers: Headers, now: number, useReset: boolean): number | undefined {
-  const retryAfter = headers.get("retry-after")?.trim();
-  if (retryAfter) {
-    const seconds = Number(retryAfter);
-    if (Number.isFinite(seconds)) return Math.max(0, seconds * 1000);
-    const date = Date.parse(retryAfter);
-    if (Number.isFinite(date)) return Math.max(0, date - now);
-  }
+  const retryAfter = parseRetryAfter(headers.get("retry-after"), now);
+  if (retryAfter !== undefined) return retryAfter;
   const reset = useReset ? numberHeader(headers, "x-ratelimit-reset") : undefined;
   return reset === undefined ? undefined : Math.max(0, reset * 1000 - now);
 }

@@ -1,3 +1,4 @@
+import { jitteredBackoff } from "../retry-after.js";
 import { serverWaitMs } from "./rate-limit-state.js";
 
 export interface RetryPolicy {
@@ -52,8 +53,7 @@ export function retryDecision(input: RetryInput, policy: RetryPolicy = defaultRe
 
 /** Exponential backoff with jitter: between half and all of base * 2^retries, capped. */
 export function backoffMs(retries: number, random: number, policy: RetryPolicy = defaultRetryPolicy): number {
-  const ceiling = Math.min(policy.maxDelayMs, policy.baseDelayMs * 2 ** retries);
-  return Math.round(ceiling * (0.5 + random / 2));
+  return jitteredBackoff(policy.baseDelayMs, retries, policy.maxDelayMs, random);
 }
 
 function clampedWait(headers: Headers | undefined, now: number, useReset: boolean, policy: RetryPolicy): number | undefined {

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { backoffDelay, decide, parseRetryAfter } from "../../../src/dispatch/retry-policy.js";
+import { backoffDelay, decide } from "../../../src/dispatch/retry-policy.js";
+import { parseRetryAfter } from "../../../src/retry-after.js";
 
 describe("decide", () => {
   it.each([200, 201, 202, 204, 299])("when the downstream answers %i, then the event is delivered", (status) => {
