@@ -60,13 +60,23 @@ export function createDownstreamClient(route: Route): DownstreamClient {
         request.on("response", (response) => {
           const status = response.statusCode ?? 0;
           const ok = status >= 200 && status < 300;
+          if (ok) {
+            // The status is the answer: a slow body must not turn a delivered event into
+            // a timeout and a repeat. Drain it (so the socket returns to the pool), bounded.
+            finish({ status });
+            const drain = setTimeout(() => response.destroy(), route.timeoutMs);
+            response.on("close", () => clearTimeout(drain));
+            response.on("error", () => {});
+            response.resume();
+            return;
+          }
           let detail = "";
           response.on("error", onError);
           response.setEncoding("utf8");
           // Read the whole answer so the socket goes back to the pool; keep a little
           // of an error answer for the failed reason.
           response.on("data", (chunk: string) => {
-            if (!ok && detail.length < detailChars) detail += chunk;
+            if (detail.length < detailChars) detail += chunk;
           });
           response.on("end", () => finish({ status, retryAfter: header(response.headers, "retry-after"), detail: oneLine(redactSecrets(detail, secrets)) || undefined }));
         });
