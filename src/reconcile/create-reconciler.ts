@@ -16,7 +16,7 @@ export interface ReconcilerDeps {
   store: EventStore;
   /** The tenant, or why it cannot be reached (settings missing): then every id that needs a call ends in that error. */
   tenant: ReconcileTenant | { unavailable: string };
-  /** DEFAULT_STREAM_ID: read before searching every stream. */
+  /** DEFAULT_STREAM_ID: the stream of ids that name none; every stream is searched only when neither is set (issue: --stream, else DEFAULT_STREAM_ID, else search). */
   defaultStreamId?: string;
 }
 
