@@ -76,6 +76,6 @@ export function createReconcileQueue(connection: Redis | Cluster, queuePrefix: s
 export function resultOf(job: ReconcileJob, state: string): ReconcileResult | undefined {
   if (state === "completed") return job.returnvalue;
   if (state !== "failed") return undefined;
-  const outcome: ReconcileOutcome = `error: the reconcile job failed after ${job.attemptsMade} attempts (${job.failedReason}); check Redis and the logs, then reconcile this id again`;
+  const outcome: ReconcileOutcome = `error: the reconcile job failed after ${job.attemptsMade} attempts (${job.failedReason}); reconcile this id again once that is fixed`;
   return { eventId: job.data.eventId, streamId: job.data.streamId, outcome };
 }

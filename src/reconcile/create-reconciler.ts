@@ -1,7 +1,7 @@
 import type { EventLedger } from "../queue/event-ledger.js";
 import type { EventStore } from "../queue/event-store.js";
 import type { DeliveryRecord } from "../tenant/delivery-record.js";
-import { TenantApiError, TenantRateLimitError, TenantResponseError, TenantValidationError } from "../tenant/tenant-api-error.js";
+import { TenantApiError, TenantNetworkError, TenantRateLimitError, TenantResponseError, TenantServerError, TenantValidationError } from "../tenant/tenant-api-error.js";
 import { decideFromRecord } from "./decide-from-record.js";
 import type { ReconcileJobData, ReconcileResult } from "./reconcile-job.js";
 
@@ -53,7 +53,9 @@ export function createReconciler(deps: ReconcilerDeps): Reconciler {
       try {
         found = await findRecord(tenant, eventId, asked ?? deps.defaultStreamId);
       } catch (error) {
-        if (error instanceof TenantRateLimitError) throw error;
+        // Transient: the job goes back to the queue (its attempts and backoff), so a short
+        // tenant outage delays a reconcile instead of ending it. A 429 pauses the queue.
+        if (error instanceof TenantRateLimitError || error instanceof TenantNetworkError || error instanceof TenantServerError) throw error;
         if (error instanceof TenantApiError || error instanceof TenantValidationError || error instanceof TenantResponseError) {
           return { eventId, streamId: asked, outcome: `error: ${error.message}` };
         }

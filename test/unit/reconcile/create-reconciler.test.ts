@@ -4,7 +4,7 @@ import type { CloudEvent } from "../../../src/events/cloud-event.js";
 import type { EventStore, StoreOptions } from "../../../src/queue/event-store.js";
 import { createReconciler, type ReconcileTenant } from "../../../src/reconcile/create-reconciler.js";
 import { deliveryRecordSchema, type DeliveryRecord } from "../../../src/tenant/delivery-record.js";
-import { TenantRateLimitError } from "../../../src/tenant/tenant-api-error.js";
+import { TenantNetworkError, TenantRateLimitError } from "../../../src/tenant/tenant-api-error.js";
 import { tenantErrorFromResponse } from "../../../src/tenant/tenant-error-from-response.js";
 
 const real: DeliveryRecord = deliveryRecordSchema.parse(
@@ -142,5 +142,22 @@ describe("createReconciler", () => {
     const { ledger } = storeWith();
     const broken: EventStore = { store: () => Promise.reject(new Error("Connection is closed.")) };
     await expect(createReconciler({ ledger, store: broken, tenant }).reconcile({ eventId, streamId: streamB, force: false })).rejects.toThrow("Connection is closed.");
+  });
+});
+
+describe("createReconciler: transient tenant faults", () => {
+  it.each([
+    ["a 503 after the client's retries", () => tenantErrorFromResponse({ operation: "get_delivery", status: 503, headers: new Headers(), body: "{}", secrets: [] })],
+    ["no answer at all", () => new TenantNetworkError("get_delivery: connect ECONNREFUSED", { status: 0, tenantMessage: "", operation: "get_delivery" })],
+  ])("when the tenant gives %s, then the job fails to be retried instead of ending with an error outcome", async (_name, fault) => {
+    const tenant: ReconcileTenant = {
+      getDelivery: async () => {
+        throw fault();
+      },
+      streamIds: async () => [streamB],
+    };
+    const { ledger, store, stored } = storeWith();
+    await expect(createReconciler({ ledger, store, tenant }).reconcile({ eventId, streamId: streamB, force: false })).rejects.toThrow();
+    expect(stored).toEqual([]);
   });
 });
