@@ -1,24 +1,23 @@
-import { execFile, spawn, spawnSync } from "node:child_process";
+import { spawn, spawnSync } from "node:child_process";
 import { once } from "node:events";
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { mkdtemp, readdir, readFile, rm } from "node:fs/promises";
 import { builtinModules } from "node:module";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import { promisify } from "node:util";
 import { setTimeout as sleep } from "node:timers/promises";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { parseAllDocuments, parse as parseYaml } from "yaml";
 import { loadConfig, settings } from "../../src/config.js";
 import { parseRoutes } from "../../src/dispatch/load-routes.js";
 import { freePort } from "../../src/queue/redis-server.js";
+import { buildCli } from "../helpers/build-cli.js";
 
 /**
  * There is no Docker engine here, so the deploy files are checked by construction: they
  * parse, name only real settings with valid values, point at each other consistently,
  * and the image's ENTRYPOINT, CMD and HEALTHCHECK are run as written against a build.
  */
-const execFileAsync = promisify(execFile);
 const root = resolve(import.meta.dirname, "../..");
 const read = (path: string) => readFileSync(join(root, path), "utf8");
 const settingNames = new Set(Object.keys(settings));
@@ -353,19 +352,4 @@ function readdirYaml(dir: string): Doc[] {
 async function listJs(dir: string): Promise<string[]> {
   const entries = await readdir(dir, { recursive: true, withFileTypes: true });
   return entries.filter((entry) => entry.isFile() && entry.name.endsWith(".js")).map((entry) => join(entry.parentPath, entry.name));
-}
-
-/**
- * Compiles src/ the way the Dockerfile does (tsconfig.build.json) into a private directory
- * under test-artifacts/, so a concurrent `npm run build` cannot swap files under the test.
- * Type errors in files being edited elsewhere do not stop the emit; a missing CLI does.
- */
-async function buildCli(name: string): Promise<string> {
-  const outDir = join(root, "test-artifacts", `${name}-${process.pid}`);
-  const tsc = join(root, "node_modules/typescript/bin/tsc");
-  const output = await execFileAsync(process.execPath, [tsc, "-p", "tsconfig.build.json", "--outDir", join(outDir, "dist")], { cwd: root }).catch(
-    (error: { stdout?: string }) => error.stdout ?? String(error),
-  );
-  if (!existsSync(join(outDir, "dist/cli/main.js"))) throw new Error(`the build failed: ${String(output)}`);
-  return outDir;
 }

@@ -1,22 +1,19 @@
-import { execFile, spawn, type ChildProcess } from "node:child_process";
+import { spawn, type ChildProcess } from "node:child_process";
 import { randomUUID } from "node:crypto";
 import { once } from "node:events";
-import { existsSync } from "node:fs";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
-import { join, resolve } from "node:path";
-import { promisify } from "node:util";
+import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { loadConfig } from "../../src/config.js";
 import { freePort } from "../../src/queue/redis-server.js";
+import { buildCli } from "../helpers/build-cli.js";
 import { userEvent } from "../helpers/fixtures.js";
 import { inspectStore } from "../helpers/inspect-store.js";
 import { startRedisCluster } from "../helpers/redis-cluster.js";
 import { startSinkServer, type SinkRequest, type SinkServer } from "../helpers/sink-server.js";
 import { testCredentials } from "../helpers/start-test-service.js";
 
-const execFileAsync = promisify(execFile);
-const root = resolve(import.meta.dirname, "../..");
 const authorization = `Basic ${Buffer.from(`${testCredentials.username}:${testCredentials.password}`).toString("base64")}`;
 
 interface Running {
@@ -212,19 +209,4 @@ async function untilDrained(env: Record<string, string>, routes: string[]) {
   } finally {
     await store.close();
   }
-}
-
-/**
- * Compiles src/ the way the Dockerfile does (tsconfig.build.json) into a private directory
- * under test-artifacts/, so a concurrent `npm run build` cannot swap files under the test.
- * Type errors in files being edited elsewhere do not stop the emit; a missing CLI does.
- */
-async function buildCli(name: string): Promise<string> {
-  const outDir = join(root, "test-artifacts", `${name}-${process.pid}`);
-  const tsc = join(root, "node_modules/typescript/bin/tsc");
-  const output = await execFileAsync(process.execPath, [tsc, "-p", "tsconfig.build.json", "--outDir", join(outDir, "dist")], { cwd: root }).catch(
-    (error: { stdout?: string }) => error.stdout ?? String(error),
-  );
-  if (!existsSync(join(outDir, "dist/cli/main.js"))) throw new Error(`the build failed: ${String(output)}`);
-  return outDir;
 }
