@@ -5,6 +5,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startEmulator, type Emulator } from "../../src/emulator/start-emulator.js";
+import { control } from "./emulator-test-kit.js";
 
 /**
  * The built binary against the emulator. `npm test` builds dist/ first (pretest); when
@@ -39,16 +40,6 @@ function cli(args: string[], env: Record<string, string> = {}): Promise<Run> {
   });
 }
 
-async function control<T>(path: string, body?: unknown): Promise<T> {
-  const response = await fetch(`${emu.url}/emulator${path}`, {
-    method: body === undefined ? "GET" : "POST",
-    headers: { "content-type": "application/json" },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  expect(response.ok, `${path}: ${response.status}`).toBe(true);
-  return (await response.json()) as T;
-}
-
 interface StoredStream {
   id: string;
   name: string;
@@ -70,7 +61,7 @@ beforeAll(async () => {
   emu = await startEmulator({ timeScale: 0.01 });
   dataDir = await mkdtemp(join(tmpdir(), "sk-cli-streams-"));
   for (const name of ["alpha", "beta", "gamma"]) {
-    const stream = await control<{ id: string }>("/streams", {
+    const stream = await control<{ id: string }>(emu, "/streams", {
       name,
       subscriptions: [{ event_type: "user.created" }, { event_type: "user.updated" }],
       destination: { type: "webhook", configuration: { webhook_endpoint: `https://hooks.example.com/${name}`, webhook_authorization: { method: "bearer", token: "old-token" } } },
@@ -114,7 +105,7 @@ describe("streamkeeper streams", () => {
   });
 
   it("when the client lacks the scope, then exit 1 with the scope to grant", async () => {
-    await control("/clients", { client_id: "cli-no-scope", client_secret: "cli-no-scope-secret", scopes: [], global: true });
+    await control(emu, "/clients", { client_id: "cli-no-scope", client_secret: "cli-no-scope-secret", scopes: [], global: true });
     const run = await cli(["streams", "list"], { MGMT_CLIENT_ID: "cli-no-scope", MGMT_CLIENT_SECRET: "cli-no-scope-secret" });
     expect(run.code).toBe(1);
     expect(run.stderr).toMatch(/^error: list_event_streams: insufficient scope: the client needs read:event_streams; grant it/);
@@ -141,7 +132,7 @@ describe("streamkeeper streams", () => {
     expect(run.code).toBe(0);
     expect(run.stdout).toContain(`updated ${id}`);
     expect(run.stdout).not.toContain("new-token-value");
-    const stored = await control<StoredStream>(`/streams/${id}`);
+    const stored = await control<StoredStream>(emu, `/streams/${id}`);
     expect(stored).toMatchObject({ name: "beta-2", status: "disabled" });
     expect(stored.destination.configuration).toEqual({ webhook_endpoint: "https://hooks.example.com/b2", webhook_authorization: { method: "bearer", token: "new-token-value" } });
   });
@@ -161,7 +152,7 @@ describe("streamkeeper streams", () => {
       expect(run.code, flags.join(" ")).toBe(2);
       expect(run.stderr).toMatch(message);
     }
-    expect((await control<StoredStream>(`/streams/${id}`)).name).toBe("gamma");
+    expect((await control<StoredStream>(emu, `/streams/${id}`)).name).toBe("gamma");
   });
 
   it("when a stream id does not exist, then exit 1 with the tenant's message", async () => {
@@ -176,7 +167,7 @@ describe("streamkeeper streams", () => {
     const run = await cli(["streams", "connect", id, "--public-url", "https://sk.example.com/"], env);
     expect(run.code).toBe(0);
     expect(run.stdout).toBe(`stream ${id} now delivers to https://sk.example.com/webhooks/${id} with basic authorization (user hooks)\n`);
-    const stored = await control<StoredStream>(`/streams/${id}`);
+    const stored = await control<StoredStream>(emu, `/streams/${id}`);
     expect(stored.destination.configuration).toEqual({
       webhook_endpoint: `https://sk.example.com/webhooks/${id}`,
       webhook_authorization: { method: "basic", username: "hooks", password: "connect-password-1" },
@@ -195,10 +186,10 @@ describe("streamkeeper streams", () => {
 
 describe("streamkeeper token-exchange-profiles delete", () => {
   it("when a profile is deleted, then exit 0 and it is gone", async () => {
-    const { id } = await control<{ id: string }>("/token-exchange-profiles", {});
+    const { id } = await control<{ id: string }>(emu, "/token-exchange-profiles", {});
     const run = await cli(["token-exchange-profiles", "delete", id]);
     expect(run.code).toBe(0);
     expect(run.stdout).toBe(`deleted token exchange profile ${id}\n`);
-    expect((await control<{ ids: string[] }>("/token-exchange-profiles")).ids).not.toContain(id);
+    expect((await control<{ ids: string[] }>(emu, "/token-exchange-profiles")).ids).not.toContain(id);
   });
 });

@@ -1,9 +1,31 @@
 import { once } from "node:events";
 import { createServer, type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
+import { expect } from "vitest";
 import type { Emulator } from "../../src/emulator/start-emulator.js";
 
 /** Helpers shared by the emulator's integration tests (not a test file itself). */
+
+/** The emulator's control API (no auth): GET without a body, POST with one. */
+export async function control<T>(emulator: Emulator, path: string, body?: unknown): Promise<T> {
+  const response = await fetch(`${emulator.url}/emulator${path}`, {
+    method: body === undefined ? "GET" : "POST",
+    headers: { "content-type": "application/json" },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  expect(response.ok, `${path}: ${response.status}`).toBe(true);
+  return (await response.json()) as T;
+}
+
+/** The settings that point the service at the emulator with its global client. */
+export function tenantEnv(emulator: Emulator): Record<string, string> {
+  return {
+    MGMT_API_BASE_URL: emulator.apiBaseUrl,
+    MGMT_TOKEN_URL: emulator.tokenUrl,
+    MGMT_CLIENT_ID: "emulator-client",
+    MGMT_CLIENT_SECRET: "emulator-secret",
+  };
+}
 
 export async function getToken(emulator: Emulator, clientId = "emulator-client", clientSecret = "emulator-secret"): Promise<string> {
   const response = await fetch(emulator.tokenUrl, {

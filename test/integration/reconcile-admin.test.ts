@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startEmulator, type Emulator } from "../../src/emulator/start-emulator.js";
 import { tenantId } from "../helpers/fixtures.js";
 import { startTestService, testCredentials, type TestService } from "../helpers/start-test-service.js";
-import { createStream, emit, settled } from "./emulator-test-kit.js";
+import { createStream, emit, settled, tenantEnv } from "./emulator-test-kit.js";
 
 /** `POST /admin/reconcile` and `GET /admin/reconcile/:jobId` on the real service (CONTRACT.md, "Admin surface"). */
 const adminToken = "reconcile-admin-token";
@@ -16,10 +16,7 @@ beforeAll(async () => {
   emulator = await startEmulator({ timeScale: 0.01 });
   service = await startTestService({
     ADMIN_TOKEN: adminToken,
-    MGMT_API_BASE_URL: emulator.apiBaseUrl,
-    MGMT_TOKEN_URL: emulator.tokenUrl,
-    MGMT_CLIENT_ID: "emulator-client",
-    MGMT_CLIENT_SECRET: "emulator-secret",
+    ...tenantEnv(emulator),
     RECONCILE_RATE_PER_SECOND: "20",
   });
   streamId = await createStream(emulator, `${service.publicUrl}/webhooks`, {

@@ -12,7 +12,7 @@ import { createRedis } from "../../src/queue/redis-connection.js";
 import { tenantId } from "../helpers/fixtures.js";
 import { startSinkServer, type SinkServer } from "../helpers/sink-server.js";
 import { startTestService, testCredentials, type TestService } from "../helpers/start-test-service.js";
-import { call, createStream, emit, settled } from "./emulator-test-kit.js";
+import { call, createStream, emit, settled, tenantEnv } from "./emulator-test-kit.js";
 
 /**
  * `streamkeeper reconcile` end to end: the emulator pushes to the real service, which
@@ -80,10 +80,7 @@ beforeAll(async () => {
   sink = await startSinkServer();
   service = await startTestService({
     DOWNSTREAM_URL: sink.url,
-    MGMT_API_BASE_URL: emulator.apiBaseUrl,
-    MGMT_TOKEN_URL: emulator.tokenUrl,
-    MGMT_CLIENT_ID: "emulator-client",
-    MGMT_CLIENT_SECRET: "emulator-secret",
+    ...tenantEnv(emulator),
     RECONCILE_RATE_PER_SECOND: "20",
   });
   streamId = await createStream(emulator, `${service.publicUrl}/webhooks`, {

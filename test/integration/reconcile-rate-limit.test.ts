@@ -6,7 +6,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { startEmulator, type Emulator } from "../../src/emulator/start-emulator.js";
 import { startTestService, testCredentials, type TestService } from "../helpers/start-test-service.js";
-import { call, createStream, emit, getToken, type ControlDelivery } from "./emulator-test-kit.js";
+import { call, createStream, emit, getToken, type ControlDelivery, tenantEnv } from "./emulator-test-kit.js";
 
 /**
  * 1,000 ids through `streamkeeper reconcile --file` against an emulator that enforces
@@ -34,10 +34,7 @@ beforeAll(async () => {
   dataDir = await mkdtemp(join(tmpdir(), "sk-reconcile-rate-"));
   emulator = await startEmulator({ timeScale: 0.01, rateLimit: rate });
   service = await startTestService({
-    MGMT_API_BASE_URL: emulator.apiBaseUrl,
-    MGMT_TOKEN_URL: emulator.tokenUrl,
-    MGMT_CLIENT_ID: "emulator-client",
-    MGMT_CLIENT_SECRET: "emulator-secret",
+    ...tenantEnv(emulator),
     RECONCILE_RATE_PER_SECOND: String(rate),
   });
 });

@@ -3,6 +3,7 @@ import type { AddressInfo } from "node:net";
 import { setTimeout as delay } from "node:timers/promises";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startEmulator, type Emulator } from "../../src/emulator/start-emulator.js";
+import { control } from "./emulator-test-kit.js";
 import { registry } from "../../src/metrics/registry.js";
 import { createTenantClient, type TenantClientOptions } from "../../src/tenant/create-tenant-client.js";
 import { TenantForbiddenError, TenantNotFoundError, TenantUnauthorizedError, TenantValidationError } from "../../src/tenant/tenant-api-error.js";
@@ -33,18 +34,8 @@ function clientOf(overrides: Partial<TenantClientOptions> = {}) {
   });
 }
 
-async function control<T>(path: string, body?: unknown): Promise<T> {
-  const response = await fetch(`${emu.url}/emulator${path}`, {
-    method: body === undefined ? "GET" : "POST",
-    headers: { "content-type": "application/json" },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  expect(response.ok, `${path}: ${response.status}`).toBe(true);
-  return (await response.json()) as T;
-}
-
 async function createStream(name: string, endpoint = "https://hooks.example.com/webhooks", type = "user.created") {
-  return control<{ id: string }>("/streams", {
+  return control<{ id: string }>(emu, "/streams", {
     name,
     subscriptions: [{ event_type: type }],
     destination: { type: "webhook", configuration: { webhook_endpoint: endpoint, webhook_authorization: { method: "bearer", token: "stream-secret-token" } } },
@@ -52,7 +43,7 @@ async function createStream(name: string, endpoint = "https://hooks.example.com/
 }
 
 async function addClient(clientId: string, scopes: string[], global = true) {
-  await control("/clients", { client_id: clientId, client_secret: `${clientId}-secret`, scopes, global });
+  await control(emu, "/clients", { client_id: clientId, client_secret: `${clientId}-secret`, scopes, global });
   return clientOf({ clientId, clientSecret: `${clientId}-secret` });
 }
 
@@ -155,7 +146,7 @@ describe("tenant client against the emulator", () => {
 
   it("when a delivery failed for good, then its record comes back with the whole stored event", async () => {
     const { id: streamId } = await createStream("failing", refusingUrl, "user.deleted");
-    const { id: eventId } = await control<{ id: string }>("/events", { type: "user.deleted", data: { object: { user_id: "auth0|1" } } });
+    const { id: eventId } = await control<{ id: string }>(emu, "/events", { type: "user.deleted", data: { object: { user_id: "auth0|1" } } });
     const client = clientOf();
     const deadline = Date.now() + 10_000;
     let record = await client.getDelivery(streamId, eventId);
@@ -186,11 +177,11 @@ describe("tenant client against the emulator", () => {
   });
 
   it("when a token exchange profile is deleted twice, then both succeed", async () => {
-    const { id } = await control<{ id: string }>("/token-exchange-profiles", {});
+    const { id } = await control<{ id: string }>(emu, "/token-exchange-profiles", {});
     const client = clientOf();
     await client.deleteTokenExchangeProfile(id);
     await client.deleteTokenExchangeProfile(id);
-    expect((await control<{ ids: string[] }>("/token-exchange-profiles")).ids).not.toContain(id);
+    expect((await control<{ ids: string[] }>(emu, "/token-exchange-profiles")).ids).not.toContain(id);
   });
 
   it("when calls are answered, then the request counter and the rate-limit headers are recorded", async () => {
