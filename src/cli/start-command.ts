@@ -13,26 +13,25 @@ export function registerStartCommand(program: Command) {
       runAction(async (options: { role: Role }) => {
         const config = loadConfig();
         const logger = createLogger(config.env.LOG_LEVEL);
-        const service = await startService(config, logger, options.role).catch((error: unknown) => {
-          // What did start (a Redis connection, a port) must not keep a failed start alive.
+        try {
+          const service = await startService(config, logger, options.role);
+          await new Promise<void>((ok) => {
+            const stop = (signal: string) => {
+              logger.info({ signal }, "shutting down: no new requests, finishing in-flight work");
+              service.close().then(ok, (error) => {
+                logger.error({ err: error }, "shutdown failed");
+                ok();
+              });
+            };
+            process.once("SIGTERM", () => stop("SIGTERM"));
+            process.once("SIGINT", () => stop("SIGINT"));
+          });
+          logger.info("stopped");
+        } finally {
+          // Stopped or failed half-way: nothing left open (a reconnect timer of a client
+          // whose Redis never came back, a port already bound) may keep the process alive.
           setTimeout(() => process.exit(), 1000).unref();
-          throw error;
-        });
-        await new Promise<void>((ok) => {
-          const stop = (signal: string) => {
-            logger.info({ signal }, "shutting down: no new requests, finishing in-flight work");
-            service.close().then(ok, (error) => {
-              logger.error({ err: error }, "shutdown failed");
-              ok();
-            });
-          };
-          process.once("SIGTERM", () => stop("SIGTERM"));
-          process.once("SIGINT", () => stop("SIGINT"));
-        });
-        logger.info("stopped");
-        // Everything is closed; a reconnect timer of a client whose Redis never came back
-        // must not keep the process alive.
-        setTimeout(() => process.exit(), 1000).unref();
+        }
       }),
     );
 }
