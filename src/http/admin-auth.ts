@@ -1,5 +1,5 @@
 import type { NextFunction, Request, Response } from "express";
-import { safeEqual } from "./check-credentials.js";
+import { equalsSecret } from "./check-credentials.js";
 import { sendProblem } from "./problem.js";
 
 /**
@@ -8,14 +8,15 @@ import { sendProblem } from "./problem.js";
  * dashboard. Without ADMIN_TOKEN the admin API is off.
  */
 export function adminAuth(adminToken: string | undefined) {
+  const isAdminToken = adminToken ? equalsSecret(adminToken) : undefined;
   return (req: Request, res: Response, next: NextFunction) => {
-    if (!adminToken) return sendProblem(res, 403, "the admin API is off: set ADMIN_TOKEN to enable it");
+    if (!isAdminToken) return sendProblem(res, 403, "the admin API is off: set ADMIN_TOKEN to enable it");
     const header = req.headers.authorization ?? "";
-    if (/^bearer /i.test(header) && safeEqual(header.slice(7).trim(), adminToken)) return next();
+    if (/^bearer /i.test(header) && isAdminToken(header.slice(7).trim())) return next();
     if (/^basic /i.test(header)) {
       const decoded = Buffer.from(header.slice(6).trim(), "base64").toString("utf8");
       const password = decoded.slice(decoded.indexOf(":") + 1);
-      if (decoded.includes(":") && safeEqual(password, adminToken)) return next();
+      if (decoded.includes(":") && isAdminToken(password)) return next();
     }
     const browser = req.path.startsWith("/queues");
     sendProblem(res, 401, "send Authorization: Bearer <ADMIN_TOKEN> (or HTTP Basic with ADMIN_TOKEN as the password)", {

@@ -3,14 +3,16 @@ import type { ResolvedWebhookAuth } from "./webhook-credentials.js";
 
 type Headers = Record<string, string | string[] | undefined>;
 
+const digest = (value: string) => createHash("sha256").update(value).digest();
+
 /**
- * Compares in constant time: both sides are hashed first, so neither the content nor
- * the length of the secret leaks through timing.
+ * A constant-time check against one secret: both sides are compared as SHA-256 digests,
+ * so neither the content nor the length of the secret leaks through timing. The
+ * secret's digest is taken once, not on every request.
  */
-export function safeEqual(given: string, expected: string): boolean {
-  const a = createHash("sha256").update(given).digest();
-  const b = createHash("sha256").update(expected).digest();
-  return timingSafeEqual(a, b);
+export function equalsSecret(expected: string): (given: string) => boolean {
+  const expectedDigest = digest(expected);
+  return (given) => timingSafeEqual(digest(given), expectedDigest);
 }
 
 /** Builds the check for the configured method; returns a problem (no secret in it) or undefined. */
@@ -19,28 +21,31 @@ export function createCredentialCheck(auth: ResolvedWebhookAuth): (headers: Head
     case "none":
       return () => undefined;
     case "basic": {
-      const expected = `Basic ${Buffer.from(`${auth.username}:${auth.password}`).toString("base64")}`;
+      const isExpected = equalsSecret(`Basic ${Buffer.from(`${auth.username}:${auth.password}`).toString("base64")}`);
       return (headers) => {
         const given = first(headers.authorization);
         if (!given) return "the Authorization header is missing: send Basic credentials";
         if (!/^basic /i.test(given)) return "the Authorization header must use the Basic scheme";
         // Normalise the scheme's case only; the credentials compare byte for byte.
-        return safeEqual(`Basic ${given.slice(6).trim()}`, expected) ? undefined : "the Basic credentials are wrong";
+        return isExpected(`Basic ${given.slice(6).trim()}`) ? undefined : "the Basic credentials are wrong";
       };
     }
-    case "bearer":
+    case "bearer": {
+      const isToken = equalsSecret(auth.token);
       return (headers) => {
         const given = first(headers.authorization);
         if (!given) return "the Authorization header is missing: send a Bearer token";
         if (!/^bearer /i.test(given)) return "the Authorization header must use the Bearer scheme";
-        return safeEqual(given.slice(7).trim(), auth.token) ? undefined : "the Bearer token is wrong";
+        return isToken(given.slice(7).trim()) ? undefined : "the Bearer token is wrong";
       };
+    }
     case "custom_header": {
       const name = auth.headerName.toLowerCase();
+      const isValue = equalsSecret(auth.headerValue);
       return (headers) => {
         const given = first(headers[name]);
         if (given === undefined) return `the ${auth.headerName} header is missing`;
-        return safeEqual(given, auth.headerValue) ? undefined : `the ${auth.headerName} header is wrong`;
+        return isValue(given) ? undefined : `the ${auth.headerName} header is wrong`;
       };
     }
   }
