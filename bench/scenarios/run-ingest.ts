@@ -10,6 +10,8 @@ import { benchAuthorization, startServiceProcess } from "../lib/start-service-pr
 
 export interface IngestResults {
   ceiling: LoadResult;
+  /** Express + one BullMQ add per event, nothing else: what a durable acknowledgement costs by itself */
+  floor: LoadResult;
   single: LoadResult;
   batch: LoadResult;
   /** autocannon `overallRate`: bursts of `connections` requests at the start of each second */
@@ -18,6 +20,10 @@ export interface IngestResults {
   fixedRatePaced: LoadResult;
   /** single-event requests/s of the service over those of the bare Express ceiling */
   ratioToCeiling: number;
+  /** the same for the floor: how close the stack's own cost comes to the ceiling */
+  floorRatioToCeiling: number;
+  /** the service over the floor: what our own work (auth, validation, dedupe, metrics) costs on top */
+  ratioToFloor: number;
   service: { role: "receiver"; peakRssBytes?: number };
   redis: {
     eventsStored: number;
@@ -45,9 +51,11 @@ export interface IngestContext {
 
 const streamId = "est_38ANnv8pQhqsZrX2VFbftv";
 const ceilingScript = new URL("../processes/ceiling-server.ts", import.meta.url).pathname;
+const floorScript = new URL("../processes/floor-server.ts", import.meta.url).pathname;
 
 /**
- * Ingest: the bare Express ceiling, then the receiver (`--role receiver`, one route, so
+ * Ingest: the bare Express ceiling, the floor (Express + one BullMQ add: the least a
+ * durable acknowledgement costs with this stack), then the receiver (`--role receiver`, one route, so
  * each event is checked, queued and claimed in Redis exactly as in production) with the
  * same requests, connections and duration: single events as fast as they go, batches,
  * and a fixed rate for the acknowledgement latency. Redis memory is read before and
@@ -79,6 +87,16 @@ export async function runIngest(context: IngestContext): Promise<IngestResults> 
     await ceilingServer.stop();
   }
 
+  log("ingest: floor (Express 5 + one BullMQ add per event)");
+  const floorServer = await startChild<{ url: string }>(tsxArgs(floorScript, [context.redisUrl, "bench-floor"]));
+  let floor: LoadResult;
+  try {
+    await warmUp(floorServer.info.url);
+    floor = await runLoad(load(floorServer.info.url, {}, { floor: floorServer.process.pid!, redis: context.redisPid }));
+  } finally {
+    await floorServer.stop();
+  }
+
   await context.redis.flushall();
   const queuePrefix = "bench-ingest";
   const service = await startServiceProcess({
@@ -106,11 +124,14 @@ export async function runIngest(context: IngestContext): Promise<IngestResults> 
     const rewrites = await rewriteFigures(context.redis);
     return {
       ceiling,
+      floor,
       single,
       batch,
       fixedRate,
       fixedRatePaced,
-      ratioToCeiling: Math.round((single.requestsPerSecond / ceiling.requestsPerSecond) * 1000) / 1000,
+      ratioToCeiling: ratio(single, ceiling),
+      floorRatioToCeiling: ratio(floor, ceiling),
+      ratioToFloor: ratio(single, floor),
       service: { role: "receiver", peakRssBytes: service.peakRssBytes() },
       redis: {
         eventsStored,
@@ -125,6 +146,8 @@ export async function runIngest(context: IngestContext): Promise<IngestResults> 
     await service.stop();
   }
 }
+
+const ratio = (a: LoadResult, b: LoadResult) => Math.round((a.requestsPerSecond / b.requestsPerSecond) * 1000) / 1000;
 
 /** Where the bytes of an event go: its ledger hash and its job hash (one route), averaged over up to 20 events. */
 async function sampleEventKeys(redis: Redis, queuePrefix: string): Promise<{ ledger?: number; job?: number }> {

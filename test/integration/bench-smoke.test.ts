@@ -1,8 +1,14 @@
+import { randomUUID } from "node:crypto";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, inject } from "vitest";
 import type { LoadOptions } from "../../bench/lib/load-types.js";
 import { runLoad } from "../../bench/lib/run-load.js";
+import { startChild, tsxArgs } from "../../bench/lib/start-child.js";
+import { createDeliveryQueues } from "../../src/queue/delivery-queues.js";
+import { jobIdFor } from "../../src/queue/job-id.js";
+import { createRedis, untilReady } from "../../src/queue/redis-connection.js";
+import { userEvent } from "../helpers/fixtures.js";
 
 /**
  * The bench harness works: its load process drives real requests with unique,
@@ -52,5 +58,24 @@ describe("bench harness", () => {
     expect(result.generator).toBe("paced");
     expect(result).toMatchObject({ ok: 20, errors: 0, eventsAcknowledged: 20 });
     expect(new Set(ids).size).toBe(20);
+  });
+
+  it("when the floor server gets an event, then it answers 202 once the event is a job in its route queue", async () => {
+    const prefix = `test-${randomUUID()}`;
+    const floor = await startChild<{ url: string }>(tsxArgs(new URL("../../bench/processes/floor-server.ts", import.meta.url).pathname, [inject("redisUrl"), prefix]));
+    const redis = createRedis(inject("redisUrl"), "client");
+    try {
+      await untilReady(redis);
+      const event = userEvent();
+      const response = await fetch(`${floor.info.url}/webhooks/${event.a0stream}`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(event) });
+      expect(response.status).toBe(202);
+      const queues = createDeliveryQueues(redis, prefix, [{ name: "default", match: ["*"], url: "http://127.0.0.1:9/", headers: {}, timeoutMs: 1000, maxAttemptsPerEvent: 1, concurrency: 1 }], 60);
+      const job = await queues.forRoute("default").getJob(jobIdFor(event.id));
+      expect(job?.data.event).toEqual(event);
+      await queues.close();
+    } finally {
+      redis.disconnect();
+      await floor.stop();
+    }
   });
 });
