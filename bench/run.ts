@@ -115,7 +115,7 @@ async function main() {
 function gitCommit(): string {
   try {
     const commit = execSync("git rev-parse --short HEAD", { encoding: "utf8" }).trim();
-    const dirty = execSync("git status --porcelain --untracked-files=no", { encoding: "utf8" }).trim() !== "";
+    const dirty = execSync("git status --porcelain --untracked-files=no -- . ':(exclude)bench/results'", { encoding: "utf8" }).trim() !== "";
     return dirty ? `${commit} (with uncommitted changes)` : commit;
   } catch {
     return "unknown";
