@@ -31,13 +31,17 @@ export function createDeliveryProcessor({ route, client, ledger, logger, shutdow
   const labels = { route: route.name };
 
   return async (job: Job<DeliveryJobData>, token?: string): Promise<DeliveryResult> => {
-    const { event, origin, force } = job.data;
+    const { event, origin, force, recheck } = job.data;
     // Plain fields, not logger.child(): a child per job costs more than the delivery's own work.
     const context = { route: route.name, eventId: event.id, jobId: job.id, attempt: job.attemptsMade + 1 };
 
     // Once per route: an id this route answered 2xx for within DEDUPE_TTL_SECONDS is not
-    // sent again, whether it came back by webhook or reconcile, unless forced.
-    if (!force) {
+    // sent again, whether it came back by webhook or reconcile, unless forced. The store
+    // admits an id once (the ledger), under a job id derived from it, so only a job that
+    // ran before (a retry, or one a crashed worker left) or one stored over a record of
+    // earlier deliveries (`recheck`) can follow such a 2xx: a first run skips the read,
+    // a round trip on every delivery's critical path.
+    if (!force && (recheck || job.attemptsStarted > 1)) {
       const at = await ledger.deliveredAt(event.id, route.name);
       if (at !== undefined) {
         logger.info({ ...context, deliveredAt: new Date(at).toISOString() }, "event already delivered to this route; not sent again");
@@ -68,19 +72,20 @@ export function createDeliveryProcessor({ route, client, ledger, logger, shutdow
       throw new DelayedError();
     }
 
-    let decision = decide(result);
+    const decision = decide(result);
     if (decision.action === "delivered") {
       const at = Date.now();
-      try {
-        await ledger.markDelivered(event.id, route.name, at);
-        dispatchTotal.inc({ ...labels, outcome: "delivered" });
-        if (logger.isLevelEnabled("debug")) logger.debug({ ...context, status: "status" in result ? result.status : undefined }, "event delivered");
-        return { status: "delivered", at };
-      } catch (error) {
-        // Unrecorded, a re-run could not tell it was delivered: retry on our terms
-        // (same webhook-id) rather than leave it to stalled-job recovery.
-        decision = { action: "retry", reason: `delivered, but recording it failed (${(error as Error).message}); it will be sent again` };
-      }
+      // Recorded while BullMQ completes the job, not before: the record serves only a
+      // later run of this id (above) and GET /admin/events, and waiting for it would add
+      // a round trip to every delivery. The command leaves before the job completes, and
+      // on shutdown the ledger's connection quits after the dispatcher (app.ts), so it
+      // lands; should it fail, the delivery stands and only the record is missing.
+      ledger.markDelivered(event.id, route.name, at).catch((error: unknown) =>
+        logger.warn({ ...context, err: error }, "delivered, but recording the delivery failed; a re-run of this job would send it again"),
+      );
+      dispatchTotal.inc({ ...labels, outcome: "delivered" });
+      if (logger.isLevelEnabled("debug")) logger.debug({ ...context, status: "status" in result ? result.status : undefined }, "event delivered");
+      return { status: "delivered", at };
     }
 
     const attempts = job.opts.attempts ?? 1;

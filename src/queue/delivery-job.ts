@@ -9,6 +9,12 @@ export interface DeliveryJobData {
   receivedAt: number;
   /** a forced reconcile: deliver even where the route already has the event */
   force?: boolean;
+  /**
+   * The ledger held route deliveries but no arrival when this was stored (an earlier
+   * store stopped between its add and its claim): the dispatcher reads the ledger before
+   * a first run too.
+   */
+  recheck?: boolean;
 }
 
 /** Live events first: BullMQ serves jobs without a priority before prioritized ones. */

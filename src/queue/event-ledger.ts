@@ -47,10 +47,18 @@ end
 return 1
 `;
 
+/**
+ * `arrived`: an event with this id was stored within the TTL. `delivered_only`: routes
+ * recorded a 2xx for it but no arrival was claimed (a store that stopped between its
+ * jobs and its claim, whose jobs were delivered all the same).
+ */
+export type LedgerState = "absent" | "arrived" | "delivered_only";
+
 export interface EventLedger {
   get(eventId: string): Promise<EventRecord | undefined>;
   /** Has an event with this id arrived within the TTL? */
   has(eventId: string): Promise<boolean>;
+  lookup(eventId: string): Promise<LedgerState>;
   /** Records the arrival; false when the id was already there (a duplicate) and `force` is off. */
   claim(eventId: string, arrival: Arrival, force: boolean): Promise<boolean>;
   recordDuplicate(eventId: string, at: number): Promise<void>;
@@ -75,7 +83,14 @@ redis.call('HSET', KEYS[1], 'lastDuplicateAt', ARGV[1])
 return 1
 `;
 
+// 1: an arrival; 2: a record without one (route deliveries only); 0: nothing.
+const lookupScript = `
+if redis.call('HEXISTS', KEYS[1], 'receivedAt') == 1 then return 1 end
+return redis.call('EXISTS', KEYS[1]) * 2
+`;
+
 type LedgerCommands = {
+  streamkeeperLookup(key: string): Promise<number>;
   streamkeeperClaim(key: string, ...args: (string | number)[]): Promise<number>;
   streamkeeperMarkDelivered(key: string, field: string, at: number, ttlSeconds: number): Promise<number>;
   streamkeeperRecordDuplicate(key: string, at: number): Promise<number>;
@@ -84,10 +99,15 @@ type LedgerCommands = {
 export function createEventLedger(redis: Redis | Cluster, queuePrefix: string, ttlSeconds: number): EventLedger {
   const key = (eventId: string) => ledgerKey(queuePrefix, eventId);
   // EVALSHA after the first call; ioredis loads the script again after a Redis restart.
+  redis.defineCommand("streamkeeperLookup", { numberOfKeys: 1, lua: lookupScript });
   redis.defineCommand("streamkeeperClaim", { numberOfKeys: 1, lua: claimScript });
   redis.defineCommand("streamkeeperMarkDelivered", { numberOfKeys: 1, lua: markDeliveredScript });
   redis.defineCommand("streamkeeperRecordDuplicate", { numberOfKeys: 1, lua: recordDuplicateScript });
   const commands = redis as unknown as LedgerCommands;
+  const lookup = async (eventId: string): Promise<LedgerState> => {
+    const state = await commands.streamkeeperLookup(key(eventId));
+    return state === 1 ? "arrived" : state === 2 ? "delivered_only" : "absent";
+  };
   return {
     async get(eventId) {
       const hash = await redis.hgetall(key(eventId));
@@ -110,8 +130,9 @@ export function createEventLedger(redis: Redis | Cluster, queuePrefix: string, t
       };
     },
     async has(eventId) {
-      return (await redis.hexists(key(eventId), "receivedAt")) === 1;
+      return (await lookup(eventId)) === "arrived";
     },
+    lookup,
     async claim(eventId, arrival, force) {
       const result = await commands.streamkeeperClaim(
         key(eventId),

@@ -26,7 +26,8 @@ export interface EventStore {
 
 /**
  * The one way an event enters the system, from a webhook or a reconcile alike:
- * 1. a known id (within the dedupe TTL) is a duplicate, unless forced;
+ * 1. a known id (within the dedupe TTL) is a duplicate, unless forced; an id whose record
+ *    holds only route deliveries is stored with `recheck`, so those routes skip it;
  * 2. one job per matching route is added, with an id derived from the event id, so a
  *    store retried after a Redis fault adds nothing twice;
  * 3. only then the ledger records the id. A crash between 2 and 3 leaves no ledger entry,
@@ -37,14 +38,16 @@ export function createEventStore(ledger: EventLedger, queues: DeliveryQueues, ro
   return {
     async store(event, { origin, streamId, force = false }) {
       const receivedAt = Date.now();
-      if (!force && (await ledger.has(event.id))) {
+      // A forced store delivers anyway, so it needs neither the check nor a recheck.
+      const state = force ? "absent" : await ledger.lookup(event.id);
+      if (state === "arrived") {
         await ledger.recordDuplicate(event.id, receivedAt);
         eventsDuplicate.inc({ origin });
         return { status: "duplicate", routes: [] };
       }
       const matched = routes.filter((route) => routeMatches(route, event.type)).map((route) => route.name);
       const jobId = force ? replayJobIdFor(event.id, receivedAt) : jobIdFor(event.id);
-      const data = { event, origin, streamId, receivedAt, force: force || undefined };
+      const data = { event, origin, streamId, receivedAt, force: force || undefined, recheck: state === "delivered_only" || undefined };
       await Promise.all(
         matched.map((route) =>
           queues

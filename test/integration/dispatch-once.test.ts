@@ -1,4 +1,5 @@
 import { afterEach, describe, expect, it, inject } from "vitest";
+import { jobIdFor } from "../../src/queue/job-id.js";
 import { createDispatchHarness, testRoute, type DispatchHarness } from "../helpers/dispatch-harness.js";
 import { userEvent } from "../helpers/fixtures.js";
 import { startSinkServer, type SinkServer } from "../helpers/sink-server.js";
@@ -55,15 +56,37 @@ describe("dispatch: once per route, live first", () => {
     }
   });
 
-  it("when a job of an id the route already has runs (a copy stored before the ledger knew), then it completes without a POST", async () => {
+  it("when a store stopped between its job and its claim, the job was delivered and the id comes back later, then the route does not get it again", async () => {
+    const { a, b, harness } = await twoRoutes();
+    const event = userEvent();
+    // The first store queued the job for route a, then stopped before claiming the id in
+    // the ledger; the job was delivered anyway and has since been removed (retention).
+    const first = await harness.queues.forRoute("a").add(event.type, { event, origin: "webhook", receivedAt: Date.now() }, { jobId: jobIdFor(event.id) });
+    await a.untilReceived(1);
+    await expect.poll(() => harness.ledger.deliveredAt(event.id, "a")).toBeGreaterThan(0);
+    await expect.poll(() => first.isCompleted()).toBe(true);
+    await first.remove();
+    expect(await harness.ledger.has(event.id)).toBe(false);
+
+    await expect(harness.store.store(event, { origin: "reconcile" })).resolves.toMatchObject({ status: "stored", routes: ["a", "b"] });
+    await b.untilReceived(1);
+    const again = (await harness.queues.forRoute("a").getJob(jobIdFor(event.id)))!;
+    await expect.poll(() => again.isCompleted()).toBe(true);
+    expect((await harness.queues.forRoute("a").getJob(again.id!))?.returnvalue).toMatchObject({ status: "already_delivered" });
+    expect(a.requests).toHaveLength(1);
+  });
+
+  it("when a delivered job runs again (retried from the dashboard), then it completes without a POST", async () => {
     const { a, harness } = await twoRoutes();
     const event = userEvent();
     await harness.store.store(event, { origin: "webhook" });
     await a.untilReceived(1);
-    // A second job for the same id, e.g. left by a store that crashed before its ledger claim.
-    const copy = await harness.queues.forRoute("a").add(event.type, { event, origin: "reconcile", receivedAt: Date.now() }, { jobId: `${event.id}-copy` });
-    await expect.poll(() => copy.isCompleted()).toBe(true);
-    expect((await harness.queues.forRoute("a").getJob(copy.id!))?.returnvalue).toMatchObject({ status: "already_delivered" });
+    const job = (await harness.queues.forRoute("a").getJob(jobIdFor(event.id)))!;
+    await expect.poll(() => job.isCompleted()).toBe(true);
+    await expect.poll(() => harness.ledger.deliveredAt(event.id, "a")).toBeGreaterThan(0);
+
+    await job.retry("completed");
+    await expect.poll(async () => (await harness.queues.forRoute("a").getJob(job.id!))?.returnvalue?.status).toBe("already_delivered");
     expect(a.requests).toHaveLength(1);
   });
 
