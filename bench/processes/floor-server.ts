@@ -1,10 +1,12 @@
 import express from "express";
+import { createServer } from "node:http";
 import { settings } from "../../src/config.js";
 import type { CloudEvent } from "../../src/events/cloud-event.js";
 import type { Route } from "../../src/dispatch/route.js";
 import { createDeliveryQueues } from "../../src/queue/delivery-queues.js";
 import { jobIdFor } from "../../src/queue/job-id.js";
 import { createRedis, untilReady } from "../../src/queue/redis-connection.js";
+import { serveBenchProcess } from "../lib/serve-bench-process.js";
 
 /**
  * The floor: what the brief's durable acknowledgement ("stores it in BullMQ, answers 2xx
@@ -33,13 +35,4 @@ app.post(["/webhooks", "/webhooks/:streamId"], express.raw({ type: () => true, l
   await queue.add(event.type, { event, origin: "webhook", receivedAt: Date.now() }, { jobId: jobIdFor(event.id) });
   res.status(202).json({ accepted: 1, duplicates: 0 });
 });
-const server = app.listen(0, "127.0.0.1", () => {
-  const address = server.address();
-  const port = typeof address === "object" && address ? address.port : 0;
-  process.stdout.write(`${JSON.stringify({ ready: true, url: `http://127.0.0.1:${port}` })}\n`);
-});
-server.keepAliveTimeout = 65_000;
-process.once("SIGTERM", () => {
-  server.close(() => void queue.close().then(() => process.exit(0)));
-  server.closeAllConnections();
-});
+serveBenchProcess(createServer(app), () => queue.close());

@@ -1,6 +1,7 @@
 import { createServer } from "node:http";
 import { wallClockMs } from "../lib/event-source.js";
 import { percentile, round } from "../lib/percentile.js";
+import { serveBenchProcess } from "../lib/serve-bench-process.js";
 
 /** What `GET /_bench/stats` answers. */
 export interface SinkStats {
@@ -85,13 +86,4 @@ function sentAtOf(body: string): number | undefined {
   }
 }
 
-server.keepAliveTimeout = 65_000;
-server.listen(0, "127.0.0.1", () => {
-  const address = server.address();
-  const port = typeof address === "object" && address ? address.port : 0;
-  process.stdout.write(`${JSON.stringify({ ready: true, url: `http://127.0.0.1:${port}` })}\n`);
-});
-process.once("SIGTERM", () => {
-  server.close(() => process.exit(0));
-  server.closeAllConnections();
-});
+serveBenchProcess(server);

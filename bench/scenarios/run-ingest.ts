@@ -77,25 +77,20 @@ export async function runIngest(context: IngestContext): Promise<IngestResults> 
     if (settings.BENCH_WARMUP_S > 0) await runLoad(load(url, { durationS: settings.BENCH_WARMUP_S }));
   };
 
+  /** A reference server in its own process, warmed up, then loaded as the service will be. */
+  const measureReference = async (name: "ceiling" | "floor", args: string[], watch: Record<string, number> = {}) => {
+    const server = await startChild<{ url: string }>(args);
+    try {
+      await warmUp(server.info.url);
+      return await runLoad(load(server.info.url, {}, { [name]: server.process.pid!, ...watch }));
+    } finally {
+      await server.stop();
+    }
+  };
   log("ingest: ceiling (bare Express 5, 202)");
-  const ceilingServer = await startChild<{ url: string }>(tsxArgs(ceilingScript));
-  let ceiling: LoadResult;
-  try {
-    await warmUp(ceilingServer.info.url);
-    ceiling = await runLoad(load(ceilingServer.info.url, {}, { ceiling: ceilingServer.process.pid! }));
-  } finally {
-    await ceilingServer.stop();
-  }
-
+  const ceiling = await measureReference("ceiling", tsxArgs(ceilingScript));
   log("ingest: floor (Express 5 + one BullMQ add per event)");
-  const floorServer = await startChild<{ url: string }>(tsxArgs(floorScript, [context.redisUrl, "bench-floor"]));
-  let floor: LoadResult;
-  try {
-    await warmUp(floorServer.info.url);
-    floor = await runLoad(load(floorServer.info.url, {}, { floor: floorServer.process.pid!, redis: context.redisPid }));
-  } finally {
-    await floorServer.stop();
-  }
+  const floor = await measureReference("floor", tsxArgs(floorScript, [context.redisUrl, "bench-floor"]), { redis: context.redisPid });
 
   await context.redis.flushall();
   const queuePrefix = "bench-ingest";
