@@ -8,6 +8,23 @@ import { z } from "zod";
 const port = z.coerce.number().int().min(0).max(65535);
 const optional = z.string().trim().min(1).optional();
 const url = z.url({ protocol: /^https?$/ }).optional();
+const seconds = z.coerce.number().int().min(0);
+/** Where the tenant reaches this service: https, or http on a loopback address (as the tenant's own rule, stream-patch.ts). */
+const publicUrl = z
+  .url({ protocol: /^https?$/, error: "give the URL at which the tenant reaches this service, e.g. https://hooks.example.com" })
+  .refine((value) => {
+    const { protocol, hostname } = new URL(value);
+    return protocol === "https:" || hostname === "localhost" || hostname === "[::1]" || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(hostname);
+  }, "use https:// (http:// only on 127.0.0.1, localhost or [::1]): the tenant sends webhooks to https endpoints only")
+  .refine((value) => !new URL(value).search && !new URL(value).hash, "give the URL without a query or fragment")
+  .transform((value) => value.replace(/\/+$/, ""))
+  .optional();
+/** Stream ids are `est_` and 22 letters or digits (real-world.md, "Identifiers"). */
+const streamIds = z
+  .string()
+  .transform((value) => value.split(",").map((id) => id.trim()).filter(Boolean))
+  .pipe(z.array(z.string().regex(/^est_[A-Za-z0-9]{22}$/, "give stream ids such as est_aD5AUDqZbHFcMoEx2LxAk9, separated by commas")).min(1, "give at least one stream id, or leave it unset"))
+  .optional();
 
 export const settings = {
   PORT: [port.default(8080), "public webhook ingress port"],
@@ -44,7 +61,14 @@ export const settings = {
   DISPATCH_BACKOFF_MAX_MS: [z.coerce.number().int().min(1).default(300_000), "longest retry delay, also the clamp on a downstream Retry-After"],
   DISPATCH_LOCK_DURATION_MS: [z.coerce.number().int().min(1000).default(30_000), "how long a crashed worker's in-flight delivery stays locked before another worker retries it"],
   COMPLETED_JOB_RETENTION_SECONDS: [z.coerce.number().int().min(0).default(3600), "how long delivered jobs stay visible in the dashboard"],
+  COMPLETED_JOB_RETENTION_COUNT: [z.coerce.number().int().min(0).default(1000), "delivered jobs kept per route besides the age limit, so a burst cannot grow Redis with the arrival rate"],
   RECONCILE_RATE_PER_SECOND: [z.coerce.number().positive().default(5), "tenant API calls per second the reconciler may make"],
+  PUBLIC_URL: [publicUrl, "the URL at which the tenant reaches this service (https, or http on loopback); selects the swept streams and is the default of `streams connect --public-url`"],
+  RECONCILE_SWEEP_STREAMS: [streamIds, "comma-separated stream ids to sweep; unset: every stream whose webhook_endpoint starts with PUBLIC_URL"],
+  RECONCILE_SWEEP_INTERVAL_SECONDS: [seconds.default(300), "how often the worker lists each swept stream's failed deliveries and recovers them; 0 turns the sweep off"],
+  RECONCILE_SWEEP_LOOKBACK_SECONDS: [seconds.min(1).default(86_400), "how far back the first sweep of a stream reads"],
+  STREAM_WATCH_INTERVAL_SECONDS: [seconds.default(60), "how often the worker reads the status of every swept stream; 0 off"],
+  STREAM_AUTO_ENABLE: [z.stringbool({ error: "give true or false" }).default(false), "enable a swept stream found disabled again, as soon as this service is ready to store events"],
   OTEL_EXPORTER_OTLP_ENDPOINT: [url, "send OpenTelemetry traces there; off when unset"],
 } as const satisfies Record<string, readonly [z.ZodType, string]>;
 

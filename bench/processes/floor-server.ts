@@ -24,7 +24,7 @@ if (!redisUrl || !queuePrefix) {
 const redis = createRedis(redisUrl, "client");
 await untilReady(redis);
 const route: Route = { name: "default", match: ["*"], url: "http://127.0.0.1:9/", headers: {}, timeoutMs: 10_000, maxAttemptsPerEvent: 5, concurrency: 10 };
-const retention = settings.COMPLETED_JOB_RETENTION_SECONDS[0].parse(undefined);
+const retention = { ageSeconds: settings.COMPLETED_JOB_RETENTION_SECONDS[0].parse(undefined), count: settings.COMPLETED_JOB_RETENTION_COUNT[0].parse(undefined) };
 const queue = createDeliveryQueues(redis, queuePrefix, [route], retention).forRoute(route.name);
 
 const app = express();

@@ -83,7 +83,7 @@ async function withDeliveryQueues(action: (queues: DeliveryQueues) => Promise<vo
     // Ready first: BullMQ queries the server as soon as a queue exists, and this
     // fail-fast connection has no offline queue.
     await untilReady(redis, 5000);
-    queues = createDeliveryQueues(redis, config.env.QUEUE_PREFIX, routes, config.env.COMPLETED_JOB_RETENTION_SECONDS);
+    queues = createDeliveryQueues(redis, config.env.QUEUE_PREFIX, routes, { ageSeconds: config.env.COMPLETED_JOB_RETENTION_SECONDS, count: config.env.COMPLETED_JOB_RETENTION_COUNT });
     await action(queues);
   } finally {
     await queues?.close();

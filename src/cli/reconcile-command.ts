@@ -98,7 +98,7 @@ async function startLocalWorker(config: Config, redisUrl: string, connection: Re
     throw new CliError("no worker runs and no downstream routes are configured here: set the service's ROUTES_FILE or DOWNSTREAM_URL for this command too, or start the service", 2);
   }
   const ledger = createEventLedger(connection, config.env.QUEUE_PREFIX, config.env.DEDUPE_TTL_SECONDS);
-  const queues = createDeliveryQueues(connection, config.env.QUEUE_PREFIX, routes, config.env.COMPLETED_JOB_RETENTION_SECONDS);
+  const queues = createDeliveryQueues(connection, config.env.QUEUE_PREFIX, routes, { ageSeconds: config.env.COMPLETED_JOB_RETENTION_SECONDS, count: config.env.COMPLETED_JOB_RETENTION_COUNT });
   const store = createEventStore(ledger, queues, routes);
   const worker = createReconcileWorker({ config, redisUrl, ledger, store, logger });
   return { close: async () => (await worker.close(), await queues.close()) };

@@ -16,14 +16,15 @@ export interface DeliveryQueues {
 export const backoffType = "streamkeeper";
 
 /**
- * A producer per route queue, on one shared connection. Delivered jobs are removed after
+ * A producer per route queue, on one shared connection. Delivered jobs are removed past
  * the retention; failed ones (dead letters) stay until replayed.
  */
 export function createDeliveryQueues(
   connection: Redis | Cluster,
   queuePrefix: string,
   routes: Route[],
-  completedRetentionSeconds: number,
+  /** Delivered jobs kept: at most `count` per route, none older than `ageSeconds` (COMPLETED_JOB_RETENTION_*). */
+  completedRetention: { ageSeconds: number; count: number },
   /** BullMQ telemetry (tracing on): each job carries the trace of the request that stored it. */
   telemetry?: Telemetry,
 ): DeliveryQueues {
@@ -38,7 +39,9 @@ export function createDeliveryQueues(
         defaultJobOptions: {
           attempts: route.maxAttemptsPerEvent,
           backoff: { type: backoffType },
-          removeOnComplete: { age: completedRetentionSeconds },
+          // By count as well as age: a burst cannot grow Redis with the arrival rate. Dedupe
+          // does not lean on these jobs: the ledger remembers ids (event-ledger.ts).
+          removeOnComplete: { age: completedRetention.ageSeconds, count: completedRetention.count },
           removeOnFail: false,
         },
       }),

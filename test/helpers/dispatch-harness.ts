@@ -30,7 +30,7 @@ export async function createDispatchHarness(redisUrl: string, routes: Route[], p
   const redis = createRedis(redisUrl, "client");
   redis.on("error", () => {}); // a test that stops Redis expects these
   await untilReady(redis);
-  const queues = createDeliveryQueues(redis, prefix, routes, 60);
+  const queues = createDeliveryQueues(redis, prefix, routes, { ageSeconds: 60, count: 1000 });
   for (const queue of queues.all()) queue.on("error", () => {});
   const ledger = createEventLedger(redis, prefix, 600);
   const store = createEventStore(ledger, queues, routes);

@@ -39,7 +39,7 @@ const routes = Array.from({ length: routeCount }, (_, i) => testRoute(`r${i}`, u
 const redis = createRedis(redisServer.url, "client");
 await untilReady(redis as never);
 const prefix = `bench-${randomUUID()}`;
-const queues = createDeliveryQueues(redis, prefix, routes, 60);
+const queues = createDeliveryQueues(redis, prefix, routes, { ageSeconds: 60, count: 1000 });
 const ledger = createEventLedger(redis, prefix, 600);
 const store = createEventStore(ledger, queues, routes);
 for (let i = 0; i < events; i += 100) {

@@ -11,7 +11,7 @@ export async function inspectStore(config: Config, redisUrl = config.env.REDIS_U
   await untilReady(redis);
   const routes = await loadRoutes(config);
   const ledger = createEventLedger(redis, config.env.QUEUE_PREFIX, config.env.DEDUPE_TTL_SECONDS);
-  const queues = createDeliveryQueues(redis, config.env.QUEUE_PREFIX, routes, 60);
+  const queues = createDeliveryQueues(redis, config.env.QUEUE_PREFIX, routes, { ageSeconds: 60, count: 1000 });
   return {
     ledger,
     queues,

@@ -69,7 +69,7 @@ describe("bench harness", () => {
       const event = userEvent();
       const response = await fetch(`${floor.info.url}/webhooks/${event.a0stream}`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(event) });
       expect(response.status).toBe(202);
-      const queues = createDeliveryQueues(redis, prefix, [{ name: "default", match: ["*"], url: "http://127.0.0.1:9/", headers: {}, timeoutMs: 1000, maxAttemptsPerEvent: 1, concurrency: 1 }], 60);
+      const queues = createDeliveryQueues(redis, prefix, [{ name: "default", match: ["*"], url: "http://127.0.0.1:9/", headers: {}, timeoutMs: 1000, maxAttemptsPerEvent: 1, concurrency: 1 }], { ageSeconds: 60, count: 1000 });
       const job = await queues.forRoute("default").getJob(jobIdFor(event.id));
       expect(job?.data.event).toEqual(event);
       await queues.close();

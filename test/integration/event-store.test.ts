@@ -21,7 +21,7 @@ describe("event store", () => {
 
   beforeAll(async () => {
     await untilReady(redis);
-    queues = createDeliveryQueues(redis, prefix, routes, 60);
+    queues = createDeliveryQueues(redis, prefix, routes, { ageSeconds: 60, count: 1000 });
     ledger = createEventLedger(redis, prefix, 60);
     store = createEventStore(ledger, queues, routes);
   });
