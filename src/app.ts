@@ -1,7 +1,7 @@
 import { ConfigError, type Config } from "./config.js";
 import { createDispatcher } from "./dispatch/create-dispatcher.js";
 import { describeEvent } from "./dispatch/describe-event.js";
-import { loadRoutes } from "./dispatch/load-routes.js";
+import { loadRoutes } from "./routes/load-routes.js";
 import { createAdminApp } from "./http/admin-app.js";
 import { createDashboardRouter } from "./http/dashboard-router.js";
 import { createReceiverApp } from "./http/receiver-app.js";

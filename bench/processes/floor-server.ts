@@ -2,7 +2,7 @@ import express from "express";
 import { createServer } from "node:http";
 import { settings } from "../../src/config.js";
 import type { CloudEvent } from "../../src/events/cloud-event.js";
-import type { Route } from "../../src/dispatch/route.js";
+import type { Route } from "../../src/routes/route.js";
 import { createDeliveryQueues } from "../../src/queue/delivery-queues.js";
 import { jobIdFor } from "../../src/queue/job-id.js";
 import { createRedis, untilReady } from "../../src/queue/redis-connection.js";

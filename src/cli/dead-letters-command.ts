@@ -2,7 +2,7 @@ import type { Command } from "commander";
 import { pino } from "pino";
 import { loadConfig } from "../config.js";
 import { listDeadLetters } from "../dispatch/list-dead-letters.js";
-import { loadRoutes } from "../dispatch/load-routes.js";
+import { loadRoutes } from "../routes/load-routes.js";
 import { replayDeadLetters } from "../dispatch/replay-dead-letters.js";
 import { createLogger } from "../logger.js";
 import { createDeliveryQueues, type DeliveryQueues } from "../queue/delivery-queues.js";

@@ -4,7 +4,7 @@ import { QueueEvents } from "bullmq";
 import type { Command } from "commander";
 import { pino } from "pino";
 import { loadConfig, requireTenant, type Config } from "../config.js";
-import { loadRoutes } from "../dispatch/load-routes.js";
+import { loadRoutes } from "../routes/load-routes.js";
 import { createLogger, type Logger } from "../logger.js";
 import { createDeliveryQueues } from "../queue/delivery-queues.js";
 import { createEventLedger } from "../queue/event-ledger.js";

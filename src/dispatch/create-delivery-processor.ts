@@ -6,7 +6,7 @@ import type { EventLedger } from "../queue/event-ledger.js";
 import type { DownstreamClient } from "./downstream-client.js";
 import { decide } from "./retry-policy.js";
 import { RetryableDeliveryError } from "./retryable-delivery-error.js";
-import type { Route } from "./route.js";
+import type { Route } from "../routes/route.js";
 import { signWebhook } from "./sign-webhook.js";
 
 export interface DeliveryProcessorDeps {

@@ -9,7 +9,7 @@ import { createDeliveryProcessor, type DeliveryResult } from "./create-delivery-
 import { createDownstreamClient } from "./downstream-client.js";
 import { backoffDelay } from "./retry-policy.js";
 import { RetryableDeliveryError } from "./retryable-delivery-error.js";
-import type { Route } from "./route.js";
+import type { Route } from "../routes/route.js";
 
 export interface DispatcherOptions {
   redisUrl: string;

@@ -2,7 +2,7 @@ import { Agent as HttpAgent, request as httpRequest, type ClientRequest, type In
 import { Agent as HttpsAgent, request as httpsRequest } from "node:https";
 import { redactSecrets } from "../tenant/redact-secrets.js";
 import type { AttemptResult } from "./retry-policy.js";
-import type { Route } from "./route.js";
+import type { Route } from "../routes/route.js";
 
 export interface DownstreamClient {
   /** One POST to the route's url; never rejects: a missing answer is `{ error }`. */

@@ -1,6 +1,6 @@
 import { Queue, type Telemetry } from "bullmq";
 import type { Cluster, Redis } from "ioredis";
-import type { Route } from "../dispatch/route.js";
+import type { Route } from "../routes/route.js";
 import type { DeliveryJobData } from "./delivery-job.js";
 import { bullPrefix, deliveryQueueName } from "./queue-names.js";
 

@@ -1,6 +1,6 @@
 import type { CloudEvent, Origin } from "../events/cloud-event.js";
 import { eventTypeLabel } from "../events/event-types.js";
-import { routeMatches, type Route } from "../dispatch/route.js";
+import { routeMatches, type Route } from "../routes/route.js";
 import { eventsDuplicate, eventsReceived } from "../metrics/registry.js";
 import { reconcilePriority } from "./delivery-job.js";
 import type { DeliveryQueues } from "./delivery-queues.js";

@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { createDispatcher, type Dispatcher, type DispatcherOptions } from "../../src/dispatch/create-dispatcher.js";
-import type { Route } from "../../src/dispatch/route.js";
+import type { Route } from "../../src/routes/route.js";
 import { createLogger } from "../../src/logger.js";
 import { createDeliveryQueues, type DeliveryQueues } from "../../src/queue/delivery-queues.js";
 import { createEventLedger, type EventLedger } from "../../src/queue/event-ledger.js";

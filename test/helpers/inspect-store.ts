@@ -1,6 +1,6 @@
 import { inject } from "vitest";
 import type { Config } from "../../src/config.js";
-import { loadRoutes } from "../../src/dispatch/load-routes.js";
+import { loadRoutes } from "../../src/routes/load-routes.js";
 import { createDeliveryQueues } from "../../src/queue/delivery-queues.js";
 import { createEventLedger } from "../../src/queue/event-ledger.js";
 import { createRedis, untilReady } from "../../src/queue/redis-connection.js";

@@ -9,7 +9,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { parseAllDocuments, parse as parseYaml } from "yaml";
 import { loadConfig, settings } from "../../src/config.js";
-import { parseRoutes } from "../../src/dispatch/load-routes.js";
+import { parseRoutes } from "../../src/routes/load-routes.js";
 import { freePort } from "../../src/queue/redis-server.js";
 import { buildCli } from "../helpers/build-cli.js";
 

@@ -4,7 +4,7 @@ import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it, inject } from "vitest";
-import type { Route } from "../../src/dispatch/route.js";
+import type { Route } from "../../src/routes/route.js";
 import { startRedisServer } from "../../src/queue/redis-server.js";
 import { createDispatchHarness, testRoute, type DispatchHarness } from "../helpers/dispatch-harness.js";
 import { userEvent } from "../helpers/fixtures.js";

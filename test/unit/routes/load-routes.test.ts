@@ -2,7 +2,7 @@ import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { loadRoutes, parseRoutes } from "../../../src/dispatch/load-routes.js";
+import { loadRoutes, parseRoutes } from "../../../src/routes/load-routes.js";
 import { ConfigError, loadConfig } from "../../../src/config.js";
 
 function problemsOf(action: () => unknown): string[] {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { routeMatches, type Route } from "../../../src/dispatch/route.js";
+import { routeMatches, type Route } from "../../../src/routes/route.js";
 
 const route = (...match: string[]): Route => ({
   name: "r", match, url: "http://127.0.0.1:9/", headers: {}, timeoutMs: 1000, maxAttemptsPerEvent: 3, concurrency: 1,
