@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { redactUrlCredentials } from "./redact-secrets.js";
 
 /**
  * Every setting of Streamkeeper, read from the environment once, here and nowhere else.
@@ -132,7 +133,7 @@ export function loadConfig(source: Record<string, string | undefined> = process.
  */
 function shown(key: string, value: string | undefined): string {
   if (value !== undefined && /PASSWORD|TOKEN|SECRET|HEADER_VALUE/.test(key)) return '"[redacted]"';
-  return JSON.stringify(value?.replace(/\/\/[^/@\s]*@/g, "//[redacted]@"));
+  return JSON.stringify(value === undefined ? undefined : redactUrlCredentials(value));
 }
 
 function webhookAuthOf(env: Env, problems: string[]): WebhookAuth {

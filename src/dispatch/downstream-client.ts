@@ -1,6 +1,6 @@
 import { Agent as HttpAgent, request as httpRequest, type ClientRequest, type IncomingHttpHeaders } from "node:http";
 import { Agent as HttpsAgent, request as httpsRequest } from "node:https";
-import { redactSecrets } from "../tenant/redact-secrets.js";
+import { redactSecrets } from "../redact-secrets.js";
 import type { AttemptResult } from "./retry-policy.js";
 import type { Route } from "../routes/route.js";
 

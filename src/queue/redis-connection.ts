@@ -1,4 +1,5 @@
 import { Cluster, Redis, type ClusterOptions, type RedisOptions } from "ioredis";
+import { redactUrlCredentials } from "../redact-secrets.js";
 
 /**
  * `worker`: BullMQ workers and queue-events block and must retry forever
@@ -47,7 +48,7 @@ export function createRedis(url: string, purpose: ConnectionPurpose, name = "str
     return new Cluster(cluster.nodes, options);
   }
   if (url.includes(",")) {
-    throw new Error(`REDIS_URL names several hosts (${redactUrl(url)}): for a Redis Cluster write redis+cluster://host:port,host:port`);
+    throw new Error(`REDIS_URL names several hosts (${redactUrlCredentials(url)}): for a Redis Cluster write redis+cluster://host:port,host:port`);
   }
   const common: RedisOptions = {
     ...perPurpose,
@@ -74,7 +75,7 @@ export function parseClusterUrl(url: string): ClusterUrl | undefined {
   const match = /^(rediss?)\+cluster:\/\/(?:([^@/]*)@)?([^/?#]+)\/?(0)?$/.exec(url.trim());
   if (!match) {
     if (/^rediss?\+cluster:/.test(url.trim())) {
-      throw new Error(`REDIS_URL ${redactUrl(url)} is not a cluster URL: write redis+cluster://[user:password@]host:port[,host:port...] (no path, no query)`);
+      throw new Error(`REDIS_URL ${redactUrlCredentials(url)} is not a cluster URL: write redis+cluster://[user:password@]host:port[,host:port...] (no path, no query)`);
     }
     return undefined;
   }
@@ -95,11 +96,6 @@ export function parseClusterUrl(url: string): ClusterUrl | undefined {
   return { nodes, username, password, tls: scheme === "rediss" };
 }
 
-/** The URL without its password, for error messages. */
-function redactUrl(url: string): string {
-  // Up to the last `@` before the host: a password may hold `/` or `@` (however unwise).
-  return url.replace(/\/\/([^:@/]*):.*@(?=[^@]*$)/, "//$1:***@");
-}
 
 /** Resolves once the connection is ready; rejects after `timeoutMs` with the last error. */
 export async function untilReady(redis: RedisClient, timeoutMs = 10_000): Promise<void> {

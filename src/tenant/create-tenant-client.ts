@@ -6,7 +6,7 @@ import { deliveryRecordSchema, type DeliveryRecord } from "./delivery-record.js"
 import { eventStreamPageSchema, eventStreamSchema, type EventStream, type EventStreamPage } from "./event-stream.js";
 import { issuePath } from "./issue-path.js";
 import { readRateLimit, type RateLimitState } from "./rate-limit-state.js";
-import { redactSecrets } from "./redact-secrets.js";
+import { redactSecrets } from "../redact-secrets.js";
 import { defaultRetryPolicy, retryDecision } from "./retry-decision.js";
 import { validateStreamPatch, type StreamPatch } from "./stream-patch.js";
 import { TenantNetworkError, TenantResponseError, TenantValidationError } from "./tenant-api-error.js";

@@ -21,3 +21,12 @@ export function redactSecrets(text: string, secrets: Iterable<string | undefined
   for (const [pattern, replacement] of shapes) out = out.replace(pattern, replacement);
   return out;
 }
+
+/**
+ * One URL as an error message may show it: its user info (a password, or a token in the
+ * user name) replaced, up to the last `@`, since a password may hold `/` or `@` (however
+ * unwise). For setting values such as REDIS_URL and MGMT_API_BASE_URL.
+ */
+export function redactUrlCredentials(url: string): string {
+  return url.replace(/\/\/\S*@/, `//${censor}@`);
+}
