@@ -2,6 +2,7 @@ import type { Job } from "bullmq";
 import type { Origin } from "../events/cloud-event.js";
 import type { DeliveryJobData } from "../queue/delivery-job.js";
 import type { DeliveryQueue, DeliveryQueues } from "../queue/delivery-queues.js";
+import { routeOfQueue } from "../queue/queue-names.js";
 
 /** An event that failed for good on one route: a failed job, kept until replayed. */
 export interface DeadLetter {
@@ -35,9 +36,9 @@ export async function* failedJobs(queue: DeliveryQueue): AsyncGenerator<Job<Deli
   }
 }
 
-/** The route a delivery queue belongs to (`deliver-<route>`, queue-names.ts). */
+/** The route a delivery queue belongs to. */
 export function routeOf(queue: DeliveryQueue): string {
-  return queue.name.slice("deliver-".length);
+  return routeOfQueue(queue.name) ?? queue.name;
 }
 
 function deadLetterOf(route: string, job: Job<DeliveryJobData>): DeadLetter {

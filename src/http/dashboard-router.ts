@@ -3,6 +3,7 @@ import { BullMQAdapter } from "@bull-board/api/bullMQAdapter";
 import { ExpressAdapter } from "@bull-board/express";
 import type { Queue } from "bullmq";
 import express, { type Router } from "express";
+import { routeOfQueue } from "../queue/queue-names.js";
 
 /** Where the admin app mounts its routers (admin-app.ts) and the dashboard below it. */
 const basePath = "/admin/queues";
@@ -28,8 +29,7 @@ export function createDashboardRouter(queues: Queue[]): Router {
 }
 
 function describe(queue: string): string {
-  if (queue.startsWith("deliver-")) {
-    return `deliveries to route ${queue.slice("deliver-".length)}; failed jobs are its dead letters (retry one to deliver it again)`;
-  }
+  const route = routeOfQueue(queue);
+  if (route !== undefined) return `deliveries to route ${route}; failed jobs are its dead letters (retry one to deliver it again)`;
   return queue === "reconcile" ? "reconcile requests: events recovered from the tenant's delivery history" : queue;
 }

@@ -7,9 +7,16 @@ export function bullPrefix(queuePrefix: string): string {
   return `{${queuePrefix}}`;
 }
 
+const deliveryQueuePrefix = "deliver-";
+
 /** One delivery queue per route, so a slow or failing route never delays another. */
 export function deliveryQueueName(route: string): string {
-  return `deliver-${route}`;
+  return `${deliveryQueuePrefix}${route}`;
+}
+
+/** The route a delivery queue belongs to; undefined for any other queue (the reconcile queue). */
+export function routeOfQueue(queueName: string): string | undefined {
+  return queueName.startsWith(deliveryQueuePrefix) ? queueName.slice(deliveryQueuePrefix.length) : undefined;
 }
 
 export const reconcileQueueName = "reconcile";
