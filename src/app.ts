@@ -7,7 +7,7 @@ import { createDashboardRouter } from "./http/dashboard-router.js";
 import { createReceiverApp } from "./http/receiver-app.js";
 import { createReconcileRouter } from "./http/reconcile-router.js";
 import { serve, type Serving } from "./http/serve.js";
-import { resolveWebhookAuth } from "./http/webhook-credentials.js";
+import { resolveWebhookAuth } from "./webhook-credentials.js";
 import type { Logger } from "./logger.js";
 import { registerQueueGauges } from "./metrics/register-queue-gauges.js";
 import { redisUp } from "./metrics/registry.js";

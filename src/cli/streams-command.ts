@@ -1,5 +1,5 @@
 import type { Command } from "commander";
-import { resolveWebhookAuth } from "../http/webhook-credentials.js";
+import { resolveWebhookAuth } from "../webhook-credentials.js";
 import type { TenantClient } from "../tenant/create-tenant-client.js";
 import type { EventStream } from "../tenant/event-stream.js";
 import { isLoopbackHost, validateStreamPatch, type StreamPatch, type WebhookAuthorization } from "../tenant/stream-patch.js";

@@ -8,7 +8,7 @@ import { eventsNonconforming, eventsRejected, webhookRequestDuration, webhookReq
 import type { EventStore } from "../queue/event-store.js";
 import { challengeFor, createCredentialCheck } from "./check-credentials.js";
 import { sendProblem } from "./problem.js";
-import type { ResolvedWebhookAuth } from "./webhook-credentials.js";
+import type { ResolvedWebhookAuth } from "../webhook-credentials.js";
 
 export interface ReceiverDeps {
   auth: ResolvedWebhookAuth;

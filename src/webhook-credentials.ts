@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { chmod, mkdir, readFile, writeFile } from "node:fs/promises";
 import { join, resolve } from "node:path";
-import type { Config, WebhookAuth } from "../config.js";
+import type { Config, WebhookAuth } from "./config.js";
 
 export type ResolvedWebhookAuth = Exclude<WebhookAuth, { generated: true }>;
 
