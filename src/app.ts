@@ -18,6 +18,7 @@ import { bullPrefix } from "./queue/queue-names.js";
 import { createRedis, untilReady } from "./queue/redis-connection.js";
 import { resolveRedis } from "./queue/resolve-redis.js";
 import { createReconcileQueue } from "./reconcile/create-reconcile-queue.js";
+import { createPacedTenant } from "./reconcile/create-paced-tenant.js";
 import { createReconcileWorker } from "./reconcile/create-reconcile-worker.js";
 import { settlesWithin } from "./settles-within.js";
 import { startTracing } from "./telemetry/start-tracing.js";
@@ -76,6 +77,12 @@ export async function startService(config: Config, logger: Logger, role: Role): 
     }
   };
 
+  // One paced tenant client per process, shared by everything that calls the tenant by
+  // itself; its pace lives in Redis, on a connection that waits out an outage.
+  const tenantConnection = createRedis(redis.url, "worker", `streamkeeper-${role}-tenant`);
+  tenantConnection.on("error", (error) => logger.debug({ err: error }, "redis connection error"));
+  const tenant = createPacedTenant({ config, redis: tenantConnection, logger });
+
   const unregisterQueueGauges = registerQueueGauges(client, () => [...queues.all(), reconcileQueue.queue]);
   // Shutdown order: stop taking webhooks first, then finish deliveries and reconciles.
   const closers: Array<() => Promise<void>> = [];
@@ -111,7 +118,7 @@ export async function startService(config: Config, logger: Logger, role: Role): 
       stalledIntervalMs: env.DISPATCH_LOCK_DURATION_MS,
       telemetry: tracing.bullmq,
     });
-    const reconciler = createReconcileWorker({ config, redisUrl: redis.url, ledger, store, logger, telemetry: tracing.bullmq });
+    const reconciler = createReconcileWorker({ config, tenant, redisUrl: redis.url, ledger, store, logger, telemetry: tracing.bullmq });
     closers.push(async () => {
       await Promise.all([dispatcher.close(), reconciler.close()]);
       if (!(await settlesWithin(ledgerConnection.quit(), 1000))) ledgerConnection.disconnect();
@@ -151,6 +158,7 @@ export async function startService(config: Config, logger: Logger, role: Role): 
         await admin.close(env.SHUTDOWN_TIMEOUT_MS);
         await queues.close();
         await reconcileQueue.close();
+        if (!(await settlesWithin(tenantConnection.quit(), 1000))) tenantConnection.disconnect();
         await client.quit().catch(() => client.disconnect());
         await redis.release();
         await tracing.shutdown();

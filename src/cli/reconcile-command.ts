@@ -13,6 +13,7 @@ import { bullPrefix, reconcileQueueName } from "../queue/queue-names.js";
 import { createRedis, untilReady, type RedisClient } from "../queue/redis-connection.js";
 import { resolveRedis } from "../queue/resolve-redis.js";
 import { createReconcileQueue, type EnqueuedJob, type ReconcileQueueHandle } from "../reconcile/create-reconcile-queue.js";
+import { createPacedTenant } from "../reconcile/create-paced-tenant.js";
 import { createReconcileWorker, type ReconcileWorker } from "../reconcile/create-reconcile-worker.js";
 import { parseEventIdList } from "../reconcile/parse-event-id-list.js";
 import { isFailure, type ReconcileResult } from "../reconcile/reconcile-job.js";
@@ -75,7 +76,7 @@ async function reconcile(args: string[], options: ReconcileOptions): Promise<num
       requireTenant(config);
       const worker = await startLocalWorker(config, redis.url, connection, logger);
       closers.unshift(() => worker.close());
-      process.stderr.write(`no running worker consumes the reconcile queue; reconciling in this process (at most ${config.env.RECONCILE_RATE_PER_SECOND} tenant calls/s)\n`);
+      process.stderr.write(`no running worker consumes the reconcile queue; reconciling in this process (at most ${config.env.RECONCILE_RATE_SHARE} of the tenant's allowance)\n`);
     }
     const eventsConnection = createRedis(redis.url, "worker", "streamkeeper-cli-events");
     eventsConnection.on("error", () => {});
@@ -100,7 +101,8 @@ async function startLocalWorker(config: Config, redisUrl: string, connection: Re
   const ledger = createEventLedger(connection, config.env.QUEUE_PREFIX, config.env.DEDUPE_TTL_SECONDS);
   const queues = createDeliveryQueues(connection, config.env.QUEUE_PREFIX, routes, { ageSeconds: config.env.COMPLETED_JOB_RETENTION_SECONDS, count: config.env.COMPLETED_JOB_RETENTION_COUNT });
   const store = createEventStore(ledger, queues, routes);
-  const worker = createReconcileWorker({ config, redisUrl, ledger, store, logger });
+  const tenant = createPacedTenant({ config, redis: connection, logger });
+  const worker = createReconcileWorker({ config, tenant, redisUrl, ledger, store, logger });
   return { close: async () => (await worker.close(), await queues.close()) };
 }
 

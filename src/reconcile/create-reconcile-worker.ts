@@ -1,23 +1,23 @@
 import { Worker, type Telemetry } from "bullmq";
-import { ConfigError, requireTenant, type Config } from "../config.js";
+import type { Config } from "../config.js";
 import type { Logger } from "../logger.js";
 import { reconcileTotal } from "../metrics/registry.js";
 import type { EventLedger } from "../queue/event-ledger.js";
 import type { EventStore } from "../queue/event-store.js";
 import { bullPrefix, reconcileQueueName } from "../queue/queue-names.js";
 import { createRedis } from "../queue/redis-connection.js";
-import { createTenantClient } from "../tenant/create-tenant-client.js";
 import { TenantRateLimitError } from "../tenant/tenant-api-error.js";
-import { createCallPacer } from "./create-call-pacer.js";
 import { createReconciler, type ReconcilerDeps } from "./create-reconciler.js";
+import type { PacedTenant } from "./create-paced-tenant.js";
 import { createStreamIdCache } from "./create-stream-id-cache.js";
-import { pacedFetch } from "./paced-fetch.js";
 import { outcomeLabel, type ReconcileJobData, type ReconcileResult } from "./reconcile-job.js";
 import { settlesWithin } from "../settles-within.js";
 
 export interface ReconcileWorkerOptions {
-  /** RECONCILE_RATE_PER_SECOND, DEFAULT_STREAM_ID, QUEUE_PREFIX, SHUTDOWN_TIMEOUT_MS and the tenant settings. */
+  /** RECONCILE_RATE_PER_SECOND, DEFAULT_STREAM_ID, QUEUE_PREFIX and SHUTDOWN_TIMEOUT_MS. */
   config: Config;
+  /** The process's one paced tenant client (create-paced-tenant.ts), or why there is none. */
+  tenant: PacedTenant;
   redisUrl: string;
   ledger: EventLedger;
   store: EventStore;
@@ -35,8 +35,8 @@ export interface ReconcileWorker {
 
 /**
  * Works through the `reconcile` queue: each job is one event id, its return value the
- * outcome. Tenant calls are paced at RECONCILE_RATE_PER_SECOND across every process
- * (create-call-pacer.ts); a 429 that outlasts the client's retries pauses the whole
+ * outcome. Tenant calls go through the shared pace of the paced tenant client
+ * (create-paced-tenant.ts); a 429 that outlasts the client's retries pauses the whole
  * queue until the tenant's reset and puts the job back without spending an attempt.
  */
 export function createReconcileWorker(options: ReconcileWorkerOptions): ReconcileWorker {
@@ -45,12 +45,11 @@ export function createReconcileWorker(options: ReconcileWorkerOptions): Reconcil
   const prefix = bullPrefix(env.QUEUE_PREFIX);
   const connection = createRedis(options.redisUrl, "worker", "streamkeeper-reconcile");
   connection.on("error", (error) => logger.warn({ err: error }, "reconcile: Redis connection error; reconnecting"));
-  const pacer = createCallPacer(connection, `${prefix}:reconcile-pace`, env.RECONCILE_RATE_PER_SECOND);
 
   const reconciler = createReconciler({
     ledger: options.ledger,
     store: options.store,
-    tenant: tenantOf(config, options, pacer),
+    tenant: reconcileTenantOf(options),
     defaultStreamId: env.DEFAULT_STREAM_ID,
   });
 
@@ -76,7 +75,7 @@ export function createReconcileWorker(options: ReconcileWorkerOptions): Reconcil
       prefix,
       telemetry: options.telemetry,
       // The pacer sets the pace of calls; concurrency only lets calls overlap the tenant's latency.
-      concurrency: Math.min(50, Math.max(2, Math.ceil(env.RECONCILE_RATE_PER_SECOND))),
+      concurrency: env.RECONCILE_RATE_PER_SECOND === undefined ? 20 : Math.min(50, Math.max(2, Math.ceil(env.RECONCILE_RATE_PER_SECOND))),
       // BullMQ honours worker.rateLimit() only with a limiter set. Jobs that make no call
       // (ids already received) may go faster than the call pace, hence a wide bound.
       limiter: { max: 1000, duration: 1000 },
@@ -89,7 +88,7 @@ export function createReconcileWorker(options: ReconcileWorkerOptions): Reconcil
       logger.error({ err: error, eventId: job.data.eventId, jobId: job.id }, "reconcile job failed for good");
     }
   });
-  logger.info({ ratePerSecond: env.RECONCILE_RATE_PER_SECOND }, "reconcile worker started");
+  logger.info({ rateShare: env.RECONCILE_RATE_SHARE, ratePerSecondCap: env.RECONCILE_RATE_PER_SECOND }, "reconcile worker started");
 
   let closing: Promise<void> | undefined;
   return {
@@ -109,22 +108,10 @@ export function createReconcileWorker(options: ReconcileWorkerOptions): Reconcil
   };
 }
 
-/** The tenant client behind the pacer, or why there is none (the settings to add). */
-function tenantOf(config: Config, options: ReconcileWorkerOptions, pacer: ReturnType<typeof createCallPacer>): ReconcilerDeps["tenant"] {
-  let tenant;
-  try {
-    tenant = requireTenant(config);
-  } catch (error) {
-    if (error instanceof ConfigError) return { unavailable: error.message };
-    throw error;
-  }
-  const { logger } = options;
-  const fetch = pacedFetch({
-    pacer,
-    apiBaseUrl: tenant.apiBaseUrl,
-    onHold: (ms) => logger.warn({ holdMs: ms }, "tenant rate limit reached; holding reconcile calls"),
-  });
-  const client = createTenantClient({ ...tenant, logger, fetch });
-  const streams = createStreamIdCache(() => client.eventStreams({ take: 100 }), options.streamCacheMs);
-  return { getDelivery: client.getDelivery, streamIds: streams.ids };
+/** What the reconciler needs of the paced client: the delivery history and, for ids naming no stream, every stream id. */
+function reconcileTenantOf(options: ReconcileWorkerOptions): ReconcilerDeps["tenant"] {
+  const { tenant } = options;
+  if ("unavailable" in tenant) return tenant;
+  const streams = createStreamIdCache(() => tenant.client.eventStreams({ take: 100 }), options.streamCacheMs);
+  return { getDelivery: tenant.client.getDelivery, streamIds: streams.ids };
 }

@@ -7,6 +7,8 @@ export interface PacedFetchOptions {
   apiBaseUrl: string;
   /** Longest hold we take from the tenant's headers, so a bad clock cannot stall us. @defaultValue 60000 */
   maxHoldMs?: number;
+  /** RECONCILE_RATE_SHARE: the part of the tenant's bucket we may empty. @defaultValue 1 */
+  share?: number;
   /** Told of every hold, e.g. to pause the BullMQ queue. */
   onHold?(ms: number): void;
   /** @defaultValue the global fetch */
@@ -15,9 +17,11 @@ export interface PacedFetchOptions {
 
 /**
  * A `fetch` for the tenant client (its `fetch` option) that takes a pacer slot before
- * every request, retries included, and reads every API answer: on a 429 or an empty
- * bucket (`X-RateLimit-Remaining: 0`) every process holds its calls until the tenant's
- * `Retry-After` / `X-RateLimit-Reset` (real-world.md, "Errors and rate limits").
+ * every request, retries included, and reads every API answer: `X-RateLimit-Limit` sets the
+ * pace (the pacer's share of it); on a 429 or an empty bucket (`X-RateLimit-Remaining: 0`)
+ * every process holds its calls until the tenant's `Retry-After` / `X-RateLimit-Reset`
+ * (real-world.md, "Errors and rate limits"); and when others drain the bucket below their
+ * part, we wait for it to refill rather than take what is theirs.
  */
 export function pacedFetch(options: PacedFetchOptions): typeof fetch {
   const fetchImpl = options.fetch ?? globalThis.fetch;
@@ -27,7 +31,9 @@ export function pacedFetch(options: PacedFetchOptions): typeof fetch {
     const response = await fetchImpl(input, init);
     const url = typeof input === "string" ? input : input instanceof URL ? input.href : input.url;
     if (url.startsWith(options.apiBaseUrl)) {
-      const holdMs = holdAfter(response, Date.now());
+      const limit = readRateLimit(response.headers)?.limit;
+      if (limit !== undefined) await options.pacer.noteAllowance(limit);
+      const holdMs = holdAfter(response, Date.now(), options.share);
       if (holdMs > 0) {
         const ms = Math.min(holdMs, maxHoldMs);
         await options.pacer.holdFor(ms);
@@ -38,10 +44,17 @@ export function pacedFetch(options: PacedFetchOptions): typeof fetch {
   };
 }
 
-/** How long to hold calls after this answer: 0 while the bucket has room. */
-export function holdAfter(response: { status: number; headers: Headers }, now: number): number {
+/**
+ * How long to hold calls after this answer: 0 while the bucket has room. Below the others'
+ * part of the bucket (`1 - share` of it), the time it takes to refill to that part at the
+ * advertised rate (`Limit` per second): others are busy, and they keep their part.
+ */
+export function holdAfter(response: { status: number; headers: Headers }, now: number, share = 1): number {
   if (response.status === 429) return serverWaitMs(response.headers, now, true) ?? 1000;
   const state = readRateLimit(response.headers);
   if (state?.remaining === 0 && state.reset !== undefined) return Math.max(0, state.reset * 1000 - now);
-  return 0;
+  const { limit, remaining } = state ?? {};
+  if (limit === undefined || remaining === undefined || limit <= 0) return 0;
+  const othersPart = (1 - share) * limit;
+  return remaining < othersPart ? Math.ceil(((othersPart - remaining) / limit) * 1000) : 0;
 }

@@ -10,7 +10,7 @@ afterAll(() => redis.disconnect());
 describe("createCallPacer (real Redis)", () => {
   it("when two pacers share a key, then their calls together keep the rate", async () => {
     const key = `test-${randomUUID()}:pace`;
-    const pacers = [createCallPacer(redis, key, 100), createCallPacer(redis, key, 100)];
+    const pacers = [createCallPacer(redis, key, { share: 1, initialPerSecond: 100 }), createCallPacer(redis, key, { share: 1, initialPerSecond: 100 })];
     const started = performance.now();
     const times: number[] = [];
     await Promise.all(
@@ -26,10 +26,26 @@ describe("createCallPacer (real Redis)", () => {
   });
 
   it("when calls are held (a 429), then the next call waits the hold", async () => {
-    const pacer = createCallPacer(redis, `test-${randomUUID()}:pace`, 1000);
+    const pacer = createCallPacer(redis, `test-${randomUUID()}:pace`, { share: 1, initialPerSecond: 1000 });
     await pacer.holdFor(150);
     const started = performance.now();
     await pacer.take();
     expect(performance.now() - started).toBeGreaterThanOrEqual(130);
+  });
+
+  it("when one process learns the tenant's allowance, then every process paces at the share of it, under the cap", async () => {
+    const key = `test-${randomUUID()}:pace`;
+    const learner = createCallPacer(redis, key, { share: 0.5, initialPerSecond: 1000 });
+    const other = createCallPacer(redis, key, { share: 0.5, initialPerSecond: 1000 });
+    await learner.noteAllowance(20);
+    expect(learner.ratePerSecond()).toBe(10);
+    const started = performance.now();
+    for (let call = 0; call < 6; call++) await other.take();
+    // 6 slots 100 ms apart (half of 20/s), though `other` itself started at 1000/s.
+    expect(performance.now() - started).toBeGreaterThanOrEqual(450);
+
+    const capped = createCallPacer(redis, `test-${randomUUID()}:pace`, { share: 0.5, capPerSecond: 4 });
+    await capped.noteAllowance(1000);
+    expect(capped.ratePerSecond()).toBe(4);
   });
 });

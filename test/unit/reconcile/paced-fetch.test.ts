@@ -21,4 +21,12 @@ describe("holdAfter", () => {
   it("when a 429 has no hint at all, then calls hold a second", () => {
     expect(holdAfter(answer(429, {}), now)).toBe(1000);
   });
+
+  it("when others drained the bucket below their part, then we wait for it to refill to that part", () => {
+    const headers = (remaining: number) => ({ "X-RateLimit-Limit": "50", "X-RateLimit-Remaining": String(remaining), "X-RateLimit-Reset": String(now / 1000 + 1) });
+    // share 0.5 of a 50 bucket: the others keep 25; at 20 left, 5 tokens at 50/s is 100 ms.
+    expect(holdAfter(answer(200, headers(20)), now, 0.5)).toBe(100);
+    expect(holdAfter(answer(200, headers(30)), now, 0.5)).toBe(0);
+    expect(holdAfter(answer(200, headers(20)), now, 1)).toBe(0);
+  });
 });
