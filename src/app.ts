@@ -12,6 +12,7 @@ import type { Logger } from "./logger.js";
 import { registerQueueGauges } from "./metrics/register-queue-gauges.js";
 import { redisUp } from "./metrics/registry.js";
 import { createDeliveryQueues } from "./queue/delivery-queues.js";
+import { createEntityVersions } from "./queue/entity-versions.js";
 import { createEventLedger } from "./queue/event-ledger.js";
 import { createEventStore } from "./queue/event-store.js";
 import { bullPrefix } from "./queue/queue-names.js";
@@ -117,6 +118,7 @@ export async function startService(config: Config, logger: Logger, role: Role): 
       lockDurationMs: env.DISPATCH_LOCK_DURATION_MS,
       stalledIntervalMs: env.DISPATCH_LOCK_DURATION_MS,
       telemetry: tracing.bullmq,
+      entityVersions: createEntityVersions(ledgerConnection, env.QUEUE_PREFIX, env.DEDUPE_TTL_SECONDS),
     });
     const reconciler = createReconcileWorker({ config, tenant, redisUrl: redis.url, ledger, store, logger, telemetry: tracing.bullmq });
     closers.push(async () => {

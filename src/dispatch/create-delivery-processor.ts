@@ -8,6 +8,7 @@ import { decide } from "./retry-policy.js";
 import { RetryableDeliveryError } from "./retryable-delivery-error.js";
 import type { Route } from "../routes/route.js";
 import { signWebhook } from "./sign-webhook.js";
+import type { StaleGuard } from "./stale-guard.js";
 
 export interface DeliveryProcessorDeps {
   route: Route;
@@ -16,16 +17,18 @@ export interface DeliveryProcessorDeps {
   logger: Logger;
   /** Aborted when shutdown runs out of time (the client's requests are cut too): in-flight attempts go back to the queue. */
   shutdown: AbortSignal;
+  /** Set for a `dropStale` route: each attempt runs inside the entity's lease (stale-guard.ts). */
+  staleGuard?: StaleGuard;
 }
 
-export type DeliveryResult = { status: "delivered"; at: number } | { status: "already_delivered"; at: number };
+export type DeliveryResult = { status: "delivered"; at: number } | { status: "already_delivered"; at: number } | { status: "stale"; at: number };
 
 /**
  * Delivers one job of one route's queue. Throwing hands the job back to BullMQ:
  * `RetryableDeliveryError` retries it with the worker's backoff, `UnrecoverableError`
  * fails it at once; a failed job is the dead letter.
  */
-export function createDeliveryProcessor({ route, client, ledger, logger, shutdown }: DeliveryProcessorDeps) {
+export function createDeliveryProcessor({ route, client, ledger, logger, shutdown, staleGuard }: DeliveryProcessorDeps) {
   // Lower-case once, so a route header cannot duplicate one of ours in another case.
   const routeHeaders = Object.fromEntries(Object.entries(route.headers).map(([name, value]) => [name.toLowerCase(), value]));
   const labels = { route: route.name };
@@ -60,9 +63,14 @@ export function createDeliveryProcessor({ route, client, ledger, logger, shutdow
       // Signed per attempt: verifiers reject timestamps older than a few minutes.
       ...(route.secret ? signWebhook(route.secret, event.id, Math.floor(Date.now() / 1000), body) : {}),
     };
-    const endTimer = dispatchDuration.startTimer(labels);
-    const result = await client.post(headers, body);
-    endTimer();
+    const send = async () => {
+      const endTimer = dispatchDuration.startTimer(labels);
+      const answer = await client.post(headers, body);
+      endTimer();
+      return answer;
+    };
+    const result = staleGuard ? await staleGuard(job, token, context, send) : await send();
+    if (result === "stale") return { status: "stale", at: Date.now() };
 
     // A 2xx that came back as the deadline hit is recorded below, never sent again.
     if (shutdown.aborted && "error" in result) {

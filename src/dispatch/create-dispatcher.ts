@@ -1,6 +1,7 @@
 import { DelayedError, UnrecoverableError, Worker, type Telemetry } from "bullmq";
 import type { Logger } from "../logger.js";
 import type { DeliveryJobData } from "../queue/delivery-job.js";
+import type { EntityVersions } from "../queue/entity-versions.js";
 import type { EventLedger } from "../queue/event-ledger.js";
 import { bullPrefix, deliveryQueueName } from "../queue/queue-names.js";
 import { createRedis } from "../queue/redis-connection.js";
@@ -10,6 +11,7 @@ import { createDownstreamClient } from "./downstream-client.js";
 import { backoffDelay } from "./retry-policy.js";
 import { RetryableDeliveryError } from "./retryable-delivery-error.js";
 import type { Route } from "../routes/route.js";
+import { createStaleGuard } from "./stale-guard.js";
 
 export interface DispatcherOptions {
   redisUrl: string;
@@ -34,6 +36,8 @@ export interface DispatcherOptions {
   stalledIntervalMs?: number;
   /** BullMQ telemetry, when tracing is on: a delivery joins the trace of its webhook. */
   telemetry?: Telemetry;
+  /** Entity versions and leases for the `dropStale` routes; required when a route has it. */
+  entityVersions?: EntityVersions;
 }
 
 export interface Dispatcher {
@@ -54,11 +58,16 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
   const shutdown = new AbortController();
   const backoff = { baseMs: options.backoffBaseMs, maxMs: options.backoffMaxMs };
 
+  const staleGuardFor = (route: Route) => {
+    if (!route.dropStale) return undefined;
+    if (!options.entityVersions) throw new Error(`route ${route.name} has dropStale but the dispatcher was given no entityVersions; pass createEntityVersions(...)`);
+    return createStaleGuard({ route, versions: options.entityVersions, ledger, logger });
+  };
   const clients = routes.map(createDownstreamClient);
   const workers = routes.map((route, index) => {
     const worker = new Worker<DeliveryJobData, DeliveryResult>(
       deliveryQueueName(route.name),
-      createDeliveryProcessor({ route, client: clients[index]!, ledger, logger, shutdown: shutdown.signal }),
+      createDeliveryProcessor({ route, client: clients[index]!, ledger, logger, shutdown: shutdown.signal, staleGuard: staleGuardFor(route) }),
       {
         connection,
         prefix: bullPrefix(options.queuePrefix),

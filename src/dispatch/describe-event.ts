@@ -1,12 +1,13 @@
 import type { Job } from "bullmq";
 import type { Origin } from "../events/cloud-event.js";
 import type { DeliveryJobData } from "../queue/delivery-job.js";
+import type { DeliveryResult } from "./create-delivery-processor.js";
 import type { DeliveryQueues } from "../queue/delivery-queues.js";
 import type { EventLedger } from "../queue/event-ledger.js";
 import { jobIdFor } from "../queue/job-id.js";
 import { deliveryQueueName } from "../queue/queue-names.js";
 
-export type DeliveryState = "waiting" | "delayed" | "active" | "delivered" | "dead_letter" | "retrying" | "unknown";
+export type DeliveryState = "waiting" | "delayed" | "active" | "delivered" | "stale" | "dead_letter" | "retrying" | "unknown";
 
 export interface RouteDelivery {
   route: string;
@@ -53,7 +54,7 @@ export async function describeEvent(
       const deliveredAt = delivered === undefined ? undefined : new Date(delivered).toISOString();
       const queue = deps.queues.all().find((candidate) => candidate.name === deliveryQueueName(route));
       const job = await queue?.getJob(jobIdFor(eventId));
-      if (!job) return { route, state: deliveredAt ? "delivered" : "unknown", attempts: 0, deliveredAt };
+      if (!job) return { route, state: deliveredAt ? "delivered" : record.staleAt[route] !== undefined ? "stale" : "unknown", attempts: 0, deliveredAt };
       return { route, state: stateOf(job, await job.getState()), attempts: Math.max(job.attemptsMade, job.attemptsStarted ?? 0), lastError: job.failedReason || undefined, deliveredAt };
     }),
   );
@@ -76,7 +77,8 @@ function stateOf(job: Job<DeliveryJobData>, state: string): DeliveryState {
   const retried = job.attemptsMade > 0;
   switch (state) {
     case "completed":
-      return "delivered";
+      // A dropStale route skipped it: completed, yet never sent.
+      return (job.returnvalue as DeliveryResult | null)?.status === "stale" ? "stale" : "delivered";
     case "failed":
       return "dead_letter";
     case "active":

@@ -104,8 +104,15 @@ export const queueOldestWaitingAge = new Gauge({
 
 export const dispatchTotal = new Counter({
   name: "streamkeeper_dispatch_total",
-  help: "Downstream delivery attempts by route and outcome (delivered, retry, dead_letter)",
+  help: "Downstream delivery attempts by route and outcome (delivered, retry, dead_letter; stale: skipped by a dropStale route as older than what it has)",
   labelNames: ["route", "outcome"] as const,
+  registers: [registry],
+});
+
+export const dispatchEntityWaits = new Counter({
+  name: "streamkeeper_dispatch_entity_waits_total",
+  help: "Deliveries of dropStale routes put back for a moment because another delivery of the same entity was in flight",
+  labelNames: ["route"] as const,
   registers: [registry],
 });
 

@@ -19,6 +19,8 @@ export interface EventRecord {
   replays: number;
   /** route name → ms since epoch of its 2xx */
   deliveredAt: Record<string, number>;
+  /** route name → ms since epoch when a `dropStale` route skipped it as older than what it had */
+  staleAt: Record<string, number>;
 }
 
 export interface Arrival {
@@ -63,6 +65,8 @@ export interface EventLedger {
   claim(eventId: string, arrival: Arrival, force: boolean): Promise<boolean>;
   recordDuplicate(eventId: string, at: number): Promise<void>;
   markDelivered(eventId: string, route: string, at: number): Promise<void>;
+  /** Records that a `dropStale` route skipped the event as stale, for GET /admin/events once its job is gone. */
+  markStale(eventId: string, route: string, at: number): Promise<void>;
   deliveredAt(eventId: string, route: string): Promise<number | undefined>;
 }
 
@@ -113,8 +117,10 @@ export function createEventLedger(redis: Redis | Cluster, queuePrefix: string, t
       const hash = await redis.hgetall(key(eventId));
       if (!hash.receivedAt) return undefined;
       const deliveredAt: Record<string, number> = {};
+      const staleAt: Record<string, number> = {};
       for (const [field, value] of Object.entries(hash)) {
         if (field.startsWith("delivered:")) deliveredAt[field.slice("delivered:".length)] = Number(value);
+        if (field.startsWith("stale:")) staleAt[field.slice("stale:".length)] = Number(value);
       }
       return {
         eventId,
@@ -127,6 +133,7 @@ export function createEventLedger(redis: Redis | Cluster, queuePrefix: string, t
         lastDuplicateAt: hash.lastDuplicateAt ? Number(hash.lastDuplicateAt) : undefined,
         replays: Number(hash.replays ?? 0),
         deliveredAt,
+        staleAt,
       };
     },
     async has(eventId) {
@@ -152,6 +159,9 @@ export function createEventLedger(redis: Redis | Cluster, queuePrefix: string, t
     async markDelivered(eventId, route, at) {
       // EXPIRE NX: a record that expired meanwhile is not kept forever (Redis >= 7).
       await commands.streamkeeperMarkDelivered(key(eventId), `delivered:${route}`, at, ttlSeconds);
+    },
+    async markStale(eventId, route, at) {
+      await commands.streamkeeperMarkDelivered(key(eventId), `stale:${route}`, at, ttlSeconds);
     },
     async deliveredAt(eventId, route) {
       const value = await redis.hget(key(eventId), `delivered:${route}`);

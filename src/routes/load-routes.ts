@@ -17,6 +17,8 @@ const routeSchema = z
     timeoutMs: z.number().int().min(1).max(300_000).default(10_000),
     maxAttemptsPerEvent: z.number().int().min(1).max(1000).default(10),
     concurrency: z.number().int().min(1).max(1000).default(10),
+    // Absent means off; left out of parsed routes that do not set it.
+    dropStale: z.boolean().optional(),
   })
   .strict();
 

@@ -11,6 +11,11 @@ export interface Route {
   timeoutMs: number;
   maxAttemptsPerEvent: number;
   concurrency: number;
+  /**
+   * Never hand this route an older state of an entity after a newer one, nor two states
+   * of one entity at once (CONTRACT.md "Route delivery controls"). @defaultValue false
+   */
+  dropStale?: boolean;
 }
 
 /** `*` matches every type, `user.*` every type under `user.`, anything else itself. */

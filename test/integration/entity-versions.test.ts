@@ -1,0 +1,115 @@
+import { randomUUID } from "node:crypto";
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import type { EntityVersion } from "../../src/events/entity-version.js";
+import { createEntityVersions, type EntityVersions } from "../../src/queue/entity-versions.js";
+import { createRedis, untilReady } from "../../src/queue/redis-connection.js";
+
+/**
+ * The Lua side of dropStale against a real Redis: which state may follow which, the lease
+ * around a delivery, and what one entity's version costs in memory.
+ */
+describe("entity versions", () => {
+  const redis = createRedis(inject("redisUrl"), "client");
+  const prefix = `test-${randomUUID()}`;
+  let versions: EntityVersions;
+  let entityCount = 0;
+  /** A fresh entity per test. */
+  const entity = () => `user:auth0|${++entityCount}${randomUUID().slice(0, 8)}`;
+  const v = (name: string, age: number, change: EntityVersion["change"] = "changed"): EntityVersion => ({ entity: name, age, change });
+  /** Enters and leaves as one delivery answered 2xx; resolves what enter found. */
+  const deliver = async (version: EntityVersion, route = "crm") => {
+    const owner = randomUUID();
+    const entry = await versions.enter(route, version, owner, 10_000);
+    if (entry.outcome === "go") await versions.leave(route, version, owner, true);
+    return entry.outcome;
+  };
+
+  beforeAll(async () => {
+    await untilReady(redis);
+    versions = createEntityVersions(redis, prefix, 600);
+  });
+  afterAll(() => redis.disconnect());
+
+  it("when a state was delivered, then an older one is stale, an equal or newer one goes", async () => {
+    const user = entity();
+    expect(await deliver(v(user, 200))).toBe("go");
+    expect(await deliver(v(user, 100))).toBe("stale");
+    expect(await deliver(v(user, 200))).toBe("go");
+    expect(await deliver(v(user, 300))).toBe("go");
+    expect(await deliver(v(user, 250))).toBe("stale");
+  });
+
+  it("when routes or entities differ, then their versions are apart", async () => {
+    const user = entity();
+    expect(await deliver(v(user, 200), "crm")).toBe("go");
+    expect(await deliver(v(user, 100), "audit")).toBe("go");
+    expect(await deliver(v(entity(), 100), "crm")).toBe("go");
+  });
+
+  it("when a delete was delivered, then no later update goes, whatever its time, nor a second delete, nor an older create; a newer create (a re-created user) does", async () => {
+    const user = entity();
+    expect(await deliver(v(user, 200))).toBe("go");
+    expect(await deliver(v(user, 150, "deleted"))).toBe("go"); // older than the update, still the newest state
+    expect(await deliver(v(user, 100))).toBe("stale");
+    expect(await deliver(v(user, 900))).toBe("stale");
+    expect(await deliver(v(user, 900, "deleted"))).toBe("stale");
+    expect(await deliver(v(user, 150, "created"))).toBe("stale"); // not newer than the delete (kept at 200)
+    expect(await deliver(v(user, 200, "created"))).toBe("stale");
+    expect(await deliver(v(user, 201, "created"))).toBe("go");
+    expect(await deliver(v(user, 150))).toBe("stale");
+    expect(await deliver(v(user, 300))).toBe("go");
+  });
+
+  it("when a state answered non-2xx, then it records nothing: an older one still goes", async () => {
+    const user = entity();
+    const owner = randomUUID();
+    expect(await versions.enter("crm", v(user, 500), owner, 10_000)).toEqual({ outcome: "go" });
+    expect(await versions.leave("crm", v(user, 500), owner, false)).toBe(true);
+    expect(await deliver(v(user, 100))).toBe("go");
+  });
+
+  it("when another delivery holds the entity, then enter is busy with the lease's time left, and goes once it leaves", async () => {
+    const user = entity();
+    const holder = randomUUID();
+    expect(await versions.enter("crm", v(user, 100), holder, 10_000)).toEqual({ outcome: "go" });
+    const busy = await versions.enter("crm", v(user, 200), randomUUID(), 10_000);
+    expect(busy.outcome).toBe("busy");
+    expect(busy.outcome === "busy" && busy.leaseLeftMs > 0 && busy.leaseLeftMs <= 10_000).toBe(true);
+    // Even a stale state waits: the holder's state is not recorded yet.
+    expect((await versions.enter("crm", v(user, 50), randomUUID(), 10_000)).outcome).toBe("busy");
+    expect(await versions.leave("crm", v(user, 100), holder, true)).toBe(true);
+    expect(await deliver(v(user, 50))).toBe("stale");
+    expect(await deliver(v(user, 200))).toBe("go");
+  });
+
+  it("when the holder crashed, then its lease expires and the entity flows again; the late holder's record never moves the version back", async () => {
+    const user = entity();
+    const crashed = randomUUID();
+    expect(await versions.enter("crm", v(user, 100), crashed, 50)).toEqual({ outcome: "go" });
+    const deadline = Date.now() + 10_000;
+    let entry = await versions.enter("crm", v(user, 300), "next", 10_000);
+    while (entry.outcome === "busy" && Date.now() < deadline) {
+      await new Promise((ok) => setTimeout(ok, entry.outcome === "busy" ? entry.leaseLeftMs : 0));
+      entry = await versions.enter("crm", v(user, 300), "next", 10_000);
+    }
+    expect(entry).toEqual({ outcome: "go" });
+    expect(await versions.leave("crm", v(user, 300), "next", true)).toBe(true);
+    // The crashed holder comes back late: its lease is gone, and its older state is not recorded over 300.
+    expect(await versions.leave("crm", v(user, 100), crashed, true)).toBe(false);
+    expect(await deliver(v(user, 200))).toBe("stale");
+  });
+
+  it("when a version is kept, then it expires with the dedupe TTL and costs under 100 bytes", async () => {
+    const user = "user:auth0|679fb1b1e809445f129bc18d";
+    expect(await deliver(v(user, Date.parse("2025-02-02T17:56:01.566Z")))).toBe("go");
+    const key = `{${prefix}}:version:crm:${user}`;
+    expect(await redis.get(key)).toBe(String(Date.parse("2025-02-02T17:56:01.566Z")));
+    const ttl = await redis.ttl(key);
+    expect(ttl).toBeGreaterThan(590);
+    expect(ttl).toBeLessThanOrEqual(600);
+    expect(await redis.exists(`{${prefix}}:lease:crm:${user}`)).toBe(0);
+    const bytes = Number(await redis.call("MEMORY", "USAGE", key));
+    console.log(`one entity version (key ${key.length} chars): MEMORY USAGE ${bytes} bytes`);
+    expect(bytes).toBeLessThan(150);
+  });
+});
