@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { DelayedError, type Job } from "bullmq";
 import type { Logger } from "../logger.js";
-import { dispatchEntityWaits, dispatchTotal } from "../metrics/registry.js";
+import { dispatchEntityLeaseExpired, dispatchEntityWaits, dispatchTotal } from "../metrics/registry.js";
 import type { DeliveryJobData } from "../queue/delivery-job.js";
 import type { EntityVersions } from "../queue/entity-versions.js";
 import type { EventLedger } from "../queue/event-ledger.js";
@@ -77,7 +77,9 @@ export function createStaleGuard({ route, versions, ledger, logger }: StaleGuard
     // the lease anyway, and a lost release only makes it wait for the lease to expire.
     versions.leave(route.name, version, owner, received).then(
       (held) => {
-        if (!held) logger.warn({ ...context, entity: version.entity, leaseMs }, "a delivery outlived its entity lease (2 × timeoutMs + 1 s): another state of this entity may have been sent alongside it");
+        if (held) return;
+        dispatchEntityLeaseExpired.inc(labels);
+        logger.warn({ ...context, entity: version.entity, leaseMs }, "a delivery outlived its entity lease (2 × timeoutMs + 1 s): another state of this entity may have been sent alongside it");
       },
       (error: unknown) => logger.warn({ ...context, err: error, entity: version.entity }, "recording the entity's delivered state failed; its next state waits for the lease to expire"),
     );

@@ -116,6 +116,13 @@ export const dispatchEntityWaits = new Counter({
   registers: [registry],
 });
 
+export const dispatchEntityLeaseExpired = new Counter({
+  name: "streamkeeper_dispatch_entity_lease_expired_total",
+  help: "Deliveries of dropStale routes that outlived their entity lease (2 × timeoutMs + 1 s): another state of the entity may have been sent alongside",
+  labelNames: ["route"] as const,
+  registers: [registry],
+});
+
 export const dispatchDuration = new Histogram({
   name: "streamkeeper_dispatch_duration_seconds",
   help: "Duration of one downstream delivery attempt",

@@ -12,60 +12,92 @@ export type Entry = { outcome: "go" } | { outcome: "stale" } | { outcome: "busy"
  */
 export interface EntityVersions {
   /** Takes the entity's lease for `owner` if the state is not stale and no one else holds it. */
-  enter(route: string, version: EntityVersion, owner: string, leaseMs: number): Promise<Entry>;
+  enter(route: string, version: EntityVersion, owner: string, leaseMs: number, now?: number): Promise<Entry>;
   /**
    * Records the state as delivered when `received` (a 2xx, or no answer: the route may
    * have it) and gives the lease back, in one step. False when the lease had expired.
    */
-  leave(route: string, version: EntityVersion, owner: string, received: boolean): Promise<boolean>;
+  leave(route: string, version: EntityVersion, owner: string, received: boolean, now?: number): Promise<boolean>;
 }
 
-// A version is the state's age in ms, negated once the entity is deleted. Integers, so
-// Redis keeps each as a number, not a string: ~80 bytes per entity (README "Routes").
-// Returns the version to keep once this state is delivered, or nil when it is stale:
-// - nothing known yet: it goes;
-// - deleted: only a create newer than the delete goes (the id lives again: social and
-//   custom-database users keep their user_id when re-created); updates never do, whatever
-//   their time, since delivering one would bring a deleted user back downstream;
-// - alive: a delete always goes (the newest state), anything else unless it is older.
-const nextVersion = `
-local function next_version(raw, age, change)
-  local stored = raw and tonumber(raw)
-  if not stored then
+/**
+ * Versions live in hashes, not a key per entity: a small hash is one listpack, ~50 bytes
+ * an entity against ~190 for a key with its TTL (README "Routes"). A hash field has no
+ * TTL of its own before Redis 7.4, so time is cut into windows of the TTL: a delivery
+ * writes its entity into the current window's hash, which expires at the end of the next
+ * window, and a read takes the newest of the previous, current and next windows (the
+ * next one too, so a worker whose clock runs ahead is still seen). A version thus lives
+ * one to two TTLs after the entity's last delivery. Each window is split over
+ * `shards` hashes per route, so each stays a listpack (128 fields, Redis's default
+ * hash-max-listpack-entries) up to ~500,000 entities per route and window.
+ */
+const shards = 4096;
+
+// A version is the state's age in ms, negated once the entity is deleted. Versions only
+// move forward in one order, by absolute value, a delete winning a tie (see next_version),
+// so the newest of several windows is the latest written.
+const versionFunctions = `
+local function newest(a, b)
+  if not a then return b end
+  if not b then return a end
+  local x, y = math.abs(a), math.abs(b)
+  if x ~= y then return (x > y) and a or b end
+  return math.min(a, b)
+end
+local function stored(field)
+  local version = nil
+  for i = 2, 4 do
+    local raw = redis.call('HGET', KEYS[i], field)
+    if raw then version = newest(version, tonumber(raw)) end
+  end
+  return version
+end
+-- The version to keep once this state is delivered, or nil when it is stale:
+-- - nothing known yet: it goes;
+-- - deleted: only a create newer than the delete goes (the id lives again: social and
+--   custom-database users keep their user_id when re-created); updates never do, whatever
+--   their time, since delivering one would bring a deleted user back downstream;
+-- - alive: a delete always goes (the newest state), anything else unless it is older.
+local function next_version(current, age, change)
+  if not current then
     if change == 'd' then return -age end
     return age
   end
-  if stored < 0 then
-    if change == 'c' and age > -stored then return age end
+  if current < 0 then
+    if change == 'c' and age > -current then return age end
     return nil
   end
-  if change == 'd' then return -math.max(stored, age) end
-  if age >= stored then return age end
+  if change == 'd' then return -math.max(current, age) end
+  if age >= current then return age end
   return nil
 end
 `;
 
-// KEYS: lease, version (one hash tag, one slot). ARGV: owner, leaseMs, age, change.
+// KEYS: lease, previous, current and next window's hash (one hash tag, one slot).
+// ARGV: entity, owner, leaseMs, age, change.
 // Returns 0 (go, the lease is ours), -1 (stale) or the ms left on another's lease.
-const enterScript = `${nextVersion}
+const enterScript = `${versionFunctions}
 local holder = redis.call('GET', KEYS[1])
-if holder and holder ~= ARGV[1] then
+if holder and holder ~= ARGV[2] then
   return math.max(redis.call('PTTL', KEYS[1]), 1)
 end
-if not next_version(redis.call('GET', KEYS[2]), tonumber(ARGV[3]), ARGV[4]) then return -1 end
-redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+if not next_version(stored(ARGV[1]), tonumber(ARGV[4]), ARGV[5]) then return -1 end
+redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
 return 0
 `;
 
-// KEYS: lease, version. ARGV: owner, received (1/0), age, change, ttl seconds.
-// The version only moves forward: should the lease have expired and another delivery
-// have recorded a newer state meanwhile, that one stays.
-const leaveScript = `${nextVersion}
-if ARGV[2] == '1' then
-  local version = next_version(redis.call('GET', KEYS[2]), tonumber(ARGV[3]), ARGV[4])
-  if version then redis.call('SET', KEYS[2], string.format('%d', version), 'EX', ARGV[5]) end
+// KEYS: as enter. ARGV: entity, owner, received (1/0), age, change, the current window's
+// expiry (unix seconds). The version only moves forward: should the lease have expired
+// and another delivery have recorded a newer state meanwhile, that one stays.
+const leaveScript = `${versionFunctions}
+if ARGV[3] == '1' then
+  local version = next_version(stored(ARGV[1]), tonumber(ARGV[4]), ARGV[5])
+  if version then
+    redis.call('HSET', KEYS[3], ARGV[1], string.format('%d', version))
+    redis.call('EXPIREAT', KEYS[3], ARGV[6])
+  end
 end
-if redis.call('GET', KEYS[1]) == ARGV[1] then
+if redis.call('GET', KEYS[1]) == ARGV[2] then
   redis.call('DEL', KEYS[1])
   return 1
 end
@@ -73,26 +105,40 @@ return 0
 `;
 
 type Commands = {
-  streamkeeperEnterEntity(lease: string, version: string, owner: string, leaseMs: number, age: number, change: string): Promise<number>;
-  streamkeeperLeaveEntity(lease: string, version: string, owner: string, received: string, age: number, change: string, ttlSeconds: number): Promise<number>;
+  streamkeeperEnterEntity(...args: [string, string, string, string, string, string, number, number, string]): Promise<number>;
+  streamkeeperLeaveEntity(...args: [string, string, string, string, string, string, string, number, string, number]): Promise<number>;
 };
 
 const changeCodes = { created: "c", deleted: "d", changed: "u" } as const;
 
-/** Versions are kept `ttlSeconds` (DEDUPE_TTL_SECONDS) after an entity's last delivery. */
+/** FNV-1a: a cheap, stable spread of entities over the shards. */
+function shardOf(entity: string): number {
+  let hash = 0x811c9dc5;
+  for (let index = 0; index < entity.length; index++) hash = Math.imul(hash ^ entity.charCodeAt(index), 0x01000193);
+  return (hash >>> 0) % shards;
+}
+
+/** Versions are kept one to two `ttlSeconds` (DEDUPE_TTL_SECONDS) after an entity's last delivery. */
 export function createEntityVersions(redis: Redis | Cluster, queuePrefix: string, ttlSeconds: number): EntityVersions {
   const base = bullPrefix(queuePrefix);
-  const keys = (route: string, entity: string) => [`${base}:lease:${route}:${entity}`, `${base}:version:${route}:${entity}`] as const;
-  redis.defineCommand("streamkeeperEnterEntity", { numberOfKeys: 2, lua: enterScript });
-  redis.defineCommand("streamkeeperLeaveEntity", { numberOfKeys: 2, lua: leaveScript });
+  redis.defineCommand("streamkeeperEnterEntity", { numberOfKeys: 4, lua: enterScript });
+  redis.defineCommand("streamkeeperLeaveEntity", { numberOfKeys: 4, lua: leaveScript });
   const commands = redis as unknown as Commands;
+  const keys = (route: string, entity: string, now: number) => {
+    const window = Math.floor(now / 1000 / ttlSeconds);
+    const shard = shardOf(entity);
+    const versions = (at: number) => `${base}:versions:${route}:${at}:${shard}`;
+    return { lease: `${base}:lease:${route}:${entity}`, previous: versions(window - 1), current: versions(window), next: versions(window + 1), expireAt: (window + 2) * ttlSeconds };
+  };
   return {
-    async enter(route, { entity, age, change }, owner, leaseMs) {
-      const answer = await commands.streamkeeperEnterEntity(...keys(route, entity), owner, leaseMs, age, changeCodes[change]);
+    async enter(route, { entity, age, change }, owner, leaseMs, now = Date.now()) {
+      const { lease, previous, current, next } = keys(route, entity, now);
+      const answer = await commands.streamkeeperEnterEntity(lease, previous, current, next, entity, owner, leaseMs, age, changeCodes[change]);
       return answer === 0 ? { outcome: "go" } : answer < 0 ? { outcome: "stale" } : { outcome: "busy", leaseLeftMs: answer };
     },
-    async leave(route, { entity, age, change }, owner, received) {
-      const answer = await commands.streamkeeperLeaveEntity(...keys(route, entity), owner, received ? "1" : "0", age, changeCodes[change], ttlSeconds);
+    async leave(route, { entity, age, change }, owner, received, now = Date.now()) {
+      const { lease, previous, current, next, expireAt } = keys(route, entity, now);
+      const answer = await commands.streamkeeperLeaveEntity(lease, previous, current, next, entity, owner, received ? "1" : "0", age, changeCodes[change], expireAt);
       return answer === 1;
     },
   };
