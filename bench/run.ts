@@ -12,6 +12,7 @@ import { startChild, tsxArgs } from "./lib/start-child.js";
 import { runIngest, type IngestResults } from "./scenarios/run-ingest.js";
 import { runPipeline, type PipelineResults, type Topology } from "./scenarios/run-pipeline.js";
 import { runReconcile, type ReconcileResults } from "./scenarios/run-reconcile.js";
+import { runStaleGuard, type StaleGuardResults } from "./scenarios/run-stale-guard.js";
 
 export interface BenchResults {
   startedAt: string;
@@ -32,6 +33,8 @@ export interface BenchResults {
   /** one per BENCH_PIPELINE_TOPOLOGIES entry */
   pipelines: PipelineResults[];
   reconcile?: ReconcileResults;
+  /** the cost of a dropStale route's guard per delivery, against a plain route */
+  staleGuard?: StaleGuardResults;
   /** each target: true met, false missed, undefined not measured */
   targets: { ingestRatio?: boolean; ackP99?: boolean; ackP99Paced?: boolean; pipeline: Partial<Record<Topology, boolean>>; reconcile?: boolean };
 }
@@ -92,6 +95,9 @@ async function main() {
       if (results.reconcile.status === "measured") {
         results.targets.reconcile = results.reconcile.shareOfAllowed >= 0.9 && results.reconcile.rateLimited === 0 && results.reconcile.failures === 0;
       }
+    }
+    if (scenarios.has("stale-guard")) {
+      results.staleGuard = await runStaleGuard({ redis, redisUrl: redisServer.url, dataDir: dir, sinkUrl: sink.info.url, log });
     }
   } catch (error) {
     failed = true;

@@ -48,6 +48,21 @@ export function formatResults(results: BenchResults): string {
   } else if (reconcile) {
     rows.push(["Reconcile", `pending: ${reconcile.reason}`, "-", "-", "-", "-", "≥ 90 % of the limit: pending"]);
   }
+  const guard = results.staleGuard;
+  if (guard?.status === "measured") {
+    const { plain: p, guarded: g } = guard;
+    rows.push([
+      `dropStale guard: ${n(guard.events)} deliveries, each of its own user, one \`--role worker\``,
+      `${n(g.eventsPerSecond)} events/s (plain route ${n(p.eventsPerSecond)})`,
+      "-",
+      "-",
+      "-",
+      `worker CPU ${n(g.workerCpuUs)} µs per delivery (plain ${n(p.workerCpuUs)}, **+${n(g.workerCpuUs - p.workerCpuUs)}**); Redis ${n(g.redisScripts, 1)} scripts (plain ${n(p.redisScripts, 1)}, **+${n(g.redisScripts - p.redisScripts, 1)} round trips**, one before the POST), ${n(g.redisCpuUs)} µs of Redis CPU (plain ${n(p.redisCpuUs)})`,
+      "",
+    ]);
+  } else if (guard) {
+    rows.push(["dropStale guard", `pending: ${guard.reason}`, "-", "-", "-", "-", ""]);
+  }
 
   const memory: string[] = [];
   if (ingest) {
