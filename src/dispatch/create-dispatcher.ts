@@ -53,21 +53,22 @@ export interface Dispatcher {
  */
 export function createDispatcher(options: DispatcherOptions): Dispatcher {
   const { routes, ledger, logger, shutdownTimeoutMs } = options;
+  // Before any connection is made, so a wiring mistake leaks nothing.
+  const staleGuards = routes.map((route) => {
+    if (!route.dropStale) return undefined;
+    if (!options.entityVersions) throw new Error(`route ${route.name} has dropStale but the dispatcher was given no entityVersions; pass createEntityVersions(...)`);
+    return createStaleGuard({ route, versions: options.entityVersions, ledger, logger });
+  });
   const connection = createRedis(options.redisUrl, "worker", "streamkeeper-dispatch");
   connection.on("error", (error) => logger.warn({ err: error }, "dispatch: Redis connection error; reconnecting"));
   const shutdown = new AbortController();
   const backoff = { baseMs: options.backoffBaseMs, maxMs: options.backoffMaxMs };
 
-  const staleGuardFor = (route: Route) => {
-    if (!route.dropStale) return undefined;
-    if (!options.entityVersions) throw new Error(`route ${route.name} has dropStale but the dispatcher was given no entityVersions; pass createEntityVersions(...)`);
-    return createStaleGuard({ route, versions: options.entityVersions, ledger, logger });
-  };
   const clients = routes.map(createDownstreamClient);
   const workers = routes.map((route, index) => {
     const worker = new Worker<DeliveryJobData, DeliveryResult>(
       deliveryQueueName(route.name),
-      createDeliveryProcessor({ route, client: clients[index]!, ledger, logger, shutdown: shutdown.signal, staleGuard: staleGuardFor(route) }),
+      createDeliveryProcessor({ route, client: clients[index]!, ledger, logger, shutdown: shutdown.signal, staleGuard: staleGuards[index] }),
       {
         connection,
         prefix: bullPrefix(options.queuePrefix),
