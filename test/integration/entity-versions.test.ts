@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import type { EntityVersion } from "../../src/events/entity-version.js";
 import { createEntityVersions, type EntityVersions } from "../../src/queue/entity-versions.js";
 import { createRedis, untilReady } from "../../src/queue/redis-connection.js";
+import { startRedisCluster } from "../helpers/redis-cluster.js";
 
 /**
  * The Lua side of dropStale against a real Redis: which state may follow which, the lease
@@ -137,5 +138,24 @@ describe("entity versions", () => {
     expect(ttl).toBeLessThanOrEqual(1200);
     expect(await redis.exists(`{${prefix}}:lease:crm:${user}`)).toBe(0);
     expect(await redis.object("ENCODING", key!)).toBe("listpack");
+  });
+});
+
+describe("entity versions on a Redis Cluster", () => {
+  it("when the versions live on a three-master cluster, then the lease and the three window hashes share the prefix's slot and the scripts run", async () => {
+    const cluster = await startRedisCluster(3);
+    const redis = createRedis(cluster.url, "client");
+    try {
+      await untilReady(redis);
+      const versions = createEntityVersions(redis, `test-${randomUUID()}`, 600);
+      const version = (age: number): EntityVersion => ({ entity: "organization:org_cluster", age, change: "changed" });
+      expect(await versions.enter("crm", version(200), "a", 10_000)).toEqual({ outcome: "go" });
+      expect((await versions.enter("crm", version(300), "b", 10_000)).outcome).toBe("busy");
+      expect(await versions.leave("crm", version(200), "a", true)).toBe(true);
+      expect(await versions.enter("crm", version(100), "c", 10_000)).toEqual({ outcome: "stale" });
+    } finally {
+      redis.disconnect();
+      await cluster.stop();
+    }
   });
 });
