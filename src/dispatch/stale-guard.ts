@@ -32,8 +32,8 @@ export type StaleGuard = (
 export function createStaleGuard({ route, versions, ledger, logger }: StaleGuardDeps): StaleGuard {
   const labels = { route: route.name };
   // The lease outlives the POST (bounded by timeoutMs) with room for a slow event loop or
-  // Redis, so two states never overlap; yet a crashed holder frees its entity before
-  // BullMQ hands the crashed job to another worker (DISPATCH_LOCK_DURATION_MS, 30 s).
+  // Redis, so two states never overlap; yet a crashed holder frees its entity within about
+  // two timeouts (21 s by default, before BullMQ's 30 s lock hands its job to another worker).
   const leaseMs = 2 * route.timeoutMs + 1000;
   // How long deliveries of this route take, smoothed: how long a waiter waits at first.
   let typicalMs = 20;
