@@ -17,6 +17,7 @@ import { createEventLedger } from "./queue/event-ledger.js";
 import { createEventStore } from "./queue/event-store.js";
 import { bullPrefix } from "./queue/queue-names.js";
 import { createRedis, untilReady } from "./queue/redis-connection.js";
+import { checkRedisVersion } from "./queue/redis-version.js";
 import { resolveRedis } from "./queue/resolve-redis.js";
 import { createReconcileQueue } from "./reconcile/create-reconcile-queue.js";
 import { createPacedTenant } from "./reconcile/create-paced-tenant.js";
@@ -55,7 +56,20 @@ export async function startService(config: Config, logger: Logger, role: Role): 
   client.on("error", (error) => logger.debug({ err: error }, "redis connection error"));
   client.once("ready", () => void checkEvictionPolicy());
   // Start even when Redis is down (the ingress answers 503 and /readyz fails until it is back).
-  await untilReady(client, 5000).catch((error: Error) => logger.error(`${error.message}; starting anyway`));
+  const reachable = await untilReady(client, 5000).then(
+    () => true,
+    (error: Error) => (logger.error(`${error.message}; starting anyway`), false),
+  );
+  // Too old a Redis is a setting to change (exit 2); one that comes up later is checked then.
+  if (reachable) {
+    await checkRedisVersion(client).catch(async (error: unknown) => {
+      client.disconnect();
+      await redis.release();
+      throw error;
+    });
+  } else {
+    client.once("ready", () => void checkRedisVersion(client).catch((error: Error) => logger.error(error.message)));
+  }
 
   const tracing = await startTracing(env.OTEL_EXPORTER_OTLP_ENDPOINT, logger);
   const ledger = createEventLedger(client, env.QUEUE_PREFIX, env.DEDUPE_TTL_SECONDS);

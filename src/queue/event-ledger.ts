@@ -31,22 +31,32 @@ export interface Arrival {
   routes: string[];
 }
 
+/**
+ * Ends every script that writes: a record never outlives its TTL, whoever wrote it first.
+ * `TTL == -1` (no expiry) rather than `EXPIRE ... NX`, which Redis before 7 refuses, and
+ * refuses after the script's HSET already applied (redis-version.ts checks the minimum).
+ */
+const keepExpiring = (ttlArg: string) => `
+if redis.call('TTL', KEYS[1]) == -1 then redis.call('EXPIRE', KEYS[1], ${ttlArg}) end
+`;
+
 // One key per call, so it is cluster-safe. ARGV: receivedAt, origin, streamId, type, routes, force, ttl.
 const claimScript = `
 local key = KEYS[1]
 local first = redis.call('HSETNX', key, 'receivedAt', ARGV[1])
+local result = 1
 if first == 0 and ARGV[6] ~= '1' then
   redis.call('HINCRBY', key, 'duplicates', 1)
   redis.call('HSET', key, 'lastDuplicateAt', ARGV[1])
-  return 0
-end
-if first == 0 then
+  result = 0
+elseif first == 0 then
   redis.call('HINCRBY', key, 'replays', 1)
 else
   redis.call('HSET', key, 'origin', ARGV[2], 'streamId', ARGV[3], 'type', ARGV[4], 'routes', ARGV[5])
   redis.call('EXPIRE', key, ARGV[7])
 end
-return 1
+${keepExpiring("ARGV[7]")}
+return result
 `;
 
 /**
@@ -75,15 +85,19 @@ export interface EventLedger {
 // pipeline it builds: dropping the MULTI cut the dispatcher's CPU per delivery from
 // ~400 to ~230 µs (docs/benchmarks.md).
 // ARGV: field, value, ttl.
+// A record that expired meanwhile starts again with a full TTL (a `delivered_only` record).
 const markDeliveredScript = `
 redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
-redis.call('EXPIRE', KEYS[1], ARGV[3], 'NX')
+${keepExpiring("ARGV[3]")}
 return 1
 `;
-// ARGV: at.
+// ARGV: at, ttl. A record that expired since the lookup is not recreated: there is
+// nothing left to count the duplicate against.
 const recordDuplicateScript = `
+if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
 redis.call('HINCRBY', KEYS[1], 'duplicates', 1)
 redis.call('HSET', KEYS[1], 'lastDuplicateAt', ARGV[1])
+${keepExpiring("ARGV[2]")}
 return 1
 `;
 
@@ -97,7 +111,7 @@ type LedgerCommands = {
   streamkeeperLookup(key: string): Promise<number>;
   streamkeeperClaim(key: string, ...args: (string | number)[]): Promise<number>;
   streamkeeperMarkDelivered(key: string, field: string, at: number, ttlSeconds: number): Promise<number>;
-  streamkeeperRecordDuplicate(key: string, at: number): Promise<number>;
+  streamkeeperRecordDuplicate(key: string, at: number, ttlSeconds: number): Promise<number>;
 };
 
 export function createEventLedger(redis: Redis | Cluster, queuePrefix: string, ttlSeconds: number): EventLedger {
@@ -154,10 +168,9 @@ export function createEventLedger(redis: Redis | Cluster, queuePrefix: string, t
       return result === 1;
     },
     async recordDuplicate(eventId, at) {
-      await commands.streamkeeperRecordDuplicate(key(eventId), at);
+      await commands.streamkeeperRecordDuplicate(key(eventId), at, ttlSeconds);
     },
     async markDelivered(eventId, route, at) {
-      // EXPIRE NX: a record that expired meanwhile is not kept forever (Redis >= 7).
       await commands.streamkeeperMarkDelivered(key(eventId), `delivered:${route}`, at, ttlSeconds);
     },
     async markStale(eventId, route, at) {
