@@ -96,6 +96,29 @@ describe("operate: traces", () => {
     closed = true;
   });
 
+  it("when requests reach the receiver, then each server span is named after the route template that answered, never the raw path", async () => {
+    const collector = await startCollector();
+    cleanup.push(() => collector.close());
+    const service = await startTestService({ OTEL_EXPORTER_OTLP_ENDPOINT: collector.url, DOWNSTREAM_URL: "http://127.0.0.1:9/" }, "receiver");
+    let closed = false;
+    cleanup.push(async () => void (closed || (await service.close())));
+    expect((await service.post("/webhooks", JSON.stringify(userEvent()))).status).toBe(202);
+    expect((await service.post("/webhooks/est_aD5AUDqZbHFcMoEx2LxAk9/extra", "{}")).status).toBe(404);
+    expect((await fetch(`${service.publicUrl}/probe/12345`)).status).toBe(404);
+    expect((await fetch(`${service.publicUrl}/readyz`)).status).toBe(200);
+    await service.close(); // sends the buffered spans
+    closed = true;
+
+    const pathOf = (span: OtlpSpan) => span.attributes.find((a) => a.key === "url.path")?.value.stringValue;
+    await until(() => collector.spans.filter((span) => pathOf(span) !== undefined).length >= 4, "not every server span arrived");
+    const nameOf = (path: string) => collector.spans.find((span) => pathOf(span) === path)?.name;
+    expect(nameOf("/webhooks")).toBe("POST /webhooks");
+    expect(nameOf("/readyz")).toBe("GET /readyz");
+    // Matched no route: the method alone, so a scanner's paths cannot multiply span names.
+    expect(nameOf("/webhooks/est_aD5AUDqZbHFcMoEx2LxAk9/extra")).toBe("POST");
+    expect(nameOf("/probe/12345")).toBe("GET");
+  });
+
   it("when OTEL_EXPORTER_OTLP_ENDPOINT is unset, then no tracer is installed and jobs carry no trace context", async () => {
     const service = await startTestService({ DOWNSTREAM_URL: "http://127.0.0.1:9/" }, "receiver");
     cleanup.push(() => service.close());
