@@ -55,14 +55,17 @@ export const settings = {
   ROUTES_FILE: [optional, "downstream routes (YAML or JSON)"],
   DOWNSTREAM_URL: [url, "shortcut: one route named `default` that receives every event"],
   ADMIN_TOKEN: [optional, "bearer token for /admin/*; admin write endpoints and the dashboard are off without it"],
-  DEDUPE_TTL_SECONDS: [z.coerce.number().int().min(1).default(604_800), "how long an event id is remembered"],
+  DEDUPE_TTL_SECONDS: [
+    z.coerce.number().int().min(3600, "give at least 3600 (an hour): the tenant retries a delivery for seconds to minutes, and those retries must count as duplicates").default(604_800),
+    "how long an event id is remembered; dedupe rests on this alone, not on the delivered jobs (at least 3600, and not below RECONCILE_SWEEP_LOOKBACK_SECONDS while the sweep runs)",
+  ],
   LOG_LEVEL: [z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"), "pino level; logs are JSON lines, secrets redacted"],
   SHUTDOWN_TIMEOUT_MS: [z.coerce.number().int().min(0).default(10_000), "how long shutdown waits for in-flight requests and deliveries"],
   DISPATCH_BACKOFF_BASE_MS: [z.coerce.number().int().min(1).default(1000), "first retry delay of a downstream delivery; doubles each attempt, with jitter"],
   DISPATCH_BACKOFF_MAX_MS: [z.coerce.number().int().min(1).default(300_000), "longest retry delay, also the clamp on a downstream Retry-After"],
   DISPATCH_LOCK_DURATION_MS: [z.coerce.number().int().min(1000).default(30_000), "how long a crashed worker's in-flight delivery stays locked before another worker retries it"],
-  COMPLETED_JOB_RETENTION_SECONDS: [z.coerce.number().int().min(0).default(3600), "how long delivered jobs stay visible in the dashboard"],
-  COMPLETED_JOB_RETENTION_COUNT: [z.coerce.number().int().min(0).default(1000), "delivered jobs kept per route besides the age limit, so a burst cannot grow Redis with the arrival rate"],
+  COMPLETED_JOB_RETENTION_SECONDS: [z.coerce.number().int().min(0).default(3600), "how long delivered jobs stay visible in the dashboard; any value down to 0 keeps dedupe (the ledger's, DEDUPE_TTL_SECONDS), but it must be below DEDUPE_TTL_SECONDS"],
+  COMPLETED_JOB_RETENTION_COUNT: [z.coerce.number().int().min(0).default(1000), "delivered jobs kept per route besides the age limit, so a burst cannot grow Redis with the arrival rate; any value down to 0 keeps dedupe"],
   RECONCILE_RATE_SHARE: [z.coerce.number().gt(0, "give a fraction above 0, e.g. 0.5").max(1, "give a fraction up to 1, e.g. 0.5").default(0.5), "the part of the tenant's advertised API allowance (X-RateLimit-Limit) the reconciler and the sweep may spend, across every process; other clients of the tenant keep the rest"],
   RECONCILE_RATE_PER_SECOND: [z.coerce.number().positive().optional(), "a further cap on tenant API calls per second, across every process; unset: no cap beyond RECONCILE_RATE_SHARE"],
   PUBLIC_URL: [publicUrl, "the URL at which the tenant reaches this service (https, or http on loopback); selects the swept streams and is the default of `streams connect --public-url`"],
@@ -124,6 +127,7 @@ export function loadConfig(source: Record<string, string | undefined> = process.
   const problems: string[] = [];
   const webhookAuth = webhookAuthOf(env, problems);
   const tenant = tenantOf(env, problems);
+  dedupeProblems(env, problems);
   if (problems.length > 0) throw new ConfigError(problems);
   return { env, webhookAuth, tenant };
 }
@@ -154,6 +158,27 @@ function webhookAuthOf(env: Env, problems: string[]): WebhookAuth {
       return { method: "custom_header", headerName: required("WEBHOOK_HEADER_NAME"), headerValue: required("WEBHOOK_HEADER_VALUE") };
     case "none":
       return { method: "none" };
+  }
+}
+
+/**
+ * Dedupe is the ledger's alone (event-store.ts): it holds an id for DEDUPE_TTL_SECONDS,
+ * whatever becomes of the delivered jobs. Two settings could still undo it.
+ */
+function dedupeProblems(env: Env, problems: string[]) {
+  // BullMQ ignores an add whose job id exists in any state (STACK-NOTES.md): a delivered
+  // job kept past its id's record would swallow a later arrival of that id, answered 202.
+  if (env.COMPLETED_JOB_RETENTION_SECONDS >= env.DEDUPE_TTL_SECONDS) {
+    problems.push(
+      `COMPLETED_JOB_RETENTION_SECONDS (${env.COMPLETED_JOB_RETENTION_SECONDS}) must be below DEDUPE_TTL_SECONDS (${env.DEDUPE_TTL_SECONDS}): a delivered job kept after its id is forgotten would make a later arrival of that id stored but never delivered; lower COMPLETED_JOB_RETENTION_SECONDS or raise DEDUPE_TTL_SECONDS`,
+    );
+  }
+  // The first sweep recovers failures that old; the tenant may have failed a delivery we
+  // stored (our 503 after a slow store), so its id must still be known then.
+  if (env.RECONCILE_SWEEP_INTERVAL_SECONDS > 0 && env.DEDUPE_TTL_SECONDS < env.RECONCILE_SWEEP_LOOKBACK_SECONDS) {
+    problems.push(
+      `DEDUPE_TTL_SECONDS (${env.DEDUPE_TTL_SECONDS}) must be at least RECONCILE_SWEEP_LOOKBACK_SECONDS (${env.RECONCILE_SWEEP_LOOKBACK_SECONDS}) while the sweep runs: an event the sweep recovers after its id is forgotten would be delivered twice; raise DEDUPE_TTL_SECONDS, lower RECONCILE_SWEEP_LOOKBACK_SECONDS or set RECONCILE_SWEEP_INTERVAL_SECONDS=0`,
+    );
   }
 }
 

@@ -41,3 +41,43 @@ describe("completed delivery jobs are kept by count as well as age", () => {
     }
   });
 });
+
+describe("dedupe does not rest on delivered jobs", () => {
+  let sink: SinkServer;
+  let service: TestService;
+  beforeAll(async () => {
+    sink = await startSinkServer();
+    // Keep no delivered job at all: only the ledger remembers ids.
+    service = await startTestService({ DOWNSTREAM_URL: sink.url, COMPLETED_JOB_RETENTION_COUNT: "0", COMPLETED_JOB_RETENTION_SECONDS: "0" });
+  });
+  afterAll(async () => {
+    await service.close();
+    await sink.close();
+  });
+
+  it("when an event's delivered job is already gone and its id arrives again, then it is a duplicate, delivered once", async () => {
+    const stream = "/webhooks/est_38ANnv8pQhqsZrX2VFbftv";
+    const event = userEvent();
+    expect((await service.post(stream, JSON.stringify(event))).status).toBe(202);
+    await sink.until((requests) => requests.some((r) => r.headers["webhook-id"] === event.id && r.status === 200));
+
+    const redis = createRedis(service.config.env.REDIS_URL!, "client");
+    const queue = new Queue(deliveryQueueName("default"), { connection: redis, prefix: bullPrefix(service.config.env.QUEUE_PREFIX) });
+    try {
+      // Removed as it completed; wait for the completion rather than for the clock.
+      for (const deadline = Date.now() + 20_000; (await queue.getJobState(event.id)) !== "unknown"; await new Promise((ok) => setTimeout(ok, 50))) {
+        expect(Date.now(), "the delivered job is still kept").toBeLessThan(deadline);
+      }
+    } finally {
+      await queue.close();
+      redis.disconnect();
+    }
+    const again = await service.post(stream, JSON.stringify(event));
+    expect(await again.json()).toEqual({ accepted: 0, duplicates: 1 });
+    // A later event, delivered after anything the repeat could have queued on the route.
+    const later = userEvent();
+    await service.post(stream, JSON.stringify(later));
+    await sink.until((requests) => requests.some((r) => r.headers["webhook-id"] === later.id && r.status === 200));
+    expect(sink.requests.filter((r) => r.headers["webhook-id"] === event.id)).toHaveLength(1);
+  });
+});

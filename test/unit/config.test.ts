@@ -33,6 +33,10 @@ describe("config", () => {
     [{ WEBHOOK_AUTH: "custom_header", WEBHOOK_HEADER_NAME: "X-Key" }, "WEBHOOK_HEADER_VALUE is required when WEBHOOK_AUTH=custom_header"],
     [{ WEBHOOK_USERNAME: "a:b", WEBHOOK_PASSWORD: "p" }, "WEBHOOK_USERNAME must not contain ':'"],
     [{ MGMT_TOKEN_URL: "http://127.0.0.1:4010/oauth/token" }, "MGMT_API_BASE_URL or TENANT_DOMAIN is required when MGMT_TOKEN_URL is set"],
+    // Settings that would undo dedupe (the ledger's, DEDUPE_TTL_SECONDS):
+    [{ DEDUPE_TTL_SECONDS: "60", RECONCILE_SWEEP_INTERVAL_SECONDS: "0" }, "DEDUPE_TTL_SECONDS: give at least 3600"],
+    [{ DEDUPE_TTL_SECONDS: "86400", COMPLETED_JOB_RETENTION_SECONDS: "86400" }, "COMPLETED_JOB_RETENTION_SECONDS (86400) must be below DEDUPE_TTL_SECONDS (86400)"],
+    [{ DEDUPE_TTL_SECONDS: "7200" }, "DEDUPE_TTL_SECONDS (7200) must be at least RECONCILE_SWEEP_LOOKBACK_SECONDS (86400) while the sweep runs"],
   ])("when %o, then the problem says: %s", (env, message) => {
     expect(problemsOf(env).join("\n")).toContain(message);
   });
@@ -52,6 +56,11 @@ describe("config", () => {
     const config = loadConfig({ MGMT_API_BASE_URL: "http://127.0.0.1:4010/api/v2", MGMT_TOKEN_URL: "http://127.0.0.1:4010/oauth/token" });
     expect(config.tenant?.audience).toBe("http://127.0.0.1:4010/api/v2/");
     expect(() => requireTenant(config)).toThrow(/set MGMT_CLIENT_ID, MGMT_CLIENT_SECRET/);
+  });
+
+  it("when the sweep is off or reads less far back, then a shorter DEDUPE_TTL_SECONDS is fine", () => {
+    expect(loadConfig({ DEDUPE_TTL_SECONDS: "7200", RECONCILE_SWEEP_INTERVAL_SECONDS: "0" }).env.DEDUPE_TTL_SECONDS).toBe(7200);
+    expect(loadConfig({ DEDUPE_TTL_SECONDS: "7200", RECONCILE_SWEEP_LOOKBACK_SECONDS: "3600" }).env.DEDUPE_TTL_SECONDS).toBe(7200);
   });
 
   it("when a value is empty, then it counts as unset", () => {
