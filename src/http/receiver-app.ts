@@ -46,12 +46,18 @@ export function createReceiverApp(deps: ReceiverDeps) {
     res.status(ready ? 200 : 503).json({ status: ready ? "ready" : "redis unavailable" });
   });
 
+  // Credentials are judged from the headers alone, before any of the body is read: a
+  // refused request gets no `100 Continue` (serve.ts hands those to us), and its connection
+  // is closed after the 401 rather than drained of a body nobody will read.
   const authenticate = (req: Request, res: Response, next: NextFunction) => {
     const problem = checkCredentials(req.headers);
-    if (!problem) return next();
+    if (!problem) {
+      if (/^100-continue$/i.test(req.headers.expect ?? "")) res.writeContinue();
+      return next();
+    }
     eventsRejected.inc({ reason: "unauthorized" });
     deps.logger.warn({ path: req.path, ip: req.ip }, `webhook refused: ${problem}`);
-    sendProblem(res, 401, problem, challenge ? { "WWW-Authenticate": challenge } : {});
+    sendProblem(res, 401, problem, { Connection: "close", ...(challenge ? { "WWW-Authenticate": challenge } : {}) });
   };
   const rawBody = express.raw({ type: () => true, limit: deps.maxBodyBytes });
 

@@ -12,8 +12,19 @@ export interface Serving {
   close(timeoutMs: number): Promise<void>;
 }
 
-export async function serve(handler: RequestListener, port: number, host: string): Promise<Serving> {
+export interface ServeOptions {
+  /**
+   * The handler answers `Expect: 100-continue` itself (`res.writeContinue()` once it wants
+   * the body), so a request it refuses from its headers is never invited to send one.
+   * Off: Node sends `100 Continue` to every such request before the handler sees it.
+   */
+  handlerSendsContinue?: boolean;
+}
+
+export async function serve(handler: RequestListener, port: number, host: string, options: ServeOptions = {}): Promise<Serving> {
   const server = createServer(handler);
+  // With a listener, Node neither answers 100 nor emits 'request' for these: the handler does both.
+  if (options.handlerSendsContinue) server.on("checkContinue", handler);
   // Longer than typical load balancer idle timeouts, so they close first.
   server.keepAliveTimeout = 65_000;
   server.listen(port, host);
