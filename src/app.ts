@@ -19,6 +19,7 @@ import { bullPrefix } from "./queue/queue-names.js";
 import { createRedis, untilReady } from "./queue/redis-connection.js";
 import { checkRedisVersion } from "./queue/redis-version.js";
 import { resolveRedis } from "./queue/resolve-redis.js";
+import { createRepeatLog } from "./repeat-log.js";
 import { createReconcileQueue } from "./reconcile/create-reconcile-queue.js";
 import { createPacedTenant } from "./reconcile/create-paced-tenant.js";
 import { createReconcileWorker } from "./reconcile/create-reconcile-worker.js";
@@ -76,9 +77,11 @@ export async function startService(config: Config, logger: Logger, role: Role): 
   const queues = createDeliveryQueues(client, env.QUEUE_PREFIX, routes, { ageSeconds: env.COMPLETED_JOB_RETENTION_SECONDS, count: env.COMPLETED_JOB_RETENTION_COUNT }, tracing.bullmq);
   const store = createEventStore(ledger, queues, routes);
   const reconcileQueue = createReconcileQueue(client, env.QUEUE_PREFIX, tracing.bullmq);
+  const logRepeatsEveryMs = env.LOG_REPEAT_INTERVAL_SECONDS * 1000;
+  const logQueueError = createRepeatLog(logger, "warn", "queue: Redis error", logRepeatsEveryMs);
   for (const queue of [...queues.all(), reconcileQueue.queue]) {
     // Without a listener a Redis outage prints raw stack traces; the ingress answers 503 meanwhile.
-    queue.on("error", (error) => logger.warn({ err: error, queue: queue.name }, "queue: Redis error"));
+    queue.on("error", (error) => logQueueError({ err: error, queue: queue.name }, queue.name));
   }
   const readyKey = `${bullPrefix(env.QUEUE_PREFIX)}:readyz`;
   const ready = async () => {
@@ -110,6 +113,7 @@ export async function startService(config: Config, logger: Logger, role: Role): 
       defaultStreamId: env.DEFAULT_STREAM_ID,
       ready,
       logger,
+      logRepeatsEveryMs,
     });
     publicServer = await serve(tracing.traceRequests(receiver, "receiver"), env.PORT, env.HOST, { handlerSendsContinue: true }).catch(portProblem("PORT", env.PORT));
     closers.push(() => publicServer!.close(env.SHUTDOWN_TIMEOUT_MS));
@@ -133,6 +137,7 @@ export async function startService(config: Config, logger: Logger, role: Role): 
       stalledIntervalMs: env.DISPATCH_LOCK_DURATION_MS,
       telemetry: tracing.bullmq,
       entityVersions: createEntityVersions(ledgerConnection, env.QUEUE_PREFIX, env.DEDUPE_TTL_SECONDS),
+      logRepeatsEveryMs,
     });
     const reconciler = createReconcileWorker({ config, tenant, redisUrl: redis.url, ledger, store, logger, telemetry: tracing.bullmq });
     closers.push(async () => {

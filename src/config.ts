@@ -60,6 +60,7 @@ export const settings = {
     "how long an event id is remembered; dedupe rests on this alone, not on the delivered jobs (at least 3600, and not below RECONCILE_SWEEP_LOOKBACK_SECONDS while the sweep runs)",
   ],
   LOG_LEVEL: [z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"), "pino level; logs are JSON lines, secrets redacted"],
+  LOG_REPEAT_INTERVAL_SECONDS: [z.coerce.number().positive().default(60), "a failure that repeats (Redis down, wrong webhook credentials) is logged at once, then once per interval with its count"],
   SHUTDOWN_TIMEOUT_MS: [z.coerce.number().int().min(0).default(10_000), "how long shutdown waits for in-flight requests and deliveries"],
   DISPATCH_BACKOFF_BASE_MS: [z.coerce.number().int().min(1).default(1000), "first retry delay of a downstream delivery; doubles each attempt, with jitter"],
   DISPATCH_BACKOFF_MAX_MS: [z.coerce.number().int().min(1).default(300_000), "longest retry delay, also the clamp on a downstream Retry-After"],

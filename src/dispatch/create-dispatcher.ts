@@ -1,5 +1,6 @@
 import { DelayedError, UnrecoverableError, Worker, type Telemetry } from "bullmq";
 import type { Logger } from "../logger.js";
+import { createRepeatLog } from "../repeat-log.js";
 import type { DeliveryJobData } from "../queue/delivery-job.js";
 import type { EntityVersions } from "../queue/entity-versions.js";
 import type { EventLedger } from "../queue/event-ledger.js";
@@ -38,6 +39,8 @@ export interface DispatcherOptions {
   telemetry?: Telemetry;
   /** Entity versions and leases for the `dropStale` routes; required when a route has it. */
   entityVersions?: EntityVersions;
+  /** LOG_REPEAT_INTERVAL_SECONDS in ms: Redis errors are logged once per interval with their count. @defaultValue 60000 */
+  logRepeatsEveryMs?: number;
 }
 
 export interface Dispatcher {
@@ -60,7 +63,9 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
     return createStaleGuard({ route, versions: options.entityVersions, ledger, logger });
   });
   const connection = createRedis(options.redisUrl, "worker", "streamkeeper-dispatch");
-  connection.on("error", (error) => logger.warn({ err: error }, "dispatch: Redis connection error; reconnecting"));
+  // An outage raises these on every reconnect attempt, per connection and per worker.
+  const logRedisError = createRepeatLog(logger, "warn", "dispatch: Redis error; reconnecting", options.logRepeatsEveryMs ?? 60_000);
+  connection.on("error", (error) => logRedisError({ err: error }));
   const shutdown = new AbortController();
   const backoff = { baseMs: options.backoffBaseMs, maxMs: options.backoffMaxMs };
 
@@ -88,7 +93,7 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
         },
       },
     );
-    worker.on("error", (error) => logger.warn({ err: error, route: route.name }, "dispatch worker error"));
+    worker.on("error", (error) => logRedisError({ err: error, route: route.name }, route.name));
     // Our own outcomes are logged by the processor; this catches the rest (a Redis fault).
     worker.on("failed", (job, error) => {
       if (error instanceof RetryableDeliveryError || error instanceof UnrecoverableError || error instanceof DelayedError) return;

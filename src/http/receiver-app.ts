@@ -4,6 +4,7 @@ import { InvalidEventError } from "../events/invalid-event-error.js";
 import { parseCloudEvents } from "../events/parse-cloud-events.js";
 import { brokenTenantRules } from "../events/tenant-rules.js";
 import type { Logger } from "../logger.js";
+import { createRepeatLog } from "../repeat-log.js";
 import { eventsNonconforming, eventsRejected, webhookRequestDuration, webhookRequests } from "../metrics/registry.js";
 import type { EventStore } from "../queue/event-store.js";
 import { challengeFor, createCredentialCheck } from "./check-credentials.js";
@@ -20,6 +21,8 @@ export interface ReceiverDeps {
   logger: Logger;
   /** How long a store may take before the request is answered 503. @defaultValue 1500 */
   storeTimeoutMs?: number;
+  /** LOG_REPEAT_INTERVAL_SECONDS in ms: refusals and 503s are logged once per interval with their count. @defaultValue 60000 */
+  logRepeatsEveryMs?: number;
 }
 
 /** Raised when events cannot be stored now: answered 503, so the tenant retries. */
@@ -34,6 +37,11 @@ export function createReceiverApp(deps: ReceiverDeps) {
   const checkCredentials = createCredentialCheck(deps.auth);
   const challenge = challengeFor(deps.auth);
   const storeTimeoutMs = deps.storeTimeoutMs ?? 1500;
+  // A Redis outage or a tenant with the wrong credentials fails every request alike: a
+  // line per interval with the count, not a line (and a stack) per request.
+  const logRepeatsEveryMs = deps.logRepeatsEveryMs ?? 60_000;
+  const logRefused = createRepeatLog(deps.logger, "warn", "webhook refused: bad or missing credentials", logRepeatsEveryMs);
+  const logNotStored = createRepeatLog(deps.logger, "error", "webhook not stored: answering 503", logRepeatsEveryMs);
   const app = express();
   app.disable("x-powered-by");
   app.set("etag", false);
@@ -56,7 +64,7 @@ export function createReceiverApp(deps: ReceiverDeps) {
       return next();
     }
     eventsRejected.inc({ reason: "unauthorized" });
-    deps.logger.warn({ path: req.path, ip: req.ip }, `webhook refused: ${problem}`);
+    logRefused({ problem, path: req.path, ip: req.ip }, problem);
     sendProblem(res, 401, problem, { Connection: "close", ...(challenge ? { "WWW-Authenticate": challenge } : {}) });
   };
   const rawBody = express.raw({ type: () => true, limit: deps.maxBodyBytes });
@@ -111,7 +119,7 @@ export function createReceiverApp(deps: ReceiverDeps) {
       return sendProblem(res, 400, detail);
     }
     // Anything else is transient from the tenant's point of view: never a 4xx.
-    deps.logger.error({ err: error, path: req.path }, "webhook not stored: answering 503");
+    logNotStored({ err: error, path: req.path });
     sendProblem(res, 503, "the event could not be stored right now; retry later", { "Retry-After": "1" });
   });
 

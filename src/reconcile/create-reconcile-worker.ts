@@ -1,6 +1,7 @@
 import { Worker, type Telemetry } from "bullmq";
 import type { Config } from "../config.js";
 import type { Logger } from "../logger.js";
+import { createRepeatLog } from "../repeat-log.js";
 import { reconcileTotal } from "../metrics/registry.js";
 import type { EventLedger } from "../queue/event-ledger.js";
 import type { EventStore } from "../queue/event-store.js";
@@ -44,7 +45,9 @@ export function createReconcileWorker(options: ReconcileWorkerOptions): Reconcil
   const { env } = config;
   const prefix = bullPrefix(env.QUEUE_PREFIX);
   const connection = createRedis(options.redisUrl, "worker", "streamkeeper-reconcile");
-  connection.on("error", (error) => logger.warn({ err: error }, "reconcile: Redis connection error; reconnecting"));
+  // An outage raises these on every reconnect attempt: a line per interval with the count.
+  const logRedisError = createRepeatLog(logger, "warn", "reconcile: Redis error; reconnecting", env.LOG_REPEAT_INTERVAL_SECONDS * 1000);
+  connection.on("error", (error) => logRedisError({ err: error }));
 
   const reconciler = createReconciler({
     ledger: options.ledger,
@@ -81,7 +84,7 @@ export function createReconcileWorker(options: ReconcileWorkerOptions): Reconcil
       limiter: { max: 1000, duration: 1000 },
     },
   );
-  worker.on("error", (error) => logger.warn({ err: error }, "reconcile worker error"));
+  worker.on("error", (error) => logRedisError({ err: error }, "worker"));
   worker.on("failed", (job, error) => {
     if (job && job.attemptsMade >= (job.opts.attempts ?? 1)) {
       reconcileTotal.inc({ outcome: "error" });

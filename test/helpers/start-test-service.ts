@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { inject } from "vitest";
 import { startService, type Role, type Service } from "../../src/app.js";
 import { loadConfig, type Config } from "../../src/config.js";
-import { createLogger } from "../../src/logger.js";
+import { createLogger, type Logger } from "../../src/logger.js";
 
 export const testCredentials = { username: "tenant", password: "s3cret-webhook-password" };
 
@@ -17,9 +17,10 @@ export interface TestService extends Service {
 
 /**
  * Starts the real service in-process on ports 0 against the run's Redis, with a fresh
- * queue prefix. `env` overrides any setting (e.g. DOWNSTREAM_URL, WEBHOOK_AUTH).
+ * queue prefix. `env` overrides any setting (e.g. DOWNSTREAM_URL, WEBHOOK_AUTH); a `logger`
+ * replaces the silent one (a test that reads the logs).
  */
-export async function startTestService(env: Record<string, string> = {}, role: Role = "all"): Promise<TestService> {
+export async function startTestService(env: Record<string, string> = {}, role: Role = "all", logger?: Logger): Promise<TestService> {
   const config = loadConfig({
     REDIS_URL: inject("redisUrl"),
     QUEUE_PREFIX: `test-${randomUUID()}`,
@@ -34,7 +35,7 @@ export async function startTestService(env: Record<string, string> = {}, role: R
     DISPATCH_BACKOFF_BASE_MS: "20",
     ...env,
   });
-  const service = await startService(config, createLogger(config.env.LOG_LEVEL), role);
+  const service = await startService(config, logger ?? createLogger(config.env.LOG_LEVEL), role);
   const authorization = `Basic ${Buffer.from(`${testCredentials.username}:${testCredentials.password}`).toString("base64")}`;
   return {
     ...service,

@@ -1,0 +1,52 @@
+import { mkdtemp } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, describe, expect, it } from "vitest";
+import { startRedisServer } from "../../src/queue/redis-server.js";
+import { capturedLogger } from "../helpers/captured-logger.js";
+import { userEvent } from "../helpers/fixtures.js";
+import { startTestService, testCredentials } from "../helpers/start-test-service.js";
+
+const sink = { DOWNSTREAM_URL: "http://127.0.0.1:9/" };
+const linesOf = (lines: Array<Record<string, unknown>>, msg: string) => lines.filter((line) => String(line.msg).startsWith(msg));
+
+describe("quiet outages: a line per interval with counts, not a line per request", () => {
+  const cleanup: Array<() => Promise<void>> = [];
+  afterAll(async () => {
+    for (const step of cleanup.reverse()) await step();
+  });
+
+  it("when Redis is down and 20 webhooks get 503, then the log says so at once, in one line with the stack, not 20", async () => {
+    const redis = await startRedisServer({ dir: await mkdtemp(join(tmpdir(), "sk-quiet-")), appendOnly: false });
+    cleanup.push(() => redis.stop());
+    const { logger, lines } = capturedLogger();
+    const service = await startTestService({ ...sink, REDIS_URL: redis.url }, "receiver", logger);
+    cleanup.push(() => service.close());
+    await redis.kill();
+
+    for (let i = 0; i < 20; i++) expect((await service.post("/webhooks", JSON.stringify(userEvent()))).status).toBe(503);
+    const notStored = linesOf(lines, "webhook not stored");
+    expect(notStored).toHaveLength(1);
+    expect(notStored[0]).toHaveProperty("err.stack");
+    // The queue's own Redis errors: at most a first line per queue (the route's and reconcile's).
+    expect(linesOf(lines, "queue: Redis error").length).toBeLessThanOrEqual(2);
+  });
+
+  it("when a tenant sends wrong credentials, then the first refusal is logged at once and the rest as one line per interval with their count", async () => {
+    const { logger, lines } = capturedLogger();
+    const service = await startTestService({ ...sink, LOG_REPEAT_INTERVAL_SECONDS: "1" }, "receiver", logger);
+    cleanup.push(() => service.close());
+    const wrong = `Basic ${Buffer.from(`${testCredentials.username}:wrong`).toString("base64")}`;
+    for (let i = 0; i < 20; i++) expect((await service.post("/webhooks", JSON.stringify(userEvent()), { authorization: wrong })).status).toBe(401);
+    const refused = () => linesOf(lines, "webhook refused");
+    expect(refused()[0]).toMatchObject({ problem: "the Basic credentials are wrong" });
+    expect(refused().length).toBeLessThan(20);
+
+    // The summaries come from a timer: wait for them to add up to all 20, never on the clock.
+    const counted = () => refused().reduce((sum, line) => sum + (typeof line.occurrences === "number" ? line.occurrences : 1), 0);
+    for (const deadline = Date.now() + 15_000; counted() < 20; await new Promise((ok) => setTimeout(ok, 50))) {
+      expect(Date.now(), `refusals logged: ${counted()} of 20`).toBeLessThan(deadline);
+    }
+    expect(counted()).toBe(20);
+  });
+});
