@@ -17,6 +17,7 @@ import { createEventLedger } from "./queue/event-ledger.js";
 import { createEventStore } from "./queue/event-store.js";
 import { bullPrefix } from "./queue/queue-names.js";
 import { createRedis, untilReady } from "./queue/redis-connection.js";
+import { createReplicaAcks } from "./queue/replica-acks.js";
 import { checkRedisVersion } from "./queue/redis-version.js";
 import { resolveRedis } from "./queue/resolve-redis.js";
 import { createRepeatLog } from "./repeat-log.js";
@@ -114,6 +115,7 @@ export async function startService(config: Config, logger: Logger, role: Role): 
       ready,
       logger,
       logRepeatsEveryMs,
+      replicated: env.REDIS_MIN_REPLICAS > 0 ? createReplicaAcks(client, env.REDIS_MIN_REPLICAS) : undefined,
     });
     publicServer = await serve(tracing.traceRequests(receiver, "receiver"), env.PORT, env.HOST, { handlerSendsContinue: true }).catch(portProblem("PORT", env.PORT));
     closers.push(() => publicServer!.close(env.SHUTDOWN_TIMEOUT_MS));

@@ -36,6 +36,10 @@ export const settings = {
     z.string().trim().regex(/^(rediss?(\+cluster)?|redis\+unix|unix):\/\//, "use redis://host:port, rediss:// (TLS), redis+cluster://host:port[,host:port...] (Redis Cluster) or redis+unix:///path").optional(),
     "unset: start an embedded redis-server (from PATH) with its data under DATA_DIR, or reuse one already running there; redis+cluster://host:port[,host:port...] (rediss+cluster:// with TLS) for a Redis Cluster",
   ],
+  REDIS_MIN_REPLICAS: [
+    z.coerce.number().int().min(0).default(0),
+    "above 0, a 202 waits until that many replicas acknowledged the write (Redis WAIT, at most 1 s), else 503 with Retry-After; not with Redis Cluster",
+  ],
   DATA_DIR: [z.string().default("./.streamkeeper"), "embedded Redis data (append-only file on) and generated credentials"],
   QUEUE_PREFIX: [z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, "use letters, digits, _ or - only").default("streamkeeper"), "BullMQ prefix; used as a Redis Cluster hash tag"],
   WEBHOOK_AUTH: [z.enum(["basic", "bearer", "custom_header", "none"]).default("basic"), "how the tenant authenticates: basic, bearer, custom_header or none (none only when set explicitly)"],
@@ -129,6 +133,11 @@ export function loadConfig(source: Record<string, string | undefined> = process.
   const webhookAuth = webhookAuthOf(env, problems);
   const tenant = tenantOf(env, problems);
   dedupeProblems(env, problems);
+  // WAIT counts from the connection that wrote; on a cluster that is a node connection
+  // ioredis does not expose.
+  if (env.REDIS_MIN_REPLICAS > 0 && env.REDIS_URL !== undefined && /^rediss?\+cluster:/.test(env.REDIS_URL)) {
+    problems.push("REDIS_MIN_REPLICAS works with one Redis primary, not with Redis Cluster: set it to 0 or use a redis:// URL");
+  }
   if (problems.length > 0) throw new ConfigError(problems);
   return { env, webhookAuth, tenant };
 }

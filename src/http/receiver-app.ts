@@ -21,6 +21,8 @@ export interface ReceiverDeps {
   logger: Logger;
   /** How long a store may take before the request is answered 503. @defaultValue 1500 */
   storeTimeoutMs?: number;
+  /** REDIS_MIN_REPLICAS above 0: resolves once enough replicas hold the request's writes, rejects otherwise (503). */
+  replicated?: () => Promise<void>;
   /** LOG_REPEAT_INTERVAL_SECONDS in ms: refusals and 503s are logged once per interval with their count. @defaultValue 60000 */
   logRepeatsEveryMs?: number;
 }
@@ -73,10 +75,13 @@ export function createReceiverApp(deps: ReceiverDeps) {
     const body = Buffer.isBuffer(req.body) ? req.body : Buffer.alloc(0);
     const events = parseCloudEvents({ headers: req.headers, body });
     const pathStream = typeof req.params.streamId === "string" ? req.params.streamId : undefined;
-    const results = await withTimeout(
-      Promise.all(events.map((event) => deps.store.store(event, { origin: "webhook", streamId: streamOf(event, pathStream) }))),
-      storeTimeoutMs,
-    );
+    const stored = async () => {
+      const results = await Promise.all(events.map((event) => deps.store.store(event, { origin: "webhook", streamId: streamOf(event, pathStream) })));
+      // A duplicate too: its first store may have been answered 503 for want of replicas.
+      await deps.replicated?.();
+      return results;
+    };
+    const results = await withTimeout(stored(), storeTimeoutMs);
     for (const event of events) noteTenantRules(event, deps.logger);
     const duplicates = results.filter((result) => result.status === "duplicate").length;
     res.status(202).json({ accepted: results.length - duplicates, duplicates });

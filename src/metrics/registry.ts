@@ -46,6 +46,12 @@ export const eventsNonconforming = new Counter({
   registers: [registry],
 });
 
+export const replicaAcksMissing = new Counter({
+  name: "streamkeeper_replica_acks_missing_total",
+  help: "Webhook requests answered 503 because fewer than REDIS_MIN_REPLICAS replicas acknowledged their write in time",
+  registers: [registry],
+});
+
 export const eventsRejected = new Counter({
   name: "streamkeeper_events_rejected_total",
   help: "Webhook requests refused as invalid, by reason",

@@ -33,6 +33,7 @@ describe("config", () => {
     [{ WEBHOOK_AUTH: "custom_header", WEBHOOK_HEADER_NAME: "X-Key" }, "WEBHOOK_HEADER_VALUE is required when WEBHOOK_AUTH=custom_header"],
     [{ WEBHOOK_USERNAME: "a:b", WEBHOOK_PASSWORD: "p" }, "WEBHOOK_USERNAME must not contain ':'"],
     [{ MGMT_TOKEN_URL: "http://127.0.0.1:4010/oauth/token" }, "MGMT_API_BASE_URL or TENANT_DOMAIN is required when MGMT_TOKEN_URL is set"],
+    [{ REDIS_URL: "redis+cluster://127.0.0.1:7000", REDIS_MIN_REPLICAS: "1" }, "REDIS_MIN_REPLICAS works with one Redis primary, not with Redis Cluster"],
     // Settings that would undo dedupe (the ledger's, DEDUPE_TTL_SECONDS):
     [{ DEDUPE_TTL_SECONDS: "60", RECONCILE_SWEEP_INTERVAL_SECONDS: "0" }, "DEDUPE_TTL_SECONDS: give at least 3600"],
     [{ DEDUPE_TTL_SECONDS: "86400", COMPLETED_JOB_RETENTION_SECONDS: "86400" }, "COMPLETED_JOB_RETENTION_SECONDS (86400) must be below DEDUPE_TTL_SECONDS (86400)"],

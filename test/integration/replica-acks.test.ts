@@ -1,0 +1,87 @@
+import { mkdtemp } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createRedis, untilReady, type RedisClient } from "../../src/queue/redis-connection.js";
+import { startRedisServer, type RedisServer } from "../../src/queue/redis-server.js";
+import { userEvent } from "../helpers/fixtures.js";
+import { inspectStore } from "../helpers/inspect-store.js";
+import { startTestService } from "../helpers/start-test-service.js";
+
+const sink = { DOWNSTREAM_URL: "http://127.0.0.1:9/" };
+
+/** Polls INFO until `check` holds, failing after a generous deadline. */
+async function untilInfo(redis: RedisClient, check: (info: string) => boolean, what: string, timeoutMs = 20_000) {
+  for (const deadline = Date.now() + timeoutMs; ; await new Promise((ok) => setTimeout(ok, 50))) {
+    const info = await redis.info("replication");
+    if (check(info)) return;
+    if (Date.now() > deadline) throw new Error(`${what} within ${timeoutMs} ms: ${info}`);
+  }
+}
+
+describe("REDIS_MIN_REPLICAS: a 202 only once replicas hold the write", () => {
+  let primary: RedisServer;
+  let replica: RedisServer;
+  let admin: RedisClient;
+  const cleanup: Array<() => Promise<void>> = [];
+
+  beforeAll(async () => {
+    primary = await startRedisServer({ dir: await mkdtemp(join(tmpdir(), "sk-primary-")), appendOnly: false });
+    cleanup.push(() => primary.stop());
+    replica = await startRedisServer({ dir: await mkdtemp(join(tmpdir(), "sk-replica-")), appendOnly: false, extraArgs: ["--replicaof", "127.0.0.1", String(primary.port)] });
+    cleanup.push(() => replica.stop());
+    admin = createRedis(primary.url, "client");
+    cleanup.push(async () => admin.disconnect());
+    await untilReady(admin);
+    await untilInfo(admin, (info) => /^slave0:.*state=online/m.test(info), "the replica is online");
+  });
+  afterAll(async () => {
+    for (const step of cleanup.reverse()) await step();
+  });
+
+  it("when one replica is online and REDIS_MIN_REPLICAS=1, then the event is answered 202 and the replica holds it", async () => {
+    const service = await startTestService({ ...sink, REDIS_URL: primary.url, REDIS_MIN_REPLICAS: "1" }, "receiver");
+    cleanup.push(() => service.close());
+    const event = userEvent();
+    const res = await service.post("/webhooks", JSON.stringify(event));
+    expect(res.status).toBe(202);
+    // WAIT returned: the replica already has the ledger entry, no polling needed.
+    const onReplica = await inspectStore(service.config, replica.url);
+    try {
+      expect(await onReplica.ledger.has(event.id)).toBe(true);
+    } finally {
+      await onReplica.close();
+    }
+  });
+
+  it("when fewer replicas than REDIS_MIN_REPLICAS acknowledge, then the answer is 503 with Retry-After, and 202 on a retry once they do", async () => {
+    const service = await startTestService({ ...sink, REDIS_URL: primary.url, REDIS_MIN_REPLICAS: "2" }, "receiver");
+    cleanup.push(() => service.close());
+    const event = userEvent();
+    const res = await service.post("/webhooks", JSON.stringify(event));
+    expect(res.status).toBe(503);
+    expect(res.headers.get("retry-after")).toBe("1");
+    expect(((await res.json()) as { detail: string }).detail).toMatch(/retry later/);
+
+    const metrics = await (await fetch(`${service.adminUrl}/metrics`)).text();
+    expect(metrics).toMatch(/^streamkeeper_replica_acks_missing_total [1-9]/m);
+
+    // The tenant's retry: the event is already stored, so it is a duplicate, and its 202
+    // still waits for the replicas.
+    const second = await startRedisServer({ dir: await mkdtemp(join(tmpdir(), "sk-replica-")), appendOnly: false, extraArgs: ["--replicaof", "127.0.0.1", String(primary.port)] });
+    cleanup.push(() => second.stop());
+    await untilInfo(admin, (info) => /^slave1:.*state=online/m.test(info), "the second replica is online");
+    const retry = await service.post("/webhooks", JSON.stringify(event));
+    expect(retry.status).toBe(202);
+    expect(await retry.json()).toEqual({ accepted: 0, duplicates: 1 });
+    await second.kill();
+  });
+
+  it("when the replica is gone, then REDIS_MIN_REPLICAS=1 answers 503, not 202", async () => {
+    const service = await startTestService({ ...sink, REDIS_URL: primary.url, REDIS_MIN_REPLICAS: "1" }, "receiver");
+    cleanup.push(() => service.close());
+    await replica.kill();
+    const res = await service.post("/webhooks", JSON.stringify(userEvent()));
+    expect(res.status).toBe(503);
+  });
+});
