@@ -27,6 +27,9 @@ export interface ReceiverDeps {
   logRepeatsEveryMs?: number;
 }
 
+/** How long the rest of a refused request's body is discarded before its connection is cut. */
+const refusedBodyLingerMs = 2000;
+
 /** Raised when events cannot be stored now: answered 503, so the tenant retries. */
 class StoreUnavailableError extends Error {}
 
@@ -56,18 +59,28 @@ export function createReceiverApp(deps: ReceiverDeps) {
     res.status(ready ? 200 : 503).json({ status: ready ? "ready" : "redis unavailable" });
   });
 
-  // Credentials are judged from the headers alone, before any of the body is read: a
-  // refused request gets no `100 Continue` (serve.ts hands those to us), and its connection
-  // is closed after the 401 rather than drained of a body nobody will read.
+  // Credentials are judged from the headers alone, before any of the body is read.
   const authenticate = (req: Request, res: Response, next: NextFunction) => {
     const problem = checkCredentials(req.headers);
+    const expectsContinue = /^100-continue$/i.test(req.headers.expect ?? "");
     if (!problem) {
-      if (/^100-continue$/i.test(req.headers.expect ?? "")) res.writeContinue();
+      if (expectsContinue) res.writeContinue();
       return next();
     }
     eventsRejected.inc({ reason: "unauthorized" });
     logRefused({ problem, path: req.path, ip: req.ip }, problem);
-    sendProblem(res, 401, problem, { Connection: "close", ...(challenge ? { "WWW-Authenticate": challenge } : {}) });
+    // A client waiting for `100 Continue` (serve.ts hands those to us) never sends its body:
+    // answer and close. A body already on its way is discarded as it comes (Node dumps it,
+    // nothing is kept), so the client reads the 401 before the connection ends: a close with
+    // unread data sends a reset, which can destroy the answer in the client's buffers. A body
+    // still coming after refusedBodyLingerMs is cut.
+    sendProblem(res, 401, problem, { ...(expectsContinue ? { Connection: "close" } : {}), ...(challenge ? { "WWW-Authenticate": challenge } : {}) });
+    if (expectsContinue) return;
+    res.once("finish", () => {
+      if (req.complete) return;
+      const cut = setTimeout(() => req.socket.destroy(), refusedBodyLingerMs).unref();
+      req.once("end", () => clearTimeout(cut));
+    });
   };
   const rawBody = express.raw({ type: () => true, limit: deps.maxBodyBytes });
 
