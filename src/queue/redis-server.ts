@@ -56,6 +56,18 @@ export async function freePort(): Promise<number> {
  * (`maxmemory-policy noeviction`) and resolves once it accepts connections.
  */
 export async function startRedisServer(options: RedisServerOptions): Promise<RedisServer> {
+  // A port found free may be taken by another process before redis-server binds it
+  // (parallel test files do that): pick another, unless the caller chose the port.
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startRedisServerOnce(options);
+    } catch (error) {
+      if (options.port || options.unixSocket || attempt === 3 || !/Address already in use/i.test(String(error))) throw error;
+    }
+  }
+}
+
+async function startRedisServerOnce(options: RedisServerOptions): Promise<RedisServer> {
   const dir = resolve(options.dir);
   await mkdir(dir, { recursive: true });
   const bin = options.bin ?? "redis-server";

@@ -30,7 +30,7 @@ export async function startRedisCluster(size = 3): Promise<RedisClusterHandle> {
   const busPorts: number[] = [];
   const admins: Redis[] = [];
   // The append-only file and nodes.conf stay in the node's dir, so a restarted node keeps its data and slots.
-  const startNode = (index: number, port?: number) =>
+  const startNodeOnce = (index: number, port?: number) =>
     startRedisServer({
       dir: join(dir, `node-${index}`),
       port,
@@ -42,6 +42,17 @@ export async function startRedisCluster(size = 3): Promise<RedisClusterHandle> {
         "--cluster-node-timeout", "5000",
       ],
     });
+  const startNode = async (index: number, port?: number) => {
+    // A bus port found free may be taken (by a parallel test) before the node binds it: pick another.
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await startNodeOnce(index, port);
+      } catch (error) {
+        if (port !== undefined || attempt === 3 || !/Address already in use/i.test(String(error))) throw error;
+        busPorts[index] = await freePort();
+      }
+    }
+  };
   try {
     for (let index = 0; index < size; index++) {
       // The bus port defaults to port + 10000, which may be taken or above 65535: pick it too.

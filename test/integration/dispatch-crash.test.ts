@@ -64,11 +64,16 @@ describe("dispatch: crashes and shutdown", () => {
     await Promise.all([a.untilReceived(6), b.untilReceived(6)]);
     first.kill("SIGKILL");
     await once(first, "exit");
-    const receivedBeforeKill = new Map([a, b].map((sink) => [sink, new Set(sink.requests.map((request) => request.headers["webhook-id"]))]));
+    // The dead worker's jobs stay active (locked) in Redis: the deliveries in flight at the
+    // kill. (What the sinks had recorded at this point would not do: a request the worker
+    // sent just before dying may still be in the sink's socket buffer.)
+    const inFlightAtKill = new Map(
+      await Promise.all(routes.map(async (route, index) => [[a, b][index]!, new Set((await harness!.queues.forRoute(route.name).getActive()).map((job) => job.id))] as const)),
+    );
 
     children.push(await startWorkerProcess(env));
     const all = events.map((event) => event.id);
-    await Promise.all([a, b].map((sink) => sink.until((requests) => answered(requests).size === all.length, 20_000)));
+    await Promise.all([a, b].map((sink) => sink.until((requests) => answered(requests).size === all.length, 60_000)));
 
     for (const sink of [a, b]) {
       expect(answered(sink.requests)).toEqual(new Set(all));
@@ -80,20 +85,29 @@ describe("dispatch: crashes and shutdown", () => {
       // it always had some in flight (the sink holds each request 150 ms).
       expect(repeated.length).toBeGreaterThan(0);
       expect(repeated.length).toBeLessThanOrEqual(concurrency);
-      for (const id of repeated) expect(receivedBeforeKill.get(sink)!.has(id)).toBe(true);
+      for (const id of repeated) expect(inFlightAtKill.get(sink)!.has(id), `${id} repeated but not in flight at the kill`).toBe(true);
       expect(Math.max(...counts.values())).toBeLessThanOrEqual(2);
     }
     await rm(dir, { recursive: true, force: true });
   });
 
   it("when the dispatcher closes during slow deliveries, then it lets them finish", async () => {
-    const sink = await startSinkServer(() => ({ delayMs: 300 }));
+    // Deliveries held until close() was called: none can finish (and free a slot for a
+    // fourth job) before the worker stops taking jobs, however slow the machine.
+    let release = () => {};
+    const held = new Promise<void>((ok) => (release = ok));
+    const sink = await startSinkServer(async () => {
+      await held;
+      return {};
+    });
     sinks.push(sink);
     harness = await createDispatchHarness(redisUrl, [testRoute("slow", sink.url, { concurrency: 3 })]);
-    const dispatcher = harness.startDispatcher({ shutdownTimeoutMs: 5000 });
+    const dispatcher = harness.startDispatcher({ shutdownTimeoutMs: 30_000 });
     for (let i = 0; i < 6; i++) await harness.store.store(userEvent(), { origin: "webhook" });
     await sink.untilReceived(3);
-    await dispatcher.close();
+    const closed = dispatcher.close();
+    release();
+    await closed;
 
     const inFlight = sink.requests.slice(0, 3);
     expect(inFlight.every((request) => request.status === 200)).toBe(true);
@@ -138,7 +152,9 @@ describe("dispatch: crashes and shutdown", () => {
       await redisServer.kill();
       const started = Date.now();
       await dispatcher.close();
-      expect(Date.now() - started).toBeLessThan(5000);
+      // Its own bounds add up to about 3 s (200 ms, 2 s, 1 s); the point is that it returns
+      // at all, so the check leaves room for a loaded machine.
+      expect(Date.now() - started).toBeLessThan(20_000);
     } finally {
       await own.close();
       await redisServer.kill();

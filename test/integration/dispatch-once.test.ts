@@ -91,7 +91,14 @@ describe("dispatch: once per route, live first", () => {
   });
 
   it("when a backlog of reconciled events waits, then a live event stored later is delivered before the rest of it", async () => {
-    const sink = await startSinkServer(() => ({ delayMs: 30 }));
+    // The first delivery is held until the live event is stored, so the live event always
+    // arrives while the backlog is being worked, however slow the machine.
+    let liveStored = () => {};
+    const held = new Promise<void>((ok) => (liveStored = ok));
+    const sink = await startSinkServer(async (request) => {
+      if (request.index === 0) await held;
+      return {};
+    });
     sinks.push(sink);
     harness = await createDispatchHarness(redisUrl, [testRoute("one", sink.url, { concurrency: 1 })]);
     const backlog = Array.from({ length: 10 }, () => userEvent());
@@ -100,6 +107,7 @@ describe("dispatch: once per route, live first", () => {
     await sink.untilReceived(1);
     const live = userEvent();
     await harness.store.store(live, { origin: "webhook" });
+    liveStored();
 
     await sink.untilReceived(11);
     const order = ids(sink);

@@ -90,7 +90,7 @@ export interface ControlDelivery {
 }
 
 /** Polls the control API until the delivery of `eventId` is done (succeeded or failed), with a deadline. */
-export async function settled(emulator: Emulator, eventId: string, timeoutMs = 5000): Promise<ControlDelivery> {
+export async function settled(emulator: Emulator, eventId: string, timeoutMs = 20_000): Promise<ControlDelivery> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const answer = await call(emulator, "GET", `/emulator/deliveries?event_id=${eventId}`);

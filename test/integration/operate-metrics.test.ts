@@ -85,7 +85,8 @@ describe("operate: metrics", () => {
     await redis.kill();
     const started = Date.now();
     const text = await scrape(service);
-    expect(Date.now() - started).toBeLessThan(2000);
+    // Bounded by the Redis client's 1.5 s command timeout, never a hang; the margin is for a loaded machine.
+    expect(Date.now() - started).toBeLessThan(5000);
     expect(sample(text, "streamkeeper_redis_up")).toBe(0);
     expect(text).not.toContain('streamkeeper_queue_jobs{queue="deliver-fault"');
   });

@@ -6,7 +6,6 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { loadConfig } from "../../src/config.js";
-import { freePort } from "../../src/queue/redis-server.js";
 import { buildCli } from "../helpers/build-cli.js";
 import { userEvent } from "../helpers/fixtures.js";
 import { inspectStore } from "../helpers/inspect-store.js";
@@ -160,28 +159,31 @@ describe.each([
 });
 
 async function startProcess(outDir: string, role: "receiver" | "worker", baseEnv: Record<string, string>): Promise<Running> {
-  const adminPort = await freePort();
-  const port = role === "receiver" ? await freePort() : 0;
+  // Ports 0, read back from the log lines: a port picked free beforehand may be taken by a
+  // parallel test before the process binds it.
   const child = spawn(process.execPath, [join(outDir, "dist/cli/main.js"), "start", "--role", role], {
-    env: { PATH: process.env.PATH, ...baseEnv, ADMIN_PORT: String(adminPort), PORT: String(port) },
-    stdio: ["ignore", "ignore", "pipe"],
+    env: { PATH: process.env.PATH, ...baseEnv, LOG_LEVEL: "info", ADMIN_PORT: "0", PORT: "0" },
+    stdio: ["ignore", "pipe", "pipe"],
   });
+  let stdout = "";
   let stderr = "";
+  child.stdout!.on("data", (chunk: Buffer) => (stdout += chunk.toString()));
   child.stderr!.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
-  const started: Running = {
-    role,
-    child,
-    adminUrl: `http://127.0.0.1:${adminPort}`,
-    publicUrl: role === "receiver" ? `http://127.0.0.1:${port}` : undefined,
-    stderr: () => stderr.slice(-2000),
+  const urlOf = (msg: string) => {
+    const line = stdout.split("\n").find((candidate) => candidate.includes(`"msg":"${msg}"`));
+    return line ? (JSON.parse(line) as { url: string }).url : undefined;
   };
   // Ready = the admin port answers /readyz 200 (Redis reachable and writable).
-  const deadline = Date.now() + 30_000;
+  const deadline = Date.now() + 60_000;
   for (;;) {
     if (child.exitCode !== null) throw new Error(`${role} exited with ${child.exitCode}: ${stderr}`);
-    const status = await fetch(`${started.adminUrl}/readyz`).then((answer) => answer.status, () => 0);
-    if (status === 200) return started;
-    if (Date.now() > deadline) throw new Error(`${role} not ready within 30 s: ${stderr}`);
+    const adminUrl = urlOf("admin surface (metrics, probes, admin API) listening");
+    const status = adminUrl ? await fetch(`${adminUrl}/readyz`).then((answer) => answer.status, () => 0) : 0;
+    if (adminUrl && status === 200) {
+      // Nothing else is read from stdout: keep draining it so the process never blocks on the pipe.
+      return { role, child, adminUrl, publicUrl: role === "receiver" ? urlOf("receiving webhooks") : undefined, stderr: () => stderr.slice(-2000) };
+    }
+    if (Date.now() > deadline) throw new Error(`${role} not ready within 60 s: ${stderr}`);
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
 }

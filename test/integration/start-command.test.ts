@@ -6,7 +6,6 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { randomUUID } from "node:crypto";
 import { describe, expect, inject, it } from "vitest";
-import { freePort } from "../../src/queue/redis-server.js";
 import { userEvent } from "../helpers/fixtures.js";
 
 const cli = join(import.meta.dirname, "../../dist/cli/main.js");
@@ -48,7 +47,7 @@ describe("streamkeeper start", () => {
         DATA_DIR: await mkdtemp(join(tmpdir(), "sk-port-")),
         HOST: "127.0.0.1",
         PORT: String(port),
-        ADMIN_PORT: String(await freePort()),
+        ADMIN_PORT: "0",
         LOG_LEVEL: "silent",
       });
       const [code] = await once(child, "exit");
@@ -61,26 +60,30 @@ describe("streamkeeper start", () => {
 
   it("when started with no credentials configured, then it generates them, takes an event, and stops cleanly on SIGTERM", async () => {
     const dataDir = await mkdtemp(join(tmpdir(), "sk-start-"));
-    const [port, adminPort] = [await freePort(), await freePort()];
+    // Ports 0, read back from the log: a port picked free beforehand may be taken by a
+    // parallel test before the service binds it.
     const { child, output } = run(["start", "--role", "receiver"], {
       REDIS_URL: inject("redisUrl"),
       QUEUE_PREFIX: `test-${randomUUID()}`,
       DATA_DIR: dataDir,
-      PORT: String(port),
-      ADMIN_PORT: String(adminPort),
+      PORT: "0",
+      ADMIN_PORT: "0",
     });
-    const deadline = Date.now() + 15_000;
-    while (!output().stdout.includes("admin surface") && Date.now() < deadline) await new Promise((ok) => setTimeout(ok, 50));
+    for (const deadline = Date.now() + 60_000; !output().stdout.includes("admin surface"); await new Promise((ok) => setTimeout(ok, 50))) {
+      expect(Date.now(), `not started: ${output().stderr}`).toBeLessThan(deadline);
+    }
+    const urlOf = (msg: string) => (JSON.parse(output().stdout.split("\n").find((line) => line.includes(`"msg":"${msg}"`))!) as { url: string }).url;
+    const [publicUrl, adminUrl] = [urlOf("receiving webhooks"), urlOf("admin surface (metrics, probes, admin API) listening")];
     const credentials = JSON.parse(await readFile(join(dataDir, "webhook-credentials.json"), "utf8")) as { username: string; password: string };
     expect(output().stdout).not.toContain(credentials.password);
 
-    const res = await fetch(`http://127.0.0.1:${port}/webhooks`, {
+    const res = await fetch(`${publicUrl}/webhooks`, {
       method: "POST",
       body: JSON.stringify(userEvent()),
       headers: { "content-type": "application/json", authorization: `Basic ${Buffer.from(`${credentials.username}:${credentials.password}`).toString("base64")}` },
     });
     expect(res.status).toBe(202);
-    expect((await fetch(`http://127.0.0.1:${adminPort}/readyz`)).status).toBe(200);
+    expect((await fetch(`${adminUrl}/readyz`)).status).toBe(200);
 
     child.kill("SIGTERM");
     const [code] = await once(child, "exit");
