@@ -27,7 +27,7 @@ describe("completed delivery jobs are kept by count as well as age", () => {
     const queue = new Queue(deliveryQueueName("default"), { connection: redis, prefix: bullPrefix(service.config.env.QUEUE_PREFIX) });
     try {
       // The last completion trims the list; wait for it rather than for the clock.
-      const deadline = Date.now() + 10_000;
+      const deadline = Date.now() + 30_000;
       let completed = await queue.getCompletedCount();
       while (completed > 5 && Date.now() < deadline) {
         await new Promise((ok) => setTimeout(ok, 50));

@@ -30,7 +30,7 @@ describe("streamkeeper dead-letters", () => {
     env = { REDIS_URL: redisUrl, QUEUE_PREFIX: harness.prefix, ROUTES_FILE: join(dir, "routes.json"), LOG_LEVEL: "warn" };
     harness.startDispatcher();
     for (const event of events) await harness.store.store(event, { origin: "webhook" });
-    await vi.waitFor(async () => expect(await listDeadLetters(harness.queues)).toHaveLength(4), { timeout: 10_000, interval: 50 });
+    await vi.waitFor(async () => expect(await listDeadLetters(harness.queues)).toHaveLength(4), { timeout: 30_000, interval: 50 });
     await built;
   }, 60_000);
   afterAll(async () => {

@@ -19,7 +19,7 @@ describe("streamkeeper emulator", () => {
   it("when started with --port, then it prints its URL, serves tokens for the configured client, and stops cleanly on SIGTERM", async () => {
     const cli = run(["emulator", "--port", "0"], { EMULATOR_PORT: "1", EMULATOR_CLIENT_ID: "cli-client", EMULATOR_CLIENT_SECRET: "cli-secret" });
     try {
-      const deadline = Date.now() + 15_000;
+      const deadline = Date.now() + 30_000;
       while (!cli.stdout().includes("\n")) {
         if (Date.now() > deadline || cli.child.exitCode !== null) throw new Error(`no URL printed; stderr: ${cli.stderr()}`);
         await new Promise((resolve) => setTimeout(resolve, 20));

@@ -43,7 +43,7 @@ async function startCollector() {
   };
 }
 
-async function until(check: () => boolean, what: string, timeoutMs = 10_000) {
+async function until(check: () => boolean, what: string, timeoutMs = 30_000) {
   const deadline = Date.now() + timeoutMs;
   while (!check()) {
     if (Date.now() > deadline) throw new Error(`${what} within ${timeoutMs} ms`);

@@ -38,7 +38,7 @@ function post(body: unknown, headers: Record<string, string> = auth): Promise<Re
 }
 
 async function untilDone(jobId: string): Promise<{ state: string; outcome: string | null }> {
-  for (const deadline = Date.now() + 10_000; ; await new Promise((resolve) => setTimeout(resolve, 25))) {
+  for (const deadline = Date.now() + 30_000; ; await new Promise((resolve) => setTimeout(resolve, 25))) {
     const response = await fetch(`${service.adminUrl}/admin/reconcile/${jobId}`, { headers: auth });
     expect(response.status).toBe(200);
     const job = (await response.json()) as { state: string; outcome: string | null };

@@ -65,7 +65,7 @@ describe("reconcile under the tenant's rate limit", () => {
       ids.push(...(await Promise.all(Array.from({ length: 50 }, () => emit(emulator, "user.created")))));
     }
     // Our receiver answers 401, so every delivery fails at its first attempt.
-    const deadline = Date.now() + 15_000;
+    const deadline = Date.now() + 30_000;
     for (;;) {
       const { deliveries } = (await call(emulator, "GET", `/emulator/deliveries?stream_id=${streamId}`)).body as { deliveries: ControlDelivery[] };
       if (deliveries.filter((delivery) => delivery.status === "failed").length === count) break;

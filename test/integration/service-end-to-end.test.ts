@@ -26,7 +26,7 @@ describe("service: receive then dispatch", () => {
     expect(received.headers["x-streamkeeper-origin"]).toBe("webhook");
     expect(JSON.parse(received.body)).toEqual(event);
 
-    const deadline = Date.now() + 10_000;
+    const deadline = Date.now() + 30_000;
     let description: { arrival?: object; routes?: Array<{ route: string; state: string }> } = {};
     while (Date.now() < deadline) {
       const res = await fetch(`${service.adminUrl}/admin/events/${event.id}`, { headers: { authorization: `Bearer ${adminToken}` } });

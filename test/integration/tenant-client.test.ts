@@ -148,7 +148,7 @@ describe("tenant client against the emulator", () => {
     const { id: streamId } = await createStream("failing", refusingUrl, "user.deleted");
     const { id: eventId } = await control<{ id: string }>(emu, "/events", { type: "user.deleted", data: { object: { user_id: "auth0|1" } } });
     const client = clientOf();
-    const deadline = Date.now() + 10_000;
+    const deadline = Date.now() + 30_000;
     let record = await client.getDelivery(streamId, eventId);
     while (record?.status !== "failed" && Date.now() < deadline) {
       await delay(20);
