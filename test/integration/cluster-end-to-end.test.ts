@@ -59,7 +59,7 @@ describe("end to end on a three-master Redis Cluster", () => {
   async function untilQueuesDrained() {
     const store = await inspectStore(service.config, cluster.url);
     try {
-      const deadline = Date.now() + 20_000;
+      const deadline = Date.now() + 45_000;
       for (;;) {
         const counts = await store.queues.forRoute("default").getJobCounts("waiting", "active", "delayed", "prioritized");
         if (Object.values(counts).every((count) => count === 0)) return;
@@ -100,7 +100,7 @@ describe("end to end on a three-master Redis Cluster", () => {
     expect(outcomes.get(unknown)).toBe("not_found");
     for (const id of failed) expect(outcomes.get(id), id).toBe("recovered");
 
-    await sink.until((requests) => failed.every((id) => webhookIds(requests).includes(id)), 20_000);
+    await sink.until((requests) => failed.every((id) => webhookIds(requests).includes(id)), 45_000);
     const again = await reconcile(failed, brokenStream);
     for (const id of failed) expect(again.get(id)).toBe("already_received");
     await untilQueuesDrained();
@@ -118,7 +118,7 @@ describe("end to end on a three-master Redis Cluster", () => {
     expect(answer.status).toBe(202);
     const { jobs } = (await answer.json()) as { jobs: Array<{ eventId: string; jobId: string }> };
     const outcomes = new Map<string, string>();
-    const deadline = Date.now() + 20_000;
+    const deadline = Date.now() + 45_000;
     for (const job of jobs) {
       for (;;) {
         const state = (await (await fetch(`${service.adminUrl}/admin/reconcile/${job.jobId}`, { headers })).json()) as { state: string; outcome: string | null };

@@ -139,7 +139,7 @@ describe("Dockerfile", () => {
       service.stderr!.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
       try {
         // The HEALTHCHECK as Docker runs it: its exit code is the verdict.
-        const deadline = Date.now() + 20_000;
+        const deadline = Date.now() + 45_000;
         let status: number | null = 1;
         while (status !== 0 && Date.now() < deadline) {
           status = spawnSync(probe[0]!, probe.slice(1), { env: { PATH: process.env.PATH, ADMIN_PORT: String(adminPort) }, timeout: 3000 }).status;

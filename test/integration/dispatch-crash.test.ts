@@ -73,7 +73,7 @@ describe("dispatch: crashes and shutdown", () => {
 
     children.push(await startWorkerProcess(env));
     const all = events.map((event) => event.id);
-    await Promise.all([a, b].map((sink) => sink.until((requests) => answered(requests).size === all.length, 60_000)));
+    await Promise.all([a, b].map((sink) => sink.until((requests) => answered(requests).size === all.length, 45_000)));
 
     for (const sink of [a, b]) {
       expect(answered(sink.requests)).toEqual(new Set(all));
