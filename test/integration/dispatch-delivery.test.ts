@@ -110,7 +110,9 @@ describe("dispatch: delivery", () => {
     const silent = await sink(() => new Promise<SinkAnswer>(() => {})); // never answers
     harness = await createDispatchHarness(redisUrl, [
       testRoute("refused", `http://127.0.0.1:${closedPort}/`, { maxAttemptsPerEvent: 2 }),
-      testRoute("silent", silent.url, { maxAttemptsPerEvent: 2, timeoutMs: 100 }),
+      // Long enough for the sink (in this process) to have read each request before the
+      // attempt gives up on its answer, however busy the event loop.
+      testRoute("silent", silent.url, { maxAttemptsPerEvent: 2, timeoutMs: 1000 }),
     ]);
     harness.startDispatcher();
     const event = userEvent();
@@ -122,7 +124,7 @@ describe("dispatch: delivery", () => {
       attempts: 2, failedReason: `POST http://127.0.0.1:${closedPort}/ failed: ECONNREFUSED`,
     });
     expect(letters.find((letter) => letter.route === "silent")).toMatchObject({
-      attempts: 2, failedReason: "no answer within 100 ms (the route's timeoutMs)",
+      attempts: 2, failedReason: "no answer within 1000 ms (the route's timeoutMs)",
     });
     expect(silent.requests).toHaveLength(2);
   });
