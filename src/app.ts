@@ -5,6 +5,7 @@ import { loadRoutes } from "./routes/load-routes.js";
 import { createAdminApp } from "./http/admin-app.js";
 import { createDashboardRouter } from "./http/dashboard-router.js";
 import { createReceiverApp } from "./http/receiver-app.js";
+import { createConnectRouter } from "./http/connect-router.js";
 import { createReconcileRouter } from "./http/reconcile-router.js";
 import { serve, type Serving } from "./http/serve.js";
 import { resolveWebhookAuth } from "./webhook-credentials.js";
@@ -22,6 +23,7 @@ import { createReconcileQueue } from "./reconcile/create-reconcile-queue.js";
 import { createPacedTenant } from "./reconcile/create-paced-tenant.js";
 import { createReconcileWorker } from "./reconcile/create-reconcile-worker.js";
 import { settlesWithin } from "./settles-within.js";
+import { createStreamConnector } from "./streams/create-stream-connector.js";
 import { startTracing } from "./telemetry/start-tracing.js";
 
 export type Role = "all" | "receiver" | "worker";
@@ -134,7 +136,11 @@ export async function startService(config: Config, logger: Logger, role: Role): 
     adminToken: env.ADMIN_TOKEN,
     logger,
     describeEvent: (eventId) => describeEvent(eventId, { ledger, queues }),
-    routers: [createDashboardRouter([...queues.all(), reconcileQueue.queue]), createReconcileRouter(reconcileQueue)],
+    routers: [
+      createDashboardRouter([...queues.all(), reconcileQueue.queue]),
+      createReconcileRouter(reconcileQueue),
+      createConnectRouter(createStreamConnector({ config, auth, logger })),
+    ],
   });
   const admin = await serve(adminApp, env.ADMIN_PORT, env.ADMIN_HOST).catch(portProblem("ADMIN_PORT", env.ADMIN_PORT));
   logger.info({ url: admin.url }, "admin surface (metrics, probes, admin API) listening");

@@ -1,0 +1,45 @@
+import { ConfigError, requireTenant, type Config } from "../config.js";
+import type { Logger } from "../logger.js";
+import { createTenantClient, type TenantClient } from "../tenant/create-tenant-client.js";
+import type { EventStream } from "../tenant/event-stream.js";
+import { ConnectStreamError, connectStream, webhookUrl, type KnownWebhookAuth } from "./connect-stream.js";
+
+export interface StreamConnector {
+  /** Points the stream at `<publicUrl, else PUBLIC_URL>/webhooks/<streamId>` with this service's credentials. */
+  connect(streamId: string, publicUrl?: string): Promise<EventStream>;
+}
+
+export interface StreamConnectorOptions {
+  config: Config;
+  /** The credentials this service's receiver checks; undefined for a process without one (role worker). */
+  auth?: KnownWebhookAuth;
+  logger: Logger;
+}
+
+/**
+ * What `POST /admin/streams/:streamId/connect` does: the service connects the stream with
+ * its own webhook credentials, so they never leave it and no shell can push others
+ * (issue 18: a shell's differing credentials made the tenant's deliveries fail with 401).
+ */
+export function createStreamConnector({ config, auth, logger }: StreamConnectorOptions): StreamConnector {
+  let client: TenantClient | undefined;
+  return {
+    async connect(streamId, publicUrl) {
+      if (!auth) throw new ConnectStreamError("this process runs --role worker and takes no webhooks: ask the admin API of a receiver (role all or receiver)", "no_receiver");
+      const base = publicUrl ?? config.env.PUBLIC_URL;
+      if (base === undefined) throw new ConnectStreamError("no public URL is known: send {\"publicUrl\":\"https://...\"} or set the service's PUBLIC_URL", "no_public_url");
+      const endpoint = webhookUrl(base, streamId);
+      if (!client) {
+        try {
+          client = createTenantClient({ ...requireTenant(config), logger });
+        } catch (error) {
+          if (error instanceof ConfigError) throw new ConnectStreamError(`the service has no tenant settings: ${error.message}, for the service, and restart it`, "no_tenant");
+          throw error;
+        }
+      }
+      const stream = await connectStream(client, streamId, endpoint, auth);
+      logger.info({ streamId, endpoint, auth: auth.method }, "stream connected to this service");
+      return stream;
+    },
+  };
+}

@@ -1,0 +1,114 @@
+import { randomUUID } from "node:crypto";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { startEmulator, type Emulator } from "../../src/emulator/start-emulator.js";
+import { freePort } from "../../src/queue/redis-server.js";
+import { runCli } from "../chaos/run-cli.js";
+import { startServiceProcess, type ServiceProcess } from "../chaos/start-service-process.js";
+import { startTestService, type TestService } from "../helpers/start-test-service.js";
+import { control, createStream, emit, settled, startSink, tenantEnv, type Sink } from "./emulator-test-kit.js";
+
+interface StoredStream {
+  destination: { configuration: { webhook_endpoint: string; webhook_authorization: Record<string, string> } };
+}
+
+const adminToken = "connect-admin-token";
+let emu: Emulator;
+let sink: Sink;
+let service: ServiceProcess;
+let dataDir: string;
+let shellDir: string;
+
+beforeAll(async () => {
+  emu = await startEmulator({ timeScale: 0.01 });
+  sink = await startSink(() => 200);
+  dataDir = await mkdtemp(join(tmpdir(), "sk-connect-"));
+  shellDir = await mkdtemp(join(tmpdir(), "sk-connect-shell-"));
+  // Credentials A: only the service has them.
+  service = await startServiceProcess("all", {
+    ...tenantEnv(emu),
+    REDIS_URL: inject("redisUrl"),
+    QUEUE_PREFIX: `connect-${randomUUID()}`,
+    DATA_DIR: dataDir,
+    ADMIN_TOKEN: adminToken,
+    WEBHOOK_USERNAME: "service-a",
+    WEBHOOK_PASSWORD: "password-of-service-a",
+    DOWNSTREAM_URL: sink.url,
+    LOG_LEVEL: "warn",
+  });
+});
+
+afterAll(async () => {
+  await service?.stop();
+  await sink?.close();
+  await emu?.close();
+  for (const dir of [dataDir, shellDir]) if (dir) await rm(dir, { recursive: true, force: true });
+});
+
+describe("streamkeeper streams connect", () => {
+  it("when a service runs with credentials A and the shell has no WEBHOOK_*, then the stream gets A through the service and the next event is delivered", async () => {
+    const id = await createStream(emu, "https://elsewhere.example.com/hook", { auth: { method: "bearer", token: "old-token" } });
+    const run = await runCli(["streams", "connect", id, "--public-url", service.publicUrl!], { ADMIN_URL: service.adminUrl, ADMIN_TOKEN: adminToken, DATA_DIR: shellDir });
+    expect(run.stderr).toBe("");
+    expect(run.code).toBe(0);
+    expect(run.stdout).toBe(`stream ${id} now delivers to ${service.publicUrl}/webhooks/${id} with basic authorization (user service-a)\n`);
+    const stored = await control<StoredStream>(emu, `/streams/${id}`);
+    expect(stored.destination.configuration).toEqual({
+      webhook_endpoint: `${service.publicUrl}/webhooks/${id}`,
+      webhook_authorization: { method: "basic", username: "service-a", password: "password-of-service-a" },
+    });
+
+    const eventId = await emit(emu);
+    expect((await settled(emu, eventId, 30_000)).status).toBe("succeeded");
+    const deadline = Date.now() + 30_000;
+    while (!sink.requests.some((request) => request.headers["webhook-id"] === eventId)) {
+      if (Date.now() > deadline) throw new Error(`event ${eventId} never reached the downstream`);
+      await new Promise((ok) => setTimeout(ok, 50));
+    }
+  });
+
+  it("when neither a service runs nor the shell has webhook credentials, then exit 2 naming what to set, and nothing changes", async () => {
+    const id = await createStream(emu, "https://elsewhere.example.com/hook");
+    const adminUrl = `http://127.0.0.1:${await freePort()}`;
+    const run = await runCli(["streams", "connect", id, "--public-url", "https://sk.example.com"], { ...tenantEnv(emu), ADMIN_URL: adminUrl, DATA_DIR: shellDir });
+    expect(run.code).toBe(2);
+    expect(run.stderr).toBe(
+      `error: no service answers at ${adminUrl} (set ADMIN_URL to where it runs), and this shell has no webhook credentials: start the service, or set WEBHOOK_USERNAME and WEBHOOK_PASSWORD (or WEBHOOK_AUTH with its WEBHOOK_* settings) to the ones the service checks\n`,
+    );
+    expect((await control<StoredStream>(emu, `/streams/${id}`)).destination.configuration.webhook_endpoint).toBe("https://elsewhere.example.com/hook");
+  });
+});
+
+describe("POST /admin/streams/:streamId/connect", () => {
+  let bare: TestService;
+  beforeAll(async () => {
+    bare = await startTestService({ ADMIN_TOKEN: adminToken });
+  });
+  afterAll(async () => bare?.close());
+
+  const connect = (adminUrl: string, streamId: string, body: unknown) =>
+    fetch(`${adminUrl}/admin/streams/${streamId}/connect`, { method: "POST", headers: { authorization: `Bearer ${adminToken}`, "content-type": "application/json" }, body: JSON.stringify(body) });
+
+  it("when the service has no tenant settings, then 409 problem+json naming them", async () => {
+    const answer = await connect(bare.adminUrl, "est_aD5AUDqZbHFcMoEx2LxAk9", { publicUrl: "https://sk.example.com" });
+    expect(answer.status).toBe(409);
+    expect(answer.headers.get("content-type")).toMatch(/^application\/problem\+json/);
+    expect(((await answer.json()) as { detail: string }).detail).toBe(
+      "the service has no tenant settings: set TENANT_DOMAIN (or MGMT_API_BASE_URL and MGMT_TOKEN_URL), MGMT_CLIENT_ID, MGMT_CLIENT_SECRET to reach the tenant's management API, for the service, and restart it",
+    );
+  });
+
+  it("when no publicUrl is sent and the service has no PUBLIC_URL, then 400 saying to send one or set it", async () => {
+    const answer = await connect(bare.adminUrl, "est_aD5AUDqZbHFcMoEx2LxAk9", {});
+    expect(answer.status).toBe(400);
+    expect(((await answer.json()) as { detail: string }).detail).toBe('no public URL is known: send {"publicUrl":"https://..."} or set the service\'s PUBLIC_URL');
+  });
+
+  it("when the stream does not exist at the tenant, then 404 with the tenant's message", async () => {
+    const answer = await connect(service.adminUrl, "est_aD5AUDqZbHFcMoEx2LxAk9", { publicUrl: "https://sk.example.com" });
+    expect(answer.status).toBe(404);
+    expect(((await answer.json()) as { detail: string }).detail).toContain("The requested stream does not exist.");
+  });
+});
