@@ -5,6 +5,7 @@ import { loadRoutes } from "./routes/load-routes.js";
 import { createAdminApp } from "./http/admin-app.js";
 import { createDashboardRouter } from "./http/dashboard-router.js";
 import { createReceiverApp } from "./http/receiver-app.js";
+import { createConfigRouter } from "./http/config-router.js";
 import { createConnectRouter } from "./http/connect-router.js";
 import { createReconcileRouter } from "./http/reconcile-router.js";
 import { serve, type Serving } from "./http/serve.js";
@@ -19,9 +20,12 @@ import { createEventStore } from "./queue/event-store.js";
 import { bullPrefix } from "./queue/queue-names.js";
 import { createRedis, untilReady } from "./queue/redis-connection.js";
 import { resolveRedis } from "./queue/resolve-redis.js";
+import { writeServiceConfig } from "./queue/service-config-store.js";
 import { createReconcileQueue } from "./reconcile/create-reconcile-queue.js";
 import { createPacedTenant } from "./reconcile/create-paced-tenant.js";
 import { createReconcileWorker } from "./reconcile/create-reconcile-worker.js";
+import { reportWhatIsOff } from "./service-config/report-what-is-off.js";
+import { describeServiceConfig, serviceLabel } from "./service-config/service-config.js";
 import { settlesWithin } from "./settles-within.js";
 import { createStreamConnector } from "./streams/create-stream-connector.js";
 import { startTracing } from "./telemetry/start-tracing.js";
@@ -56,6 +60,12 @@ export async function startService(config: Config, logger: Logger, role: Role): 
   const client = createRedis(redis.url, "client", `streamkeeper-${role}`);
   client.on("error", (error) => logger.debug({ err: error }, "redis connection error"));
   client.once("ready", () => void checkEvictionPolicy());
+  // Published where every command reads it, again after each reconnect (a Redis restarted empty).
+  const serviceConfig = describeServiceConfig(config, routes, role);
+  const publishConfig = () =>
+    writeServiceConfig(client, env.QUEUE_PREFIX, serviceConfig).catch((error: Error) => logger.warn({ err: error }, "could not publish this service's configuration to Redis; commands fall back to their own settings"));
+  client.on("ready", () => void publishConfig());
+  reportWhatIsOff(serviceConfig, logger);
   // Start even when Redis is down (the ingress answers 503 and /readyz fails until it is back).
   await untilReady(client, 5000).catch((error: Error) => logger.error(`${error.message}; starting anyway`));
 
@@ -122,12 +132,11 @@ export async function startService(config: Config, logger: Logger, role: Role): 
       telemetry: tracing.bullmq,
       entityVersions: createEntityVersions(ledgerConnection, env.QUEUE_PREFIX, env.DEDUPE_TTL_SECONDS),
     });
-    const reconciler = createReconcileWorker({ config, tenant, redisUrl: redis.url, ledger, store, logger, telemetry: tracing.bullmq });
+    const reconciler = createReconcileWorker({ config, tenant, redisUrl: redis.url, ledger, store, logger, telemetry: tracing.bullmq, serviceName: serviceLabel(serviceConfig) });
     closers.push(async () => {
       await Promise.all([dispatcher.close(), reconciler.close()]);
       if (!(await settlesWithin(ledgerConnection.quit(), 1000))) ledgerConnection.disconnect();
     });
-    if (routes.length === 0) logger.warn("no downstream routes: set ROUTES_FILE or DOWNSTREAM_URL; events are stored but delivered nowhere");
   }
   closers.push(async () => unregisterQueueGauges());
 
@@ -139,6 +148,7 @@ export async function startService(config: Config, logger: Logger, role: Role): 
     routers: [
       createDashboardRouter([...queues.all(), reconcileQueue.queue]),
       createReconcileRouter(reconcileQueue),
+      createConfigRouter(serviceConfig),
       createConnectRouter(createStreamConnector({ config, auth, logger })),
     ],
   });

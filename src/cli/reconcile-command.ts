@@ -4,7 +4,6 @@ import { QueueEvents } from "bullmq";
 import type { Command } from "commander";
 import { pino } from "pino";
 import { loadConfig, requireTenant, type Config } from "../config.js";
-import { loadRoutes } from "../routes/load-routes.js";
 import { createLogger, type Logger } from "../logger.js";
 import { createDeliveryQueues } from "../queue/delivery-queues.js";
 import { createEventLedger } from "../queue/event-ledger.js";
@@ -19,6 +18,8 @@ import { parseEventIdList } from "../reconcile/parse-event-id-list.js";
 import { isFailure, type ReconcileResult } from "../reconcile/reconcile-job.js";
 import { waitForOutcomes } from "../reconcile/wait-for-outcomes.js";
 import { CliError } from "./cli-error.js";
+import { refuseWhenServiceCannotReconcile } from "./refuse-unable-service.js";
+import { routesForCommand } from "./routes-for-command.js";
 import { runAction } from "./run-action.js";
 
 interface ReconcileOptions {
@@ -62,6 +63,7 @@ async function reconcile(args: string[], options: ReconcileOptions): Promise<num
     const reconcileQueue = createReconcileQueue(connection, config.env.QUEUE_PREFIX);
     closers.unshift(() => reconcileQueue.close());
     const workers = await reconcileQueue.queue.getWorkersCount();
+    if (workers > 0) await refuseWhenServiceCannotReconcile(config, connection);
     const submit = () => reconcileQueue.enqueue(eventIds, { streamId: options.stream, force: options.force });
 
     if (!options.wait) {
@@ -92,7 +94,7 @@ async function reconcile(args: string[], options: ReconcileOptions): Promise<num
 }
 
 async function startLocalWorker(config: Config, redisUrl: string, connection: RedisClient, logger: Logger): Promise<ReconcileWorker> {
-  const routes = await loadRoutes(config);
+  const routes = await routesForCommand(config, connection);
   // Without routes a recovered event would be stored for no one, and every later run
   // would call it already_received.
   if (routes.length === 0) {

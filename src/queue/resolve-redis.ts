@@ -31,6 +31,12 @@ export async function resolveRedis(config: Config, logger: Logger): Promise<Reso
   return { url, release: () => server.stop() };
 }
 
+/** The embedded redis-server's URL when one runs under DATA_DIR now, else undefined; never starts one (for commands that only read). */
+export async function runningEmbeddedRedis(config: Config): Promise<string | undefined> {
+  const socket = join(resolve(config.env.DATA_DIR), "redis", "redis.sock");
+  return (await answersPing(socket)) ? `redis+unix://${socket}` : undefined;
+}
+
 async function answersPing(socket: string): Promise<boolean> {
   const probe = new Redis({ path: socket, lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null, enableOfflineQueue: false });
   probe.on("error", () => {});

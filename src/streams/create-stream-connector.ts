@@ -1,5 +1,6 @@
 import { ConfigError, requireTenant, type Config } from "../config.js";
 import type { Logger } from "../logger.js";
+import { tenantSettingsHint } from "../service-config/report-what-is-off.js";
 import { createTenantClient, type TenantClient } from "../tenant/create-tenant-client.js";
 import type { EventStream } from "../tenant/event-stream.js";
 import { ConnectStreamError, connectStream, webhookUrl, type KnownWebhookAuth } from "./connect-stream.js";
@@ -33,7 +34,7 @@ export function createStreamConnector({ config, auth, logger }: StreamConnectorO
         try {
           client = createTenantClient({ ...requireTenant(config), logger });
         } catch (error) {
-          if (error instanceof ConfigError) throw new ConnectStreamError(`the service has no tenant settings: ${error.message}, for the service, and restart it`, "no_tenant");
+          if (error instanceof ConfigError) throw new ConnectStreamError(`the service has no tenant settings: ${tenantSettingsHint} for the service and restart it`, "no_tenant");
           throw error;
         }
       }
