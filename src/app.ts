@@ -56,7 +56,7 @@ export async function startService(config: Config, logger: Logger, role: Role): 
   const { env } = config;
   const routes = await loadRoutes(config);
   const auth = role === "worker" ? undefined : await resolveWebhookAuth(config);
-  const redis = await resolveRedis(config, logger);
+  const redis = await resolveRedis(config, logger, `start --role ${role}`);
   const client = createRedis(redis.url, "client", `streamkeeper-${role}`);
   client.on("error", (error) => logger.debug({ err: error }, "redis connection error"));
   client.once("ready", () => void checkEvictionPolicy());
