@@ -1,13 +1,12 @@
 import type { Command } from "commander";
-import { pino } from "pino";
 import { loadConfig } from "../config.js";
 import { listDeadLetters } from "../dispatch/list-dead-letters.js";
 import { replayDeadLetters } from "../dispatch/replay-dead-letters.js";
-import { createLogger } from "../logger.js";
 import { createDeliveryQueues, type DeliveryQueues } from "../queue/delivery-queues.js";
 import { createRedis, untilReady } from "../queue/redis-connection.js";
 import { resolveRedis } from "../queue/resolve-redis.js";
 import { CliError } from "./cli-error.js";
+import { cliLogger } from "./cli-logger.js";
 import { formatTable } from "./format-table.js";
 import { routesForCommand } from "./routes-for-command.js";
 import { runAction } from "./run-action.js";
@@ -70,7 +69,7 @@ export function registerDeadLettersCommand(program: Command): void {
  */
 async function withDeliveryQueues(action: (queues: DeliveryQueues) => Promise<void>): Promise<void> {
   const config = loadConfig();
-  const logger = createLogger(config.env.LOG_LEVEL, pino.destination({ dest: 2, sync: true }));
+  const logger = cliLogger(config.env.LOG_LEVEL);
   const resolved = await resolveRedis(config, logger);
   const redis = createRedis(resolved.url, "client", "streamkeeper-cli");
   redis.on("error", () => {}); // reported by untilReady or the failing command

@@ -2,9 +2,8 @@ import { readFile } from "node:fs/promises";
 import { text as readStream } from "node:stream/consumers";
 import { QueueEvents } from "bullmq";
 import type { Command } from "commander";
-import { pino } from "pino";
 import { loadConfig, requireTenant, type Config } from "../config.js";
-import { createLogger, type Logger } from "../logger.js";
+import type { Logger } from "../logger.js";
 import { createDeliveryQueues } from "../queue/delivery-queues.js";
 import { createEventLedger } from "../queue/event-ledger.js";
 import { createEventStore } from "../queue/event-store.js";
@@ -18,6 +17,8 @@ import { parseEventIdList } from "../reconcile/parse-event-id-list.js";
 import { isFailure, type ReconcileResult } from "../reconcile/reconcile-job.js";
 import { waitForOutcomes } from "../reconcile/wait-for-outcomes.js";
 import { CliError } from "./cli-error.js";
+import { cliLogger } from "./cli-logger.js";
+import { followUp } from "./follow-reconcile-jobs.js";
 import { refuseWhenServiceCannotReconcile } from "./refuse-unable-service.js";
 import { routesForCommand } from "./routes-for-command.js";
 import { runAction } from "./run-action.js";
@@ -53,7 +54,7 @@ async function reconcile(args: string[], options: ReconcileOptions): Promise<num
   }
   const config = loadConfig();
   // stdout carries the outcomes; logs go to stderr.
-  const logger = createLogger(config.env.LOG_LEVEL, pino.destination({ dest: 2, sync: true }));
+  const logger = cliLogger(config.env.LOG_LEVEL);
   const redis = await resolveRedis(config, logger);
   const connection = createRedis(redis.url, "client", "streamkeeper-cli");
   connection.on("error", () => {});
@@ -70,6 +71,7 @@ async function reconcile(args: string[], options: ReconcileOptions): Promise<num
       const jobs = await submit();
       if (workers === 0) process.stderr.write("note: no worker consumes the reconcile queue now; the jobs wait until `streamkeeper start` runs\n");
       for (const job of jobs) print(options.json ? JSON.stringify({ ...job, streamId: options.stream ?? null, state: "queued" }) : `${job.eventId} queued ${job.jobId}`);
+      process.stderr.write(`${followUp(config)}\n`);
       return 0;
     }
 

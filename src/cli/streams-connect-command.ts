@@ -3,7 +3,6 @@ import { loadConfig, type Config } from "../config.js";
 import { ConnectStreamError, connectStream, describeConnection, webhookUrl } from "../streams/connect-stream.js";
 import { eventStreamSchema, type EventStream } from "../tenant/event-stream.js";
 import { CliError } from "./cli-error.js";
-import { commandHelp } from "./command-help.js";
 import { runAction } from "./run-action.js";
 import { askService, problemDetail } from "./service-admin.js";
 import { withTenantClient } from "./with-tenant-client.js";
@@ -19,14 +18,6 @@ export function registerStreamsConnectCommand(streams: Command): void {
     .command("connect <stream-id>")
     .description("point the stream at this service: <public-url>/webhooks/<stream-id> with the service's webhook credentials")
     .option("--public-url <url>", "where the tenant reaches this service, e.g. https://hooks.example.com (default: the service's PUBLIC_URL)")
-    .addHelpText(
-      "after",
-      commandHelp({
-        settings: "ADMIN_URL, ADMIN_TOKEN (the running service); without a service: PUBLIC_URL, WEBHOOK_AUTH and its WEBHOOK_* credentials, TENANT_DOMAIN or MGMT_*",
-        outcomes: "one line: stream <id> now delivers to <url> with <method> authorization",
-        exitCodes: "0 connected; 1 the tenant refused or failed; 2 bad usage or settings (no service and no WEBHOOK_* credentials, no public URL)",
-      }),
-    )
     .action(
       runAction(async (streamId: string, options: { publicUrl?: string }) => {
         const config = loadConfig();
