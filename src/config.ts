@@ -6,9 +6,10 @@ import { redactUrlCredentials } from "./redact-secrets.js";
  * Each key has its default and a one-line description; the README's settings table
  * is written from this list (`streamkeeper settings` prints it).
  */
-const port = z.coerce.number().int().min(0).max(65535);
+const wholePort = "use a whole number from 0 to 65535";
+const port = z.coerce.number({ error: wholePort }).int(wholePort).min(0, wholePort).max(65535, wholePort);
 const optional = z.string().trim().min(1).optional();
-const url = z.url({ protocol: /^https?$/ }).optional();
+const url = z.url({ protocol: /^https?$/, error: "use an http:// or https:// URL" }).optional();
 const seconds = z.coerce.number().int().min(0);
 /** Where the tenant reaches this service: https, or http on a loopback address (as the tenant's own rule, stream-patch.ts). */
 const publicUrl = z

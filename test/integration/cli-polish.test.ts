@@ -30,6 +30,13 @@ describe("the command line", () => {
     expect(run.stdout).toContain("\nExit codes: 0 replayed; 1 an id is no dead letter (nothing replayed); 2 bad usage or settings\n");
   });
 
+  it("when start gets a PORT that is no port, then exit 2 with one line in our words", async () => {
+    const run = await runCli(["start"], { PORT: "eighty" });
+    expect(run.code).toBe(2);
+    expect(run.stderr).toBe('error: bad configuration: PORT: use a whole number from 0 to 65535 (got "eighty")\n');
+    expect(run.stdout).toBe("");
+  });
+
   it("when a usage error happens, then stderr is one error: line", async () => {
     const run = await runCli(["nope"], {});
     expect(run.code).toBe(2);
