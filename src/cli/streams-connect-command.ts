@@ -21,15 +21,21 @@ export function registerStreamsConnectCommand(streams: Command): void {
     .action(
       runAction(async (streamId: string, options: { publicUrl?: string }) => {
         const config = loadConfig();
-        if (options.publicUrl !== undefined) checked(() => webhookUrl(options.publicUrl!, streamId, "--public-url"));
-        const answer = await askService(config.env, "POST", `/admin/streams/${encodeURIComponent(streamId)}/connect`, {
-          body: options.publicUrl === undefined ? {} : { publicUrl: options.publicUrl },
-          timeoutMs: 120_000,
-        });
-        const stream = answer.reachable ? throughService(answer) : await fromThisShell(config, streamId, options.publicUrl, answer.url);
-        process.stdout.write(`${describeConnection(stream)}\n`);
-        if (stream.status === "disabled") {
-          process.stderr.write(`note: the stream is disabled; enable it with: streamkeeper streams update ${stream.id} --status enabled\n`);
+        try {
+          if (options.publicUrl !== undefined) webhookUrl(options.publicUrl, streamId, "--public-url");
+          const answer = await askService(config.env, "POST", `/admin/streams/${encodeURIComponent(streamId)}/connect`, {
+            body: options.publicUrl === undefined ? {} : { publicUrl: options.publicUrl },
+            timeoutMs: 120_000,
+          });
+          const stream = answer.reachable ? throughService(answer) : await fromThisShell(config, streamId, options.publicUrl, answer.url);
+          process.stdout.write(`${describeConnection(stream)}\n`);
+          if (stream.status === "disabled") {
+            process.stderr.write(`note: the stream is disabled; enable it with: streamkeeper streams update ${stream.id} --status enabled\n`);
+          }
+        } catch (error) {
+          // A bad public URL, or WEBHOOK_AUTH=none: usage or settings to change.
+          if (error instanceof ConnectStreamError) throw new CliError(error.message, 2);
+          throw error;
         }
       }),
     );
@@ -42,6 +48,9 @@ function throughService(answer: { url: string; status: number; body: unknown }):
     throw new CliError(`the service at ${answer.url} answered 200 without a stream: is ADMIN_URL a Streamkeeper admin address?`);
   }
   const detail = problemDetail(answer);
+  if (answer.status === 400 && detail.startsWith("no public URL is known")) {
+    throw new CliError(`the service at ${answer.url} knows no public URL: give --public-url, or set PUBLIC_URL for the service`, 2);
+  }
   if (answer.status === 401) throw new CliError(`the service at ${answer.url} refused this shell's ADMIN_TOKEN: set ADMIN_TOKEN to the service's admin token (${detail})`, 2);
   if (answer.status === 403) throw new CliError(`the service at ${answer.url} has its admin API off: set ADMIN_TOKEN for the service and in this shell`, 2);
   throw new CliError(`the service at ${answer.url} answered ${answer.status}: ${detail}`, answer.status === 400 || answer.status === 409 ? 2 : 1);
@@ -56,28 +65,10 @@ async function fromThisShell(config: Config, streamId: string, publicUrl: string
   }
   const base = publicUrl ?? config.env.PUBLIC_URL;
   if (base === undefined) throw new CliError(`${noService}: give --public-url or set PUBLIC_URL`, 2);
-  const endpoint = checked(() => webhookUrl(base, streamId, publicUrl === undefined ? "PUBLIC_URL" : "--public-url"));
+  const endpoint = webhookUrl(base, streamId, publicUrl === undefined ? "PUBLIC_URL" : "--public-url");
   let stream: EventStream | undefined;
   await withTenantClient(async (client) => {
-    stream = await checkedAsync(() => connectStream(client, streamId, endpoint, auth));
+    stream = await connectStream(client, streamId, endpoint, auth);
   });
   return stream!;
-}
-
-function checked<T>(step: () => T): T {
-  try {
-    return step();
-  } catch (error) {
-    if (error instanceof ConnectStreamError) throw new CliError(error.message, 2);
-    throw error;
-  }
-}
-
-async function checkedAsync<T>(step: () => Promise<T>): Promise<T> {
-  try {
-    return await step();
-  } catch (error) {
-    if (error instanceof ConnectStreamError) throw new CliError(error.message, 2);
-    throw error;
-  }
 }

@@ -83,10 +83,35 @@ describe("streamkeeper streams connect", () => {
 
 describe("POST /admin/streams/:streamId/connect", () => {
   let bare: TestService;
+  let withPublicUrl: TestService;
   beforeAll(async () => {
     bare = await startTestService({ ADMIN_TOKEN: adminToken });
+    withPublicUrl = await startTestService({ ADMIN_TOKEN: adminToken, PUBLIC_URL: "https://sk.example.com/", ...tenantEnv(emu) });
   });
-  afterAll(async () => bare?.close());
+  afterAll(async () => {
+    await bare?.close();
+    await withPublicUrl?.close();
+  });
+
+  it("when the command gives no --public-url, then the service's PUBLIC_URL is used", async () => {
+    const id = await createStream(emu, "https://elsewhere.example.com/hook");
+    const run = await runCli(["streams", "connect", id], { ADMIN_URL: withPublicUrl.adminUrl, ADMIN_TOKEN: adminToken, DATA_DIR: shellDir });
+    expect(run.code, run.stderr).toBe(0);
+    expect(run.stdout).toBe(`stream ${id} now delivers to https://sk.example.com/webhooks/${id} with basic authorization (user tenant)\n`);
+  });
+
+  it("when neither the command nor the service knows a public URL, then exit 2 saying to give one", async () => {
+    const run = await runCli(["streams", "connect", "est_aD5AUDqZbHFcMoEx2LxAk9"], { ADMIN_URL: bare.adminUrl, ADMIN_TOKEN: adminToken, DATA_DIR: shellDir });
+    expect(run.code).toBe(2);
+    expect(run.stderr).toBe(`error: the service at ${bare.adminUrl} knows no public URL: give --public-url, or set PUBLIC_URL for the service\n`);
+  });
+
+  it("when the shell's ADMIN_TOKEN is not the service's, then exit 2 saying to set it", async () => {
+    const run = await runCli(["streams", "connect", "est_aD5AUDqZbHFcMoEx2LxAk9"], { ADMIN_URL: bare.adminUrl, ADMIN_TOKEN: "wrong-token", DATA_DIR: shellDir });
+    expect(run.code).toBe(2);
+    expect(run.stderr).toMatch(new RegExp(`^error: the service at ${bare.adminUrl} refused this shell's ADMIN_TOKEN: set ADMIN_TOKEN to the service's admin token`));
+    expect(run.stderr).not.toContain("wrong-token");
+  });
 
   const connect = (adminUrl: string, streamId: string, body: unknown) =>
     fetch(`${adminUrl}/admin/streams/${streamId}/connect`, { method: "POST", headers: { authorization: `Bearer ${adminToken}`, "content-type": "application/json" }, body: JSON.stringify(body) });
