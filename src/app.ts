@@ -100,6 +100,13 @@ export async function startService(config: Config, logger: Logger, role: Role): 
   // Shutdown order: stop taking webhooks first, then finish deliveries and reconciles.
   const closers: Array<() => Promise<void>> = [];
   let publicServer: Serving | undefined;
+  // A start that fails half-way (a port in use) leaves nothing behind: no lease on the
+  // embedded Redis, and no embedded Redis that only this process used.
+  const abandon = (setting: string, port: number) => async (error: NodeJS.ErrnoException): Promise<never> => {
+    for (const close of closers) await close().catch(() => {});
+    await redis.release().catch(() => {});
+    return portProblem(setting, port)(error);
+  };
   if (auth) {
     const receiver = createReceiverApp({
       auth,
@@ -109,7 +116,7 @@ export async function startService(config: Config, logger: Logger, role: Role): 
       ready,
       logger,
     });
-    publicServer = await serve(tracing.traceRequests(receiver, "receiver"), env.PORT, env.HOST).catch(portProblem("PORT", env.PORT));
+    publicServer = await serve(tracing.traceRequests(receiver, "receiver"), env.PORT, env.HOST).catch(abandon("PORT", env.PORT));
     closers.push(() => publicServer!.close(env.SHUTDOWN_TIMEOUT_MS));
     logger.info({ url: publicServer.url, auth: auth.method, routes: routes.map((route) => route.name) }, "receiving webhooks");
   }
@@ -152,7 +159,7 @@ export async function startService(config: Config, logger: Logger, role: Role): 
       createConnectRouter(createStreamConnector({ config, auth, logger })),
     ],
   });
-  const admin = await serve(adminApp, env.ADMIN_PORT, env.ADMIN_HOST).catch(portProblem("ADMIN_PORT", env.ADMIN_PORT));
+  const admin = await serve(adminApp, env.ADMIN_PORT, env.ADMIN_HOST).catch(abandon("ADMIN_PORT", env.ADMIN_PORT));
   logger.info({ url: admin.url }, "admin surface (metrics, probes, admin API) listening");
 
   async function checkEvictionPolicy() {

@@ -1,4 +1,6 @@
 import { once } from "node:events";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -124,6 +126,26 @@ describe("the embedded Redis shared by several processes", () => {
       expect(isAlive(pid)).toBe(false);
     });
   }
+
+  it("when a start fails half-way (its admin port is taken), then exit 2 and no redis-server is left behind", async () => {
+    const dir = await dataDir();
+    const taken = createServer();
+    taken.listen(0, "127.0.0.1");
+    await once(taken, "listening");
+    const { port } = taken.address() as AddressInfo;
+    try {
+      const run = await runCli(["start"], { ...envFor(dir), HOST: "127.0.0.1", PORT: "0", ADMIN_HOST: "127.0.0.1", ADMIN_PORT: String(port) });
+      expect(run.code).toBe(2);
+      expect(run.stderr).toContain(`error: bad configuration: ADMIN_PORT ${port} is already in use`);
+      const started = /"msg":"started the embedded redis-server[^\n]*"pid":(\d+)|"pid":(\d+)[^\n]*"msg":"started the embedded redis-server/.exec(run.stdout);
+      const pid = Number(started?.[1] ?? started?.[2]);
+      expect(pid).toBeGreaterThan(0);
+      redisPids.push(pid);
+      expect(isAlive(pid)).toBe(false);
+    } finally {
+      taken.close();
+    }
+  });
 
   it("when the service is killed with -9, then the next start adopts the orphan and its stop (SIGHUP, a closed terminal) leaves no redis-server behind", async () => {
     const dir = await dataDir();
