@@ -156,7 +156,8 @@ export async function startService(config: Config, logger: Logger, role: Role): 
       createDashboardRouter([...queues.all(), reconcileQueue.queue]),
       createReconcileRouter(reconcileQueue),
       createConfigRouter(serviceConfig),
-      createConnectRouter(createStreamConnector({ config, auth, logger })),
+      // A worker has no receiver, but shares the receivers' explicit credentials (every role reads the same settings).
+      createConnectRouter(createStreamConnector({ config, auth: auth ?? ("generated" in config.webhookAuth ? undefined : config.webhookAuth), logger })),
     ],
   });
   const admin = await serve(adminApp, env.ADMIN_PORT, env.ADMIN_HOST).catch(abandon("ADMIN_PORT", env.ADMIN_PORT));

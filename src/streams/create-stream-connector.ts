@@ -12,7 +12,7 @@ export interface StreamConnector {
 
 export interface StreamConnectorOptions {
   config: Config;
-  /** The credentials this service's receiver checks; undefined for a process without one (role worker). */
+  /** The credentials the receivers check; undefined for a worker whose receivers generated theirs. */
   auth?: KnownWebhookAuth;
   logger: Logger;
 }
@@ -26,7 +26,12 @@ export function createStreamConnector({ config, auth, logger }: StreamConnectorO
   let client: TenantClient | undefined;
   return {
     async connect(streamId, publicUrl) {
-      if (!auth) throw new ConnectStreamError("this process runs --role worker and takes no webhooks: ask the admin API of a receiver (role all or receiver)", "no_receiver");
+      if (!auth) {
+        throw new ConnectStreamError(
+          "this process runs --role worker, and the receivers' credentials are generated in their DATA_DIR: ask a receiver's admin API (ADMIN_URL), or set WEBHOOK_USERNAME and WEBHOOK_PASSWORD for every role",
+          "no_receiver",
+        );
+      }
       const base = publicUrl ?? config.env.PUBLIC_URL;
       if (base === undefined) throw new ConnectStreamError("no public URL is known: send {\"publicUrl\":\"https://...\"} or set the service's PUBLIC_URL", "no_public_url");
       const endpoint = webhookUrl(base, streamId);

@@ -116,6 +116,27 @@ describe("POST /admin/streams/:streamId/connect", () => {
   const connect = (adminUrl: string, streamId: string, body: unknown) =>
     fetch(`${adminUrl}/admin/streams/${streamId}/connect`, { method: "POST", headers: { authorization: `Bearer ${adminToken}`, "content-type": "application/json" }, body: JSON.stringify(body) });
 
+  it("when a worker has the receivers' explicit credentials, then it connects with them; with generated ones, 409 saying where to ask", async () => {
+    const worker = await startTestService({ ADMIN_TOKEN: adminToken, ...tenantEnv(emu) }, "worker");
+    const generated = await startTestService({ ADMIN_TOKEN: adminToken, ...tenantEnv(emu), WEBHOOK_USERNAME: "", WEBHOOK_PASSWORD: "" }, "worker");
+    try {
+      const id = await createStream(emu, "https://elsewhere.example.com/hook");
+      const answer = await connect(worker.adminUrl, id, { publicUrl: "https://sk.example.com" });
+      expect(answer.status).toBe(200);
+      expect(((await answer.json()) as StoredStream).destination.configuration).toMatchObject({ webhook_endpoint: `https://sk.example.com/webhooks/${id}` });
+      expect((await control<StoredStream>(emu, `/streams/${id}`)).destination.configuration.webhook_authorization).toEqual({ method: "basic", username: "tenant", password: "s3cret-webhook-password" });
+
+      const refused = await connect(generated.adminUrl, id, { publicUrl: "https://sk.example.com" });
+      expect(refused.status).toBe(409);
+      expect(((await refused.json()) as { detail: string }).detail).toBe(
+        "this process runs --role worker, and the receivers' credentials are generated in their DATA_DIR: ask a receiver's admin API (ADMIN_URL), or set WEBHOOK_USERNAME and WEBHOOK_PASSWORD for every role",
+      );
+    } finally {
+      await worker.close();
+      await generated.close();
+    }
+  });
+
   it("when the service has no tenant settings, then 409 problem+json naming them", async () => {
     const answer = await connect(bare.adminUrl, "est_aD5AUDqZbHFcMoEx2LxAk9", { publicUrl: "https://sk.example.com" });
     expect(answer.status).toBe(409);
