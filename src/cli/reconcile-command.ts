@@ -18,8 +18,8 @@ import { isFailure, type ReconcileResult } from "../reconcile/reconcile-job.js";
 import { waitForOutcomes } from "../reconcile/wait-for-outcomes.js";
 import { CliError } from "./cli-error.js";
 import { cliLogger } from "./cli-logger.js";
-import { followUp } from "./follow-reconcile-jobs.js";
-import { refuseWhenServiceCannotReconcile } from "./refuse-unable-service.js";
+import { followReconcileJobsHint } from "./follow-reconcile-jobs-hint.js";
+import { refuseWhenServiceCannotReconcile } from "./refuse-when-service-cannot-reconcile.js";
 import { routesForCommand } from "./routes-for-command.js";
 import { runAction } from "./run-action.js";
 
@@ -71,7 +71,7 @@ async function reconcile(args: string[], options: ReconcileOptions): Promise<num
       const jobs = await submit();
       if (workers === 0) process.stderr.write("note: no worker consumes the reconcile queue now; the jobs wait until `streamkeeper start` runs\n");
       for (const job of jobs) print(options.json ? JSON.stringify({ ...job, streamId: options.stream ?? null, state: "queued" }) : `${job.eventId} queued ${job.jobId}`);
-      process.stderr.write(`${followUp(config)}\n`);
+      process.stderr.write(`${followReconcileJobsHint(config)}\n`);
       return 0;
     }
 

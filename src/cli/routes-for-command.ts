@@ -3,7 +3,7 @@ import type { RedisClient } from "../queue/redis-connection.js";
 import { loadRoutes } from "../routes/load-routes.js";
 import type { Route } from "../routes/route.js";
 import { routeOf, withoutCredentials } from "../service-config/service-config.js";
-import { readServiceConfig } from "./service-config.js";
+import { readServiceConfig } from "./read-service-config.js";
 
 /**
  * The routes a command queues for: the running service's (dead-letters, the in-process

@@ -4,7 +4,7 @@ import { ConnectStreamError, connectStream, describeConnection, webhookUrl } fro
 import { eventStreamSchema, type EventStream } from "../tenant/event-stream.js";
 import { CliError } from "./cli-error.js";
 import { runAction } from "./run-action.js";
-import { askService, problemDetail } from "./service-admin.js";
+import { askService, problemDetail } from "./ask-service.js";
 import { withTenantClient } from "./with-tenant-client.js";
 
 /**

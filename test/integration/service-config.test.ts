@@ -4,7 +4,7 @@ import { hostname, tmpdir } from "node:os";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { readServiceConfig } from "../../src/cli/service-config.js";
+import { readServiceConfig } from "../../src/cli/read-service-config.js";
 import { loadConfig } from "../../src/config.js";
 import { runCli } from "../chaos/run-cli.js";
 import { startServiceProcess, type ServiceProcess } from "../chaos/start-service-process.js";

@@ -3,7 +3,7 @@ import type { RedisClient } from "../queue/redis-connection.js";
 import { tenantSettingsHint } from "../service-config/report-what-is-off.js";
 import { serviceLabel } from "../service-config/service-config.js";
 import { CliError } from "./cli-error.js";
-import { readServiceConfig } from "./service-config.js";
+import { readServiceConfig } from "./read-service-config.js";
 
 /**
  * Before queueing reconcile jobs for a running worker: when the service that runs it has

@@ -4,7 +4,7 @@ import { runningEmbeddedRedis } from "../queue/resolve-redis.js";
 import { readServiceConfigDocument } from "../queue/service-config-store.js";
 import type { ServiceConfig } from "../service-config/service-config.js";
 import { settlesWithin } from "../settles-within.js";
-import { askService } from "./service-admin.js";
+import { askService } from "./ask-service.js";
 
 export type ServiceConfigResult =
   | { config: ServiceConfig; from: string }
