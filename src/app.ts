@@ -157,7 +157,7 @@ export async function startService(config: Config, logger: Logger, role: Role): 
       createReconcileRouter(reconcileQueue),
       createConfigRouter(serviceConfig),
       // A worker has no receiver, but shares the receivers' explicit credentials (every role reads the same settings).
-      createConnectRouter(createStreamConnector({ config, auth: auth ?? ("generated" in config.webhookAuth ? undefined : config.webhookAuth), logger })),
+      createConnectRouter(createStreamConnector({ config, auth: auth ?? ("generated" in config.webhookAuth ? undefined : config.webhookAuth), tenant, logger })),
     ],
   });
   const admin = await serve(adminApp, env.ADMIN_PORT, env.ADMIN_HOST).catch(abandon("ADMIN_PORT", env.ADMIN_PORT));

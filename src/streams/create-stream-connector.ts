@@ -1,7 +1,7 @@
-import { ConfigError, requireTenant, type Config } from "../config.js";
+import type { Config } from "../config.js";
 import type { Logger } from "../logger.js";
 import { tenantSettingsHint } from "../service-config/report-what-is-off.js";
-import { createTenantClient, type TenantClient } from "../tenant/create-tenant-client.js";
+import type { TenantClient } from "../tenant/create-tenant-client.js";
 import type { EventStream } from "../tenant/event-stream.js";
 import { ConnectStreamError, connectStream, webhookUrl, type KnownWebhookAuth } from "./connect-stream.js";
 
@@ -14,6 +14,8 @@ export interface StreamConnectorOptions {
   config: Config;
   /** The credentials the receivers check; undefined for a worker whose receivers generated theirs. */
   auth?: KnownWebhookAuth;
+  /** The process's (paced) tenant client, or why there is none. */
+  tenant: { client: Pick<TenantClient, "updateEventStream"> } | { unavailable: string };
   logger: Logger;
 }
 
@@ -22,8 +24,7 @@ export interface StreamConnectorOptions {
  * its own webhook credentials, so they never leave it and no shell can push others
  * (issue 18: a shell's differing credentials made the tenant's deliveries fail with 401).
  */
-export function createStreamConnector({ config, auth, logger }: StreamConnectorOptions): StreamConnector {
-  let client: TenantClient | undefined;
+export function createStreamConnector({ config, auth, tenant, logger }: StreamConnectorOptions): StreamConnector {
   return {
     async connect(streamId, publicUrl) {
       if (!auth) {
@@ -35,15 +36,8 @@ export function createStreamConnector({ config, auth, logger }: StreamConnectorO
       const base = publicUrl ?? config.env.PUBLIC_URL;
       if (base === undefined) throw new ConnectStreamError("no public URL is known: send {\"publicUrl\":\"https://...\"} or set the service's PUBLIC_URL", "no_public_url");
       const endpoint = webhookUrl(base, streamId);
-      if (!client) {
-        try {
-          client = createTenantClient({ ...requireTenant(config), logger });
-        } catch (error) {
-          if (error instanceof ConfigError) throw new ConnectStreamError(`the service has no tenant settings: ${tenantSettingsHint} for the service and restart it`, "no_tenant");
-          throw error;
-        }
-      }
-      const stream = await connectStream(client, streamId, endpoint, auth);
+      if ("unavailable" in tenant) throw new ConnectStreamError(`the service has no tenant settings: ${tenantSettingsHint} for the service and restart it`, "no_tenant");
+      const stream = await connectStream(tenant.client, streamId, endpoint, auth);
       logger.info({ streamId, endpoint, auth: auth.method }, "stream connected to this service");
       return stream;
     },
