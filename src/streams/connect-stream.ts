@@ -1,12 +1,9 @@
-import type { WebhookAuth } from "../config.js";
 import type { TenantClient } from "../tenant/create-tenant-client.js";
 import type { EventStream } from "../tenant/event-stream.js";
 import { isLoopbackHost, type WebhookAuthorization } from "../tenant/stream-patch.js";
+import type { ResolvedWebhookAuth } from "../webhook-credentials.js";
 
-/** The webhook credentials the service checks, after any generated ones were read from DATA_DIR. */
-export type KnownWebhookAuth = Exclude<WebhookAuth, { generated: true }>;
-
-/** Why a stream cannot be connected; `field` is the input at fault (the caller names it as its flag or body field). */
+/** Why a stream cannot be connected: the message says what to change, `reason` lets the caller pick a status or exit code. */
 export class ConnectStreamError extends Error {
   constructor(
     message: string,
@@ -31,7 +28,7 @@ export function webhookUrl(publicUrl: string, streamId: string, field = "publicU
 }
 
 /** The stream's destination in the tenant's words; the secrets are write-only there (never returned). */
-export function authorizationOf(auth: KnownWebhookAuth): WebhookAuthorization {
+function authorizationOf(auth: ResolvedWebhookAuth): WebhookAuthorization {
   switch (auth.method) {
     case "basic":
       return { method: "basic", username: auth.username, password: auth.password };
@@ -45,7 +42,7 @@ export function authorizationOf(auth: KnownWebhookAuth): WebhookAuthorization {
 }
 
 /** Points the stream at `endpoint` with `auth`: one PATCH of its destination; answers the stream as the tenant returned it. */
-export async function connectStream(client: Pick<TenantClient, "updateEventStream">, streamId: string, endpoint: string, auth: KnownWebhookAuth): Promise<EventStream> {
+export async function connectStream(client: Pick<TenantClient, "updateEventStream">, streamId: string, endpoint: string, auth: ResolvedWebhookAuth): Promise<EventStream> {
   const authorization = authorizationOf(auth);
   return client.updateEventStream(streamId, {
     destination: { type: "webhook", configuration: { webhook_endpoint: endpoint, webhook_authorization: authorization } },

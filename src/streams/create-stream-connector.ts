@@ -3,7 +3,8 @@ import type { Logger } from "../logger.js";
 import { tenantSettingsHint } from "../service-config/report-what-is-off.js";
 import type { TenantClient } from "../tenant/create-tenant-client.js";
 import type { EventStream } from "../tenant/event-stream.js";
-import { ConnectStreamError, connectStream, webhookUrl, type KnownWebhookAuth } from "./connect-stream.js";
+import type { ResolvedWebhookAuth } from "../webhook-credentials.js";
+import { ConnectStreamError, connectStream, webhookUrl } from "./connect-stream.js";
 
 export interface StreamConnector {
   /** Points the stream at `<publicUrl, else PUBLIC_URL>/webhooks/<streamId>` with this service's credentials. */
@@ -13,7 +14,7 @@ export interface StreamConnector {
 export interface StreamConnectorOptions {
   config: Config;
   /** The credentials the receivers check; undefined for a worker whose receivers generated theirs. */
-  auth?: KnownWebhookAuth;
+  auth?: ResolvedWebhookAuth;
   /** The process's (paced) tenant client, or why there is none. */
   tenant: { client: Pick<TenantClient, "updateEventStream"> } | { unavailable: string };
   logger: Logger;
