@@ -23,8 +23,11 @@ export interface EmbeddedRedisUse {
   others: number;
   /** Drops this process's lease; true when no other process uses the server any more (this one is the last out). */
   leave(): Promise<boolean>;
-  /** The server's SHUTDOWN (it fsyncs the append-only file), waiting until its process is gone. */
-  stopServer(): Promise<void>;
+  /**
+   * After leave() answered true: the server's SHUTDOWN (it fsyncs the append-only file),
+   * waiting until its process is gone; false when a process joined meanwhile (then it runs on).
+   */
+  stopServer(): Promise<boolean>;
 }
 
 // Drop our lease and answer the rest in one step, so two processes leaving at once cannot both miss each other.
@@ -37,14 +40,20 @@ const leaveScript = "redis.call('HDEL', KEYS[1], ARGV[1]); return redis.call('HG
  * never stopped). A lease whose process is gone (kill -9) does not count, so the next
  * process adopts the orphan and stops it when it is the last.
  */
-export async function joinEmbeddedRedis(url: string, who: string, logger: Logger): Promise<EmbeddedRedisUse> {
+export async function joinEmbeddedRedis(url: string, who: string, logger: Logger, leaseId?: string): Promise<EmbeddedRedisUse> {
   const redis = createRedis(url, "client", `streamkeeper-lease-${who}`);
   redis.on("error", (error) => logger.debug({ err: error }, "embedded Redis lease connection error"));
-  await untilReady(redis, 5000);
   const host = hostname();
-  const field = `${host}:${process.pid}`;
+  // One lease per process; `leaseId` lets a test hold several in one process.
+  const field = leaseId ?? `${host}:${process.pid}`;
   const beat = () => redis.hset(usersKey, field, JSON.stringify({ pid: process.pid, host, who, heartbeatAt: Date.now() } satisfies Lease));
-  await beat();
+  try {
+    await untilReady(redis, 5000);
+    await beat();
+  } catch (error) {
+    redis.disconnect(); // no reconnect loop left behind to hold the process open
+    throw error;
+  }
   const heartbeat = setInterval(() => void beat().catch(() => {}), heartbeatMs);
   heartbeat.unref();
   const others = liveLeases(await redis.hgetall(usersKey), field).length;
@@ -69,11 +78,17 @@ export async function joinEmbeddedRedis(url: string, who: string, logger: Logger
       return last;
     },
     async stopServer() {
+      // A process that joined since leave() holds a lease by now: it keeps the server.
+      if (liveLeases(await redis.hgetall(usersKey), field).length > 0) {
+        if (!(await settlesWithin(redis.quit(), 1000))) redis.disconnect();
+        return false;
+      }
       const pid = Number(/process_id:(\d+)/.exec(await redis.info("server"))?.[1]);
       await redis.call("SHUTDOWN").catch(() => {}); // the connection closes under the reply
       redis.disconnect();
       const deadline = Date.now() + 15_000;
       while (pid > 0 && isAlive(pid) && Date.now() < deadline) await new Promise((ok) => setTimeout(ok, 25));
+      return true;
     },
   };
 }

@@ -2,7 +2,7 @@ import { rm } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import type { Config } from "../config.js";
 import type { Logger } from "../logger.js";
-import { joinEmbeddedRedis } from "./embedded-redis-users.js";
+import { joinEmbeddedRedis, type EmbeddedRedisUse } from "./embedded-redis-users.js";
 import { answers, startRedisServer } from "./redis-server.js";
 
 export interface ResolvedRedis {
@@ -27,12 +27,21 @@ export async function resolveRedis(config: Config, logger: Logger, who = "comman
   const socket = join(dir, "redis.sock");
   const url = `redis+unix://${socket}`;
   let started: Awaited<ReturnType<typeof startRedisServer>> | undefined;
-  if (!(await answers({ path: socket }))) {
-    await rm(socket, { force: true });
-    started = await startRedisServer({ dir, unixSocket: socket, appendOnly: true, detached: true, logFile: join(dir, "redis.log") });
-    logger.info({ socket, pid: started.process.pid }, "started the embedded redis-server (append-only file and log in DATA_DIR/redis)");
+  let use: EmbeddedRedisUse | undefined;
+  // Twice at most: a server found running may be stopping (its last user left just now).
+  for (let attempt = 1; !use; attempt++) {
+    if (!(await answers({ path: socket }))) {
+      await rm(socket, { force: true });
+      started = await startRedisServer({ dir, unixSocket: socket, appendOnly: true, detached: true, logFile: join(dir, "redis.log") });
+      logger.info({ socket, pid: started.process.pid }, "started the embedded redis-server (append-only file and log in DATA_DIR/redis)");
+    }
+    try {
+      use = await joinEmbeddedRedis(url, who, logger);
+    } catch (error) {
+      if (attempt >= 2 || started) throw error;
+      logger.info("the embedded redis-server found running stopped meanwhile; starting one");
+    }
   }
-  const use = await joinEmbeddedRedis(url, who, logger);
   if (!started) {
     logger.info({ socket, users: use.others }, use.others > 0 ? "reusing the embedded redis-server already running in DATA_DIR" : "adopted the embedded redis-server left running in DATA_DIR (its starter is gone); it stops when the last process using it does");
   }
@@ -45,8 +54,8 @@ export async function resolveRedis(config: Config, logger: Logger, who = "comman
           logger.info("the embedded redis-server keeps running: another Streamkeeper process still uses it");
           return;
         }
-        await use.stopServer();
-        logger.info("stopped the embedded redis-server: no other Streamkeeper process uses it");
+        if (await use.stopServer()) logger.info("stopped the embedded redis-server: no other Streamkeeper process uses it");
+        else logger.info("the embedded redis-server keeps running: another Streamkeeper process started using it");
       })();
       return releasing;
     },
