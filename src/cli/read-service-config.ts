@@ -35,7 +35,7 @@ export async function readServiceConfig(config: Config, options: { redis?: Redis
     await untilReady(redis, 5000);
     return await fromRedis(redis, prefix, notPublished);
   } catch (error) {
-    return { config: undefined, why: `Redis at REDIS_URL cannot be read (${(error as Error).message})` };
+    return { config: undefined, why: `Redis (${config.env.REDIS_URL ? "REDIS_URL" : "the embedded one"}) cannot be read: ${(error as Error).message}` };
   } finally {
     if (!(await settlesWithin(redis.quit(), 1000))) redis.disconnect();
   }

@@ -23,7 +23,7 @@ export async function routesForCommand(config: Config, redis: RedisClient, say: 
   if (shellSet) {
     const own = await loadRoutes(config).catch(() => undefined);
     if (!own || fingerprint(own) !== fingerprint(routes)) {
-      say(`note: this shell's ROUTES_FILE/DOWNSTREAM_URL differ from the running service's routes; using the service's: ${routes.map((route) => `${route.name} (${route.match.join(",")} -> ${route.url})`).join(", ") || "none"}`);
+      say(`note: this shell's ROUTES_FILE/DOWNSTREAM_URL differ from the service's routes; using the service's: ${routes.map((route) => `${route.name} (${route.match.join(",")} -> ${route.url})`).join(", ") || "none"}`);
     }
   }
   return routes;
