@@ -5,6 +5,8 @@ import { loadRoutes } from "./routes/load-routes.js";
 import { createAdminApp } from "./http/admin-app.js";
 import { createDashboardRouter } from "./http/dashboard-router.js";
 import { createReceiverApp } from "./http/receiver-app.js";
+import { createConfigRouter } from "./http/config-router.js";
+import { createConnectRouter } from "./http/connect-router.js";
 import { createReconcileRouter } from "./http/reconcile-router.js";
 import { serve, type Serving } from "./http/serve.js";
 import { resolveWebhookAuth } from "./webhook-credentials.js";
@@ -21,10 +23,14 @@ import { createReplicaAcks } from "./queue/replica-acks.js";
 import { checkRedisVersion } from "./queue/redis-version.js";
 import { resolveRedis } from "./queue/resolve-redis.js";
 import { createRepeatLog } from "./repeat-log.js";
+import { writeServiceConfig } from "./queue/service-config-store.js";
 import { createReconcileQueue } from "./reconcile/create-reconcile-queue.js";
 import { createPacedTenant } from "./reconcile/create-paced-tenant.js";
 import { createReconcileWorker } from "./reconcile/create-reconcile-worker.js";
+import { reportWhatIsOff } from "./service-config/report-what-is-off.js";
+import { describeServiceConfig, serviceLabel } from "./service-config/service-config.js";
 import { settlesWithin } from "./settles-within.js";
+import { createStreamConnector } from "./streams/create-stream-connector.js";
 import { startTracing } from "./telemetry/start-tracing.js";
 
 export type Role = "all" | "receiver" | "worker";
@@ -53,10 +59,16 @@ export async function startService(config: Config, logger: Logger, role: Role): 
   const { env } = config;
   const routes = await loadRoutes(config);
   const auth = role === "worker" ? undefined : await resolveWebhookAuth(config);
-  const redis = await resolveRedis(config, logger);
+  const redis = await resolveRedis(config, logger, `start --role ${role}`);
   const client = createRedis(redis.url, "client", `streamkeeper-${role}`);
   client.on("error", (error) => logger.debug({ err: error }, "redis connection error"));
   client.once("ready", () => void checkEvictionPolicy());
+  // Published where every command reads it, again after each reconnect (a Redis restarted empty).
+  const serviceConfig = describeServiceConfig(config, routes, role);
+  const publishConfig = () =>
+    writeServiceConfig(client, env.QUEUE_PREFIX, serviceConfig).catch((error: Error) => logger.warn({ err: error }, "could not publish this service's configuration to Redis; commands fall back to their own settings"));
+  client.on("ready", () => void publishConfig());
+  reportWhatIsOff(serviceConfig, logger);
   // Start even when Redis is down (the ingress answers 503 and /readyz fails until it is back).
   const reachable = await untilReady(client, 5000).then(
     () => true,
@@ -106,6 +118,13 @@ export async function startService(config: Config, logger: Logger, role: Role): 
   // Shutdown order: stop taking webhooks first, then finish deliveries and reconciles.
   const closers: Array<() => Promise<void>> = [];
   let publicServer: Serving | undefined;
+  // A start that fails half-way (a port in use) leaves nothing behind: no lease on the
+  // embedded Redis, and no embedded Redis that only this process used.
+  const abandon = (setting: string, port: number) => async (error: NodeJS.ErrnoException): Promise<never> => {
+    for (const close of closers) await close().catch(() => {});
+    await redis.release().catch(() => {});
+    return portProblem(setting, port)(error);
+  };
   if (auth) {
     const receiver = createReceiverApp({
       auth,
@@ -117,7 +136,7 @@ export async function startService(config: Config, logger: Logger, role: Role): 
       logRepeatsEveryMs,
       replicated: env.REDIS_MIN_REPLICAS > 0 ? createReplicaAcks(client, env.REDIS_MIN_REPLICAS) : undefined,
     });
-    publicServer = await serve(tracing.traceRequests(receiver, "receiver"), env.PORT, env.HOST, { handlerSendsContinue: true }).catch(portProblem("PORT", env.PORT));
+    publicServer = await serve(tracing.traceRequests(receiver, "receiver"), env.PORT, env.HOST, { handlerSendsContinue: true }).catch(abandon("PORT", env.PORT));
     closers.push(() => publicServer!.close(env.SHUTDOWN_TIMEOUT_MS));
     logger.info({ url: publicServer.url, auth: auth.method, routes: routes.map((route) => route.name) }, "receiving webhooks");
   }
@@ -141,12 +160,11 @@ export async function startService(config: Config, logger: Logger, role: Role): 
       entityVersions: createEntityVersions(ledgerConnection, env.QUEUE_PREFIX, env.DEDUPE_TTL_SECONDS),
       logRepeatsEveryMs,
     });
-    const reconciler = createReconcileWorker({ config, tenant, redisUrl: redis.url, ledger, store, logger, telemetry: tracing.bullmq });
+    const reconciler = createReconcileWorker({ config, tenant, redisUrl: redis.url, ledger, store, logger, telemetry: tracing.bullmq, serviceName: serviceLabel(serviceConfig) });
     closers.push(async () => {
       await Promise.all([dispatcher.close(), reconciler.close()]);
       if (!(await settlesWithin(ledgerConnection.quit(), 1000))) ledgerConnection.disconnect();
     });
-    if (routes.length === 0) logger.warn("no downstream routes: set ROUTES_FILE or DOWNSTREAM_URL; events are stored but delivered nowhere");
   }
   closers.push(async () => unregisterQueueGauges());
 
@@ -155,9 +173,15 @@ export async function startService(config: Config, logger: Logger, role: Role): 
     adminToken: env.ADMIN_TOKEN,
     logger,
     describeEvent: (eventId) => describeEvent(eventId, { ledger, queues }),
-    routers: [createDashboardRouter([...queues.all(), reconcileQueue.queue]), createReconcileRouter(reconcileQueue)],
+    routers: [
+      createDashboardRouter([...queues.all(), reconcileQueue.queue]),
+      createReconcileRouter(reconcileQueue),
+      createConfigRouter(serviceConfig),
+      // A worker has no receiver, but shares the receivers' explicit credentials (every role reads the same settings).
+      createConnectRouter(createStreamConnector({ config, auth: auth ?? ("generated" in config.webhookAuth ? undefined : config.webhookAuth), tenant, logger })),
+    ],
   });
-  const admin = await serve(adminApp, env.ADMIN_PORT, env.ADMIN_HOST).catch(portProblem("ADMIN_PORT", env.ADMIN_PORT));
+  const admin = await serve(adminApp, env.ADMIN_PORT, env.ADMIN_HOST).catch(abandon("ADMIN_PORT", env.ADMIN_PORT));
   logger.info({ url: admin.url }, "admin surface (metrics, probes, admin API) listening");
 
   async function checkEvictionPolicy() {

@@ -6,9 +6,10 @@ import { redactUrlCredentials } from "./redact-secrets.js";
  * Each key has its default and a one-line description; the README's settings table
  * is written from this list (`streamkeeper settings` prints it).
  */
-const port = z.coerce.number().int().min(0).max(65535);
+const wholePort = "use a whole number from 0 to 65535";
+const port = z.coerce.number({ error: wholePort }).int(wholePort).min(0, wholePort).max(65535, wholePort);
 const optional = z.string().trim().min(1).optional();
-const url = z.url({ protocol: /^https?$/ }).optional();
+const url = z.url({ protocol: /^https?$/, error: "use an http:// or https:// URL" }).optional();
 const seconds = z.coerce.number().int().min(0);
 /** Where the tenant reaches this service: https, or http on a loopback address (as the tenant's own rule, stream-patch.ts). */
 const publicUrl = z
@@ -59,6 +60,7 @@ export const settings = {
   ROUTES_FILE: [optional, "downstream routes (YAML or JSON)"],
   DOWNSTREAM_URL: [url, "shortcut: one route named `default` that receives every event"],
   ADMIN_TOKEN: [optional, "bearer token for /admin/*; admin write endpoints and the dashboard are off without it"],
+  ADMIN_URL: [url, "where commands reach the running service's admin API (with ADMIN_TOKEN); default http://<ADMIN_HOST>:<ADMIN_PORT>"],
   DEDUPE_TTL_SECONDS: [
     z.coerce.number().int().min(3600, "give at least 3600 (an hour): the tenant retries a delivery for seconds to minutes, and those retries must count as duplicates").default(604_800),
     "how long an event id is remembered; dedupe rests on this alone, not on the delivered jobs (at least 3600, and not below RECONCILE_SWEEP_LOOKBACK_SECONDS while the sweep runs)",

@@ -1,15 +1,14 @@
 import type { Command } from "commander";
-import { pino } from "pino";
 import { loadConfig } from "../config.js";
 import { listDeadLetters } from "../dispatch/list-dead-letters.js";
-import { loadRoutes } from "../routes/load-routes.js";
 import { replayDeadLetters } from "../dispatch/replay-dead-letters.js";
-import { createLogger } from "../logger.js";
 import { createDeliveryQueues, type DeliveryQueues } from "../queue/delivery-queues.js";
 import { createRedis, untilReady } from "../queue/redis-connection.js";
 import { resolveRedis } from "../queue/resolve-redis.js";
 import { CliError } from "./cli-error.js";
+import { cliLogger } from "./cli-logger.js";
 import { formatTable } from "./format-table.js";
+import { routesForCommand } from "./routes-for-command.js";
 import { runAction } from "./run-action.js";
 
 /** `streamkeeper dead-letters list|replay` (CONTRACT.md, Commands and "Downstream delivery"). */
@@ -64,17 +63,13 @@ export function registerDeadLettersCommand(program: Command): void {
 }
 
 /**
- * Connects to the service's Redis and route queues (the same settings as the service:
- * REDIS_URL or the embedded one, QUEUE_PREFIX, ROUTES_FILE or DOWNSTREAM_URL). Logs go
+ * Connects to the service's Redis (REDIS_URL or the embedded one, QUEUE_PREFIX) and the
+ * route queues of the running service (routes-for-command.ts). Logs go
  * to stderr so stdout stays clean for tables and --json.
  */
 async function withDeliveryQueues(action: (queues: DeliveryQueues) => Promise<void>): Promise<void> {
   const config = loadConfig();
-  const routes = await loadRoutes(config);
-  if (routes.length === 0) {
-    throw new CliError("no routes configured: set ROUTES_FILE or DOWNSTREAM_URL as the service has them", 2);
-  }
-  const logger = createLogger(config.env.LOG_LEVEL, pino.destination({ dest: 2, sync: true }));
+  const logger = cliLogger(config.env.LOG_LEVEL);
   const resolved = await resolveRedis(config, logger);
   const redis = createRedis(resolved.url, "client", "streamkeeper-cli");
   redis.on("error", () => {}); // reported by untilReady or the failing command
@@ -83,6 +78,10 @@ async function withDeliveryQueues(action: (queues: DeliveryQueues) => Promise<vo
     // Ready first: BullMQ queries the server as soon as a queue exists, and this
     // fail-fast connection has no offline queue.
     await untilReady(redis, 5000);
+    const routes = await routesForCommand(config, redis);
+    if (routes.length === 0) {
+      throw new CliError("no routes configured: set ROUTES_FILE or DOWNSTREAM_URL as the service has them", 2);
+    }
     queues = createDeliveryQueues(redis, config.env.QUEUE_PREFIX, routes, { ageSeconds: config.env.COMPLETED_JOB_RETENTION_SECONDS, count: config.env.COMPLETED_JOB_RETENTION_COUNT });
     await action(queues);
   } finally {

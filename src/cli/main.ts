@@ -8,15 +8,25 @@ import { registerDeadLettersCommand } from "./dead-letters-command.js";
 import { registerStreamsCommand } from "./streams-command.js";
 import { registerTokenExchangeProfilesCommand } from "./token-exchange-profiles-command.js";
 import { registerEmulatorCommand } from "./emulator-command.js";
+import { showLogs } from "./cli-logger.js";
+import { addCommandHelp } from "./command-help.js";
+import { version } from "../version.js";
 
 /**
  * The `streamkeeper` binary. Each command lives in its own module and registers itself;
  * usage errors exit 2 with one `error:` line, as CONTRACT.md fixes for every command.
+ * Help goes to stdout, also when a command is given without its subcommand.
  */
 const program = new Command("streamkeeper")
   .description("Durable webhook receiver for identity event streams: receive, dispatch, reconcile")
-  .showHelpAfterError("(run with --help for usage)")
-  .configureOutput({ outputError: (text, write) => write(text.startsWith("error:") ? text : `error: ${text}`) })
+  .version(version, "-V, --version", "print the version")
+  .option("--verbose", "show log lines on stderr (at LOG_LEVEL); off, a command prints only its result and one-line errors")
+  .configureOutput({
+    // Commander writes only help through writeErr once errors have their own writer.
+    writeErr: (text) => process.stdout.write(text),
+    outputError: (text) => process.stderr.write(`${text.startsWith("error:") ? text.trimEnd() : `error: ${text.trimEnd()}`} (run with --help for usage)\n`),
+  })
+  .hook("preAction", (_program, command) => showLogs(Boolean(command.optsWithGlobals().verbose)))
   .exitOverride();
 
 // Commands register here, one line each.
@@ -28,6 +38,7 @@ registerDemoCommand(program);
 registerStreamsCommand(program);
 registerTokenExchangeProfilesCommand(program);
 registerEmulatorCommand(program);
+addCommandHelp(program);
 
 try {
   await program.parseAsync(process.argv);

@@ -2,10 +2,8 @@ import { readFile } from "node:fs/promises";
 import { text as readStream } from "node:stream/consumers";
 import { QueueEvents } from "bullmq";
 import type { Command } from "commander";
-import { pino } from "pino";
 import { loadConfig, requireTenant, type Config } from "../config.js";
-import { loadRoutes } from "../routes/load-routes.js";
-import { createLogger, type Logger } from "../logger.js";
+import type { Logger } from "../logger.js";
 import { createDeliveryQueues } from "../queue/delivery-queues.js";
 import { createEventLedger } from "../queue/event-ledger.js";
 import { createEventStore } from "../queue/event-store.js";
@@ -19,6 +17,10 @@ import { parseEventIdList } from "../reconcile/parse-event-id-list.js";
 import { isFailure, type ReconcileResult } from "../reconcile/reconcile-job.js";
 import { waitForOutcomes } from "../reconcile/wait-for-outcomes.js";
 import { CliError } from "./cli-error.js";
+import { cliLogger } from "./cli-logger.js";
+import { followReconcileJobsHint } from "./follow-reconcile-jobs-hint.js";
+import { refuseWhenServiceCannotReconcile } from "./refuse-when-service-cannot-reconcile.js";
+import { routesForCommand } from "./routes-for-command.js";
 import { runAction } from "./run-action.js";
 
 interface ReconcileOptions {
@@ -52,7 +54,7 @@ async function reconcile(args: string[], options: ReconcileOptions): Promise<num
   }
   const config = loadConfig();
   // stdout carries the outcomes; logs go to stderr.
-  const logger = createLogger(config.env.LOG_LEVEL, pino.destination({ dest: 2, sync: true }));
+  const logger = cliLogger(config.env.LOG_LEVEL);
   const redis = await resolveRedis(config, logger);
   const connection = createRedis(redis.url, "client", "streamkeeper-cli");
   connection.on("error", () => {});
@@ -62,12 +64,14 @@ async function reconcile(args: string[], options: ReconcileOptions): Promise<num
     const reconcileQueue = createReconcileQueue(connection, config.env.QUEUE_PREFIX);
     closers.unshift(() => reconcileQueue.close());
     const workers = await reconcileQueue.queue.getWorkersCount();
+    if (workers > 0) await refuseWhenServiceCannotReconcile(config, connection);
     const submit = () => reconcileQueue.enqueue(eventIds, { streamId: options.stream, force: options.force });
 
     if (!options.wait) {
       const jobs = await submit();
       if (workers === 0) process.stderr.write("note: no worker consumes the reconcile queue now; the jobs wait until `streamkeeper start` runs\n");
       for (const job of jobs) print(options.json ? JSON.stringify({ ...job, streamId: options.stream ?? null, state: "queued" }) : `${job.eventId} queued ${job.jobId}`);
+      process.stderr.write(`${followReconcileJobsHint(config)}\n`);
       return 0;
     }
 
@@ -92,7 +96,7 @@ async function reconcile(args: string[], options: ReconcileOptions): Promise<num
 }
 
 async function startLocalWorker(config: Config, redisUrl: string, connection: RedisClient, logger: Logger): Promise<ReconcileWorker> {
-  const routes = await loadRoutes(config);
+  const routes = await routesForCommand(config, connection);
   // Without routes a recovered event would be stored for no one, and every later run
   // would call it already_received.
   if (routes.length === 0) {

@@ -25,6 +25,8 @@ export function registerStartCommand(program: Command) {
             };
             process.once("SIGTERM", () => stop("SIGTERM"));
             process.once("SIGINT", () => stop("SIGINT"));
+            // A closed terminal: the same clean stop, so the embedded Redis is released (issue 18).
+            process.once("SIGHUP", () => stop("SIGHUP"));
           });
           logger.info("stopped");
         } finally {

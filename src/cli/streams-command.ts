@@ -1,12 +1,12 @@
 import type { Command } from "commander";
-import { resolveWebhookAuth } from "../webhook-credentials.js";
 import type { TenantClient } from "../tenant/create-tenant-client.js";
 import type { EventStream } from "../tenant/event-stream.js";
-import { isLoopbackHost, validateStreamPatch, type StreamPatch, type WebhookAuthorization } from "../tenant/stream-patch.js";
+import { validateStreamPatch, type StreamPatch } from "../tenant/stream-patch.js";
 import { TenantValidationError } from "../tenant/tenant-api-error.js";
 import { CliError } from "./cli-error.js";
 import { formatTable } from "./format-table.js";
 import { runAction } from "./run-action.js";
+import { registerStreamsConnectCommand } from "./streams-connect-command.js";
 import { withTenantClient } from "./with-tenant-client.js";
 
 interface ListOptions {
@@ -66,35 +66,7 @@ export function registerStreamsCommand(program: Command): void {
       }),
     );
 
-  streams
-    .command("connect <stream-id>")
-    .description("point the stream at this service: <public-url>/webhooks/<stream-id> with its configured webhook credentials")
-    .requiredOption("--public-url <url>", "where the tenant reaches this service, e.g. https://hooks.example.com")
-    .action(
-      runAction((streamId: string, options: { publicUrl: string }) => {
-        const endpoint = webhookUrl(options.publicUrl, streamId);
-        return withTenantClient(async (client, config) => {
-          const auth = await resolveWebhookAuth(config);
-          if (auth.method === "none") {
-            throw new CliError("WEBHOOK_AUTH=none, but the tenant requires authorization; set WEBHOOK_AUTH=basic (or bearer, custom_header) and its credentials", 2);
-          }
-          const authorization: WebhookAuthorization =
-            auth.method === "basic"
-              ? { method: "basic", username: auth.username, password: auth.password }
-              : auth.method === "bearer"
-                ? { method: "bearer", token: auth.token }
-                : { method: "custom_header", header_key: auth.headerName, header_value: auth.headerValue };
-          const updated = await client.updateEventStream(streamId, {
-            destination: { type: "webhook", configuration: { webhook_endpoint: endpoint, webhook_authorization: authorization } },
-          });
-          const who = auth.method === "basic" ? ` (user ${auth.username})` : auth.method === "custom_header" ? ` (header ${auth.headerName})` : "";
-          process.stdout.write(`stream ${updated.id} now delivers to ${endpoint} with ${auth.method} authorization${who}\n`);
-          if (updated.status === "disabled") {
-            process.stderr.write(`note: the stream is disabled; enable it with: streamkeeper streams update ${updated.id} --status enabled\n`);
-          }
-        });
-      }),
-    );
+  registerStreamsConnectCommand(streams);
 }
 
 function takeOf(flag: string | undefined): number | undefined {
@@ -161,16 +133,6 @@ function flagOf(field: string): string {
   const last = field.split(".").at(-1);
   const flags: Record<string, string> = { name: "--name", status: "--status", webhook_endpoint: "--endpoint", method: "--auth", username: "--username", password: "--password", token: "--token" };
   return flags[last ?? ""] ?? field;
-}
-
-/** `<public-url>/webhooks/<stream-id>`; a path prefix (behind a proxy) is kept. */
-function webhookUrl(publicUrl: string, streamId: string): string {
-  const url = URL.canParse(publicUrl) ? new URL(publicUrl) : undefined;
-  if (!url || !(url.protocol === "https:" || (url.protocol === "http:" && isLoopbackHost(url.hostname)))) {
-    throw new CliError(`--public-url must be an https:// URL (http:// only on loopback), got ${JSON.stringify(publicUrl)}`, 2);
-  }
-  if (url.search || url.hash) throw new CliError("--public-url must not have a query or fragment", 2);
-  return `${url.origin}${url.pathname.replace(/\/+$/, "")}/webhooks/${encodeURIComponent(streamId)}`;
 }
 
 function print(stream: EventStream, json: boolean | undefined, headline: string): void {

@@ -1,9 +1,8 @@
-import { pino } from "pino";
 import { loadConfig, requireTenant, type Config } from "../config.js";
-import { createLogger } from "../logger.js";
 import { createTenantClient, type TenantClient } from "../tenant/create-tenant-client.js";
 import { TenantValidationError } from "../tenant/tenant-api-error.js";
 import { CliError } from "./cli-error.js";
+import { cliLogger } from "./cli-logger.js";
 
 /**
  * Runs a tenant command: settings checked first (exit 2 naming what to set), a client
@@ -13,7 +12,7 @@ import { CliError } from "./cli-error.js";
 export async function withTenantClient(action: (client: TenantClient, config: Config) => Promise<number | void>): Promise<number | void> {
   const config = loadConfig();
   const tenant = requireTenant(config);
-  const logger = createLogger(config.env.LOG_LEVEL, pino.destination({ dest: 2, sync: true }));
+  const logger = cliLogger(config.env.LOG_LEVEL);
   const client = createTenantClient({ ...tenant, logger });
   try {
     return await action(client, config);

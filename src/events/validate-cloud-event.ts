@@ -7,7 +7,8 @@ import { InvalidEventError } from "./invalid-event-error.js";
  * specversion, type; §3.2 optional ones typed). Extensions pass through untouched.
  * A zod check costs ~0.25 µs where the SDK's parser costs 20-30 µs (STACK-NOTES.md).
  */
-const nonEmpty = z.string().min(1, "must be a non-empty string");
+/** A value of another type is named by its JSON type: "id must be a string, got a number". */
+const nonEmpty = z.string({ error: (issue) => `must be a string, got ${jsonType(issue.input)}` }).min(1, "must be a non-empty string");
 const envelope = z.looseObject({
   id: nonEmpty.max(256, "must be at most 256 characters"),
   source: nonEmpty,
@@ -19,6 +20,12 @@ const envelope = z.looseObject({
   dataschema: nonEmpty.optional(),
   data_base64: z.string().optional(),
 });
+
+function jsonType(value: unknown): string {
+  if (value === null) return "null";
+  if (Array.isArray(value)) return "an array";
+  return typeof value === "object" ? "an object" : `a ${typeof value}`;
+}
 
 /** Checks one event; `where` prefixes the field in the message (e.g. `events[2].`). */
 export function validateCloudEvent(value: unknown, where = ""): CloudEvent {

@@ -2,6 +2,7 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { mkdir } from "node:fs/promises";
 import { createServer } from "node:net";
 import { resolve } from "node:path";
+import { Redis } from "ioredis";
 
 export interface RedisServerOptions {
   /** Working directory: the append-only file and dump live here. */
@@ -18,6 +19,12 @@ export interface RedisServerOptions {
   extraArgs?: string[];
   /** Own process group, so a Ctrl-C meant for the service does not stop Redis under it. */
   detached?: boolean;
+  /**
+   * Log there instead of to a pipe, and let the server outlive this process: a server
+   * still writing to the pipe of an exited starter would lose its log (the embedded Redis,
+   * which another process may still use, resolve-redis.ts).
+   */
+  logFile?: string;
 }
 
 export interface RedisServer {
@@ -51,6 +58,20 @@ export async function freePort(): Promise<number> {
   });
 }
 
+/** Whether a Redis answers PING there now (one attempt, no retries). */
+export async function answers(where: { path: string } | { port: number }): Promise<boolean> {
+  const probe = new Redis({ ...where, host: "127.0.0.1", lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null, enableOfflineQueue: false });
+  probe.on("error", () => {});
+  try {
+    await probe.connect();
+    return (await probe.ping()) === "PONG";
+  } catch {
+    return false;
+  } finally {
+    probe.disconnect();
+  }
+}
+
 /**
  * Starts a `redis-server` child process configured the way BullMQ needs it
  * (`maxmemory-policy noeviction`) and resolves once it accepts connections.
@@ -82,14 +103,16 @@ async function startRedisServerOnce(options: RedisServerOptions): Promise<RedisS
     "--save", "",
     "--daemonize", "no",
     "--loglevel", "notice",
+    ...(options.logFile ? ["--logfile", resolve(options.logFile)] : []),
     ...(options.unixSocket ? ["--unixsocket", resolve(options.unixSocket), "--unixsocketperm", "700"] : []),
     ...(options.extraArgs ?? []),
   ];
-  const child = spawn(bin, args, { stdio: ["ignore", "pipe", "pipe"], detached: options.detached ?? false });
+  const child = spawn(bin, args, { stdio: options.logFile ? "ignore" : ["ignore", "pipe", "pipe"], detached: options.detached ?? false });
   const exited = new Promise<void>((ok) => child.once("exit", () => ok()));
+  const url = options.unixSocket ? `redis+unix://${resolve(options.unixSocket)}` : `redis://127.0.0.1:${port}`;
 
   await new Promise<void>((ok, fail) => {
-    let output = "";
+    let output = options.logFile ? `(see ${options.logFile})` : "";
     const timer = setTimeout(() => {
       child.kill("SIGKILL");
       fail(new Error(`redis-server did not become ready within 15 s: ${output.slice(-500)}`));
@@ -103,6 +126,17 @@ async function startRedisServerOnce(options: RedisServerOptions): Promise<RedisS
       }
     };
     child.stdout?.on("data", onData);
+    if (options.logFile) {
+      const probe = () => {
+        if (child.exitCode !== null) return;
+        void answers(options.unixSocket ? { path: resolve(options.unixSocket) } : { port }).then((up) => {
+          if (!up) return void setTimeout(probe, 50);
+          clearTimeout(timer);
+          ok();
+        });
+      };
+      probe();
+    }
     child.once("error", (error: NodeJS.ErrnoException) =>
       fail(error.code === "ENOENT" ? new RedisServerMissingError(bin) : error),
     );
@@ -111,8 +145,8 @@ async function startRedisServerOnce(options: RedisServerOptions): Promise<RedisS
   // Keep draining its output so a chatty server never blocks on a full pipe.
   child.stdout?.resume();
   child.stderr?.resume();
+  if (options.logFile) child.unref();
 
-  const url = options.unixSocket ? `redis+unix://${resolve(options.unixSocket)}` : `redis://127.0.0.1:${port}`;
   return {
     url,
     port,

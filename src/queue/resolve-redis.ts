@@ -1,45 +1,69 @@
 import { rm } from "node:fs/promises";
 import { join, resolve } from "node:path";
-import { Redis } from "ioredis";
 import type { Config } from "../config.js";
 import type { Logger } from "../logger.js";
-import { startRedisServer } from "./redis-server.js";
+import { joinEmbeddedRedis, type EmbeddedRedisUse } from "./embedded-redis-users.js";
+import { answers, startRedisServer } from "./redis-server.js";
 
 export interface ResolvedRedis {
   url: string;
-  /** Stops the embedded redis-server if this process started it; otherwise does nothing. */
+  /**
+   * Done with Redis. For the embedded one: drops this process's lease and, when no other
+   * Streamkeeper process uses the server any more, stops it; otherwise it keeps running.
+   */
   release(): Promise<void>;
 }
 
 /**
  * REDIS_URL when set; otherwise the embedded redis-server under DATA_DIR: reused when
- * one already runs there (another role, a CLI call, an earlier start), else started from
- * PATH with its append-only file in DATA_DIR/redis. It listens on a Unix socket only.
+ * one already runs there (another role, a CLI call, an orphan of a killed process), else
+ * started from PATH with its append-only file and log in DATA_DIR/redis. It listens on a
+ * Unix socket only. Every process using it holds a lease (embedded-redis-users.ts): the
+ * last one out stops it. `who` names the process in its lease (e.g. `start --role all`).
  */
-export async function resolveRedis(config: Config, logger: Logger): Promise<ResolvedRedis> {
+export async function resolveRedis(config: Config, logger: Logger, who = "command"): Promise<ResolvedRedis> {
   if (config.env.REDIS_URL) return { url: config.env.REDIS_URL, release: async () => {} };
   const dir = join(resolve(config.env.DATA_DIR), "redis");
   const socket = join(dir, "redis.sock");
   const url = `redis+unix://${socket}`;
-  if (await answersPing(socket)) {
-    logger.info({ socket }, "reusing the embedded redis-server already running in DATA_DIR");
-    return { url, release: async () => {} };
+  let started: Awaited<ReturnType<typeof startRedisServer>> | undefined;
+  let use: EmbeddedRedisUse | undefined;
+  // Twice at most: a server found running may be stopping (its last user left just now).
+  for (let attempt = 1; !use; attempt++) {
+    if (!(await answers({ path: socket }))) {
+      await rm(socket, { force: true });
+      started = await startRedisServer({ dir, unixSocket: socket, appendOnly: true, detached: true, logFile: join(dir, "redis.log") });
+      logger.info({ socket, pid: started.process.pid }, "started the embedded redis-server (append-only file and log in DATA_DIR/redis)");
+    }
+    try {
+      use = await joinEmbeddedRedis(url, who, logger);
+    } catch (error) {
+      if (attempt >= 2 || started) throw error;
+      logger.info("the embedded redis-server found running stopped meanwhile; starting one");
+    }
   }
-  await rm(socket, { force: true });
-  const server = await startRedisServer({ dir, unixSocket: socket, appendOnly: true, detached: true });
-  logger.info({ socket, pid: server.process.pid }, "started the embedded redis-server (append-only file in DATA_DIR/redis)");
-  return { url, release: () => server.stop() };
+  if (!started) {
+    logger.info({ socket, users: use.others }, use.others > 0 ? "reusing the embedded redis-server already running in DATA_DIR" : "adopted the embedded redis-server left running in DATA_DIR (its starter is gone); it stops when the last process using it does");
+  }
+  let releasing: Promise<void> | undefined;
+  return {
+    url,
+    release() {
+      releasing ??= (async () => {
+        if (!(await use.leave())) {
+          logger.info("the embedded redis-server keeps running: another Streamkeeper process still uses it");
+          return;
+        }
+        if (await use.stopServer()) logger.info("stopped the embedded redis-server: no other Streamkeeper process uses it");
+        else logger.info("the embedded redis-server keeps running: another Streamkeeper process started using it");
+      })();
+      return releasing;
+    },
+  };
 }
 
-async function answersPing(socket: string): Promise<boolean> {
-  const probe = new Redis({ path: socket, lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null, enableOfflineQueue: false });
-  probe.on("error", () => {});
-  try {
-    await probe.connect();
-    return (await probe.ping()) === "PONG";
-  } catch {
-    return false;
-  } finally {
-    probe.disconnect();
-  }
+/** The embedded redis-server's URL when one runs under DATA_DIR now, else undefined; never starts one (for commands that only read). */
+export async function runningEmbeddedRedis(config: Config): Promise<string | undefined> {
+  const socket = join(resolve(config.env.DATA_DIR), "redis", "redis.sock");
+  return (await answers({ path: socket })) ? `redis+unix://${socket}` : undefined;
 }

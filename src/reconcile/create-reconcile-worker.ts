@@ -12,6 +12,7 @@ import { createReconciler, type ReconcilerDeps } from "./create-reconciler.js";
 import type { PacedTenant } from "./create-paced-tenant.js";
 import { createStreamIdCache } from "./create-stream-id-cache.js";
 import { outcomeLabel, type ReconcileJobData, type ReconcileResult } from "./reconcile-job.js";
+import { tenantSettingsHint } from "../service-config/report-what-is-off.js";
 import { settlesWithin } from "../settles-within.js";
 
 export interface ReconcileWorkerOptions {
@@ -27,6 +28,8 @@ export interface ReconcileWorkerOptions {
   streamCacheMs?: number;
   /** BullMQ telemetry, when tracing is on. */
   telemetry?: Telemetry;
+  /** Who answers, in an outcome that names the process: "the service (role all, pid 42 on host)". @defaultValue "this process" */
+  serviceName?: string;
 }
 
 export interface ReconcileWorker {
@@ -62,6 +65,8 @@ export function createReconcileWorker(options: ReconcileWorkerOptions): Reconcil
       try {
         const result = await reconciler.reconcile(job.data);
         reconcileTotal.inc({ outcome: outcomeLabel(result.outcome) });
+        // The caller sees the outcome; the service's log says it too (issue 18: nothing silent).
+        if (result.outcome.startsWith("error:")) logger.warn({ eventId: job.data.eventId, jobId: job.id, outcome: result.outcome }, "reconcile could not recover the event");
         return result;
       } catch (error) {
         if (!(error instanceof TenantRateLimitError)) throw error;
@@ -114,7 +119,8 @@ export function createReconcileWorker(options: ReconcileWorkerOptions): Reconcil
 /** What the reconciler needs of the paced client: the delivery history and, for ids naming no stream, every stream id. */
 function reconcileTenantOf(options: ReconcileWorkerOptions): ReconcilerDeps["tenant"] {
   const { tenant } = options;
-  if ("unavailable" in tenant) return tenant;
+  // Said once at start (report-what-is-off.ts); each job's outcome names the process.
+  if ("unavailable" in tenant) return { unavailable: `${options.serviceName ?? "this process"} cannot reconcile: it has no tenant settings; ${tenantSettingsHint} for it and restart it` };
   const streams = createStreamIdCache(() => tenant.client.eventStreams({ take: 100 }), options.streamCacheMs);
   return { getDelivery: tenant.client.getDelivery, streamIds: streams.ids };
 }

@@ -32,6 +32,8 @@ function cli(args: string[], env: Record<string, string> = {}): Promise<Run> {
     MGMT_CLIENT_SECRET: "emulator-secret",
     DATA_DIR: dataDir,
     LOG_LEVEL: "warn",
+    // No service there (port 9 is discard, never an HTTP server): these runs act from this shell alone.
+    ADMIN_URL: "http://127.0.0.1:9",
   };
   return new Promise((resolve) => {
     execFile(process.execPath, [main, ...args], { env: { ...base, ...env }, timeout: 30_000 }, (error, stdout, stderr) => {

@@ -46,3 +46,21 @@ describe("brokenTenantRules", () => {
     expect(brokenTenantRules(userEvent({ id: "evt_short", type: "user.renamed" }))).toEqual(["id_length", "event_type"]);
   });
 });
+
+/** Where zod's own text showed through ("Invalid input: expected string, received number"), our words (issue 18). */
+describe("validateCloudEvent: an attribute of the wrong type", () => {
+  it.each([
+    [123, "id must be a string, got a number"],
+    [null, "id must be a string, got null"],
+    [["evt_1"], "id must be a string, got an array"],
+    [{ value: "evt_1" }, "id must be a string, got an object"],
+    [true, "id must be a string, got a boolean"],
+    ["", "id must be a non-empty string"],
+  ])("when the id is %j, then the detail names the field and its type word for word", (id, detail) => {
+    expect(detailOf({ ...userEvent(), id })).toBe(detail);
+  });
+
+  it("when an event of a batch has a numeric id, then the detail names its place", () => {
+    expect(detailOf({ ...userEvent(), id: 7 }, "events[2].")).toBe("events[2].id must be a string, got a number");
+  });
+});

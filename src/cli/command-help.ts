@@ -1,0 +1,89 @@
+import type { Command } from "commander";
+
+interface Help {
+  settings: string;
+  outcomes: string;
+  exitCodes: string;
+}
+
+const tenant = "TENANT_DOMAIN or MGMT_API_BASE_URL/MGMT_TOKEN_URL/MGMT_AUDIENCE, MGMT_CLIENT_ID, MGMT_CLIENT_SECRET";
+const redis = "REDIS_URL (else the embedded Redis under DATA_DIR), QUEUE_PREFIX";
+const usage = "2 bad usage or settings";
+
+/**
+ * What each command's --help says after its options: the settings it reads, what it
+ * prints, its exit codes (CONTRACT.md: 0 success, 1 the operation failed, 2 bad usage or
+ * configuration). Kept here, by command path, so the commands' own modules stay about what they do.
+ */
+const helps: Record<string, Help> = {
+  start: {
+    settings: "every setting (streamkeeper settings lists them)",
+    outcomes: "JSON log lines on stdout at LOG_LEVEL; runs until SIGTERM, SIGINT or SIGHUP",
+    exitCodes: `0 stopped cleanly; 1 failed at start; ${usage} (every bad value named)`,
+  },
+  reconcile: {
+    settings: `${redis}; the running service's routes and tenant settings; without a running worker: ${tenant}, RECONCILE_RATE_PER_SECOND, DEFAULT_STREAM_ID; ADMIN_URL for --no-wait's follow-up`,
+    outcomes: "<event-id> recovered|already_received|not_failed|no_payload|not_found|error: <reason> (with --json one object per line); with --no-wait <event-id> queued <job-id>",
+    exitCodes: `0 every id recovered or already there; 1 an id not recovered; ${usage}`,
+  },
+  "dead-letters list": {
+    settings: `${redis}; the running service's routes (else ROUTES_FILE or DOWNSTREAM_URL)`,
+    outcomes: "a table: route, job id, event id, type, attempts, failed reason, failed at (or one JSON array with --json)",
+    exitCodes: `0 listed; 1 Redis failed; ${usage}`,
+  },
+  "dead-letters replay": {
+    settings: `${redis}; the running service's routes (else ROUTES_FILE or DOWNSTREAM_URL)`,
+    outcomes: "replayed <route>/<job-id>, one line each",
+    exitCodes: `0 replayed; 1 an id is no dead letter (nothing replayed); ${usage}`,
+  },
+  "streams list": {
+    settings: tenant,
+    outcomes: "a table: id, name, status, subscriptions, endpoint (or one JSON array with --json)",
+    exitCodes: `0 listed; 1 the tenant refused or failed; ${usage}`,
+  },
+  "streams update": {
+    settings: tenant,
+    outcomes: "updated <stream-id> and the stream (or the stream as JSON with --json); secrets never printed",
+    exitCodes: `0 updated; 1 the tenant refused or failed; ${usage}`,
+  },
+  "streams connect": {
+    settings: `ADMIN_URL, ADMIN_TOKEN (the running service does it with its own credentials); with no service answering: PUBLIC_URL, WEBHOOK_AUTH and every WEBHOOK_* it needs, ${tenant}`,
+    outcomes: "stream <id> now delivers to <url> with <method> authorization",
+    exitCodes: `0 connected; 1 the tenant refused or failed; ${usage} (no service and no WEBHOOK_* credentials, no public URL)`,
+  },
+  "token-exchange-profiles delete": {
+    settings: tenant,
+    outcomes: "deleted token exchange profile <id>",
+    exitCodes: `0 deleted or already gone; 1 the tenant refused or failed; ${usage}`,
+  },
+  emulator: {
+    settings: "EMULATOR_PORT, EMULATOR_CLIENT_ID, EMULATOR_CLIENT_SECRET, EMULATOR_TIME_SCALE, EMULATOR_RATE_LIMIT, EMULATOR_AUTO_DISABLE_AFTER",
+    outcomes: "emulator listening on http://127.0.0.1:<port>; runs until SIGINT or SIGTERM",
+    exitCodes: `0 stopped; 1 the port is in use; ${usage}`,
+  },
+  demo: {
+    settings: "REDIS_URL (else a throwaway redis-server)",
+    outcomes: "the story, one line per step",
+    exitCodes: "0 the event was recovered; 1 it was not",
+  },
+  settings: {
+    settings: "none",
+    outcomes: "every setting with its default and meaning, as a Markdown table",
+    exitCodes: "0",
+  },
+};
+
+/** Appends each command's settings, outcomes and exit codes to its --help. */
+export function addCommandHelp(program: Command): void {
+  const visit = (command: Command, path: string[]) => {
+    const help = helps[path.join(" ")];
+    if (help) {
+      command.addHelpText(
+        "after",
+        ["", `Settings read: ${help.settings}`, `Prints: ${help.outcomes}`, `Exit codes: ${help.exitCodes}`, "Log lines: none, unless --verbose (then at LOG_LEVEL, on stderr)"].join("\n"),
+      );
+    }
+    for (const sub of command.commands) visit(sub, [...path, sub.name()]);
+  };
+  for (const command of program.commands) visit(command, [command.name()]);
+}

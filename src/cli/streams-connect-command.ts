@@ -1,0 +1,74 @@
+import type { Command } from "commander";
+import { loadConfig, type Config } from "../config.js";
+import { ConnectStreamError, connectStream, describeConnection, webhookUrl } from "../streams/connect-stream.js";
+import { eventStreamSchema, type EventStream } from "../tenant/event-stream.js";
+import { CliError } from "./cli-error.js";
+import { runAction } from "./run-action.js";
+import { askService, problemDetail } from "./ask-service.js";
+import { withTenantClient } from "./with-tenant-client.js";
+
+/**
+ * `streamkeeper streams connect <stream-id> [--public-url <url>]` (CONTRACT.md): through the
+ * running service's admin API, so the stream gets the credentials the service checks; only
+ * with no service reachable, with this shell's WEBHOOK_* when every one is set. It never
+ * generates credentials: a shell that did pushed ones no service knew (issue 18).
+ */
+export function registerStreamsConnectCommand(streams: Command): void {
+  streams
+    .command("connect <stream-id>")
+    .description("point the stream at this service: <public-url>/webhooks/<stream-id> with the service's webhook credentials")
+    .option("--public-url <url>", "where the tenant reaches this service, e.g. https://hooks.example.com (default: the service's PUBLIC_URL)")
+    .action(
+      runAction(async (streamId: string, options: { publicUrl?: string }) => {
+        const config = loadConfig();
+        try {
+          if (options.publicUrl !== undefined) webhookUrl(options.publicUrl, streamId, "--public-url");
+          const answer = await askService(config.env, "POST", `/admin/streams/${encodeURIComponent(streamId)}/connect`, {
+            body: options.publicUrl === undefined ? {} : { publicUrl: options.publicUrl },
+            timeoutMs: 120_000,
+          });
+          const stream = answer.reachable ? throughService(answer) : await fromThisShell(config, streamId, options.publicUrl, answer.url);
+          process.stdout.write(`${describeConnection(stream)}\n`);
+          if (stream.status === "disabled") {
+            process.stderr.write(`note: the stream is disabled; enable it with: streamkeeper streams update ${stream.id} --status enabled\n`);
+          }
+        } catch (error) {
+          // A bad public URL, or WEBHOOK_AUTH=none: usage or settings to change.
+          if (error instanceof ConnectStreamError) throw new CliError(error.message, 2);
+          throw error;
+        }
+      }),
+    );
+}
+
+function throughService(answer: { url: string; status: number; body: unknown }): EventStream {
+  if (answer.status === 200) {
+    const stream = eventStreamSchema.safeParse(answer.body);
+    if (stream.success) return stream.data;
+    throw new CliError(`the service at ${answer.url} answered 200 without a stream: is ADMIN_URL a Streamkeeper admin address?`);
+  }
+  const detail = problemDetail(answer);
+  if (answer.status === 400 && detail.startsWith("no public URL is known")) {
+    throw new CliError(`the service at ${answer.url} knows no public URL: give --public-url, or set PUBLIC_URL for the service`, 2);
+  }
+  if (answer.status === 401) throw new CliError(`the service at ${answer.url} refused this shell's ADMIN_TOKEN: set ADMIN_TOKEN to the service's admin token (${detail})`, 2);
+  if (answer.status === 403) throw new CliError(`the service at ${answer.url} has its admin API off: set ADMIN_TOKEN for the service and in this shell`, 2);
+  throw new CliError(`the service at ${answer.url} answered ${answer.status}: ${detail}`, answer.status === 400 || answer.status === 409 ? 2 : 1);
+}
+
+/** No service answers: this shell's own credentials, only when every one its WEBHOOK_AUTH needs is set. */
+async function fromThisShell(config: Config, streamId: string, publicUrl: string | undefined, adminUrl: string): Promise<EventStream> {
+  const auth = config.webhookAuth;
+  const noService = `no service answers at ${adminUrl} (set ADMIN_URL to where it runs)`;
+  if ("generated" in auth) {
+    throw new CliError(`${noService}, and this shell has no webhook credentials: start the service, or set WEBHOOK_USERNAME and WEBHOOK_PASSWORD (or WEBHOOK_AUTH with its WEBHOOK_* settings) to the ones the service checks`, 2);
+  }
+  const base = publicUrl ?? config.env.PUBLIC_URL;
+  if (base === undefined) throw new CliError(`${noService}: give --public-url or set PUBLIC_URL`, 2);
+  const endpoint = webhookUrl(base, streamId, publicUrl === undefined ? "PUBLIC_URL" : "--public-url");
+  let stream: EventStream | undefined;
+  await withTenantClient(async (client) => {
+    stream = await connectStream(client, streamId, endpoint, auth);
+  });
+  return stream!;
+}

@@ -1,0 +1,64 @@
+import { randomUUID } from "node:crypto";
+import { readFileSync } from "node:fs";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { runCli } from "../chaos/run-cli.js";
+
+const version = (JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8")) as { version: string }).version;
+
+describe("the command line", () => {
+  it("when asked --version, then it prints the package version on stdout, exit 0", async () => {
+    const run = await runCli(["--version"], {});
+    expect(run).toMatchObject({ code: 0, stdout: `${version}\n`, stderr: "" });
+  });
+
+  it("when run without a command or a subcommand, then the help goes to stdout", async () => {
+    for (const args of [[], ["streams"], ["--help"]]) {
+      const run = await runCli(args, {});
+      expect(run.stderr, args.join(" ")).toBe("");
+      expect(run.stdout).toMatch(/^Usage: streamkeeper/);
+    }
+  });
+
+  it("when a command's help is asked, then it lists the settings it reads, what it prints and its exit codes", async () => {
+    const run = await runCli(["dead-letters", "replay", "--help"], {});
+    expect(run.code).toBe(0);
+    expect(run.stdout).toContain("\nSettings read: REDIS_URL (else the embedded Redis under DATA_DIR), QUEUE_PREFIX; the running service's routes (else ROUTES_FILE or DOWNSTREAM_URL)\n");
+    expect(run.stdout).toContain("\nPrints: replayed <route>/<job-id>, one line each\n");
+    expect(run.stdout).toContain("\nExit codes: 0 replayed; 1 an id is no dead letter (nothing replayed); 2 bad usage or settings\n");
+  });
+
+  it("when start gets a PORT that is no port, then exit 2 with one line in our words", async () => {
+    const run = await runCli(["start"], { PORT: "eighty" });
+    expect(run.code).toBe(2);
+    expect(run.stderr).toBe('error: bad configuration: PORT: use a whole number from 0 to 65535 (got "eighty")\n');
+    expect(run.stdout).toBe("");
+  });
+
+  it("when a usage error happens, then stderr is one error: line", async () => {
+    const run = await runCli(["nope"], {});
+    expect(run.code).toBe(2);
+    expect(run.stderr).toBe("error: unknown command 'nope' (run with --help for usage)\n");
+  });
+
+  it("when reconcile --no-wait queues ids, then stdout has only the job ids and stderr says how to follow them, without log lines unless --verbose", async () => {
+    // The embedded Redis: the command starts and stops one, and would log both.
+    const dataDir = await mkdtemp(join(tmpdir(), "sk-polish-"));
+    const env = { DATA_DIR: dataDir, QUEUE_PREFIX: `polish-${randomUUID()}`, ADMIN_URL: "http://127.0.0.1:9", LOG_LEVEL: "debug" };
+    const run = await runCli(["reconcile", "evt_polish000000000000000a", "--no-wait"], env);
+    expect(run.code).toBe(0);
+    expect(run.stdout).toMatch(/^evt_polish000000000000000a queued \S+\n$/);
+    expect(run.stderr).toBe(
+      "note: no worker consumes the reconcile queue now; the jobs wait until `streamkeeper start` runs\n" +
+        'follow each job with: curl -H "Authorization: Bearer $ADMIN_TOKEN" http://127.0.0.1:9/admin/reconcile/<job-id>\n',
+    );
+    const verbose = await runCli(["reconcile", "evt_polish000000000000000b", "--no-wait", "--verbose"], env);
+    expect(verbose.code).toBe(0);
+    expect(verbose.stdout).toMatch(/^evt_polish000000000000000b queued \S+\n$/);
+    const logged = verbose.stderr.split("\n").filter((line) => line.startsWith("{")).map((line) => (JSON.parse(line) as { msg: string }).msg);
+    expect(logged).toContain("started the embedded redis-server (append-only file and log in DATA_DIR/redis)");
+    await rm(dataDir, { recursive: true, force: true });
+  });
+});

@@ -1,0 +1,48 @@
+import { Writable } from "node:stream";
+import { describe, expect, it } from "vitest";
+import { loadConfig } from "../../../src/config.js";
+import { createLogger } from "../../../src/logger.js";
+import { reportWhatIsOff } from "../../../src/service-config/report-what-is-off.js";
+import { describeServiceConfig, type ServiceConfig } from "../../../src/service-config/service-config.js";
+import { parseRoutes } from "../../../src/routes/load-routes.js";
+
+const tenant = { MGMT_API_BASE_URL: "http://127.0.0.1:4010/api/v2", MGMT_TOKEN_URL: "http://127.0.0.1:4010/oauth/token", MGMT_CLIENT_ID: "id", MGMT_CLIENT_SECRET: "secret" };
+const routes = parseRoutes(JSON.stringify([{ name: "crm", match: "user.*", url: "https://bot:hunter2@crm.example.com/hooks?x=1" }]), "routes.json");
+
+function report(env: Record<string, string>, role: ServiceConfig["role"] = "all"): { lines: string[]; logged: { level: number; msg: string }[] } {
+  const logged: { level: number; msg: string }[] = [];
+  const sink = new Writable({
+    write(chunk: Buffer, _encoding, done) {
+      logged.push(JSON.parse(chunk.toString()) as { level: number; msg: string });
+      done();
+    },
+  });
+  const lines = reportWhatIsOff(describeServiceConfig(loadConfig(env), routes, role), createLogger("info", sink));
+  return { lines, logged };
+}
+
+describe("reportWhatIsOff", () => {
+  it("when the tenant is not configured, then one warning says reconcile and sweep are off and what to set", () => {
+    const { lines, logged } = report({});
+    expect(lines).toEqual(["reconcile and sweep are off: set TENANT_DOMAIN or MGMT_API_BASE_URL, MGMT_CLIENT_ID, MGMT_CLIENT_SECRET"]);
+    expect(logged.map(({ level, msg }) => ({ level, msg }))).toEqual([{ level: 40, msg: lines[0] }]);
+  });
+
+  it("when the tenant is configured without PUBLIC_URL or RECONCILE_SWEEP_STREAMS, then the sweep is off naming both", () => {
+    expect(report(tenant).lines).toEqual(["the sweep is off: set PUBLIC_URL or RECONCILE_SWEEP_STREAMS"]);
+  });
+
+  it("when everything is configured, or the role is receiver, then nothing is said", () => {
+    expect(report({ ...tenant, PUBLIC_URL: "https://sk.example.com" }).lines).toEqual([]);
+    expect(report({}, "receiver").lines).toEqual([]);
+  });
+});
+
+describe("describeServiceConfig", () => {
+  it("when a route URL carries credentials, then the published one has none, and no secret setting appears", () => {
+    const published = describeServiceConfig(loadConfig({ ...tenant, ADMIN_TOKEN: "admin-secret", WEBHOOK_USERNAME: "u", WEBHOOK_PASSWORD: "webhook-secret" }), routes, "worker");
+    expect(published.routes).toEqual([{ name: "crm", match: ["user.*"], url: "https://crm.example.com/hooks?x=1", timeoutMs: 10_000, maxAttemptsPerEvent: 10, concurrency: 10 }]);
+    expect(published).toMatchObject({ role: "worker", tenantConfigured: true, sweep: { configured: false } });
+    for (const secret of ["hunter2", "admin-secret", "webhook-secret", "secret\""]) expect(JSON.stringify(published)).not.toContain(secret);
+  });
+});
