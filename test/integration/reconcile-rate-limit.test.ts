@@ -10,8 +10,9 @@ import { call, createStream, emit, getToken, type ControlDelivery, tenantEnv } f
 
 /**
  * 1,000 ids through `streamkeeper reconcile --file` against an emulator that enforces
- * 50 API requests a second, with RECONCILE_RATE_PER_SECOND=50: every id reaches its
- * outcome and the tenant never answers 429.
+ * 50 API requests a second, with RECONCILE_RATE_SHARE=1 (the whole allowance: no other
+ * client here) and RECONCILE_RATE_PER_SECOND=50: every id reaches its outcome and the
+ * tenant never answers 429.
  */
 const root = new URL("../../", import.meta.url).pathname;
 const main = join(root, "dist/cli/main.js");
@@ -35,6 +36,7 @@ beforeAll(async () => {
   emulator = await startEmulator({ timeScale: 0.01, rateLimit: rate });
   service = await startTestService({
     ...tenantEnv(emulator),
+    RECONCILE_RATE_SHARE: "1",
     RECONCILE_RATE_PER_SECOND: String(rate),
   });
 });
