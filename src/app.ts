@@ -12,12 +12,13 @@ import { serve, type Serving } from "./http/serve.js";
 import { resolveWebhookAuth } from "./webhook-credentials.js";
 import type { Logger } from "./logger.js";
 import { registerQueueGauges } from "./metrics/register-queue-gauges.js";
+import { registerRedisGauges } from "./metrics/register-redis-gauges.js";
 import { redisUp } from "./metrics/registry.js";
 import { createDeliveryQueues } from "./queue/delivery-queues.js";
 import { createEntityVersions } from "./queue/entity-versions.js";
 import { createEventLedger } from "./queue/event-ledger.js";
 import { createEventStore } from "./queue/event-store.js";
-import { bullPrefix } from "./queue/queue-names.js";
+import { bullPrefix, circuitKey } from "./queue/queue-names.js";
 import { createRedis, untilReady } from "./queue/redis-connection.js";
 import { createReplicaAcks } from "./queue/replica-acks.js";
 import { checkRedisVersion } from "./queue/redis-version.js";
@@ -115,6 +116,7 @@ export async function startService(config: Config, logger: Logger, role: Role): 
   const tenant = createPacedTenant({ config, redis: tenantConnection, logger });
 
   const unregisterQueueGauges = registerQueueGauges(client, () => [...queues.all(), reconcileQueue.queue]);
+  const unregisterRedisGauges = registerRedisGauges(client, new Map(routes.map((route) => [route.name, circuitKey(env.QUEUE_PREFIX, route.name)])));
   // Shutdown order: stop taking webhooks first, then finish deliveries and reconciles.
   const closers: Array<() => Promise<void>> = [];
   let publicServer: Serving | undefined;
@@ -153,6 +155,8 @@ export async function startService(config: Config, logger: Logger, role: Role): 
       logger,
       backoffBaseMs: env.DISPATCH_BACKOFF_BASE_MS,
       backoffMaxMs: env.DISPATCH_BACKOFF_MAX_MS,
+      retryWindowMs: env.DISPATCH_RETRY_WINDOW_SECONDS * 1000,
+      circuit: { failures: env.DISPATCH_CIRCUIT_FAILURES, probeMinMs: env.DISPATCH_CIRCUIT_PROBE_MIN_MS, probeMaxMs: env.DISPATCH_CIRCUIT_PROBE_MAX_MS },
       shutdownTimeoutMs: env.SHUTDOWN_TIMEOUT_MS,
       lockDurationMs: env.DISPATCH_LOCK_DURATION_MS,
       stalledIntervalMs: env.DISPATCH_LOCK_DURATION_MS,
@@ -166,7 +170,10 @@ export async function startService(config: Config, logger: Logger, role: Role): 
       if (!(await settlesWithin(ledgerConnection.quit(), 1000))) ledgerConnection.disconnect();
     });
   }
-  closers.push(async () => unregisterQueueGauges());
+  closers.push(async () => {
+    unregisterQueueGauges();
+    unregisterRedisGauges();
+  });
 
   const adminApp = createAdminApp({
     ready,

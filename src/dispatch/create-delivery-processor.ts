@@ -1,10 +1,11 @@
-import { DelayedError, UnrecoverableError, type Job } from "bullmq";
+import { DelayedError, UnrecoverableError, Worker, type Job } from "bullmq";
 import type { Logger } from "../logger.js";
 import { dispatchDuration, dispatchTotal } from "../metrics/registry.js";
 import type { DeliveryJobData } from "../queue/delivery-job.js";
 import type { EventLedger } from "../queue/event-ledger.js";
 import type { DownstreamClient } from "./downstream-client.js";
 import { decide } from "./retry-policy.js";
+import type { RouteCircuit } from "./route-circuit.js";
 import { RetryableDeliveryError } from "./retryable-delivery-error.js";
 import type { Route } from "../routes/route.js";
 import { signWebhook } from "./sign-webhook.js";
@@ -19,6 +20,10 @@ export interface DeliveryProcessorDeps {
   shutdown: AbortSignal;
   /** Set for a `dropStale` route: each attempt runs inside the entity's lease (stale-guard.ts). */
   staleGuard?: StaleGuard;
+  /** The route's circuit breaker (route-circuit.ts); none: always send. */
+  circuit?: RouteCircuit;
+  /** DISPATCH_RETRY_WINDOW_SECONDS in ms: a failure this long after the job's first one is its last. None: attempts alone decide. */
+  retryWindowMs?: number;
 }
 
 export type DeliveryResult = { status: "delivered"; at: number } | { status: "already_delivered"; at: number } | { status: "stale"; at: number };
@@ -28,7 +33,7 @@ export type DeliveryResult = { status: "delivered"; at: number } | { status: "al
  * `RetryableDeliveryError` retries it with the worker's backoff, `UnrecoverableError`
  * fails it at once; a failed job is the dead letter.
  */
-export function createDeliveryProcessor({ route, client, ledger, logger, shutdown, staleGuard }: DeliveryProcessorDeps) {
+export function createDeliveryProcessor({ route, client, ledger, logger, shutdown, staleGuard, circuit, retryWindowMs }: DeliveryProcessorDeps) {
   // Lower-case once, so a route header cannot duplicate one of ours in another case.
   const routeHeaders = Object.fromEntries(Object.entries(route.headers).map(([name, value]) => [name.toLowerCase(), value]));
   const labels = { route: route.name };
@@ -51,6 +56,10 @@ export function createDeliveryProcessor({ route, client, ledger, logger, shutdow
         return { status: "already_delivered", at };
       }
     }
+
+    // An open circuit sends one probe; every other job goes back to the queue, no attempt spent.
+    const admission = circuit ? await circuit.admit() : "send";
+    if (admission === "hold") throw Worker.RateLimitError();
 
     const body = JSON.stringify(event);
     const headers: Record<string, string> = {
@@ -81,6 +90,7 @@ export function createDeliveryProcessor({ route, client, ledger, logger, shutdow
     }
 
     const decision = decide(result);
+    if (decision.action !== "retry") circuit?.answered();
     if (decision.action === "delivered") {
       const at = Date.now();
       // Recorded while BullMQ completes the job, not before: the record serves only a
@@ -96,12 +106,32 @@ export function createDeliveryProcessor({ route, client, ledger, logger, shutdow
       return { status: "delivered", at };
     }
 
+    if (decision.action === "retry" && circuit && (await circuit.failed(admission))) {
+      dispatchTotal.inc({ ...labels, outcome: "retry" });
+      if (logger.isLevelEnabled("debug")) logger.debug({ ...context, reason: decision.reason }, "delivery failed; the route's circuit is open, the event waits in the queue");
+      throw Worker.RateLimitError();
+    }
+
     const attempts = job.opts.attempts ?? 1;
-    const last = decision.action === "fail" || job.attemptsMade + 1 >= attempts;
+    const expired = decision.action === "retry" && retryWindowMs !== undefined && (await retryingFor(job)) >= retryWindowMs;
+    const last = decision.action === "fail" || expired || job.attemptsMade + 1 >= attempts;
     dispatchTotal.inc({ ...labels, outcome: last ? "dead_letter" : "retry" });
-    if (last) logger.warn({ ...context, reason: decision.reason, attempts }, "delivery failed for good: the event is a dead letter of this route");
+    if (last) logger.warn({ ...context, reason: decision.reason, attempts, retryWindowMs: expired ? retryWindowMs : undefined }, "delivery failed for good: the event is a dead letter of this route");
     else logger.info({ ...context, reason: decision.reason }, "delivery failed; it will be retried");
     if (decision.action === "fail") throw new UnrecoverableError(decision.reason);
+    if (expired) throw new UnrecoverableError(`${decision.reason}; still failing ${Math.round(retryWindowMs / 1000)} s after the first failure (DISPATCH_RETRY_WINDOW_SECONDS)`);
     throw new RetryableDeliveryError(decision.reason, decision.retryAfterMs);
   };
+}
+
+/**
+ * How long the job has been failing: from its first failed attempt, written into the job
+ * then (a round trip on the failure path only). A replay resets the attempts, so its first
+ * failure starts the window again.
+ */
+async function retryingFor(job: Job<DeliveryJobData>): Promise<number> {
+  const now = Date.now();
+  if (job.attemptsMade > 0 && job.data.failingSince !== undefined) return now - job.data.failingSince;
+  await job.updateData({ ...job.data, failingSince: now });
+  return 0;
 }

@@ -4,13 +4,15 @@ import { createRepeatLog } from "../repeat-log.js";
 import type { DeliveryJobData } from "../queue/delivery-job.js";
 import type { EntityVersions } from "../queue/entity-versions.js";
 import type { EventLedger } from "../queue/event-ledger.js";
-import { bullPrefix, deliveryQueueName } from "../queue/queue-names.js";
+import { bullPrefix, circuitKey, deliveryQueueName } from "../queue/queue-names.js";
 import { createRedis } from "../queue/redis-connection.js";
 import { settlesWithin } from "../settles-within.js";
 import { createDeliveryProcessor, type DeliveryResult } from "./create-delivery-processor.js";
 import { createDownstreamClient } from "./downstream-client.js";
 import { backoffDelay } from "./retry-policy.js";
+import { rateLimiter } from "./rate-limiter.js";
 import { RetryableDeliveryError } from "./retryable-delivery-error.js";
+import { createRouteCircuit, type CircuitSettings } from "./route-circuit.js";
 import type { Route } from "../routes/route.js";
 import { createStaleGuard } from "./stale-guard.js";
 
@@ -24,6 +26,10 @@ export interface DispatcherOptions {
   backoffBaseMs: number;
   /** DISPATCH_BACKOFF_MAX_MS */
   backoffMaxMs: number;
+  /** DISPATCH_RETRY_WINDOW_SECONDS in ms; none: the route's attempts alone end the retries. */
+  retryWindowMs?: number;
+  /** The per-route circuit breaker (DISPATCH_CIRCUIT_*); none: off. */
+  circuit?: CircuitSettings;
   /** SHUTDOWN_TIMEOUT_MS: how long `close()` waits for in-flight deliveries. */
   shutdownTimeoutMs: number;
   /**
@@ -71,13 +77,23 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
 
   const clients = routes.map(createDownstreamClient);
   const workers = routes.map((route, index) => {
-    const worker = new Worker<DeliveryJobData, DeliveryResult>(
+    const circuit = options.circuit && createRouteCircuit({
+      route: route.name,
+      key: circuitKey(options.queuePrefix, route.name),
+      redis: connection,
+      settings: options.circuit,
+      // BullMQ's queue-wide hold (a key in Redis), honoured by the workers of every process.
+      hold: (ms) => worker.rateLimit(ms),
+      logger,
+    });
+    const worker: Worker<DeliveryJobData, DeliveryResult> = new Worker<DeliveryJobData, DeliveryResult>(
       deliveryQueueName(route.name),
-      createDeliveryProcessor({ route, client: clients[index]!, ledger, logger, shutdown: shutdown.signal, staleGuard: staleGuards[index] }),
+      createDeliveryProcessor({ route, client: clients[index]!, ledger, logger, shutdown: shutdown.signal, staleGuard: staleGuards[index], circuit, retryWindowMs: options.retryWindowMs }),
       {
         connection,
         prefix: bullPrefix(options.queuePrefix),
         concurrency: route.concurrency,
+        limiter: rateLimiter(route.ratePerSecond),
         // Spelled out: an `undefined` here would replace BullMQ's default.
         lockDuration: options.lockDurationMs ?? 30_000,
         stalledInterval: options.stalledIntervalMs ?? 30_000,
@@ -104,7 +120,7 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
     );
     return worker;
   });
-  logger.info({ routes: routes.map(({ name, concurrency }) => ({ name, concurrency })) }, "dispatcher started");
+  logger.info({ routes: routes.map(({ name, concurrency, ratePerSecond }) => ({ name, concurrency, ratePerSecond })) }, "dispatcher started");
 
   let closing: Promise<void> | undefined;
   return {

@@ -165,3 +165,38 @@ export const redisUp = new Gauge({
     return readAtScrape();
   },
 });
+
+export const routeCircuitOpen = new Gauge({
+  name: "streamkeeper_route_circuit_open",
+  help: "1 while a route has stopped sending after consecutive failed deliveries (its circuit is open; one delivery probes at a growing interval), 0 otherwise; read from Redis at scrape time",
+  labelNames: ["route"] as const,
+  registers: [registry],
+  collect: function () {
+    return readAtScrape();
+  },
+});
+
+export const eventsUnrouted = new Counter({
+  name: "streamkeeper_events_unrouted_total",
+  help: "Stored events that no route matched, so delivered nowhere, by type",
+  labelNames: ["type"] as const,
+  registers: [registry],
+});
+
+export const redisMemoryUsed = new Gauge({
+  name: "streamkeeper_redis_memory_used_bytes",
+  help: "Memory Redis uses (INFO memory used_memory), read at scrape time",
+  registers: [registry],
+  collect: function () {
+    return readAtScrape();
+  },
+});
+
+export const redisMemoryMax = new Gauge({
+  name: "streamkeeper_redis_memory_max_bytes",
+  help: "Redis maxmemory, past which a noeviction Redis refuses writes (0: no limit), read at scrape time",
+  registers: [registry],
+  collect: function () {
+    return readAtScrape();
+  },
+});

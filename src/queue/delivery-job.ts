@@ -15,6 +15,8 @@ export interface DeliveryJobData {
    * a first run too.
    */
   recheck?: boolean;
+  /** ms since epoch of the first failed attempt (since the last replay): the start of DISPATCH_RETRY_WINDOW_SECONDS */
+  failingSince?: number;
 }
 
 /** Live events first: BullMQ serves jobs without a priority before prioritized ones. */

@@ -12,6 +12,12 @@ export interface DeliveryQueues {
   close(): Promise<void>;
 }
 
+/**
+ * BullMQ wants a number of attempts; a route without maxAttemptsPerEvent is bounded by
+ * DISPATCH_RETRY_WINDOW_SECONDS instead (create-delivery-processor.ts), never by this.
+ */
+export const unboundedAttempts = 1_000_000;
+
 /** The name of the custom backoff the dispatch worker computes (a `fixed`/`exponential` type would bypass it). */
 export const backoffType = "streamkeeper";
 
@@ -37,7 +43,7 @@ export function createDeliveryQueues(
         skipWaitingForReady: true,
         telemetry,
         defaultJobOptions: {
-          attempts: route.maxAttemptsPerEvent,
+          attempts: route.maxAttemptsPerEvent ?? unboundedAttempts,
           backoff: { type: backoffType },
           // By count as well as age: a burst cannot grow Redis with the arrival rate. Dedupe
           // does not lean on these jobs: the ledger remembers ids (event-ledger.ts).

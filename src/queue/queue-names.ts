@@ -24,3 +24,8 @@ export const reconcileQueueName = "reconcile";
 export function ledgerKey(queuePrefix: string, eventId: string): string {
   return `${bullPrefix(queuePrefix)}:event:${eventId}`;
 }
+
+/** A route's circuit breaker state (dispatch/route-circuit.ts), shared by every worker process. */
+export function circuitKey(queuePrefix: string, route: string): string {
+  return `${bullPrefix(queuePrefix)}:circuit:${route}`;
+}

@@ -15,10 +15,11 @@ const routeSchema = z
     headers: z.record(z.string(), z.string()).default({}),
     secret: z.string().min(1).optional(),
     timeoutMs: z.number().int().min(1).max(300_000).default(10_000),
-    maxAttemptsPerEvent: z.number().int().min(1).max(1000).default(10),
+    maxAttemptsPerEvent: z.number().int().min(1).max(1_000_000).optional(),
     concurrency: z.number().int().min(1).max(1000).default(10),
     // Absent means off; left out of parsed routes that do not set it.
     dropStale: z.boolean().optional(),
+    ratePerSecond: z.number().positive().max(100_000).optional(),
   })
   .strict();
 

@@ -9,13 +9,16 @@ export interface Route {
   /** Standard Webhooks signing secret (`whsec_<base64>` or any string). */
   secret?: string;
   timeoutMs: number;
-  maxAttemptsPerEvent: number;
+  /** Unset: no count; DISPATCH_RETRY_WINDOW_SECONDS alone ends the retries. */
+  maxAttemptsPerEvent?: number;
   concurrency: number;
   /**
    * Never hand this route an older state of an entity after a newer one, nor two states
    * of one entity at once (CONTRACT.md "Route delivery controls"). @defaultValue false
    */
   dropStale?: boolean;
+  /** At most this many deliveries per second, across every worker process (CONTRACT.md "Route delivery controls"). */
+  ratePerSecond?: number;
 }
 
 /** `*` matches every type, `user.*` every type under `user.`, anything else itself. */

@@ -32,8 +32,8 @@ describe("parseRoutes", () => {
       "routes.yaml",
     );
     expect(routes).toEqual([
-      { name: "users", match: ["user.*"], url: "https://users.internal/hook", headers: {}, secret: "whsec_a2V5", timeoutMs: 10_000, maxAttemptsPerEvent: 10, concurrency: 10 },
-      { name: "audit", match: ["*"], url: "http://127.0.0.1:7000/", headers: { "x-team": "audit" }, timeoutMs: 10_000, maxAttemptsPerEvent: 10, concurrency: 4 },
+      { name: "users", match: ["user.*"], url: "https://users.internal/hook", headers: {}, secret: "whsec_a2V5", timeoutMs: 10_000, concurrency: 10 },
+      { name: "audit", match: ["*"], url: "http://127.0.0.1:7000/", headers: { "x-team": "audit" }, timeoutMs: 10_000, concurrency: 4 },
     ]);
   });
 
@@ -105,7 +105,7 @@ describe("loadRoutes", () => {
 
   it("when DOWNSTREAM_URL is set, then one route named default receives every event", async () => {
     await expect(loadRoutes(loadConfig({ DOWNSTREAM_URL: "http://127.0.0.1:7000/in" }))).resolves.toEqual([
-      { name: "default", match: ["*"], url: "http://127.0.0.1:7000/in", headers: {}, timeoutMs: 10_000, maxAttemptsPerEvent: 10, concurrency: 10 },
+      { name: "default", match: ["*"], url: "http://127.0.0.1:7000/in", headers: {}, timeoutMs: 10_000, concurrency: 10 },
     ]);
   });
 

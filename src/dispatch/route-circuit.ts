@@ -1,0 +1,158 @@
+import type { Cluster, Redis } from "ioredis";
+import type { Logger } from "../logger.js";
+
+export interface CircuitSettings {
+  /** DISPATCH_CIRCUIT_FAILURES: consecutive failed deliveries that open the circuit; 0 off. */
+  failures: number;
+  /** DISPATCH_CIRCUIT_PROBE_MIN_MS: the first wait before a probe; doubles after each failed probe. */
+  probeMinMs: number;
+  /** DISPATCH_CIRCUIT_PROBE_MAX_MS: the longest wait between two probes. */
+  probeMaxMs: number;
+}
+
+/**
+ * What a job may do: send as usual, send as the one probe of an open circuit, or go back
+ * to the queue without spending an attempt (`hold`: throw BullMQ's RateLimitError).
+ */
+export type Admission = "send" | "probe" | "hold";
+
+export interface RouteCircuit {
+  /**
+   * Before a delivery. While the circuit is open, every job but the one probe is `hold`,
+   * and the route's queue is held in Redis, so every worker process stops fetching.
+   */
+  admit(): Promise<Admission>;
+  /**
+   * After a retryable failure: true when the circuit is (or just became) open, and the
+   * job is to go back to the queue the same way, so a route that is down spends no attempts.
+   */
+  failed(admission: Admission): Promise<boolean>;
+  /** After the downstream answered (2xx, or a 4xx that is no outage): closes the circuit. */
+  answered(): void;
+}
+
+/**
+ * State per route in one Redis hash (`failures`, and while open `openedAt`, `probeMs`,
+ * `nextProbeAt`), shared by every worker process; times from Redis's clock, so processes
+ * on different hosts agree. Scripts are atomic, so exactly one job claims each probe.
+ */
+const admitScript = `
+local t = redis.call('TIME')
+local now = t[1] * 1000 + math.floor(t[2] / 1000)
+local s = redis.call('HMGET', KEYS[1], 'failures', 'openedAt', 'nextProbeAt', 'probeMs')
+if not s[2] then return {0, tonumber(s[1]) or 0} end
+local nextProbeAt = tonumber(s[3])
+if now >= nextProbeAt then
+  redis.call('HSET', KEYS[1], 'nextProbeAt', now + tonumber(s[4]))
+  return {2, 0}
+end
+return {1, nextProbeAt - now}`;
+
+const failedScript = `
+local t = redis.call('TIME')
+local now = t[1] * 1000 + math.floor(t[2] / 1000)
+local failures = redis.call('HINCRBY', KEYS[1], 'failures', 1)
+if redis.call('HEXISTS', KEYS[1], 'openedAt') == 1 then
+  if ARGV[4] == '1' then
+    local probeMs = math.min(tonumber(redis.call('HGET', KEYS[1], 'probeMs')) * 2, tonumber(ARGV[3]))
+    redis.call('HSET', KEYS[1], 'probeMs', probeMs, 'nextProbeAt', now + probeMs)
+  end
+  return {1, math.max(tonumber(redis.call('HGET', KEYS[1], 'nextProbeAt')) - now, 0), failures}
+end
+if failures >= tonumber(ARGV[1]) then
+  redis.call('HSET', KEYS[1], 'openedAt', now, 'probeMs', ARGV[2], 'nextProbeAt', now + tonumber(ARGV[2]))
+  return {2, tonumber(ARGV[2]), failures}
+end
+return {0, 0, failures}`;
+
+const answeredScript = `
+local t = redis.call('TIME')
+local now = t[1] * 1000 + math.floor(t[2] / 1000)
+local openedAt = redis.call('HGET', KEYS[1], 'openedAt')
+redis.call('DEL', KEYS[1])
+if openedAt then return now - tonumber(openedAt) end
+return -1`;
+
+export interface RouteCircuitDeps {
+  route: string;
+  /** circuitKey(queuePrefix, route) */
+  key: string;
+  /** A connection that waits out a slow Redis (the dispatcher's). */
+  redis: Redis | Cluster;
+  settings: CircuitSettings;
+  /** Stops every worker process taking jobs from the route's queue for `ms` (BullMQ's queue rate limit). */
+  hold(ms: number): Promise<void>;
+  logger: Logger;
+}
+
+/**
+ * The per-route circuit breaker (issue 16, after Convoy's): after `failures` consecutive
+ * failed deliveries the route stops sending; one delivery probes after `probeMinMs`,
+ * doubling to `probeMaxMs` while it fails; a success closes it and the queue drains by
+ * itself. Jobs wait in the route's queue meanwhile, spending no attempts. Other routes
+ * have their own queue, worker and circuit, so they never notice.
+ *
+ * A closed circuit with no failure is remembered for a short while, so a healthy route
+ * pays no extra round trip per delivery; a stale "closed" can let through at most a
+ * worker's concurrency of requests right after another process opened the circuit.
+ */
+export function createRouteCircuit({ route, key, redis, settings, hold, logger }: RouteCircuitDeps): RouteCircuit {
+  const healthyForMs = Math.min(1000, settings.probeMinMs);
+  /** until when this process may skip reading the state (closed, no failure) */
+  let healthyUntil = 0;
+  /** this process saw a failure or an open circuit since the last close it knows of */
+  let troubled = false;
+
+  async function holdBack(waitMs: number): Promise<true> {
+    // Held at most probeMinMs at a time: the process that closes the circuit cannot lift
+    // another process's hold, so this bounds how long the others lag behind a recovery.
+    await hold(Math.max(1, Math.min(waitMs, settings.probeMinMs)));
+    return true;
+  }
+
+  return {
+    async admit() {
+      if (settings.failures === 0 || Date.now() < healthyUntil) return "send";
+      const [state, value] = (await redis.eval(admitScript, 1, key)) as [number, number];
+      if (state === 0) {
+        troubled = value > 0;
+        if (!troubled) healthyUntil = Date.now() + healthyForMs;
+        return "send";
+      }
+      troubled = true;
+      if (state === 2) return "probe";
+      await holdBack(value);
+      return "hold";
+    },
+
+    async failed(admission) {
+      if (settings.failures === 0) return false;
+      troubled = true;
+      healthyUntil = 0;
+      const [state, waitMs, failures] = (await redis.eval(
+        failedScript, 1, key, settings.failures, settings.probeMinMs, settings.probeMaxMs, admission === "probe" ? "1" : "0",
+      )) as [number, number, number];
+      if (state === 0) return false;
+      if (state === 2) {
+        logger.warn(
+          { route, failures, probeInMs: waitMs },
+          "route circuit opened: the downstream failed this many deliveries in a row; the route stops sending and probes with one delivery at a growing interval, events wait in its queue without spending attempts",
+        );
+      } else if (admission === "probe") {
+        logger.info({ route, nextProbeInMs: waitMs }, "route circuit probe failed; the route stays stopped");
+      }
+      return holdBack(waitMs);
+    },
+
+    answered() {
+      if (settings.failures === 0 || !troubled) return;
+      troubled = false;
+      redis.eval(answeredScript, 1, key).then(
+        (openForMs) => {
+          if (Number(openForMs) >= 0) logger.info({ route, openForMs }, "route circuit closed: the downstream answered; the route sends again");
+        },
+        (error: unknown) => logger.warn({ route, err: error }, "could not record the route's recovery in Redis; its circuit state is read again on the next failure"),
+      );
+    },
+  };
+}
