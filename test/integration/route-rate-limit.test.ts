@@ -1,0 +1,81 @@
+import { randomUUID } from "node:crypto";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { startServiceProcess, type ServiceProcess } from "../chaos/start-service-process.js";
+import { userEvent } from "../helpers/fixtures.js";
+import { startSinkServer, type SinkServer } from "../helpers/sink-server.js";
+import { testCredentials } from "../helpers/start-test-service.js";
+
+const authorization = `Basic ${Buffer.from(`${testCredentials.username}:${testCredentials.password}`).toString("base64")}`;
+
+async function delivered(worker: ServiceProcess): Promise<number> {
+  const text = await (await fetch(`${worker.adminUrl}/metrics`)).text();
+  const line = text.split("\n").find((candidate) => candidate.startsWith('streamkeeper_dispatch_total{route="limited",outcome="delivered"}'));
+  return line ? Number(line.split(" ").at(-1)) : 0;
+}
+
+/** The most requests the sink received within any one second. */
+function busiestSecond(arrivals: number[]): number {
+  const sorted = [...arrivals].sort((a, b) => a - b);
+  let most = 0;
+  for (let start = 0, end = 0; start < sorted.length; start++) {
+    while (end < sorted.length && sorted[end]! < sorted[start]! + 1000) end++;
+    most = Math.max(most, end - start);
+  }
+  return most;
+}
+
+/**
+ * `ratePerSecond` (CONTRACT.md "Route delivery controls") holds across worker processes:
+ * one receiver and two `start --role worker` processes, a backlog that both workers drain
+ * as fast as they may, each with room for 8 deliveries at once.
+ */
+describe("route ratePerSecond across two worker processes", () => {
+  let dataDir: string;
+  let sink: SinkServer;
+  const running: ServiceProcess[] = [];
+
+  beforeAll(async () => {
+    dataDir = await mkdtemp(join(tmpdir(), "sk-rate-"));
+    sink = await startSinkServer();
+    const routesFile = join(dataDir, "routes.json");
+    await writeFile(routesFile, JSON.stringify([{ name: "limited", match: "*", url: sink.url, concurrency: 8, ratePerSecond: 10 }]));
+    const env = {
+      REDIS_URL: inject("redisUrl"),
+      QUEUE_PREFIX: `test-${randomUUID()}`,
+      ROUTES_FILE: routesFile,
+      DATA_DIR: dataDir,
+      WEBHOOK_USERNAME: testCredentials.username,
+      WEBHOOK_PASSWORD: testCredentials.password,
+      LOG_LEVEL: "warn",
+      SHUTDOWN_TIMEOUT_MS: "2000",
+    };
+    running.push(...(await Promise.all((["receiver", "worker", "worker"] as const).map((role) => startServiceProcess(role, env)))));
+  }, 90_000);
+
+  afterAll(async () => {
+    await Promise.all(running.map((service) => service.stop()));
+    await sink?.close();
+    if (dataDir) await rm(dataDir, { recursive: true, force: true });
+  });
+
+  it("when a backlog waits on a route with ratePerSecond 10, then no one-second window sees more than 11 deliveries, and both workers deliver", async () => {
+    const [receiver, ...workers] = running as [ServiceProcess, ServiceProcess, ServiceProcess];
+    const events = Array.from({ length: 50 }, () => userEvent({ type: "user.updated" }));
+    const answer = await fetch(`${receiver.publicUrl}/webhooks`, {
+      method: "POST",
+      body: JSON.stringify(events),
+      headers: { authorization, "content-type": "application/cloudevents-batch+json" },
+    });
+    expect(answer.status, await answer.clone().text()).toBe(202);
+
+    await sink.untilReceived(events.length, 60_000);
+    const arrivals = sink.requests.map((request) => request.receivedAt);
+    expect(busiestSecond(arrivals), `arrivals (ms from the first): ${arrivals.map((at) => at - arrivals[0]!).join(", ")}`).toBeLessThanOrEqual(11);
+    expect(new Set(sink.requests.map((request) => request.headers["webhook-id"])).size).toBe(events.length);
+    const perWorker = await Promise.all(workers.map(delivered));
+    expect(perWorker.every((count) => count > 0), `deliveries per worker: ${perWorker.join(", ")}`).toBe(true);
+  }, 120_000);
+});
