@@ -1,7 +1,7 @@
 import { ConfigError, type Config } from "./config.js";
 import { createDispatcher } from "./dispatch/create-dispatcher.js";
 import { describeEvent } from "./dispatch/describe-event.js";
-import { loadRoutes } from "./routes/load-routes.js";
+import { loadRoutes, unmatchedPatternWarnings } from "./routes/load-routes.js";
 import { createAdminApp } from "./http/admin-app.js";
 import { createDashboardRouter } from "./http/dashboard-router.js";
 import { createReceiverApp } from "./http/receiver-app.js";
@@ -59,6 +59,11 @@ export interface Service {
 export async function startService(config: Config, logger: Logger, role: Role): Promise<Service> {
   const { env } = config;
   const routes = await loadRoutes(config);
+  if (routes.length === 0) {
+    // Every role: a receiver without routes would answer 202 for events it delivers nowhere.
+    throw new ConfigError(["no downstream route: set ROUTES_FILE (a YAML or JSON file of routes) or DOWNSTREAM_URL (one route for every event); without one, every event would be stored and delivered nowhere"]);
+  }
+  for (const warning of unmatchedPatternWarnings(routes)) logger.warn(`${warning}; this pattern sends the route nothing (fix it in ROUTES_FILE)`);
   const auth = role === "worker" ? undefined : await resolveWebhookAuth(config);
   const redis = await resolveRedis(config, logger, `start --role ${role}`);
   const client = createRedis(redis.url, "client", `streamkeeper-${role}`);

@@ -32,6 +32,8 @@ export interface EventDescription {
     /** forced reconciles that queued it again */
     replays: number;
   };
+  /** true when no route matched the event's type: it was stored and is delivered nowhere */
+  unrouted: boolean;
   routes: RouteDelivery[];
 }
 
@@ -69,6 +71,7 @@ export async function describeEvent(
       lastDuplicateAt: record.lastDuplicateAt === undefined ? undefined : new Date(record.lastDuplicateAt).toISOString(),
       replays: record.replays,
     },
+    unrouted: record.routes.length === 0,
     routes,
   };
 }

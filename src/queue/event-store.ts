@@ -1,7 +1,7 @@
 import type { CloudEvent, Origin } from "../events/cloud-event.js";
 import { eventTypeLabel } from "../events/event-types.js";
 import { routeMatches, type Route } from "../routes/route.js";
-import { eventsDuplicate, eventsReceived } from "../metrics/registry.js";
+import { eventsDuplicate, eventsReceived, eventsUnrouted } from "../metrics/registry.js";
 import { reconcilePriority } from "./delivery-job.js";
 import type { DeliveryQueues } from "./delivery-queues.js";
 import type { EventLedger } from "./event-ledger.js";
@@ -62,6 +62,8 @@ export function createEventStore(ledger: EventLedger, queues: DeliveryQueues, ro
         return { status: "duplicate", routes: [] };
       }
       eventsReceived.inc({ type: eventTypeLabel(event.type), origin });
+      // Stored, answered 202, and delivered nowhere: never silently (GET /admin/events shows it too).
+      if (matched.length === 0) eventsUnrouted.inc({ type: eventTypeLabel(event.type) });
       return { status: "stored", routes: matched };
     },
   };

@@ -2,7 +2,9 @@ import { readFile } from "node:fs/promises";
 import { parse as parseYaml } from "yaml";
 import { z } from "zod";
 import { ConfigError, type Config } from "../config.js";
-import type { Route } from "./route.js";
+import { tenantEventTypes } from "../events/event-types.js";
+import { nearestName } from "../nearest-name.js";
+import { routeMatches, type Route } from "./route.js";
 
 const routeSchema = z
   .object({
@@ -40,16 +42,50 @@ export function parseRoutes(text: string, origin: string): Route[] {
         if (typeof index !== "number") return `${origin}: routes: ${issue.message}`;
         const name = (list[index] as { name?: unknown } | undefined)?.name;
         const route = typeof name === "string" && name ? `route ${name}` : `route #${index + 1}`;
+        if (issue.code === "unrecognized_keys") return `${origin}: ${route}: ${issue.keys.map(unknownField).join("; ")}`;
+        const given = field.length === 1 ? (list[index] as Record<string, unknown> | undefined)?.[String(field[0])] : "";
+        if (given === undefined) return `${origin}: ${route} field ${String(field[0])}: required, and missing`;
         return `${origin}: ${route}${field.length > 0 ? ` field ${field.join(".")}` : ""}: ${issue.message}`;
       }),
     );
   }
-  const names = new Set<string>();
-  for (const route of parsed.data) {
-    if (names.has(route.name)) throw new ConfigError([`${origin}: route ${route.name}: the name is used twice; give each route its own name`]);
-    names.add(route.name);
-  }
+  const first = new Map<string, number>();
+  parsed.data.forEach((route, index) => {
+    const earlier = first.get(route.name);
+    if (earlier !== undefined) {
+      throw new ConfigError([`${origin}: routes #${earlier + 1} and #${index + 1} are both named ${route.name}; give each route its own name (it names the route's queue and metrics)`]);
+    }
+    first.set(route.name, index);
+  });
   return parsed.data;
+}
+
+const routeFields = Object.keys(routeSchema.shape);
+
+function unknownField(key: string): string {
+  const hint = nearestName(key, routeFields);
+  return hint ? `unknown field ${key}: did you mean ${hint}?` : `unknown field ${key}; the fields are ${routeFields.join(", ")}`;
+}
+
+/** Every pattern that could match a tenant event type: the types, `*`, and each dotted prefix (`user.*`, `organization.member.*`). */
+const knownPatterns = [
+  ...new Set(tenantEventTypes.flatMap((type) => [type, ...type.split(".").slice(0, -1).map((_, index, parts) => `${parts.slice(0, index + 1).join(".")}.*`)])),
+];
+
+/**
+ * A warning per `match` pattern that matches none of the tenant's event types (event-types.ts),
+ * with the nearest pattern that would: a typo there silently sends a route nothing. Only a
+ * warning, since events of other types are accepted too (tenant-rules.ts).
+ */
+export function unmatchedPatternWarnings(routes: Route[]): string[] {
+  return routes.flatMap((route) =>
+    route.match
+      .filter((pattern) => !tenantEventTypes.some((type) => routeMatches({ ...route, match: [pattern] }, type)))
+      .map((pattern) => {
+        const hint = nearestName(pattern, knownPatterns);
+        return `route ${route.name}: match ${pattern} matches no event type the tenant sends${hint ? `: did you mean ${hint}?` : `; use *, an event type such as user.created, or a prefix such as user.*`}`;
+      }),
+  );
 }
 
 function listOf(raw: unknown, origin: string): unknown[] {

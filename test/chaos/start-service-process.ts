@@ -28,7 +28,16 @@ export async function startServiceProcess(role: "all" | "receiver" | "worker", e
   const adminPort = await freePort();
   const port = role === "worker" ? 0 : await freePort();
   const child = spawn(process.execPath, [...cliEntry, "start", "--role", role], {
-    env: { PATH: process.env.PATH ?? "", HOST: "127.0.0.1", ADMIN_HOST: "127.0.0.1", ...env, ADMIN_PORT: String(adminPort), PORT: String(port) },
+    env: {
+      PATH: process.env.PATH ?? "",
+      HOST: "127.0.0.1",
+      ADMIN_HOST: "127.0.0.1",
+      // The service refuses to start without a route: one that answers nothing (connection refused) unless the test gives its own.
+      ...(env.ROUTES_FILE || env.DOWNSTREAM_URL ? {} : { DOWNSTREAM_URL: "http://127.0.0.1:9/" }),
+      ...env,
+      ADMIN_PORT: String(adminPort),
+      PORT: String(port),
+    },
     stdio: ["ignore", "pipe", "pipe"],
   });
   const keep = options.keepBytes ?? 4_000_000;

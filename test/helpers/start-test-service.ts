@@ -33,6 +33,9 @@ export async function startTestService(env: Record<string, string> = {}, role: R
     LOG_LEVEL: "silent",
     SHUTDOWN_TIMEOUT_MS: "2000",
     DISPATCH_BACKOFF_BASE_MS: "20",
+    // The service refuses to start without a route; tests that deliver nothing get one
+    // that answers nothing (the discard port on loopback: connection refused).
+    ...(env.ROUTES_FILE || env.DOWNSTREAM_URL ? {} : { DOWNSTREAM_URL: "http://127.0.0.1:9/" }),
     ...env,
   });
   const service = await startService(config, logger ?? createLogger(config.env.LOG_LEVEL), role);

@@ -1,7 +1,7 @@
 import { spawn } from "node:child_process";
 import { once } from "node:events";
 import { createServer, type AddressInfo } from "node:net";
-import { mkdtemp, readFile } from "node:fs/promises";
+import { mkdtemp, readFile, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { randomUUID } from "node:crypto";
@@ -36,6 +36,50 @@ describe("streamkeeper start", () => {
     expect(output().stderr).toMatch(/^error: .*both.*all, receiver, worker/);
   });
 
+  it.each(["all", "receiver", "worker"])("when no route is configured, then --role %s is refused: exit 2, one line naming ROUTES_FILE and DOWNSTREAM_URL", async (role) => {
+    const { child, output } = run(["start", "--role", role], {
+      REDIS_URL: inject("redisUrl"),
+      QUEUE_PREFIX: `test-${randomUUID()}`,
+      DATA_DIR: await mkdtemp(join(tmpdir(), "sk-noroute-")),
+      HOST: "127.0.0.1",
+      PORT: String(await freePort()),
+      ADMIN_PORT: String(await freePort()),
+      WEBHOOK_USERNAME: "tenant",
+      WEBHOOK_PASSWORD: "s3cret-webhook-password",
+    });
+    const [code] = await once(child, "exit");
+    expect(code).toBe(2);
+    expect(output().stderr.trim().split("\n")).toEqual([
+      "error: bad configuration: no downstream route: set ROUTES_FILE (a YAML or JSON file of routes) or DOWNSTREAM_URL (one route for every event); without one, every event would be stored and delivered nowhere",
+    ]);
+  });
+
+  it("when a route's match pattern matches no tenant event type, then the start warns with the nearest one", async () => {
+    const dataDir = await mkdtemp(join(tmpdir(), "sk-typo-"));
+    const routesFile = join(dataDir, "routes.yaml");
+    await writeFile(routesFile, "- name: users\n  match: usr.*\n  url: http://127.0.0.1:9/\n");
+    const adminPort = await freePort();
+    const { child, output } = run(["start", "--role", "worker"], {
+      REDIS_URL: inject("redisUrl"),
+      QUEUE_PREFIX: `test-${randomUUID()}`,
+      DATA_DIR: dataDir,
+      ADMIN_PORT: String(adminPort),
+      ROUTES_FILE: routesFile,
+    });
+    try {
+      const deadline = Date.now() + 15_000;
+      while (!output().stdout.includes("admin surface") && Date.now() < deadline) await new Promise((ok) => setTimeout(ok, 50));
+      const warning = output().stdout.split("\n").find((line) => line.includes("usr.*"));
+      expect(JSON.parse(warning ?? "{}")).toMatchObject({
+        level: 40,
+        msg: "route users: match usr.* matches no event type the tenant sends: did you mean user.*?; this pattern sends the route nothing (fix it in ROUTES_FILE)",
+      });
+    } finally {
+      child.kill("SIGTERM");
+      await once(child, "exit");
+    }
+  });
+
   it("when PORT is already in use, then it exits 2 naming PORT, and does not linger", async () => {
     const blocker = createServer();
     await new Promise<void>((ok) => blocker.listen(0, "127.0.0.1", ok));
@@ -49,6 +93,7 @@ describe("streamkeeper start", () => {
         PORT: String(port),
         ADMIN_PORT: "0",
         LOG_LEVEL: "silent",
+        DOWNSTREAM_URL: "http://127.0.0.1:9/",
       });
       const [code] = await once(child, "exit");
       expect(code).toBe(2);
@@ -68,6 +113,7 @@ describe("streamkeeper start", () => {
       DATA_DIR: dataDir,
       PORT: "0",
       ADMIN_PORT: "0",
+      DOWNSTREAM_URL: "http://127.0.0.1:9/",
     });
     for (const deadline = Date.now() + 60_000; !output().stdout.includes("admin surface"); await new Promise((ok) => setTimeout(ok, 50))) {
       expect(Date.now(), `not started: ${output().stderr}`).toBeLessThan(deadline);

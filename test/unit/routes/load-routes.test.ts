@@ -2,7 +2,7 @@ import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { loadRoutes, parseRoutes } from "../../../src/routes/load-routes.js";
+import { loadRoutes, parseRoutes, unmatchedPatternWarnings } from "../../../src/routes/load-routes.js";
 import { ConfigError, loadConfig } from "../../../src/config.js";
 
 function problemsOf(action: () => unknown): string[] {
@@ -79,9 +79,52 @@ describe("parseRoutes", () => {
     ]);
   });
 
-  it("when two routes share a name, then the error says so", () => {
-    const text = `[{ name: a, match: "*", url: "http://127.0.0.1:1/" }, { name: a, match: "*", url: "http://127.0.0.1:2/" }]`;
-    expect(problemsOf(() => parseRoutes(text, "f"))).toEqual([expect.stringContaining("route a: the name is used twice")]);
+  it("when two routes share a name, then the error names both by position", () => {
+    const text = `[{ name: a, match: "*", url: "http://127.0.0.1:1/" }, { name: b, match: "*", url: "http://127.0.0.1:2/" }, { name: a, match: "*", url: "http://127.0.0.1:3/" }]`;
+    expect(problemsOf(() => parseRoutes(text, "ROUTES_FILE r.yaml"))).toEqual([
+      "ROUTES_FILE r.yaml: routes #1 and #3 are both named a; give each route its own name (it names the route's queue and metrics)",
+    ]);
+  });
+
+  it("when a route has a mistyped field, then the error names the field it is close to", () => {
+    expect(problemsOf(() => parseRoutes(`[{ name: a, matches: "*", url: "http://127.0.0.1:1/" }]`, "ROUTES_FILE r.yaml"))).toEqual([
+      "ROUTES_FILE r.yaml: route a field match: required, and missing",
+      "ROUTES_FILE r.yaml: route a: unknown field matches: did you mean match?",
+    ]);
+  });
+
+  it("when a route has a field close to none, then the error lists the fields", () => {
+    expect(problemsOf(() => parseRoutes(`[{ name: a, match: "*", url: "http://127.0.0.1:1/", retries: 3 }]`, "f"))).toEqual([
+      "f: route a: unknown field retries; the fields are name, match, url, headers, secret, timeoutMs, maxAttemptsPerEvent, concurrency, ratePerSecond",
+    ]);
+  });
+
+  it("when a route sets ratePerSecond, then it is kept; a rate of 0 is refused", () => {
+    expect(parseRoutes(`[{ name: a, match: "*", url: "http://127.0.0.1:1/", ratePerSecond: 2.5 }]`, "f")).toMatchObject([{ ratePerSecond: 2.5 }]);
+    expect(problemsOf(() => parseRoutes(`[{ name: a, match: "*", url: "http://127.0.0.1:1/", ratePerSecond: 0 }]`, "f"))).toEqual([
+      expect.stringMatching(/^f: route a field ratePerSecond: /),
+    ]);
+  });
+});
+
+describe("unmatchedPatternWarnings", () => {
+  const routes = (match: string[]) => parseRoutes(JSON.stringify([{ name: "users", match, url: "http://127.0.0.1:1/" }]), "f");
+
+  it("when a pattern matches no tenant event type, then the warning names the nearest one that does", () => {
+    expect(unmatchedPatternWarnings(routes(["usr.*", "user.updatd", "user.created"]))).toEqual([
+      "route users: match usr.* matches no event type the tenant sends: did you mean user.*?",
+      "route users: match user.updatd matches no event type the tenant sends: did you mean user.updated?",
+    ]);
+  });
+
+  it("when a pattern is close to nothing, then the warning says what a pattern looks like", () => {
+    expect(unmatchedPatternWarnings(routes(["invoice.*"]))).toEqual([
+      "route users: match invoice.* matches no event type the tenant sends; use *, an event type such as user.created, or a prefix such as user.*",
+    ]);
+  });
+
+  it("when every pattern matches a tenant type, then there is no warning", () => {
+    expect(unmatchedPatternWarnings(routes(["*", "user.*", "organization.member.*", "group.created"]))).toEqual([]);
   });
 
   it("when the text is not YAML, then the error names the origin", () => {
