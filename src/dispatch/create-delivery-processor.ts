@@ -106,7 +106,7 @@ export function createDeliveryProcessor({ route, client, ledger, logger, shutdow
       return { status: "delivered", at };
     }
 
-    if (decision.action === "retry" && circuit && (await circuit.failed(admission))) {
+    if (decision.action === "retry" && circuit && (await circuit.failed(admission, decision.reason))) {
       dispatchTotal.inc({ ...labels, outcome: "retry" });
       if (logger.isLevelEnabled("debug")) logger.debug({ ...context, reason: decision.reason }, "delivery failed; the route's circuit is open, the event waits in the queue");
       throw Worker.RateLimitError();

@@ -26,7 +26,7 @@ export interface RouteCircuit {
    * After a retryable failure: true when the circuit is (or just became) open, and the
    * job is to go back to the queue the same way, so a route that is down spends no attempts.
    */
-  failed(admission: Admission): Promise<boolean>;
+  failed(admission: Admission, reason: string): Promise<boolean>;
   /** After the downstream answered (2xx, or a 4xx that is no outage): closes the circuit. */
   answered(): void;
 }
@@ -125,7 +125,7 @@ export function createRouteCircuit({ route, key, redis, settings, hold, logger }
       return "hold";
     },
 
-    async failed(admission) {
+    async failed(admission, reason) {
       if (settings.failures === 0) return false;
       troubled = true;
       healthyUntil = 0;
@@ -135,11 +135,11 @@ export function createRouteCircuit({ route, key, redis, settings, hold, logger }
       if (state === 0) return false;
       if (state === 2) {
         logger.warn(
-          { route, failures, probeInMs: waitMs },
+          { route, failures, reason, probeInMs: waitMs },
           "route circuit opened: the downstream failed this many deliveries in a row; the route stops sending and probes with one delivery at a growing interval, events wait in its queue without spending attempts",
         );
       } else if (admission === "probe") {
-        logger.info({ route, nextProbeInMs: waitMs }, "route circuit probe failed; the route stays stopped");
+        logger.info({ route, reason, nextProbeInMs: waitMs }, "route circuit probe failed; the route stays stopped");
       }
       return holdBack(waitMs);
     },
