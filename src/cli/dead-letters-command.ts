@@ -22,17 +22,25 @@ export function registerDeadLettersCommand(program: Command): void {
     .action(
       runAction((options: { json?: boolean }) =>
         withDeliveryQueues(async (queues) => {
-          const letters = await listDeadLetters(queues);
-          if (options.json) return void process.stdout.write(`${JSON.stringify(letters)}\n`);
-          if (letters.length === 0) return void process.stdout.write("no dead letters\n");
-          process.stdout.write(
-            formatTable(
-              ["ROUTE", "JOB ID", "EVENT ID", "TYPE", "ATTEMPTS", "FAILED REASON", "FAILED AT"],
-              letters.map((letter) => [
-                letter.route, letter.jobId, letter.eventId, letter.type, String(letter.attempts), letter.failedReason, letter.failedAt ?? "",
-              ]),
-            ),
-          );
+          // Printed page by page as read (list-dead-letters.ts): one JSON array, or one table per page.
+          let count = 0;
+          for await (const letters of listDeadLetters(queues)) {
+            if (options.json) {
+              const items = letters.map((letter) => JSON.stringify(letter)).join(",");
+              await write(`${count === 0 ? "[" : ","}${items}`);
+            } else {
+              const table = formatTable(
+                ["ROUTE", "JOB ID", "EVENT ID", "TYPE", "ATTEMPTS", "FAILED REASON", "FAILED AT"],
+                letters.map((letter) => [
+                  letter.route, letter.jobId, letter.eventId, letter.type, String(letter.attempts), letter.failedReason, letter.failedAt ?? "",
+                ]),
+              );
+              await write(count === 0 ? table : table.slice(table.indexOf("\n") + 1));
+            }
+            count += letters.length;
+          }
+          if (options.json) return write(count === 0 ? "[]\n" : "]\n");
+          if (count === 0) await write("no dead letters\n");
         }),
       ),
     );
@@ -49,17 +57,23 @@ export function registerDeadLettersCommand(program: Command): void {
           throw new CliError("give the job ids to replay (see `streamkeeper dead-letters list`) or --all", 2);
         }
         return withDeliveryQueues(async (queues) => {
-          const result = await replayDeadLetters(queues, options.all ? { all: true } : { ids });
+          const result = await replayDeadLetters(queues, options.all ? { all: true } : { ids }, ({ route, jobId }) =>
+            process.stdout.write(`replayed ${route}/${jobId}\n`),
+          );
           if (result.unknown.length > 0) {
             throw new CliError(
               `no dead letter with job id ${result.unknown.join(", ")}; nothing was replayed (see \`streamkeeper dead-letters list\`)`,
             );
           }
-          for (const { route, jobId } of result.replayed) process.stdout.write(`replayed ${route}/${jobId}\n`);
-          if (result.replayed.length === 0) process.stdout.write("no dead letters\n");
+          if (result.replayed === 0) process.stdout.write("no dead letters\n");
         });
       }),
     );
+}
+
+/** Writes to stdout, waiting while the pipe is full, so a long listing never piles up in memory. */
+function write(text: string): Promise<void> {
+  return new Promise((ok, fail) => process.stdout.write(text, (error) => (error ? fail(error) : ok())));
 }
 
 /**
@@ -83,7 +97,12 @@ async function withDeliveryQueues(action: (queues: DeliveryQueues) => Promise<vo
       throw new CliError("no routes configured: set ROUTES_FILE or DOWNSTREAM_URL as the service has them", 2);
     }
     queues = createDeliveryQueues(redis, config.env.QUEUE_PREFIX, routes, { ageSeconds: config.env.COMPLETED_JOB_RETENTION_SECONDS, count: config.env.COMPLETED_JOB_RETENTION_COUNT });
-    await action(queues);
+    for (const queue of queues.all()) queue.on("error", () => {}); // reported by the failing command below
+    await action(queues).catch((error: unknown) => {
+      if (error instanceof CliError) throw error;
+      // Exit 1: a replay cut short must not look done. Lines printed so far were done.
+      throw new CliError(`Redis failed during the command (${(error as Error).message}); what was printed above was done, the rest was not: run the command again once Redis answers`);
+    });
   } finally {
     await queues?.close();
     redis.disconnect();

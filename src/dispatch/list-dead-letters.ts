@@ -17,22 +17,20 @@ export interface DeadLetter {
   failedAt?: string;
 }
 
-const pageSize = 500;
+/** Dead letters read from Redis at a time: memory stays bounded however many a long outage left. */
+export const deadLetterPageSize = 500;
 
-/** Every dead letter of every route queue, route by route, the most recent first. */
-export async function listDeadLetters(queues: DeliveryQueues): Promise<DeadLetter[]> {
-  const letters: DeadLetter[] = [];
+/**
+ * Every dead letter of every route queue, route by route, the most recent first, one page
+ * of `deadLetterPageSize` at a time: never all loaded at once.
+ */
+export async function* listDeadLetters(queues: DeliveryQueues): AsyncGenerator<DeadLetter[]> {
   for (const queue of queues.all()) {
-    for await (const job of failedJobs(queue)) letters.push(deadLetterOf(routeOf(queue), job));
-  }
-  return letters;
-}
-
-export async function* failedJobs(queue: DeliveryQueue): AsyncGenerator<Job<DeliveryJobData>> {
-  for (let start = 0; ; start += pageSize) {
-    const jobs = await queue.getFailed(start, start + pageSize - 1);
-    for (const job of jobs) if (job) yield job;
-    if (jobs.length < pageSize) return;
+    for (let start = 0; ; start += deadLetterPageSize) {
+      const jobs = (await queue.getFailed(start, start + deadLetterPageSize - 1)).filter(Boolean);
+      if (jobs.length > 0) yield jobs.map((job) => deadLetterOf(routeOf(queue), job));
+      if (jobs.length < deadLetterPageSize) break;
+    }
   }
 }
 

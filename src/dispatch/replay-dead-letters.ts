@@ -1,55 +1,98 @@
+import type { Job } from "bullmq";
+import type { DeliveryJobData } from "../queue/delivery-job.js";
 import type { DeliveryQueue, DeliveryQueues } from "../queue/delivery-queues.js";
-import { failedJobs, routeOf } from "./list-dead-letters.js";
+import { deadLetterPageSize, routeOf } from "./list-dead-letters.js";
 
 /** `all`, or job ids given as `<route>/<job-id>` or bare (every route that has that dead letter). */
 export type DeadLetterSelection = { all: true } | { ids: string[] };
 
+export interface Replayed {
+  route: string;
+  jobId: string;
+}
+
 export interface ReplayResult {
-  replayed: { route: string; jobId: string }[];
+  replayed: number;
   /** ids that name no dead letter; when there are any, nothing was replayed */
   unknown: string[];
 }
 
 /**
- * Sends dead letters through their route's policy again, with fresh attempts. BullMQ's
- * `job.retry("failed")` keeps `attemptsMade` unless told otherwise (reprocessJob.lua),
- * which would leave an exhausted job a single attempt; so both counters are reset.
+ * Sends dead letters through their route's policy again, with fresh attempts, reporting
+ * each to `onReplayed` as it goes. BullMQ's `job.retry("failed")` keeps `attemptsMade`
+ * unless told otherwise (reprocessJob.lua), which would leave an exhausted job a single
+ * attempt; so both counters are reset (and so DISPATCH_RETRY_WINDOW_SECONDS starts again).
  * A replayed job keeps its priority: a reconciled event still yields to live ones.
+ *
+ * `--all` works a page at a time, oldest first, and only on jobs that failed before the
+ * replay began: a replayed job that fails again at once is not replayed twice. Any Redis
+ * error rejects (the command exits 1); only a job replayed or removed meanwhile (another
+ * operator, a second replay) is skipped.
  */
-export async function replayDeadLetters(queues: DeliveryQueues, selection: DeadLetterSelection): Promise<ReplayResult> {
-  const targets: { queue: DeliveryQueue; jobId: string }[] = [];
-  const unknown: string[] = [];
+export async function replayDeadLetters(
+  queues: DeliveryQueues,
+  selection: DeadLetterSelection,
+  onReplayed: (replayed: Replayed) => void = () => {},
+): Promise<ReplayResult> {
+  let replayed = 0;
+  const replay = async (queue: DeliveryQueue, job: Job<DeliveryJobData>) => {
+    if (await retryFresh(job)) {
+      replayed++;
+      onReplayed({ route: routeOf(queue), jobId: job.id ?? "" });
+    }
+  };
+
   if ("all" in selection) {
-    for (const queue of queues.all()) for await (const job of failedJobs(queue)) targets.push({ queue, jobId: job.id ?? "" });
-  } else {
-    // Resolve every id before replaying any, so a typo does not leave a half-done replay.
-    for (const id of selection.ids) {
-      const found = await findDeadLetters(queues, id);
-      if (found.length === 0) unknown.push(id);
-      targets.push(...found);
+    const began = Date.now();
+    for (const queue of queues.all()) {
+      // Ids only (not jobs): a guard against a worker whose clock lags ours failing a replayed job "before" we began.
+      const done = new Set<string>();
+      for (;;) {
+        // Oldest first from the head each time: replayed jobs leave the failed set.
+        const head = await queue.getJobs(["failed"], 0, deadLetterPageSize - 1, true);
+        const page = head.filter((job) => job && (job.finishedOn ?? 0) <= began && !done.has(job.id ?? ""));
+        if (page.length === 0) break;
+        for (const job of page) done.add(job.id ?? "");
+        await Promise.all(page.map((job) => replay(queue, job)));
+      }
     }
-    if (unknown.length > 0) return { replayed: [], unknown };
+    return { replayed, unknown: [] };
   }
-  const replayed: ReplayResult["replayed"] = [];
-  for (const { queue, jobId } of targets) {
-    const job = await queue.getJob(jobId);
-    try {
-      await job?.retry("failed", { resetAttemptsMade: true, resetAttemptsStarted: true });
-    } catch {
-      continue; // replayed or removed meanwhile (another operator, a second replay)
-    }
-    if (job) replayed.push({ route: routeOf(queue), jobId });
+
+  // Resolve every id before replaying any, so a typo does not leave a half-done replay.
+  const targets: { queue: DeliveryQueue; job: Job<DeliveryJobData> }[] = [];
+  const unknown: string[] = [];
+  for (const id of selection.ids) {
+    const found = await findDeadLetters(queues, id);
+    if (found.length === 0) unknown.push(id);
+    targets.push(...found);
   }
+  if (unknown.length > 0) return { replayed: 0, unknown };
+  for (const { queue, job } of targets) await replay(queue, job);
   return { replayed, unknown };
 }
 
-async function findDeadLetters(queues: DeliveryQueues, id: string): Promise<{ queue: DeliveryQueue; jobId: string }[]> {
+/** False when the job is no longer a dead letter (BullMQ: missing key, or not in the failed state). */
+async function retryFresh(job: Job<DeliveryJobData>): Promise<boolean> {
+  try {
+    await job.retry("failed", { resetAttemptsMade: true, resetAttemptsStarted: true });
+    return true;
+  } catch (error) {
+    if (/Missing key for job|is not in the failed state/.test((error as Error).message)) return false;
+    throw error;
+  }
+}
+
+async function findDeadLetters(queues: DeliveryQueues, id: string): Promise<{ queue: DeliveryQueue; job: Job<DeliveryJobData> }[]> {
   const slash = id.indexOf("/");
   const route = slash > 0 ? id.slice(0, slash) : undefined;
   const candidates = queues.all().filter((queue) => route === undefined || routeOf(queue) === route);
   const jobId = route === undefined ? id : id.slice(slash + 1);
   const found = await Promise.all(
-    candidates.map(async (queue) => ((await (await queue.getJob(jobId))?.isFailed()) ? { queue, jobId } : undefined)),
+    candidates.map(async (queue) => {
+      const job = await queue.getJob(jobId);
+      return job && (await job.isFailed()) ? { queue, job } : undefined;
+    }),
   );
   return found.filter((target) => target !== undefined);
 }

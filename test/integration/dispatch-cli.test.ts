@@ -2,7 +2,7 @@ import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it, inject, vi } from "vitest";
-import { listDeadLetters } from "../../src/dispatch/list-dead-letters.js";
+import { collectDeadLetters } from "../helpers/collect-dead-letters.js";
 import { ensureBuilt, runCli } from "../helpers/dispatch-cli.js";
 import { createDispatchHarness, testRoute, type DispatchHarness } from "../helpers/dispatch-harness.js";
 import { userEvent } from "../helpers/fixtures.js";
@@ -30,7 +30,7 @@ describe("streamkeeper dead-letters", () => {
     env = { REDIS_URL: redisUrl, QUEUE_PREFIX: harness.prefix, ROUTES_FILE: join(dir, "routes.json"), LOG_LEVEL: "warn" };
     harness.startDispatcher();
     for (const event of events) await harness.store.store(event, { origin: "webhook" });
-    await vi.waitFor(async () => expect(await listDeadLetters(harness.queues)).toHaveLength(4), { timeout: 30_000, interval: 50 });
+    await vi.waitFor(async () => expect(await collectDeadLetters(harness.queues)).toHaveLength(4), { timeout: 30_000, interval: 50 });
     await built;
   }, 60_000);
   afterAll(async () => {
@@ -78,7 +78,7 @@ describe("streamkeeper dead-letters", () => {
     const { code, stdout } = await runCli(["dead-letters", "replay", `audit/${events[0]!.id}`], env);
     expect([code, stdout]).toEqual([0, `replayed audit/${events[0]!.id}\n`]);
     await audit.until((requests) => requests.some((request) => request.status === 204));
-    await expect.poll(async () => (await listDeadLetters(harness.queues)).length).toBe(3);
+    await expect.poll(async () => (await collectDeadLetters(harness.queues)).length).toBe(3);
   });
 
   it("when every route is fixed and replay --all runs, then every dead letter is delivered", async () => {

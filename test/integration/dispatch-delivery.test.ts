@@ -1,7 +1,7 @@
 import { Webhook } from "standardwebhooks";
 import { afterEach, describe, expect, it, inject } from "vitest";
 import { describeEvent } from "../../src/dispatch/describe-event.js";
-import { listDeadLetters } from "../../src/dispatch/list-dead-letters.js";
+import { collectDeadLetters } from "../helpers/collect-dead-letters.js";
 import { replayDeadLetters } from "../../src/dispatch/replay-dead-letters.js";
 import { dispatchTotal } from "../../src/metrics/registry.js";
 import { createDispatchHarness, testRoute, type DispatchHarness } from "../helpers/dispatch-harness.js";
@@ -69,7 +69,7 @@ describe("dispatch: delivery", () => {
     const job = await harness.queues.forRoute("strict").getJob(event.id);
     await expect.poll(() => job?.isFailed()).toBe(true);
     expect(downstream.requests).toHaveLength(1);
-    const [letter] = await listDeadLetters(harness.queues);
+    const [letter] = await collectDeadLetters(harness.queues);
     expect(letter).toMatchObject({
       route: "strict", jobId: event.id, eventId: event.id, type: "user.updated", origin: "webhook", attempts: 1,
       failedReason: 'downstream answered 400: {"error":"missing field"}',
@@ -78,12 +78,12 @@ describe("dispatch: delivery", () => {
     expect(await counted("strict", "dead_letter")).toBe(1);
 
     downstream.answer = () => ({ status: 200 });
-    await expect(replayDeadLetters(harness.queues, { ids: ["strict/nope"] })).resolves.toEqual({ replayed: [], unknown: ["strict/nope"] });
-    await expect(replayDeadLetters(harness.queues, { ids: [event.id] })).resolves.toEqual({ replayed: [{ route: "strict", jobId: event.id }], unknown: [] });
+    await expect(replayDeadLetters(harness.queues, { ids: ["strict/nope"] })).resolves.toEqual({ replayed: 0, unknown: ["strict/nope"] });
+    await expect(replayDeadLetters(harness.queues, { ids: [event.id] })).resolves.toEqual({ replayed: 1, unknown: [] });
     await downstream.until((requests) => requests.some((request) => request.status === 200));
     await expect.poll(() => job?.isCompleted()).toBe(true);
     expect(downstream.requests.map((request) => request.headers["webhook-id"])).toEqual([event.id, event.id]);
-    expect(await listDeadLetters(harness.queues)).toEqual([]);
+    expect(await collectDeadLetters(harness.queues)).toEqual([]);
   });
 
   it("when an exhausted dead letter is replayed, then it gets a fresh set of attempts", async () => {
@@ -99,7 +99,7 @@ describe("dispatch: delivery", () => {
     // Still down: the replay must make both attempts again, not just one.
     await replayDeadLetters(harness.queues, { all: true });
     await downstream.untilReceived(4);
-    await expect.poll(async () => (await listDeadLetters(harness!.queues)).map((letter) => letter.attempts)).toEqual([2]);
+    await expect.poll(async () => (await collectDeadLetters(harness!.queues)).map((letter) => letter.attempts)).toEqual([2]);
     expect(downstream.requests).toHaveLength(4);
   });
 
@@ -118,8 +118,8 @@ describe("dispatch: delivery", () => {
     const event = userEvent();
     await harness.store.store(event, { origin: "webhook" });
 
-    await expect.poll(async () => (await listDeadLetters(harness!.queues)).length).toBe(2);
-    const letters = await listDeadLetters(harness.queues);
+    await expect.poll(async () => (await collectDeadLetters(harness!.queues)).length).toBe(2);
+    const letters = await collectDeadLetters(harness.queues);
     expect(letters.find((letter) => letter.route === "refused")).toMatchObject({
       attempts: 2, failedReason: `POST http://127.0.0.1:${closedPort}/ failed: ECONNREFUSED`,
     });

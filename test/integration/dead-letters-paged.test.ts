@@ -1,0 +1,143 @@
+import { spawn } from "node:child_process";
+import { once } from "node:events";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { createServer, connect, type Socket } from "node:net";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { UnrecoverableError, Worker } from "bullmq";
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { deadLetterPageSize, listDeadLetters } from "../../src/dispatch/list-dead-letters.js";
+import { bullPrefix, deliveryQueueName } from "../../src/queue/queue-names.js";
+import { createRedis } from "../../src/queue/redis-connection.js";
+import { ensureBuilt } from "../helpers/dispatch-cli.js";
+import { createDispatchHarness, testRoute, type DispatchHarness } from "../helpers/dispatch-harness.js";
+import { userEvent } from "../helpers/fixtures.js";
+
+const redisUrl = inject("redisUrl");
+const total = 20_000;
+
+/** The built CLI, its output streamed (a 20,000-line answer is larger than execFile's buffer). */
+async function cli(args: string[], env: Record<string, string>, onStdout?: (chunk: string) => void) {
+  const child = spawn(process.execPath, ["dist/cli/main.js", ...args], { env: { PATH: process.env.PATH ?? "", ...env }, stdio: ["ignore", "pipe", "pipe"] });
+  let stdout = "";
+  let stderr = "";
+  child.stdout.setEncoding("utf8").on("data", (chunk: string) => {
+    stdout += chunk;
+    onStdout?.(chunk);
+  });
+  child.stderr.setEncoding("utf8").on("data", (chunk: string) => (stderr += chunk));
+  const [code] = (await once(child, "exit")) as [number];
+  return { code, stdout, stderr };
+}
+
+/** A TCP relay to Redis that a test can cut, as a Redis that goes away mid-command. */
+async function startRedisRelay(target: URL) {
+  const sockets = new Set<Socket>();
+  const server = createServer((client) => {
+    const upstream = connect(Number(target.port), target.hostname);
+    for (const socket of [client, upstream]) {
+      sockets.add(socket);
+      socket.on("error", () => {});
+      socket.on("close", () => sockets.delete(socket));
+    }
+    client.pipe(upstream).pipe(client);
+  });
+  await new Promise<void>((ok) => server.listen(0, "127.0.0.1", ok));
+  const { port } = server.address() as { port: number };
+  return {
+    url: `redis://127.0.0.1:${port}`,
+    cut() {
+      server.close();
+      for (const socket of sockets) socket.destroy();
+    },
+  };
+}
+
+/**
+ * A long outage can leave tens of thousands of dead letters: `dead-letters list` and
+ * `replay --all` work through them a page at a time, and a Redis that fails half-way
+ * fails the command (exit 1) instead of reporting a partial replay as done.
+ */
+describe("dead letters by the page: 20,000 of them", () => {
+  let harness: DispatchHarness;
+  let dir: string;
+  let env: Record<string, string>;
+
+  beforeAll(async () => {
+    const built = ensureBuilt();
+    const route = testRoute("bulk", "http://127.0.0.1:9/", { maxAttemptsPerEvent: 1 });
+    harness = await createDispatchHarness(redisUrl, [route]);
+    dir = await mkdtemp(join(tmpdir(), "sk-paged-"));
+    await writeFile(join(dir, "routes.json"), JSON.stringify([route]));
+    env = { REDIS_URL: redisUrl, QUEUE_PREFIX: harness.prefix, ROUTES_FILE: join(dir, "routes.json"), LOG_LEVEL: "warn" };
+
+    // Real failed jobs, quickly: the route's own queue, a worker that refuses every job at once.
+    const queue = harness.queues.forRoute("bulk");
+    for (let start = 0; start < total; start += 1000) {
+      await queue.addBulk(
+        Array.from({ length: 1000 }, () => {
+          const event = userEvent();
+          return { name: event.type, data: { event, origin: "webhook" as const, receivedAt: Date.now() }, opts: { jobId: event.id } };
+        }),
+      );
+    }
+    const connection = createRedis(redisUrl, "worker");
+    const refuser = new Worker(deliveryQueueName("bulk"), async () => {
+      throw new UnrecoverableError("downstream answered 400: schema mismatch");
+    }, { connection, prefix: bullPrefix(harness.prefix), concurrency: 200 });
+    while ((await queue.getFailedCount()) < total) await new Promise((ok) => setTimeout(ok, 200));
+    await refuser.close();
+    connection.disconnect();
+    await built;
+  }, 180_000);
+
+  afterAll(async () => {
+    await harness?.close();
+    if (dir) await rm(dir, { recursive: true, force: true });
+  });
+
+  it("when listing, then the dead letters come a page at a time, every one once", async () => {
+    const pages: number[] = [];
+    const ids = new Set<string>();
+    for await (const page of listDeadLetters(harness.queues)) {
+      pages.push(page.length);
+      for (const letter of page) ids.add(letter.jobId);
+    }
+    expect(ids.size).toBe(total);
+    expect(pages).toHaveLength(total / deadLetterPageSize);
+    expect(Math.max(...pages)).toBe(deadLetterPageSize);
+
+    const { code, stdout, stderr } = await cli(["dead-letters", "list", "--json"], env);
+    expect(code, stderr).toBe(0);
+    const letters = JSON.parse(stdout) as { jobId: string; failedReason: string }[];
+    expect(new Set(letters.map((letter) => letter.jobId))).toEqual(ids);
+    expect(letters[0]!.failedReason).toBe("downstream answered 400: schema mismatch");
+  }, 120_000);
+
+  it("when Redis goes away half-way through replay --all, then the command exits 1 with an error line", async () => {
+    const relay = await startRedisRelay(new URL(redisUrl));
+    let cut = false;
+    const result = await cli(["dead-letters", "replay", "--all"], { ...env, REDIS_URL: relay.url }, (chunk) => {
+      if (!cut && chunk.includes("replayed ")) {
+        cut = true;
+        relay.cut();
+      }
+    });
+    expect(cut).toBe(true);
+    expect(result.code).toBe(1);
+    expect(result.stderr.trim().split("\n"), result.stderr).toEqual([expect.stringMatching(/^error: Redis failed during the command \(.*\); what was printed above was done, the rest was not: run the command again once Redis answers$/)]);
+    expect(await harness.queues.forRoute("bulk").getFailedCount()).toBeGreaterThan(0);
+  }, 120_000);
+
+  it("when replaying --all, then every dead letter goes back to its queue with fresh attempts, page by page", async () => {
+    const queue = harness.queues.forRoute("bulk");
+    const left = await queue.getFailedCount();
+    const { code, stdout, stderr } = await cli(["dead-letters", "replay", "--all"], env);
+    expect(code, stderr).toBe(0);
+    expect(stdout.trimEnd().split("\n")).toHaveLength(left);
+    expect(await queue.getFailedCount()).toBe(0);
+    expect(await queue.getWaitingCount()).toBe(total);
+    const [job] = await queue.getWaiting(0, 0);
+    expect(job!.attemptsMade).toBe(0);
+  }, 120_000);
+});
