@@ -12,8 +12,10 @@ const schema = z.object({
   BENCH_ROUTE_CONCURRENCY: z.coerce.number().int().min(1).optional().describe("the route's concurrency in the pipeline runs; unset: DOWNSTREAM_URL's route with the default concurrency (10)"),
   BENCH_RECONCILE_IDS: z.coerce.number().int().min(1).default(5000).describe("failed deliveries to reconcile"),
   BENCH_RECONCILE_RATE: z.coerce.number().positive().default(100).describe("emulator rate limit and RECONCILE_RATE_PER_SECOND"),
+  BENCH_OUTAGE_S: z.coerce.number().positive().default(60).describe("how long the downstream answers 503 in the outage run"),
+  BENCH_OUTAGE_RATE: z.coerce.number().positive().default(50).describe("events/s arriving during the outage run"),
   BENCH_PIPELINE_TOPOLOGIES: z.string().default("all,split").describe("pipeline runs: all (one --role all process), split (a receiver and a worker process)"),
-  BENCH_SCENARIOS: z.string().default("ingest,pipeline,reconcile,stale-guard").describe("which scenarios to run, comma-separated"),
+  BENCH_SCENARIOS: z.string().default("ingest,pipeline,reconcile,stale-guard,outage").describe("which scenarios to run, comma-separated"),
   BENCH_CPU_PROFILE: z.stringbool().default(false).describe("write a CPU profile of each service process into bench/results/"),
   BENCH_OUTPUT: z.string().default("latest").describe("results file name under bench/results/ (.json and .md)"),
 });

@@ -10,6 +10,7 @@ import { machineBusyCores } from "./lib/cpu-usage.js";
 import { formatResults } from "./lib/format-results.js";
 import { startChild, tsxArgs } from "./lib/start-child.js";
 import { runIngest, type IngestResults } from "./scenarios/run-ingest.js";
+import { runOutage, type OutageResults } from "./scenarios/run-outage.js";
 import { runPipeline, type PipelineResults, type Topology } from "./scenarios/run-pipeline.js";
 import { runReconcile, type ReconcileResults } from "./scenarios/run-reconcile.js";
 import { runStaleGuard, type StaleGuardResults } from "./scenarios/run-stale-guard.js";
@@ -35,6 +36,7 @@ export interface BenchResults {
   reconcile?: ReconcileResults;
   /** the cost of a dropStale route's guard per delivery, against a plain route */
   staleGuard?: StaleGuardResults;
+  outage?: OutageResults;
   /** each target: true met, false missed, undefined not measured */
   targets: { ingestRatio?: boolean; ackP99?: boolean; ackP99Paced?: boolean; pipeline: Partial<Record<Topology, boolean>>; reconcile?: boolean };
 }
@@ -98,6 +100,9 @@ async function main() {
     }
     if (scenarios.has("stale-guard")) {
       results.staleGuard = await runStaleGuard({ redis, redisUrl: redisServer.url, dataDir: dir, sinkUrl: sink.info.url, log });
+    }
+    if (scenarios.has("outage")) {
+      results.outage = await runOutage({ settings, redis, redisUrl: redisServer.url, dataDir: dir, log });
     }
   } catch (error) {
     failed = true;

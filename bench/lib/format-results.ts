@@ -64,6 +64,19 @@ export function formatResults(results: BenchResults): string {
     rows.push(["dropStale guard", `pending: ${guard.reason}`, "-", "-", "-", "-", ""]);
   }
 
+  const outage = results.outage;
+  if (outage) {
+    rows.push([
+      `Downstream outage: 503 for ${n(outage.outageSeconds, 0)} s, ${n(outage.events)} events arriving meanwhile`,
+      `**${n(outage.requestsDuringOutage)} requests** reached the downstream during the outage; after it: first delivery ${n(outage.recoveryToFirstDeliverySeconds, 1)} s, last ${n(outage.recoveryToLastDeliverySeconds, 1)} s`,
+      "-",
+      "-",
+      `${n(outage.events - outage.delivered)} not delivered; ${n(outage.deadLetters)} dead letters`,
+      "-",
+      "",
+    ]);
+  }
+
   const memory: string[] = [];
   if (ingest) {
     memory.push(`| Service peak RSS, \`--role receiver\` (ingest runs) | ${mib(ingest.service.peakRssBytes)} |`);

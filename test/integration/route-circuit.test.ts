@@ -61,8 +61,8 @@ describe("route circuit shared through Redis", () => {
 
 async function waitForProbeTime(redis: ReturnType<typeof createRedis>, key: string): Promise<void> {
   for (;;) {
-    const [seconds, micros] = (await redis.time()) as [string, string];
-    const now = Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
+    const [seconds = 0, micros = 0] = (await redis.time()).map(Number);
+    const now = seconds * 1000 + Math.floor(micros / 1000);
     const next = Number(await redis.hget(key, "nextProbeAt"));
     if (now >= next) return;
     await new Promise((ok) => setTimeout(ok, next - now));
