@@ -133,6 +133,8 @@ describe("Dockerfile", () => {
         WEBHOOK_USERNAME: "tenant",
         WEBHOOK_PASSWORD: "s3cret-webhook-password",
         LOG_LEVEL: "warn",
+        // The service refuses to start without a route (streamkeeper.env.example sets one).
+        DOWNSTREAM_URL: "http://127.0.0.1:9/",
       };
       const service = spawn(entrypoint[0]!, [entrypoint[1]!.replace(/^dist\//, `${outDir}/dist/`), ...cmd], { env, stdio: ["ignore", "ignore", "pipe"] });
       let stderr = "";
