@@ -119,7 +119,10 @@ export function createDeliveryProcessor({ route, client, ledger, logger, shutdow
     if (last) logger.warn({ ...context, reason: decision.reason, attempts, retryWindowMs: expired ? retryWindowMs : undefined }, "delivery failed for good: the event is a dead letter of this route");
     else logger.info({ ...context, reason: decision.reason }, "delivery failed; it will be retried");
     if (decision.action === "fail") throw new UnrecoverableError(decision.reason);
-    if (expired) throw new UnrecoverableError(`${decision.reason}; still failing ${Math.round(retryWindowMs / 1000)} s after the first failure (DISPATCH_RETRY_WINDOW_SECONDS)`);
+    if (expired) {
+      const window = retryWindowMs >= 3_600_000 ? `${retryWindowMs / 3_600_000} h` : `${retryWindowMs / 1000} s`;
+      throw new UnrecoverableError(`${decision.reason}; still failing ${window} after the first failure (DISPATCH_RETRY_WINDOW_SECONDS)`);
+    }
     throw new RetryableDeliveryError(decision.reason, decision.retryAfterMs);
   };
 }
