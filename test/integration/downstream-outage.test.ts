@@ -64,7 +64,7 @@ describe("downstream outage: the circuit breaker", () => {
       DISPATCH_BACKOFF_MAX_MS: "200",
       DISPATCH_CIRCUIT_FAILURES: "3",
       DISPATCH_CIRCUIT_PROBE_MIN_MS: "100",
-      DISPATCH_CIRCUIT_PROBE_MAX_MS: "400",
+      DISPATCH_CIRCUIT_PROBE_MAX_MS: "1000",
     });
   }, 90_000);
 

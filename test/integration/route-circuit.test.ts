@@ -5,7 +5,8 @@ import { createLogger } from "../../src/logger.js";
 import { circuitKey } from "../../src/queue/queue-names.js";
 import { createRedis } from "../../src/queue/redis-connection.js";
 
-const settings = { failures: 3, probeMinMs: 200, probeMaxMs: 800 };
+// Probes a second apart: far longer than six round trips, even on a loaded machine.
+const settings = { failures: 3, probeMinMs: 1000, probeMaxMs: 4000 };
 
 /**
  * The circuit's state lives in Redis: circuits built on separate connections (as in
