@@ -1,8 +1,9 @@
 import type { Job } from "bullmq";
+import type { Cluster, Redis } from "ioredis";
 import type { Origin } from "../events/cloud-event.js";
 import type { DeliveryJobData } from "../queue/delivery-job.js";
 import type { DeliveryResult } from "./create-delivery-processor.js";
-import type { DeliveryQueues } from "../queue/delivery-queues.js";
+import type { DeliveryQueue, DeliveryQueues } from "../queue/delivery-queues.js";
 import type { EventLedger } from "../queue/event-ledger.js";
 import { jobIdFor } from "../queue/job-id.js";
 import { deliveryQueueName } from "../queue/queue-names.js";
@@ -56,8 +57,12 @@ export async function describeEvent(
       const deliveredAt = delivered === undefined ? undefined : new Date(delivered).toISOString();
       const queue = deps.queues.all().find((candidate) => candidate.name === deliveryQueueName(route));
       const job = await queue?.getJob(jobIdFor(eventId));
-      if (!job) return { route, state: deliveredAt ? "delivered" : record.staleAt[route] !== undefined ? "stale" : "unknown", attempts: 0, deliveredAt };
-      return { route, state: stateOf(job, await job.getState()), attempts: Math.max(job.attemptsMade, job.attemptsStarted ?? 0), lastError: job.failedReason || undefined, deliveredAt };
+      if (!queue || !job) return { route, state: deliveredAt ? "delivered" : record.staleAt[route] !== undefined ? "stale" : "unknown", attempts: 0, deliveredAt };
+      const state = await jobState(deps.queues.connection, queue, job.id!);
+      // attemptsMade, plus the one in flight: attemptsStarted also counts each time an
+      // open circuit handed the job back unsent (route-circuit.ts).
+      const attempts = job.attemptsMade + (state === "active" ? 1 : 0);
+      return { route, state: stateOf(job, state), attempts, lastError: job.failedReason || undefined, deliveredAt };
     }),
   );
   return {
@@ -74,6 +79,32 @@ export async function describeEvent(
     unrouted: record.routes.length === 0,
     routes,
   };
+}
+
+/**
+ * The job's state from its sorted sets and its lock, a handful of O(log n) lookups in one
+ * round trip. BullMQ's getState scans the wait and active lists (LPOS, or LRANGE before
+ * Redis 6.0.6): a day's backlog behind a down route would make each admin call block Redis.
+ */
+async function jobState(connection: Redis | Cluster, queue: DeliveryQueue, jobId: string): Promise<string> {
+  const replies = (await connection
+    .pipeline([
+      ["zscore", queue.keys.completed!, jobId],
+      ["zscore", queue.keys.failed!, jobId],
+      ["zscore", queue.keys.delayed!, jobId],
+      ["zscore", queue.keys.prioritized!, jobId],
+      ["exists", `${queue.toKey(jobId)}:lock`],
+    ])
+    .exec()) ?? [];
+  const [completed, failed, delayed, prioritized, locked] = replies.map(([error, reply]) => {
+    if (error) throw error;
+    return reply;
+  });
+  if (completed !== null) return "completed";
+  if (failed !== null) return "failed";
+  if (delayed !== null) return "delayed";
+  if (prioritized !== null) return "prioritized";
+  return Number(locked) === 1 ? "active" : "waiting";
 }
 
 function stateOf(job: Job<DeliveryJobData>, state: string): DeliveryState {

@@ -7,6 +7,8 @@ import { bullPrefix, deliveryQueueName } from "./queue-names.js";
 export type DeliveryQueue = Queue<DeliveryJobData>;
 
 export interface DeliveryQueues {
+  /** The queues' shared connection, for reads BullMQ has no cheap call for (describe-event.ts). */
+  connection: Redis | Cluster;
   forRoute(route: string): DeliveryQueue;
   all(): DeliveryQueue[];
   close(): Promise<void>;
@@ -54,6 +56,7 @@ export function createDeliveryQueues(
     ]),
   );
   return {
+    connection,
     forRoute(route) {
       const queue = queues.get(route);
       if (!queue) throw new Error(`no route named ${route}; the routes are ${[...queues.keys()].join(", ") || "none"}`);

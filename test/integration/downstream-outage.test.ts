@@ -59,6 +59,7 @@ describe("downstream outage: the circuit breaker", () => {
       WEBHOOK_USERNAME: testCredentials.username,
       WEBHOOK_PASSWORD: testCredentials.password,
       LOG_LEVEL: "info",
+      ADMIN_TOKEN: "t",
       SHUTDOWN_TIMEOUT_MS: "2000",
       DISPATCH_BACKOFF_BASE_MS: "20",
       DISPATCH_BACKOFF_MAX_MS: "200",
@@ -101,6 +102,15 @@ describe("downstream outage: the circuit breaker", () => {
     // Probes go on at a growing interval: wait for two more, then end the outage.
     await outage.until((requests) => requests.length >= probesBefore + 5, 30_000);
     const requestsDuringOutage = outage.requests.length;
+    // The admin view: the first event waits for the route (or is the probe right now), with
+    // no more attempts than the route allows, however often the open circuit handed it back.
+    const described = (await (await fetch(`${service.adminUrl}/admin/events/${events[0]!.id}`, { headers: { authorization: "Bearer t" } })).json()) as {
+      routes: { route: string; state: string; attempts: number }[];
+    };
+    const waiting = described.routes.find((route) => route.route === "outage")!;
+    expect(["waiting", "retrying", "delayed", "active"]).toContain(waiting.state);
+    expect(waiting.attempts).toBeLessThanOrEqual(3);
+    expect(described.routes.find((route) => route.route === "steady")).toMatchObject({ state: "delivered", attempts: 1 });
     expect(requestsDuringOutage, "the downstream was hammered during its outage").toBeLessThan(events.length / 4);
     down = false;
 
