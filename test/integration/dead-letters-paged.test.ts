@@ -7,6 +7,7 @@ import { join } from "node:path";
 import { UnrecoverableError, Worker } from "bullmq";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { deadLetterPageSize, listDeadLetters } from "../../src/dispatch/list-dead-letters.js";
+import { createDeliveryQueues, type DeliveryQueues } from "../../src/queue/delivery-queues.js";
 import { bullPrefix, deliveryQueueName } from "../../src/queue/queue-names.js";
 import { createRedis } from "../../src/queue/redis-connection.js";
 import { ensureBuilt } from "../helpers/dispatch-cli.js";
@@ -60,6 +61,7 @@ async function startRedisRelay(target: URL) {
  */
 describe("dead letters by the page: 20,000 of them", () => {
   let harness: DispatchHarness;
+  let seeding: DeliveryQueues | undefined;
   let dir: string;
   let env: Record<string, string>;
 
@@ -72,26 +74,29 @@ describe("dead letters by the page: 20,000 of them", () => {
     env = { REDIS_URL: redisUrl, QUEUE_PREFIX: harness.prefix, ROUTES_FILE: join(dir, "routes.json"), LOG_LEVEL: "warn" };
 
     // Real failed jobs, quickly: the route's own queue, a worker that refuses every job at once.
-    const queue = harness.queues.forRoute("bulk");
-    for (let start = 0; start < total; start += 1000) {
+    // Seeded over a connection that waits out a loaded Redis (the harness's fails fast).
+    const connection = createRedis(redisUrl, "worker");
+    seeding = createDeliveryQueues(connection, harness.prefix, [route], { ageSeconds: 60, count: 1000 });
+    const queue = seeding.forRoute("bulk");
+    for (let start = 0; start < total; start += 500) {
       await queue.addBulk(
-        Array.from({ length: 1000 }, () => {
+        Array.from({ length: 500 }, () => {
           const event = userEvent();
           return { name: event.type, data: { event, origin: "webhook" as const, receivedAt: Date.now() }, opts: { jobId: event.id } };
         }),
       );
     }
-    const connection = createRedis(redisUrl, "worker");
     const refuser = new Worker(deliveryQueueName("bulk"), async () => {
       throw new UnrecoverableError("downstream answered 400: schema mismatch");
     }, { connection, prefix: bullPrefix(harness.prefix), concurrency: 200 });
     while ((await queue.getFailedCount()) < total) await new Promise((ok) => setTimeout(ok, 200));
     await refuser.close();
-    connection.disconnect();
     await built;
   }, 180_000);
 
   afterAll(async () => {
+    await seeding?.close();
+    seeding?.connection.disconnect();
     await harness?.close();
     if (dir) await rm(dir, { recursive: true, force: true });
   });
@@ -99,7 +104,7 @@ describe("dead letters by the page: 20,000 of them", () => {
   it("when listing, then the dead letters come a page at a time, every one once", async () => {
     const pages: number[] = [];
     const ids = new Set<string>();
-    for await (const page of listDeadLetters(harness.queues)) {
+    for await (const page of listDeadLetters(seeding!)) {
       pages.push(page.length);
       for (const letter of page) ids.add(letter.jobId);
     }
@@ -126,11 +131,11 @@ describe("dead letters by the page: 20,000 of them", () => {
     expect(cut).toBe(true);
     expect(result.code).toBe(1);
     expect(result.stderr.trim().split("\n"), result.stderr).toEqual([expect.stringMatching(/^error: Redis failed during the command \(.*\); what was printed above was done, the rest was not: run the command again once Redis answers$/)]);
-    expect(await harness.queues.forRoute("bulk").getFailedCount()).toBeGreaterThan(0);
+    expect(await seeding!.forRoute("bulk").getFailedCount()).toBeGreaterThan(0);
   }, 120_000);
 
   it("when replaying --all, then every dead letter goes back to its queue with fresh attempts, page by page", async () => {
-    const queue = harness.queues.forRoute("bulk");
+    const queue = seeding!.forRoute("bulk");
     const left = await queue.getFailedCount();
     const { code, stdout, stderr } = await cli(["dead-letters", "replay", "--all"], env);
     expect(code, stderr).toBe(0);
