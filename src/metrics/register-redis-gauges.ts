@@ -17,9 +17,15 @@ export function registerRedisGauges(connection: Redis | Cluster, circuitKeys: Ma
         .pipeline([["info", "memory"], ...routes.map((route) => ["hexists", circuitKeys.get(route)!, "openedAt"])])
         .exec()) ?? [];
       const [infoError, info] = replies[0] ?? [];
-      if (infoError) throw infoError;
-      redisMemoryUsed.set(infoField(String(info), "used_memory"));
-      redisMemoryMax.set(infoField(String(info), "maxmemory"));
+      if (infoError && infoError.name !== "ReplyError") throw infoError;
+      if (infoError) {
+        // Redis answered, but refuses INFO (a managed Redis may rename it): no memory gauges, Redis is still up.
+        redisMemoryUsed.reset();
+        redisMemoryMax.reset();
+      } else {
+        redisMemoryUsed.set(infoField(String(info), "used_memory"));
+        redisMemoryMax.set(infoField(String(info), "maxmemory"));
+      }
       routes.forEach((route, index) => {
         const [error, open] = replies[index + 1] ?? [];
         if (!error) routeCircuitOpen.set({ route }, Number(open));
