@@ -42,8 +42,8 @@ describe("streamkeeper start", () => {
       QUEUE_PREFIX: `test-${randomUUID()}`,
       DATA_DIR: await mkdtemp(join(tmpdir(), "sk-noroute-")),
       HOST: "127.0.0.1",
-      PORT: String(await freePort()),
-      ADMIN_PORT: String(await freePort()),
+      PORT: "0",
+      ADMIN_PORT: "0",
       WEBHOOK_USERNAME: "tenant",
       WEBHOOK_PASSWORD: "s3cret-webhook-password",
     });
@@ -58,17 +58,18 @@ describe("streamkeeper start", () => {
     const dataDir = await mkdtemp(join(tmpdir(), "sk-typo-"));
     const routesFile = join(dataDir, "routes.yaml");
     await writeFile(routesFile, "- name: users\n  match: usr.*\n  url: http://127.0.0.1:9/\n");
-    const adminPort = await freePort();
     const { child, output } = run(["start", "--role", "worker"], {
       REDIS_URL: inject("redisUrl"),
       QUEUE_PREFIX: `test-${randomUUID()}`,
       DATA_DIR: dataDir,
-      ADMIN_PORT: String(adminPort),
+      ADMIN_PORT: "0",
       ROUTES_FILE: routesFile,
     });
     try {
-      const deadline = Date.now() + 15_000;
-      while (!output().stdout.includes("admin surface") && Date.now() < deadline) await new Promise((ok) => setTimeout(ok, 50));
+      // Logged as the routes are read, before anything else starts.
+      for (const deadline = Date.now() + 60_000; !output().stdout.includes("usr.*"); await new Promise((ok) => setTimeout(ok, 50))) {
+        expect(Date.now(), `no warning: ${output().stdout}${output().stderr}`).toBeLessThan(deadline);
+      }
       const warning = output().stdout.split("\n").find((line) => line.includes("usr.*"));
       expect(JSON.parse(warning ?? "{}")).toMatchObject({
         level: 40,
