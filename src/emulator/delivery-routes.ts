@@ -14,11 +14,21 @@ import { validationError } from "./validation-error.js";
 const eventType = z.enum(tenantEventTypes);
 const commaSeparated = z.string().transform((value) => value.split(",").filter(Boolean));
 
+/**
+ * The list's dates are RFC 3339 without fractional seconds, at most 20 characters
+ * (`2025-09-08T06:35:17Z`): a JavaScript `toISOString()` value is refused (real-world.md).
+ */
+const listDate = z
+  .string()
+  .max(20, "Too big: expected string to have <=20 characters")
+  .regex(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(Z|[+-]\d{2}:?\d{2})$/, "Invalid date-time: expected RFC 3339 without fractional seconds, e.g. 2025-09-08T06:35:17Z")
+  .refine((value) => !Number.isNaN(Date.parse(value)), "Invalid date-time");
+
 const listQuery = z.object({
   statuses: commaSeparated.pipe(z.array(z.enum(["failed", "pending"]))).optional(),
   event_types: commaSeparated.pipe(z.array(eventType)).optional(),
-  date_from: z.iso.datetime({ offset: true }).optional(),
-  date_to: z.iso.datetime({ offset: true }).optional(),
+  date_from: listDate.optional(),
+  date_to: listDate.optional(),
   from: z.string().min(1).optional(),
   take: z.coerce.number().int().min(1).max(100).default(50),
 });
@@ -59,7 +69,8 @@ export function deliveryRoutes(deps: { streams: StreamStore; deliveries: Deliver
     res.json(record);
   });
 
-  router.get("/event-streams/:id/deliveries", requireScope("read:event_deliveries"), (req, res) => {
+  // Global clients only, like the history of one event (real-world.md, "Other operations").
+  router.get("/event-streams/:id/deliveries", requireGlobalClient, requireScope("read:event_deliveries"), (req, res) => {
     const stream = findStream(deps.streams, req.params.id);
     const query = listQuery.safeParse(req.query);
     if (!query.success) throw validationError("Query", query.error);

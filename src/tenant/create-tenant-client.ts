@@ -2,6 +2,7 @@ import { setTimeout as delay } from "node:timers/promises";
 import { z } from "zod";
 import type { Logger } from "../logger.js";
 import { mgmtApiRateLimitRemaining, mgmtApiRequests } from "../metrics/registry.js";
+import { deliveryPageSchema, tenantDate, type DeliveryListQuery, type DeliveryPage } from "./delivery-page.js";
 import { deliveryRecordSchema, type DeliveryRecord } from "./delivery-record.js";
 import { eventStreamPageSchema, eventStreamSchema, type EventStream, type EventStreamPage } from "./event-stream.js";
 import { issuePath } from "./issue-path.js";
@@ -42,6 +43,10 @@ export interface TenantClient {
   updateEventStream(id: string, patch: StreamPatch): Promise<EventStream>;
   /** The delivery history of one event of one stream; undefined when the tenant has none (404). */
   getDelivery(streamId: string, eventId: string): Promise<DeliveryRecord | undefined>;
+  /** One page of `GET /event-streams/{id}/deliveries` (real-world.md); an unknown stream throws TenantNotFoundError. */
+  listDeliveries(streamId: string, query?: DeliveryListQuery & { from?: string }): Promise<DeliveryPage>;
+  /** Every page of that list, following `next` to the last page. */
+  deliveryPages(streamId: string, query?: DeliveryListQuery): AsyncGenerator<DeliveryPage, void, undefined>;
   /** `DELETE /token-exchange-profiles/{id}`: 204, also when already gone (real-world.md). */
   deleteTokenExchangeProfile(id: string): Promise<void>;
   /** The `X-RateLimit-*` headers of the last answer that had them, to pace callers. */
@@ -181,9 +186,7 @@ export function createTenantClient(options: TenantClientOptions): TenantClient {
   }
 
   async function listEventStreams(page: { from?: string; take?: number } = {}): Promise<EventStreamPage> {
-    if (page.take !== undefined && !(Number.isInteger(page.take) && page.take >= 1 && page.take <= 100)) {
-      throw new TenantValidationError("take", `give an integer from 1 to 100, got ${page.take}`);
-    }
+    checkTake(page.take);
     const operation = "list_event_streams";
     const answer = await callOk({ operation, method: "GET", path: "/event-streams", query: { from: page.from, take: page.take } });
     const parsed = parse(operation, eventStreamPageSchema, answer.text);
@@ -191,21 +194,48 @@ export function createTenantClient(options: TenantClientOptions): TenantClient {
     return { eventStreams: parsed.eventStreams, next: parsed.next || undefined };
   }
 
+  async function listDeliveries(streamId: string, query: DeliveryListQuery & { from?: string } = {}): Promise<DeliveryPage> {
+    checkTake(query.take);
+    const operation = "list_deliveries";
+    const answer = await callOk({
+      operation,
+      method: "GET",
+      path: `/event-streams/${pathId("stream id", streamId, "est_")}/deliveries`,
+      query: {
+        statuses: query.statuses?.join(","),
+        event_types: query.eventTypes?.join(","),
+        date_from: query.dateFrom && tenantDate(query.dateFrom),
+        date_to: query.dateTo && tenantDate(query.dateTo),
+        from: query.from,
+        take: query.take,
+      },
+    });
+    const parsed = parse(operation, deliveryPageSchema, answer.text);
+    return { deliveries: parsed.deliveries, next: parsed.next || undefined };
+  }
+
+  /** Follows `next` to the last page; cursors are forward-only (real-world.md), so one seen twice would loop forever. */
+  async function* pages<T extends { next?: string }>(operation: string, list: (from: string | undefined) => Promise<T>): AsyncGenerator<T, void, undefined> {
+    const seen = new Set<string>();
+    let from: string | undefined;
+    do {
+      const page = await list(from);
+      yield page;
+      from = page.next;
+      if (from !== undefined && seen.has(from)) throw new TenantResponseError(operation, "next", `the cursor ${from} came back twice`);
+      if (from !== undefined) seen.add(from);
+    } while (from !== undefined);
+  }
+
   return {
     listEventStreams,
+    listDeliveries,
 
     async *eventStreams({ take } = {}) {
-      const seen = new Set<string>();
-      let from: string | undefined;
-      do {
-        const page = await listEventStreams({ from, take });
-        yield* page.eventStreams;
-        from = page.next;
-        // Cursors are forward-only (real-world.md); one seen twice would loop forever.
-        if (from !== undefined && seen.has(from)) throw new TenantResponseError("list_event_streams", "next", `the cursor ${from} came back twice`);
-        if (from !== undefined) seen.add(from);
-      } while (from !== undefined);
+      for await (const page of pages("list_event_streams", (from) => listEventStreams({ from, take }))) yield* page.eventStreams;
     },
+
+    deliveryPages: (streamId, query = {}) => pages("list_deliveries", (from) => listDeliveries(streamId, { ...query, from })),
 
     async getEventStream(id) {
       const operation = "get_event_stream";
@@ -239,6 +269,13 @@ export function createTenantClient(options: TenantClientOptions): TenantClient {
 
     rateLimit: () => (lastRateLimit ? { ...lastRateLimit } : undefined),
   };
+}
+
+/** `take` is 1 to 100 on every list (tenant-api.md, real-world.md). */
+function checkTake(take: number | undefined): void {
+  if (take !== undefined && !(Number.isInteger(take) && take >= 1 && take <= 100)) {
+    throw new TenantValidationError("take", `give an integer from 1 to 100, got ${take}`);
+  }
 }
 
 /** Path ids: stream and event ids are exactly 26 characters (tenant-api.md, Limits), e.g. `est_` + 22. */
