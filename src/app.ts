@@ -27,9 +27,15 @@ import { createRepeatLog } from "./repeat-log.js";
 import { writeServiceConfig } from "./queue/service-config-store.js";
 import { createReconcileQueue } from "./reconcile/create-reconcile-queue.js";
 import { createPacedTenant } from "./reconcile/create-paced-tenant.js";
-import { createReconcileWorker } from "./reconcile/create-reconcile-worker.js";
+import { createReconcileWorker, reconcileTenantOf } from "./reconcile/create-reconcile-worker.js";
+import { createReconciler } from "./reconcile/create-reconciler.js";
 import { reportWhatIsOff } from "./service-config/report-what-is-off.js";
 import { describeServiceConfig, serviceLabel } from "./service-config/service-config.js";
+import { registerSweepGauges } from "./metrics/register-sweep-gauges.js";
+import { createSweepRouter } from "./http/sweep-router.js";
+import { createSweepState } from "./sweep/create-sweep-state.js";
+import { createSweeper } from "./sweep/create-sweeper.js";
+import { createWindowRunner } from "./sweep/create-window-runner.js";
 import { settlesWithin } from "./settles-within.js";
 import { createStreamConnector } from "./streams/create-stream-connector.js";
 import { startTracing } from "./telemetry/start-tracing.js";
@@ -119,6 +125,12 @@ export async function startService(config: Config, logger: Logger, role: Role): 
   const tenantConnection = createRedis(redis.url, "worker", `streamkeeper-${role}-tenant`);
   tenantConnection.on("error", (error) => logger.debug({ err: error }, "redis connection error"));
   const tenant = createPacedTenant({ config, redis: tenantConnection, logger });
+  // Recovers from the tenant's failed-deliveries list (sweep, `reconcile --since`) in this
+  // process; reconcile jobs by id run in the reconcile worker's own.
+  const listReconciler = createReconciler({ ledger, store, tenant: reconcileTenantOf(tenant), defaultStreamId: env.DEFAULT_STREAM_ID });
+  const lookbackMs = env.RECONCILE_SWEEP_LOOKBACK_SECONDS * 1000;
+  // Read on the fail-fast client: GET /admin/sweep and a scrape answer while Redis is away.
+  const sweepStatus = createSweepState(client, env.QUEUE_PREFIX);
 
   const unregisterQueueGauges = registerQueueGauges(client, () => [...queues.all(), reconcileQueue.queue]);
   const unregisterRedisGauges = registerRedisGauges(client, new Map(routes.map((route) => [route.name, circuitKey(env.QUEUE_PREFIX, route.name)])));
@@ -170,8 +182,12 @@ export async function startService(config: Config, logger: Logger, role: Role): 
       logRepeatsEveryMs,
     });
     const reconciler = createReconcileWorker({ config, tenant, redisUrl: redis.url, ledger, store, logger, telemetry: tracing.bullmq, serviceName: serviceLabel(serviceConfig) });
+    // The sweep writes its checkpoints on a connection that waits out a Redis outage.
+    const sweeper = createSweeper({ env, tenant, reconciler: listReconciler, state: createSweepState(tenantConnection, env.QUEUE_PREFIX), logger });
+    const unregisterSweepGauges = registerSweepGauges((now) => sweepStatus.describe(lookbackMs, now));
     closers.push(async () => {
-      await Promise.all([dispatcher.close(), reconciler.close()]);
+      unregisterSweepGauges();
+      await Promise.all([dispatcher.close(), reconciler.close(), sweeper.close()]);
       if (!(await settlesWithin(ledgerConnection.quit(), 1000))) ledgerConnection.disconnect();
     });
   }
@@ -191,6 +207,7 @@ export async function startService(config: Config, logger: Logger, role: Role): 
       createConfigRouter(serviceConfig),
       // A worker has no receiver, but shares the receivers' explicit credentials (every role reads the same settings).
       createConnectRouter(createStreamConnector({ config, auth: auth ?? ("generated" in config.webhookAuth ? undefined : config.webhookAuth), tenant, logger })),
+      createSweepRouter({ describe: () => sweepStatus.describe(lookbackMs, Date.now()), runWindow: createWindowRunner({ env, tenant, reconciler: listReconciler }) }),
     ],
   });
   const admin = await serve(adminApp, env.ADMIN_PORT, env.ADMIN_HOST).catch(abandon("ADMIN_PORT", env.ADMIN_PORT));

@@ -200,3 +200,37 @@ export const redisMemoryMax = new Gauge({
     return readAtScrape();
   },
 });
+
+export const sweepRuns = new Counter({
+  name: "streamkeeper_sweep_runs_total",
+  help: "Sweeps of a stream's failed deliveries, by result (ok: every window up to now read and handled; error: stopped, retried next interval)",
+  labelNames: ["stream", "result"] as const,
+  registers: [registry],
+});
+
+export const sweepFailedDeliveries = new Counter({
+  name: "streamkeeper_sweep_failed_deliveries_total",
+  help: "Failed deliveries the sweep found in the tenant's list that this service did not have",
+  labelNames: ["stream"] as const,
+  registers: [registry],
+});
+
+export const sweepLag = new Gauge({
+  name: "streamkeeper_sweep_lag_seconds",
+  help: "Now minus the end of the last window of the stream read completely by the sweep, read at scrape time",
+  labelNames: ["stream"] as const,
+  registers: [registry],
+  collect: function () {
+    return readAtScrape();
+  },
+});
+
+export const tenantUnrecoveredDeliveries = new Gauge({
+  name: "streamkeeper_tenant_unrecovered_deliveries",
+  help: "Failed deliveries the tenant lists within RECONCILE_SWEEP_LOOKBACK_SECONDS that this service still does not have (no payload, errors), read at scrape time",
+  labelNames: ["stream"] as const,
+  registers: [registry],
+  collect: function () {
+    return readAtScrape();
+  },
+});

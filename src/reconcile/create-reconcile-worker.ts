@@ -55,7 +55,7 @@ export function createReconcileWorker(options: ReconcileWorkerOptions): Reconcil
   const reconciler = createReconciler({
     ledger: options.ledger,
     store: options.store,
-    tenant: reconcileTenantOf(options),
+    tenant: reconcileTenantOf(options.tenant, options),
     defaultStreamId: env.DEFAULT_STREAM_ID,
   });
 
@@ -117,8 +117,7 @@ export function createReconcileWorker(options: ReconcileWorkerOptions): Reconcil
 }
 
 /** What the reconciler needs of the paced client: the delivery history and, for ids naming no stream, every stream id. */
-function reconcileTenantOf(options: ReconcileWorkerOptions): ReconcilerDeps["tenant"] {
-  const { tenant } = options;
+export function reconcileTenantOf(tenant: PacedTenant, options: { streamCacheMs?: number; serviceName?: string } = {}): ReconcilerDeps["tenant"] {
   // Said once at start (report-what-is-off.ts); each job's outcome names the process.
   if ("unavailable" in tenant) return { unavailable: `${options.serviceName ?? "this process"} cannot reconcile: it has no tenant settings; ${tenantSettingsHint} for it and restart it` };
   const streams = createStreamIdCache(() => tenant.client.eventStreams({ take: 100 }), options.streamCacheMs);

@@ -20,6 +20,9 @@ export interface ReconcilerDeps {
   defaultStreamId?: string;
 }
 
+/** What `streamkeeper reconcile --dry-run` prints per failed delivery (CONTRACT.md, the sweep). */
+export type DryRunOutcome = "would_recover" | "already_received" | "no_payload" | `error: ${string}`;
+
 export interface Reconciler {
   /**
    * One id to its outcome. Tenant API errors become `error: <reason>` outcomes; a 429
@@ -27,6 +30,13 @@ export interface Reconciler {
    * thrown, for the worker to pause or retry the job.
    */
   reconcile(job: ReconcileJobData): Promise<ReconcileResult>;
+  /**
+   * One delivery record the tenant already gave us (a page of the failed-deliveries list
+   * carries each event): the same outcomes as `reconcile`, with no tenant call.
+   */
+  reconcileRecord(record: DeliveryRecord, options?: { force?: boolean }): Promise<ReconcileResult>;
+  /** What `reconcileRecord` would do with the record, storing and sending nothing. */
+  assessRecord(record: DeliveryRecord): Promise<{ eventId: string; streamId: string; outcome: DryRunOutcome }>;
 }
 
 export function createReconciler(deps: ReconcilerDeps): Reconciler {
@@ -61,14 +71,32 @@ export function createReconciler(deps: ReconcilerDeps): Reconciler {
         }
         throw error;
       }
-      const streamId = found.streamId;
-      const decision = decideFromRecord(found.record);
-      if ("outcome" in decision) return { eventId, streamId, ...decision };
-      // The same path as a webhook: dedupe, one job per route, lower priority (event-store.ts).
-      const stored = await store.store(decision.replay, { origin: "reconcile", streamId, force });
-      // The webhook won a race with us (it arrived after our ledger check): it is here either way.
-      if (stored.status === "duplicate") return { eventId, streamId, outcome: "already_received" };
-      return { eventId, streamId, outcome: "recovered", routes: stored.routes };
+      return replay(eventId, found.streamId, found.record, force);
+    },
+
+    async reconcileRecord(record, { force = false } = {}) {
+      if (!force && (await ledger.has(record.id))) return { eventId: record.id, streamId: record.event_stream_id, outcome: "already_received" };
+      return replay(record.id, record.event_stream_id, record, force);
+    },
+
+    async assessRecord(record) {
+      const base = { eventId: record.id, streamId: record.event_stream_id };
+      if (await ledger.has(record.id)) return { ...base, outcome: "already_received" };
+      const decision = decideFromRecord(record);
+      if ("replay" in decision) return { ...base, outcome: "would_recover" };
+      if (decision.outcome === "no_payload" || decision.outcome.startsWith("error:")) return { ...base, outcome: decision.outcome as DryRunOutcome };
+      // The list asked for failed deliveries: another status is the tenant changing its mind.
+      return { ...base, outcome: `error: the tenant lists it as ${decision.outcome === "not_failed" ? decision.status : decision.outcome}, not failed` };
     },
   };
+
+  async function replay(eventId: string, streamId: string | undefined, record: DeliveryRecord | undefined, force: boolean): Promise<ReconcileResult> {
+    const decision = decideFromRecord(record);
+    if ("outcome" in decision) return { eventId, streamId, ...decision };
+    // The same path as a webhook: dedupe, one job per route, lower priority (event-store.ts).
+    const stored = await store.store(decision.replay, { origin: "reconcile", streamId, force });
+    // The webhook won a race with us (it arrived after our ledger check): it is here either way.
+    if (stored.status === "duplicate") return { eventId, streamId, outcome: "already_received" };
+    return { eventId, streamId, outcome: "recovered", routes: stored.routes };
+  }
 }

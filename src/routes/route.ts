@@ -22,7 +22,7 @@ export interface Route {
 }
 
 /** `*` matches every type, `user.*` every type under `user.`, anything else itself. */
-export function routeMatches(route: Route, type: string): boolean {
+export function routeMatches(route: Pick<Route, "match">, type: string): boolean {
   return route.match.some((pattern) =>
     pattern === "*" ? true : pattern.endsWith(".*") ? type.startsWith(pattern.slice(0, -1)) : pattern === type,
   );

@@ -1,0 +1,26 @@
+import type { StreamSweepStatus } from "../sweep/create-sweep-state.js";
+import { onScrape, sweepLag, tenantUnrecoveredDeliveries } from "./registry.js";
+
+/**
+ * Makes `/metrics` read the sweep's state at scrape time: `streamkeeper_sweep_lag_seconds`
+ * and `streamkeeper_tenant_unrecovered_deliveries` per stream. Every worker reports the
+ * shared state, so the lag keeps growing on the others when the sweeping process dies.
+ * `describe` must fail fast while Redis is away (the scrape answers anyway). Returns the removal.
+ */
+export function registerSweepGauges(describe: (now: number) => Promise<StreamSweepStatus[]>): () => void {
+  return onScrape(async () => {
+    try {
+      const now = Date.now();
+      const streams = await describe(now);
+      sweepLag.reset();
+      tenantUnrecoveredDeliveries.reset();
+      for (const stream of streams) {
+        if (stream.checkpoint) sweepLag.set({ stream: stream.streamId }, Math.max(0, (now - Date.parse(stream.checkpoint)) / 1000));
+        tenantUnrecoveredDeliveries.set({ stream: stream.streamId }, stream.unrecovered);
+      }
+      return true;
+    } catch {
+      return false;
+    }
+  });
+}

@@ -1,0 +1,151 @@
+import type { Cluster, Redis } from "ioredis";
+import { bullPrefix } from "../queue/queue-names.js";
+
+/** What `GET /admin/sweep` shows of one stream (CONTRACT.md). */
+export interface StreamSweepStatus {
+  streamId: string;
+  /** End of the last window read completely (ISO 8601), null before the first. */
+  checkpoint: string | null;
+  /** When the last run of this stream ended, ok or not. */
+  lastRunAt: string | null;
+  /** Why the last run failed; null when it went through. */
+  lastError: string | null;
+  /** Failed deliveries found that this service did not have, since the state was created. */
+  found: number;
+  /** Of those, recovered (stored and queued for the routes). */
+  recovered: number;
+  /** Failed deliveries listed within the lookback that this service still does not have. */
+  unrecovered: number;
+}
+
+export interface SweepState {
+  /** Takes the sweeper lease if nobody holds it and no sweep is due later (`intervalMs` since the last one started). */
+  acquire(owner: string, leaseMs: number, intervalMs: number): Promise<boolean>;
+  /** Extends the lease; false when it is no longer ours (expired and taken). */
+  renew(owner: string, leaseMs: number): Promise<boolean>;
+  release(owner: string): Promise<void>;
+  /** End of the last window of the stream read completely (ms), undefined before the first. */
+  checkpoint(streamId: string): Promise<number | undefined>;
+  /** Moves the checkpoint forward, only while `owner` holds the lease (a fence against a sweeper that lost it). */
+  advance(owner: string, streamId: string, endMs: number): Promise<boolean>;
+  /** The end of one run of the stream. */
+  noteRun(streamId: string, at: number, error?: string): Promise<void>;
+  /** Records outcomes: `recovered` ids leave the unrecovered set, `unrecovered` ones join it; answers how many were new findings. */
+  noteOutcomes(streamId: string, outcomes: { recovered: string[]; received: string[]; unrecovered: string[] }, at: number): Promise<number>;
+  /** Every stream swept so far, with its figures; unrecovered counted within the lookback. */
+  describe(lookbackMs: number, now: number): Promise<StreamSweepStatus[]>;
+}
+
+const acquireScript = `
+if redis.call('EXISTS', KEYS[1]) == 1 or redis.call('EXISTS', KEYS[2]) == 1 then return 0 end
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+if tonumber(ARGV[3]) > 0 then redis.call('SET', KEYS[2], '1', 'PX', ARGV[3]) end
+return 1
+`;
+
+const renewScript = `
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+redis.call('PEXPIRE', KEYS[1], ARGV[2])
+return 1
+`;
+
+const releaseScript = `
+if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('DEL', KEYS[1]) end
+return 0
+`;
+
+// Never moves a checkpoint back: a late write of an older window must not undo a newer one.
+const advanceScript = `
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+local current = tonumber(redis.call('HGET', KEYS[2], 'checkpoint') or '0')
+if tonumber(ARGV[2]) > current then redis.call('HSET', KEYS[2], 'checkpoint', ARGV[2]) end
+redis.call('SADD', KEYS[3], ARGV[3])
+return 1
+`;
+
+type StateCommands = {
+  streamkeeperSweepAcquire(lease: string, due: string, owner: string, leaseMs: number, intervalMs: number): Promise<number>;
+  streamkeeperSweepRenew(lease: string, owner: string, leaseMs: number): Promise<number>;
+  streamkeeperSweepRelease(lease: string, owner: string): Promise<number>;
+  streamkeeperSweepAdvance(lease: string, stream: string, streams: string, owner: string, endMs: number, streamId: string): Promise<number>;
+};
+
+/**
+ * The sweep's state in Redis, under the queue prefix's hash tag (one Cluster slot): a
+ * lease naming the one sweeper, a "not before" key spacing sweeps by the interval across
+ * processes, and per stream a hash (checkpoint, last run, figures) and a sorted set of
+ * the failed deliveries we still lack, scored by when first seen.
+ */
+export function createSweepState(redis: Redis | Cluster, queuePrefix: string): SweepState {
+  const base = `${bullPrefix(queuePrefix)}:sweep`;
+  const leaseKey = `${base}:lease`;
+  const dueKey = `${base}:due`;
+  const streamsKey = `${base}:streams`;
+  const streamKey = (streamId: string) => `${base}:stream:${streamId}`;
+  const unrecoveredKey = (streamId: string) => `${base}:unrecovered:${streamId}`;
+  redis.defineCommand("streamkeeperSweepAcquire", { numberOfKeys: 2, lua: acquireScript });
+  redis.defineCommand("streamkeeperSweepRenew", { numberOfKeys: 1, lua: renewScript });
+  redis.defineCommand("streamkeeperSweepRelease", { numberOfKeys: 1, lua: releaseScript });
+  redis.defineCommand("streamkeeperSweepAdvance", { numberOfKeys: 3, lua: advanceScript });
+  const commands = redis as unknown as StateCommands;
+  const iso = (ms: string | undefined) => (ms ? new Date(Number(ms)).toISOString() : null);
+
+  return {
+    acquire: async (owner, leaseMs, intervalMs) => (await commands.streamkeeperSweepAcquire(leaseKey, dueKey, owner, leaseMs, intervalMs)) === 1,
+    renew: async (owner, leaseMs) => (await commands.streamkeeperSweepRenew(leaseKey, owner, leaseMs)) === 1,
+    release: async (owner) => void (await commands.streamkeeperSweepRelease(leaseKey, owner)),
+    async checkpoint(streamId) {
+      const value = await redis.hget(streamKey(streamId), "checkpoint");
+      return value ? Number(value) : undefined;
+    },
+    advance: async (owner, streamId, endMs) => (await commands.streamkeeperSweepAdvance(leaseKey, streamKey(streamId), streamsKey, owner, endMs, streamId)) === 1,
+    async noteRun(streamId, at, error) {
+      await redis
+        .multi()
+        .hset(streamKey(streamId), "lastRunAt", at, "lastError", error ?? "")
+        .sadd(streamsKey, streamId)
+        .exec();
+    },
+    async noteOutcomes(streamId, { recovered, received, unrecovered }, at) {
+      const key = unrecoveredKey(streamId);
+      const pipeline = redis.pipeline();
+      // Each id once: one that failed to recover in an earlier run and recovers now is not found twice.
+      for (const id of unrecovered) pipeline.zadd(key, "NX", at, id);
+      pipeline.zrem(key, "", ...recovered);
+      pipeline.zrem(key, "", ...received);
+      const replies = (await pipeline.exec()) ?? [];
+      for (const [error] of replies) if (error) throw error;
+      const newlyUnrecovered = replies.slice(0, unrecovered.length).filter(([, added]) => added === 1).length;
+      const recoveredAfterAll = Number(replies[unrecovered.length]![1]);
+      const found = newlyUnrecovered + recovered.length - recoveredAfterAll;
+      if (found > 0 || recovered.length > 0) {
+        await redis.multi().hincrby(streamKey(streamId), "found", found).hincrby(streamKey(streamId), "recovered", recovered.length).sadd(streamsKey, streamId).exec();
+      }
+      return found;
+    },
+    async describe(lookbackMs, now) {
+      const ids = (await redis.smembers(streamsKey)).sort();
+      const pipeline = redis.pipeline();
+      for (const id of ids) {
+        pipeline.zremrangebyscore(unrecoveredKey(id), "-inf", `(${now - lookbackMs}`);
+        pipeline.zcard(unrecoveredKey(id));
+        pipeline.hgetall(streamKey(id));
+      }
+      const replies = (await pipeline.exec()) ?? [];
+      for (const [error] of replies) if (error) throw error;
+      return ids.map((streamId, index) => {
+        const unrecovered = Number(replies[index * 3 + 1]![1]);
+        const hash = replies[index * 3 + 2]![1] as Record<string, string>;
+        return {
+          streamId,
+          checkpoint: iso(hash.checkpoint),
+          lastRunAt: iso(hash.lastRunAt),
+          lastError: hash.lastError || null,
+          found: Number(hash.found ?? 0),
+          recovered: Number(hash.recovered ?? 0),
+          unrecovered,
+        };
+      });
+    },
+  };
+}

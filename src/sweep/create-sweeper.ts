@@ -1,0 +1,178 @@
+import { randomUUID } from "node:crypto";
+import type { Env } from "../config.js";
+import type { Logger } from "../logger.js";
+import { sweepFailedDeliveries, sweepRuns } from "../metrics/registry.js";
+import type { PacedTenant } from "../reconcile/create-paced-tenant.js";
+import type { Reconciler } from "../reconcile/create-reconciler.js";
+import { settlesWithin } from "../settles-within.js";
+import { sweepScopeOf } from "../streams/swept-streams.js";
+import type { SweepState } from "./create-sweep-state.js";
+import { listSweptStreams } from "./list-swept-streams.js";
+import { sweepWindow } from "./sweep-window.js";
+
+type SweepEnv = Pick<
+  Env,
+  "RECONCILE_SWEEP_INTERVAL_SECONDS" | "RECONCILE_SWEEP_LOOKBACK_SECONDS" | "RECONCILE_SWEEP_OVERLAP_SECONDS" | "RECONCILE_SWEEP_STREAMS" | "PUBLIC_URL"
+>;
+
+export interface SweeperOptions {
+  env: SweepEnv;
+  tenant: PacedTenant;
+  reconciler: Pick<Reconciler, "reconcileRecord" | "assessRecord">;
+  state: SweepState;
+  logger: Logger;
+}
+
+export interface Sweeper {
+  /** Stops sweeping; a sweep in progress stops after its current page and gives the lease back. */
+  close(): Promise<void>;
+}
+
+/** Longest window: a first sweep over a day reads 24 windows, each checkpointed, so a crash costs an hour of re-reading at most. */
+const maxWindowMs = 3_600_000;
+
+/** A sweep stopped between pages: the lease was lost, or the process is shutting down. Not a failed run. */
+class Interrupted extends Error {}
+
+/**
+ * Finds the tenant's failed deliveries with no one asking (CONTRACT.md, "Finding failed
+ * deliveries without being told"). Every RECONCILE_SWEEP_INTERVAL_SECONDS, for each swept
+ * stream, it reads windows from the stream's checkpoint (less RECONCILE_SWEEP_OVERLAP_SECONDS)
+ * up to now, and recovers each failed delivery from the list's own records.
+ *
+ * One sweeper at a time across processes: a Redis lease, renewed while a sweep runs, and
+ * a "not before" key that spaces sweeps by the interval whichever process runs them. Why
+ * a lease and not a BullMQ job scheduler: the sweep's progress lives in the per-stream
+ * checkpoints, not in a job, so a crashed sweep needs no job to be recovered, only the
+ * lease to expire (at most 3 intervals, 5 to 60 s), after which any process sweeps on from
+ * the checkpoints; and a stalled job would be run again while its first run may still be
+ * going (a paused process), where every checkpoint write here is fenced by the lease.
+ */
+export function createSweeper(options: SweeperOptions): Sweeper {
+  const { env, logger, state, reconciler } = options;
+  const intervalMs = env.RECONCILE_SWEEP_INTERVAL_SECONDS * 1000;
+  const scope = sweepScopeOf(env);
+  // Said once at start, with the settings to set, by report-what-is-off.ts (every role that sweeps).
+  const off = (message: string): Sweeper => {
+    logger.debug(message);
+    return { close: async () => {} };
+  };
+  if (intervalMs === 0) return off("the sweep is off (RECONCILE_SWEEP_INTERVAL_SECONDS=0): failed deliveries are recovered only when someone runs `streamkeeper reconcile`");
+  if (!scope) {
+    return off(
+      "no sweep: neither RECONCILE_SWEEP_STREAMS nor PUBLIC_URL is set, so this service does not know which streams are its own; set PUBLIC_URL (the URL at which the tenant reaches this service) or RECONCILE_SWEEP_STREAMS (comma-separated stream ids) to find failed deliveries without being asked",
+    );
+  }
+  const { tenant } = options;
+  if ("unavailable" in tenant) return off(`no sweep: the tenant's API is not configured (${tenant.unavailable})`);
+  const client = tenant.client;
+
+  const owner = randomUUID();
+  const leaseMs = Math.min(60_000, Math.max(5000, 3 * intervalMs));
+  const lookbackMs = env.RECONCILE_SWEEP_LOOKBACK_SECONDS * 1000;
+  const overlapMs = env.RECONCILE_SWEEP_OVERLAP_SECONDS * 1000;
+  let closed = false;
+  let running: Promise<void> | undefined;
+  let lastStreams = "";
+
+  async function sweepIfDue(): Promise<void> {
+    if (!(await state.acquire(owner, leaseMs, intervalMs))) return;
+    let lost = false;
+    const renewal = setInterval(() => {
+      state.renew(owner, leaseMs).then(
+        (ours) => void (lost ||= !ours),
+        (error: unknown) => logger.warn({ err: error }, "sweep: cannot renew the lease (Redis); the sweep stops if another process takes it"),
+      );
+    }, leaseMs / 3);
+    try {
+      await sweepAll(() => {
+        if (lost) throw new Interrupted("the lease was lost mid-sweep (another process sweeps now); stopped");
+        if (closed) throw new Interrupted("shutting down; the next sweep reads on from the checkpoints");
+      });
+    } finally {
+      clearInterval(renewal);
+      await state.release(owner).catch(() => {});
+    }
+  }
+
+  async function sweepAll(check: () => void): Promise<void> {
+    let streamIds: string[];
+    try {
+      streamIds = await listSweptStreams(client, scope!);
+    } catch (error) {
+      logger.error({ err: error }, "sweep: cannot list the tenant's streams to find the swept ones; trying again next interval");
+      return;
+    }
+    const shown = streamIds.join(",");
+    if (shown !== lastStreams) {
+      lastStreams = shown;
+      if (streamIds.length === 0) logger.warn({ publicUrl: scope!.publicUrl }, "sweep: no stream of the tenant points at PUBLIC_URL; run `streamkeeper streams connect <stream-id>` or set RECONCILE_SWEEP_STREAMS");
+      else logger.info({ streams: streamIds }, "sweep: the swept streams");
+    }
+    for (const streamId of streamIds) {
+      check();
+      await sweepStream(streamId, check);
+    }
+  }
+
+  async function sweepStream(streamId: string, check: () => void): Promise<void> {
+    const started = Date.now();
+    const end = wholeSecond(started);
+    try {
+      const checkpoint = await state.checkpoint(streamId);
+      const earliest = end - lookbackMs;
+      let from = wholeSecond(checkpoint === undefined ? earliest : Math.max(earliest, checkpoint - overlapMs));
+      let pages = 0;
+      let found = 0;
+      let recovered = 0;
+      while (from < end) {
+        const to = Math.min(end, from + maxWindowMs);
+        const figures = await sweepWindow({ tenant: client, reconciler, streamId, from: new Date(from), to: new Date(to), afterPage: async () => check() });
+        pages += figures.pages;
+        const fresh = await state.noteOutcomes(streamId, figures, Date.now());
+        found += fresh;
+        recovered += figures.recovered.length;
+        sweepFailedDeliveries.inc({ stream: streamId }, fresh);
+        if (!(await state.advance(owner, streamId, to))) throw new Interrupted("the lease was lost mid-sweep (another process sweeps now); stopped");
+        from = to;
+      }
+      await state.noteRun(streamId, Date.now());
+      sweepRuns.inc({ stream: streamId, result: "ok" });
+      const level = found > 0 || recovered > 0 ? "info" : "debug";
+      logger[level]({ streamId, pages, found, recovered, ms: Date.now() - started }, "sweep: stream read up to now");
+    } catch (error) {
+      if (error instanceof Interrupted) throw error;
+      sweepRuns.inc({ stream: streamId, result: "error" });
+      const message = error instanceof Error ? error.message : String(error);
+      await state.noteRun(streamId, Date.now(), message).catch(() => {});
+      logger.warn({ err: error, streamId }, "sweep: stopped for this stream; its checkpoint stays at the last window read completely, and the next sweep reads on from there");
+    }
+  }
+
+  function tick() {
+    if (closed || running) return;
+    running = sweepIfDue()
+      .catch((error: unknown) => {
+        if (error instanceof Interrupted) logger.warn(`sweep: ${error.message}`);
+        else logger.warn({ err: error }, "sweep: cannot take the sweep lease (Redis?); trying again");
+      })
+      .finally(() => (running = undefined));
+  }
+
+  logger.info({ intervalSeconds: env.RECONCILE_SWEEP_INTERVAL_SECONDS, streams: scope.streamIds, publicUrl: scope.publicUrl }, "sweep: finding failed deliveries every interval");
+  // Checked often, run when due: the "not before" key, not this timer, sets the pace.
+  const timer = setInterval(tick, Math.min(15_000, Math.max(200, intervalMs / 4)));
+  tick();
+
+  return {
+    async close() {
+      closed = true;
+      clearInterval(timer);
+      if (running) await settlesWithin(running, 5000);
+    },
+  };
+}
+
+function wholeSecond(ms: number): number {
+  return Math.floor(ms / 1000) * 1000;
+}

@@ -1,0 +1,51 @@
+import type { Env } from "../config.js";
+import type { PacedTenant } from "../reconcile/create-paced-tenant.js";
+import type { Reconciler } from "../reconcile/create-reconciler.js";
+import { sweepScopeOf } from "../streams/swept-streams.js";
+import { listSweptStreams } from "./list-swept-streams.js";
+import { sweepWindow, type WindowResult } from "./sweep-window.js";
+
+export interface WindowRequest {
+  from: Date;
+  to: Date;
+  /** Unset: the swept streams. */
+  streamIds?: string[];
+  /** An event type pattern (`user.*`). */
+  type?: string;
+  dryRun: boolean;
+}
+
+/** The service cannot read a window with its settings: what to set, for a 4xx answer. */
+export class WindowUnavailableError extends Error {
+  override name = "WindowUnavailableError";
+}
+
+export type WindowRunner = (request: WindowRequest, onResult: (result: WindowResult) => void) => Promise<{ streams: string[]; pages: number }>;
+
+/**
+ * One window from the command line (`streamkeeper reconcile --since`), run by the service
+ * with its own tenant settings and routes (CONTRACT.md: a command acts with the running
+ * service's configuration). Same list and outcomes as the sweep; no checkpoint is moved.
+ */
+export function createWindowRunner(deps: {
+  env: Pick<Env, "RECONCILE_SWEEP_STREAMS" | "PUBLIC_URL">;
+  tenant: PacedTenant;
+  reconciler: Pick<Reconciler, "reconcileRecord" | "assessRecord">;
+}): WindowRunner {
+  return async (request, onResult) => {
+    const { tenant } = deps;
+    if ("unavailable" in tenant) throw new WindowUnavailableError(`the service cannot read the tenant's deliveries: ${tenant.unavailable}`);
+    let streams = request.streamIds;
+    if (streams === undefined || streams.length === 0) {
+      const scope = sweepScopeOf(deps.env);
+      if (!scope) throw new WindowUnavailableError("name the streams with --stream <id>, or set the service's PUBLIC_URL or RECONCILE_SWEEP_STREAMS so it knows its swept streams");
+      streams = await listSweptStreams(tenant.client, scope);
+    }
+    let pages = 0;
+    for (const streamId of streams) {
+      const figures = await sweepWindow({ tenant: tenant.client, reconciler: deps.reconciler, streamId, from: request.from, to: request.to, type: request.type, dryRun: request.dryRun, onResult });
+      pages += figures.pages;
+    }
+    return { streams, pages };
+  };
+}
