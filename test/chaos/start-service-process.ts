@@ -24,9 +24,13 @@ export interface ServiceProcess {
  * exactly `env` (plus PATH): resolves once its admin /readyz answers 200, i.e. Redis is
  * reachable and writable. Output is kept (bounded to the last `keepBytes`).
  */
-export async function startServiceProcess(role: "all" | "receiver" | "worker", env: Record<string, string>, options: { readyTimeoutMs?: number; keepBytes?: number } = {}): Promise<ServiceProcess> {
+export async function startServiceProcess(
+  role: "all" | "receiver" | "worker",
+  env: Record<string, string>,
+  options: { readyTimeoutMs?: number; keepBytes?: number; /** the public port, when the test must know it before the start (a stream pointing at it) */ port?: number } = {},
+): Promise<ServiceProcess> {
   const adminPort = await freePort();
-  const port = role === "worker" ? 0 : await freePort();
+  const port = role === "worker" ? 0 : (options.port ?? (await freePort()));
   const child = spawn(process.execPath, [...cliEntry, "start", "--role", role], {
     env: {
       PATH: process.env.PATH ?? "",

@@ -1,0 +1,124 @@
+import { randomUUID } from "node:crypto";
+import { afterAll, describe, expect, inject, it } from "vitest";
+import { startEmulator, type Emulator } from "../../src/emulator/start-emulator.js";
+import { freePort } from "../../src/queue/redis-server.js";
+import { startServiceProcess, type ServiceProcess } from "../chaos/start-service-process.js";
+import { startSinkServer, type SinkRequest } from "../helpers/sink-server.js";
+import { testCredentials } from "../helpers/start-test-service.js";
+import { control, createStream, emit, tenantEnv, type ControlDelivery } from "./emulator-test-kit.js";
+
+const adminToken = "sweep-admin-token";
+
+interface SweepStatus {
+  streams: { streamId: string; checkpoint: string | null; lastRunAt: string | null; lastError: string | null; found: number; recovered: number; unrecovered: number }[];
+}
+
+export async function sweepStatus(service: ServiceProcess): Promise<SweepStatus> {
+  const answer = await fetch(`${service.adminUrl}/admin/sweep`, { headers: { authorization: `Bearer ${adminToken}` } });
+  expect(answer.status).toBe(200);
+  return (await answer.json()) as SweepStatus;
+}
+
+/** Polls until `check` answers true, with a generous deadline (the machine is shared). */
+export async function until(what: string, check: () => Promise<boolean>, timeoutMs = 60_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`${what}: not within ${timeoutMs} ms`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
+export async function failedCount(emulator: Emulator, streamId: string): Promise<number> {
+  const { deliveries } = await control<{ deliveries: ControlDelivery[] }>(emulator, `/deliveries?stream_id=${streamId}`);
+  return deliveries.filter((delivery) => delivery.status === "failed").length;
+}
+
+/** Deliveries per event id, with the origin header of each. */
+export function byEventId(requests: SinkRequest[]): Map<string, string[]> {
+  const seen = new Map<string, string[]>();
+  for (const request of requests) {
+    const id = String(request.headers["webhook-id"]);
+    seen.set(id, [...(seen.get(id) ?? []), String(request.headers["x-streamkeeper-origin"])]);
+  }
+  return seen;
+}
+
+/**
+ * The sweep (CONTRACT.md, "Finding failed deliveries without being told") against the
+ * emulator and a real `streamkeeper start` process: the service is down while the tenant
+ * gives up on 130 deliveries; once it runs, the sweep finds and recovers each, with no
+ * command run, while live events keep arriving, and a stream pointing elsewhere is left alone.
+ */
+describe("sweep: failed deliveries recovered with no one asking", () => {
+  const cleanup: Array<() => Promise<unknown>> = [];
+  afterAll(async () => {
+    for (const step of cleanup.reverse()) await step().catch(() => {});
+  });
+
+  it("when the service was down while the tenant failed 130 deliveries, then after it starts each reaches the sink once with origin reconcile; live events once; a stream pointing elsewhere untouched", async () => {
+    const emulator = await startEmulator({ timeScale: 0.001 });
+    cleanup.push(() => emulator.close());
+    const sink = await startSinkServer();
+    cleanup.push(() => sink.close());
+    const port = await freePort();
+    const publicUrl = `http://127.0.0.1:${port}`;
+    const auth = { method: "basic" as const, username: testCredentials.username, password: testCredentials.password };
+    const ours = await createStream(emulator, `${publicUrl}/webhooks`, { auth, types: ["user.created"] });
+    // Another destination's stream (nothing listens there): its failures are not ours.
+    const elsewhere = await createStream(emulator, `http://127.0.0.1:${await freePort()}/hooks`, { auth, types: ["user.deleted"] });
+
+    // The service is down: every delivery fails (connection refused, 4 attempts).
+    const lost: string[] = [];
+    for (let n = 0; n < 130; n++) lost.push(await emit(emulator, "user.created", { object: { user_id: `auth0|lost-${n}` } }));
+    const theirs: string[] = [];
+    for (let n = 0; n < 5; n++) theirs.push(await emit(emulator, "user.deleted", { object: { user_id: `auth0|theirs-${n}` } }));
+    await until("130 failed deliveries on our stream", async () => (await failedCount(emulator, ours)) === 130);
+    await until("5 failed deliveries on the other stream", async () => (await failedCount(emulator, elsewhere)) === 5);
+
+    const service = await startServiceProcess(
+      "all",
+      {
+        ...tenantEnv(emulator),
+        REDIS_URL: inject("redisUrl"),
+        QUEUE_PREFIX: `test-${randomUUID()}`,
+        WEBHOOK_USERNAME: testCredentials.username,
+        WEBHOOK_PASSWORD: testCredentials.password,
+        DOWNSTREAM_URL: sink.url,
+        ADMIN_TOKEN: adminToken,
+        PUBLIC_URL: publicUrl,
+        RECONCILE_SWEEP_INTERVAL_SECONDS: "1",
+        DISPATCH_BACKOFF_BASE_MS: "20",
+        LOG_LEVEL: "info",
+      },
+      { port },
+    );
+    cleanup.push(() => service.stop());
+
+    // Live events while the sweep works: they arrive by webhook.
+    const live: string[] = [];
+    for (let n = 0; n < 20; n++) live.push(await emit(emulator, "user.created", { object: { user_id: `auth0|live-${n}` } }));
+
+    await sink.until((requests) => byEventId(requests).size >= 150, 90_000);
+    // Two more complete sweeps after everything arrived: a repeat would show by then.
+    const runs = async () => (await sweepStatus(service)).streams[0]?.lastRunAt ?? "";
+    const first = await runs();
+    await until("a later sweep", async () => (await runs()) > first);
+    const second = await runs();
+    await until("another later sweep", async () => (await runs()) > second);
+
+    const seen = byEventId(sink.requests);
+    for (const id of lost) expect(seen.get(id), id).toEqual(["reconcile"]);
+    for (const id of live) expect(seen.get(id), id).toEqual(["webhook"]);
+    for (const id of theirs) expect(seen.has(id), id).toBe(false);
+    expect(seen.size).toBe(150);
+
+    const status = await sweepStatus(service);
+    expect(status.streams).toEqual([expect.objectContaining({ streamId: ours, lastError: null, found: 130, recovered: 130, unrecovered: 0, checkpoint: expect.any(String) })]);
+    const metrics = await (await fetch(`${service.adminUrl}/metrics`)).text();
+    expect(metrics).toContain(`streamkeeper_sweep_failed_deliveries_total{stream="${ours}"} 130`);
+    expect(metrics).toContain(`streamkeeper_tenant_unrecovered_deliveries{stream="${ours}"} 0`);
+    expect(metrics).toMatch(new RegExp(`streamkeeper_sweep_runs_total\\{stream="${ours}",result="ok"\\} [1-9]`));
+    expect(metrics).toMatch(new RegExp(`streamkeeper_sweep_lag_seconds\\{stream="${ours}"\\} \\d`));
+    expect(metrics).not.toContain(elsewhere);
+  }, 180_000);
+});
