@@ -21,10 +21,11 @@ import { cliLogger } from "./cli-logger.js";
 import { followReconcileJobsHint } from "./follow-reconcile-jobs-hint.js";
 import { refuseWhenServiceCannotReconcile } from "./refuse-when-service-cannot-reconcile.js";
 import { routesForCommand } from "./routes-for-command.js";
+import { isWindowMode, reconcileWindow, type WindowOptions } from "./reconcile-window.js";
 import { runAction } from "./run-action.js";
 
-interface ReconcileOptions {
-  stream?: string;
+interface ReconcileOptions extends Omit<WindowOptions, "stream"> {
+  stream?: string[];
   file?: string;
   force?: boolean;
   /** commander's --no-wait */
@@ -38,15 +39,25 @@ export function registerReconcileCommand(program: Command): void {
     .command("reconcile")
     .description("recover events whose delivery to this service failed: read the tenant's delivery history and replay the stored event")
     .argument("[event-ids...]", "event ids, e.g. evt_7PhFNYbTW8At5NiLxgUn4D")
-    .option("--stream <id>", "the stream the events belong to (default: DEFAULT_STREAM_ID, else every stream is searched)")
+    .option("--stream <id>", "the stream the events belong to (default: DEFAULT_STREAM_ID, else every stream is searched); with --since repeatable (default: the swept streams)", (id: string, ids: string[] = []) => [...ids, id])
+    .option("--since <when>", "recover every failed delivery of a window instead of ids: a duration back from now (90m, 6h, 7d) or an ISO 8601 time")
+    .option("--until <when>", "the window's end (default: now)")
+    .option("--type <pattern>", "with --since: only events of this type or pattern (user.*)")
+    .option("--dry-run", "with --since: print what would be recovered (would_recover, already_received, no_payload), acting on nothing")
     .option("--file <path>", "read ids from a file, one per line (- for stdin); blank lines and # comments are skipped")
     .option("--force", "replay even events this service already received")
     .option("--no-wait", "queue the ids and return; a running worker reconciles them")
     .option("--json", "print one JSON object per id")
-    .action(runAction((ids: string[], options: ReconcileOptions) => reconcile(ids, options)));
+    .action(runAction((ids: string[], options: ReconcileOptions) => (isWindowMode(options) ? reconcileWindow(ids, options) : reconcile(ids, { ...options, stream: oneStream(options.stream) }))));
 }
 
-async function reconcile(args: string[], options: ReconcileOptions): Promise<number> {
+/** By id, one stream at most. */
+function oneStream(streams: string[] | undefined): string | undefined {
+  if (streams && streams.length > 1) throw new CliError("give one --stream with event ids (several only with --since)", 2);
+  return streams?.[0];
+}
+
+async function reconcile(args: string[], options: Omit<ReconcileOptions, "stream"> & { stream?: string }): Promise<number> {
   const eventIds = [...new Set([...args, ...(options.file === undefined ? [] : await idsFromFile(options.file))])];
   if (eventIds.length === 0) throw new CliError("give at least one event id, as arguments or with --file <path> (one id per line)", 2);
   if (options.stream !== undefined && options.stream.length !== 26) {
@@ -110,7 +121,7 @@ async function startLocalWorker(config: Config, redisUrl: string, connection: Re
   return { close: async () => (await worker.close(), await queues.close()) };
 }
 
-async function printOutcomes(queue: ReconcileQueueHandle, events: QueueEvents, jobs: EnqueuedJob[], options: ReconcileOptions): Promise<number> {
+async function printOutcomes(queue: ReconcileQueueHandle, events: QueueEvents, jobs: EnqueuedJob[], options: { json?: boolean }): Promise<number> {
   const progress = createProgress(jobs.length);
   let failures = 0;
   await waitForOutcomes({

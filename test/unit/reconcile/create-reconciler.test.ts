@@ -160,4 +160,31 @@ describe("createReconciler: transient tenant faults", () => {
     await expect(createReconciler({ ledger, store, tenant }).reconcile({ eventId, streamId: streamB, force: false })).rejects.toThrow();
     expect(stored).toEqual([]);
   });
+
+  describe("a record from the failed-deliveries list", () => {
+    const failedWithout: DeliveryRecord = { ...real, status: "failed", event: undefined };
+
+    it("when it carries the event, then it is recovered with no tenant call; a known id is already_received", async () => {
+      const { tenant, calls } = tenantWith({});
+      const { ledger, store, stored } = storeWith();
+      const reconciler = createReconciler({ ledger, store, tenant });
+      expect(await reconciler.reconcileRecord(real)).toMatchObject({ eventId, streamId: streamB, outcome: "recovered" });
+      expect(stored).toHaveLength(1);
+      expect(stored[0]!.options).toMatchObject({ origin: "reconcile", streamId: streamB });
+      expect(await reconciler.reconcileRecord(real)).toMatchObject({ eventId, outcome: "already_received" });
+      expect(calls).toEqual([]);
+    });
+
+    it("when assessed (a dry run), then would_recover, already_received or no_payload, and nothing is stored", async () => {
+      const { tenant, calls } = tenantWith({});
+      const { ledger, store, stored } = storeWith();
+      const reconciler = createReconciler({ ledger, store, tenant });
+      expect(await reconciler.assessRecord(real)).toEqual({ eventId, streamId: streamB, outcome: "would_recover" });
+      expect(await reconciler.assessRecord(failedWithout)).toEqual({ eventId, streamId: streamB, outcome: "no_payload" });
+      expect(stored).toEqual([]);
+      const known = storeWith([eventId]);
+      expect(await createReconciler({ ...known, tenant }).assessRecord(real)).toMatchObject({ outcome: "already_received" });
+      expect(calls).toEqual([]);
+    });
+  });
 });

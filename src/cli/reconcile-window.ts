@@ -1,0 +1,101 @@
+import { loadConfig, type Env } from "../config.js";
+import { isFailure, type ReconcileOutcome } from "../reconcile/reconcile-job.js";
+import { CliError } from "./cli-error.js";
+
+export interface WindowOptions {
+  since?: string;
+  until?: string;
+  /** --stream, repeatable */
+  stream?: string[];
+  type?: string;
+  dryRun?: boolean;
+  json?: boolean;
+}
+
+/** Whether the command asks for a window (`--since` and its companions) rather than ids. */
+export function isWindowMode(options: WindowOptions): boolean {
+  return options.since !== undefined || options.until !== undefined || options.type !== undefined || options.dryRun === true;
+}
+
+const accepted = "give a duration such as 90m, 6h or 7d, or a time in ISO 8601 such as 2025-09-08T06:35:17Z";
+const units: Record<string, number> = { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000, w: 604_800_000 };
+
+/** A `--since`/`--until` value to a time: a duration back from `now`, or an ISO 8601 time; else exit 2 naming the accepted forms. */
+export function parseWhen(flag: string, value: string, now: number): Date {
+  const duration = /^(\d+)([smhdw])$/.exec(value.trim());
+  if (duration) return new Date(now - Number(duration[1]) * units[duration[2]!]!);
+  if (/^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?)?$/.test(value.trim())) {
+    const time = Date.parse(value);
+    if (!Number.isNaN(time)) return new Date(time);
+  }
+  throw new CliError(`${flag} ${JSON.stringify(value)}: ${accepted}`, 2);
+}
+
+/**
+ * `streamkeeper reconcile --since <when> [--until <when>] [--stream <id>]... [--type <pattern>]
+ * [--dry-run] [--json]` (CONTRACT.md, the sweep): one window of the tenant's failed
+ * deliveries, read by the running service with its own tenant settings and routes
+ * (`POST /admin/sweep/window`), one line per failed delivery as the service handles it.
+ */
+export async function reconcileWindow(args: string[], options: WindowOptions): Promise<number> {
+  if (args.length > 0) throw new CliError("give event ids or --since, not both: a window takes every failed delivery in it", 2);
+  if (options.since === undefined) throw new CliError(`--since is required with --until, --type or --dry-run: ${accepted}`, 2);
+  const now = Date.now();
+  const since = parseWhen("--since", options.since, now);
+  const until = options.until === undefined ? undefined : parseWhen("--until", options.until, now);
+  if (since.getTime() >= (until ?? new Date(now)).getTime()) throw new CliError(`--since (${since.toISOString()}) must be before --until (${(until ?? new Date(now)).toISOString()})`, 2);
+  const { env } = loadConfig();
+  if (!env.ADMIN_TOKEN) throw new CliError("set ADMIN_TOKEN (the running service's) for this command: the window is read by the service, through its admin API", 2);
+  const adminUrl = adminUrlOf(env);
+
+  let response: Response;
+  try {
+    response = await fetch(`${adminUrl}/admin/sweep/window`, {
+      method: "POST",
+      headers: { authorization: `Bearer ${env.ADMIN_TOKEN}`, "content-type": "application/json" },
+      body: JSON.stringify({ since: since.toISOString(), until: until?.toISOString(), streams: options.stream, type: options.type, dryRun: options.dryRun ?? false }),
+    });
+  } catch {
+    throw new CliError(`no running service answers at ${adminUrl} (ADMIN_HOST/ADMIN_PORT): start it with \`streamkeeper start\`; the window is read with the service's own tenant settings`, 1);
+  }
+  if (response.status !== 200) {
+    const detail = ((await response.json().catch(() => ({}))) as { detail?: string }).detail ?? `HTTP ${response.status}`;
+    if (response.status === 401 || response.status === 403) throw new CliError(`the service refused ADMIN_TOKEN (${detail}); use the running service's ADMIN_TOKEN`, 2);
+    throw new CliError(detail, response.status === 400 || response.status === 409 || response.status === 404 ? 2 : 1);
+  }
+
+  let failures = 0;
+  for await (const line of lines(response)) {
+    const value = JSON.parse(line) as { eventId?: string; streamId?: string; outcome?: string; done?: boolean; error?: string; streams?: string[]; pages?: number };
+    if (value.error !== undefined) throw new CliError(`the window was not read to its end: ${value.error}; run the command again`, 1);
+    if (value.done) {
+      process.stderr.write(`read ${value.streams?.length ?? 0} stream(s) from ${since.toISOString()} to ${(until ?? new Date(now)).toISOString()} in ${value.pages ?? 0} list call(s)\n`);
+      continue;
+    }
+    const outcome = value.outcome as ReconcileOutcome;
+    if (options.dryRun ? outcome.startsWith("error:") : isFailure(outcome)) failures++;
+    process.stdout.write(`${options.json ? JSON.stringify(value) : `${value.eventId} ${outcome}`}\n`);
+  }
+  return failures > 0 ? 1 : 0;
+}
+
+/** Where this machine reaches the service's admin surface: ADMIN_HOST (a wildcard address means this host) and ADMIN_PORT. */
+function adminUrlOf(env: Pick<Env, "ADMIN_HOST" | "ADMIN_PORT">): string {
+  const host = env.ADMIN_HOST === "0.0.0.0" ? "127.0.0.1" : env.ADMIN_HOST === "::" ? "[::1]" : env.ADMIN_HOST.includes(":") ? `[${env.ADMIN_HOST}]` : env.ADMIN_HOST;
+  return `http://${host}:${env.ADMIN_PORT}`;
+}
+
+async function* lines(response: Response): AsyncGenerator<string> {
+  const decoder = new TextDecoder();
+  let buffered = "";
+  for await (const chunk of response.body as unknown as AsyncIterable<Uint8Array>) {
+    buffered += decoder.decode(chunk, { stream: true });
+    let newline;
+    while ((newline = buffered.indexOf("\n")) >= 0) {
+      const line = buffered.slice(0, newline).trim();
+      buffered = buffered.slice(newline + 1);
+      if (line) yield line;
+    }
+  }
+  if (buffered.trim()) yield buffered.trim();
+}
