@@ -20,8 +20,9 @@ describe("sweep: failed deliveries recovered with no one asking", () => {
     for (const step of cleanup.reverse()) await step().catch(() => {});
   });
 
-  it("when the service was down while the tenant failed 130 deliveries, then after it starts each reaches the sink once with origin reconcile; live events once; a stream pointing elsewhere untouched", async () => {
-    const emulator = await startEmulator({ timeScale: 0.001 });
+  it("when the service was down while the tenant failed 130 deliveries, then after it starts each reaches the sink once with origin reconcile; live events once; a stream pointing elsewhere untouched; no 429 at the default share", async () => {
+    // A tenant limiting to 20 API calls a second: at the default share the sweep spends 10.
+    const emulator = await startEmulator({ timeScale: 0.001, rateLimit: 20 });
     cleanup.push(() => emulator.close());
     const sink = await startSinkServer();
     cleanup.push(() => sink.close());
@@ -85,5 +86,7 @@ describe("sweep: failed deliveries recovered with no one asking", () => {
     expect(metrics).toMatch(new RegExp(`streamkeeper_sweep_runs_total\\{stream="${ours}",result="ok"\\} [1-9]`));
     expect(metrics).toMatch(new RegExp(`streamkeeper_sweep_lag_seconds\\{stream="${ours}"\\} \\d`));
     expect(metrics).not.toContain(elsewhere);
+    expect(metrics).toMatch(/streamkeeper_mgmt_api_requests_total\{operation="list_deliveries",status="200"\} \d/);
+    expect(metrics).not.toContain('status="429"');
   }, 180_000);
 });

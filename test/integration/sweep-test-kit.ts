@@ -2,7 +2,8 @@ import { expect } from "vitest";
 import type { Emulator } from "../../src/emulator/start-emulator.js";
 import type { ServiceProcess } from "../chaos/start-service-process.js";
 import type { SinkRequest } from "../helpers/sink-server.js";
-import { control, type ControlDelivery } from "./emulator-test-kit.js";
+import { testCredentials } from "../helpers/start-test-service.js";
+import { control, createStream, emit, type ControlDelivery } from "./emulator-test-kit.js";
 
 /** Helpers shared by the sweep's tests (not a test file itself). */
 
@@ -42,3 +43,39 @@ export function byEventId(requests: SinkRequest[]): Map<string, string[]> {
   return seen;
 }
 
+
+/**
+ * A stream pointing at `publicUrl` while nothing listens there: each of `count` events
+ * fails for good (connection refused, 4 attempts). Resolves with the stream and the ids.
+ */
+export async function failWhileDown(emulator: Emulator, publicUrl: string, count: number): Promise<{ streamId: string; lost: string[] }> {
+  const auth = { method: "basic" as const, username: testCredentials.username, password: testCredentials.password };
+  const streamId = await createStream(emulator, `${publicUrl}/webhooks`, { auth, types: ["user.created"] });
+  const lost: string[] = [];
+  for (let n = 0; n < count; n++) lost.push(await emit(emulator, "user.created", { object: { user_id: `auth0|lost-${n}` } }));
+  await until(`${count} failed deliveries`, async () => (await failedCount(emulator, streamId)) === count);
+  return { streamId, lost };
+}
+
+/** The settings of a service process that sweeps the streams pointing at `publicUrl`. */
+export function sweepingEnv(options: { redisUrl: string; queuePrefix: string; publicUrl: string; sinkUrl: string; tenant: Record<string, string> }): Record<string, string> {
+  return {
+    ...options.tenant,
+    REDIS_URL: options.redisUrl,
+    QUEUE_PREFIX: options.queuePrefix,
+    WEBHOOK_USERNAME: testCredentials.username,
+    WEBHOOK_PASSWORD: testCredentials.password,
+    DOWNSTREAM_URL: options.sinkUrl,
+    ADMIN_TOKEN: adminToken,
+    PUBLIC_URL: options.publicUrl,
+    RECONCILE_SWEEP_INTERVAL_SECONDS: "1",
+    DISPATCH_BACKOFF_BASE_MS: "20",
+    LOG_LEVEL: "info",
+  };
+}
+
+/** One counter's value from a /metrics text (0 when absent). */
+export function counterValue(metrics: string, name: string, labels: string): number {
+  const line = metrics.split("\n").find((text) => text.startsWith(`${name}{${labels}}`));
+  return line ? Number(line.split(" ").at(-1)) : 0;
+}

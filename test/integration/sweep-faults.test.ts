@@ -1,0 +1,97 @@
+import { randomUUID } from "node:crypto";
+import { afterEach, describe, expect, inject, it } from "vitest";
+import { startEmulator } from "../../src/emulator/start-emulator.js";
+import { freePort } from "../../src/queue/redis-server.js";
+import { startFaultProxy } from "../chaos/start-fault-proxy.js";
+import { startServiceProcess } from "../chaos/start-service-process.js";
+import { startSinkServer } from "../helpers/sink-server.js";
+import { tenantEnv } from "./emulator-test-kit.js";
+import { byEventId, counterValue, failWhileDown, sweepStatus, sweepingEnv, until } from "./sweep-test-kit.js";
+
+const hourMs = 3_600_000;
+
+/** The sweep against faults: a process killed mid-sweep, a tenant answering 429 and 5xx. */
+describe("sweep under faults", () => {
+  const cleanup: Array<() => Promise<unknown>> = [];
+  afterEach(async () => {
+    for (const step of cleanup.reverse()) await step().catch(() => {});
+    cleanup.length = 0;
+  });
+
+  it("when the sweeping process is killed mid-sweep and another starts, then nothing is missed and the finished windows are not read again", async () => {
+    const emulator = await startEmulator({ timeScale: 0.001 });
+    cleanup.push(() => emulator.close());
+    const sink = await startSinkServer();
+    cleanup.push(() => sink.close());
+    const port = await freePort();
+    const publicUrl = `http://127.0.0.1:${port}`;
+    const { lost } = await failWhileDown(emulator, publicUrl, 130);
+    // A slow pace (2 calls/s), so the first sweep's 24 one-hour windows of the default
+    // day of lookback take about 12 s: time to kill it midway.
+    const env = { ...sweepingEnv({ redisUrl: inject("redisUrl"), queuePrefix: `test-${randomUUID()}`, publicUrl, sinkUrl: sink.url, tenant: tenantEnv(emulator) }), RECONCILE_RATE_PER_SECOND: "2" };
+    const first = await startServiceProcess("all", env, { port });
+    cleanup.push(() => first.kill());
+    let killedAt: number | undefined;
+    await until("the first sweep halfway through its windows", async () => {
+      const [stream] = (await sweepStatus(first)).streams;
+      if (!stream?.checkpoint || Date.parse(stream.checkpoint) < Date.now() - 18 * hourMs) return false;
+      expect(stream.lastRunAt, "the first sweep ended before the test could kill it").toBeNull();
+      killedAt = Date.parse(stream.checkpoint);
+      return true;
+    });
+    await first.kill();
+
+    const second = await startServiceProcess("all", env, { port });
+    cleanup.push(() => second.stop());
+    await sink.until((requests) => byEventId(requests).size >= 130, 90_000);
+    await until("the second process's sweep done", async () => (await sweepStatus(second)).streams[0]?.lastRunAt !== null);
+    const seen = byEventId(sink.requests);
+    for (const id of lost) expect(seen.get(id), id).toEqual(["reconcile"]);
+
+    // From the checkpoint (less the 10-minute overlap) to now, one call a window, one more
+    // for the second page of the window holding the 130: fewer than the 24 from scratch.
+    const metrics = await (await fetch(`${second.adminUrl}/metrics`)).text();
+    const calls = counterValue(metrics, "streamkeeper_mgmt_api_requests_total", 'operation="list_deliveries",status="200"');
+    const windowsLeft = Math.ceil((Date.now() - killedAt! + 600_000) / hourMs);
+    expect(calls).toBeGreaterThan(0);
+    expect(calls).toBeLessThanOrEqual(windowsLeft + 2);
+    expect(calls).toBeLessThan(24);
+  }, 180_000);
+
+  it("when the tenant answers 429 and 5xx to the sweep's list calls, then every failed delivery is still recovered once", async () => {
+    const emulator = await startEmulator({ timeScale: 0.001 });
+    cleanup.push(() => emulator.close());
+    // Every third list call is refused: 429 with the tenant's headers, else 503.
+    let listCalls = 0;
+    const proxy = await startFaultProxy(emulator.url, (path) => {
+      if (!/\/deliveries\?/.test(path)) return undefined;
+      listCalls++;
+      if (listCalls % 3 !== 0) return undefined;
+      if (listCalls % 2 === 0) return { status: 503, body: JSON.stringify({ statusCode: 503, error: "Service Unavailable", message: "storm" }) };
+      const reset = String(Math.ceil(Date.now() / 1000) + 1);
+      return {
+        status: 429,
+        headers: { "retry-after": "1", "x-ratelimit-limit": "50", "x-ratelimit-remaining": "0", "x-ratelimit-reset": reset },
+        body: JSON.stringify({ statusCode: 429, error: "Too Many Requests", message: "Global limit has been reached", errorCode: "too_many_requests" }),
+      };
+    });
+    cleanup.push(() => proxy.close());
+    const sink = await startSinkServer();
+    cleanup.push(() => sink.close());
+    const port = await freePort();
+    const publicUrl = `http://127.0.0.1:${port}`;
+    const { lost } = await failWhileDown(emulator, publicUrl, 130);
+    const tenant = { ...tenantEnv(emulator), MGMT_API_BASE_URL: `${proxy.url}/api/v2`, MGMT_AUDIENCE: emulator.audience };
+    const service = await startServiceProcess("all", sweepingEnv({ redisUrl: inject("redisUrl"), queuePrefix: `test-${randomUUID()}`, publicUrl, sinkUrl: sink.url, tenant }), { port });
+    cleanup.push(() => service.stop());
+
+    await sink.until((requests) => byEventId(requests).size >= 130, 120_000);
+    const later = (await sweepStatus(service)).streams[0]?.lastRunAt ?? "";
+    await until("one more complete sweep", async () => ((await sweepStatus(service)).streams[0]?.lastRunAt ?? "") > later);
+    const seen = byEventId(sink.requests);
+    for (const id of lost) expect(seen.get(id), id).toEqual(["reconcile"]);
+    expect(seen.size).toBe(130);
+    expect(proxy.counts.injected["429"]).toBeGreaterThan(0);
+    expect(proxy.counts.injected["503"]).toBeGreaterThan(0);
+  }, 180_000);
+});
