@@ -1,0 +1,98 @@
+import { randomUUID } from "node:crypto";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, describe, expect, it } from "vitest";
+import { startEmulator } from "../../src/emulator/start-emulator.js";
+import { freePort, startRedisServer, type RedisServer } from "../../src/queue/redis-server.js";
+import { call, control, tenantEnv, type ControlDelivery } from "../integration/emulator-test-kit.js";
+import { createStream } from "../integration/emulator-test-kit.js";
+import { sweepStatus, sweepingEnv, until } from "../integration/sweep-test-kit.js";
+import { testCredentials } from "../helpers/start-test-service.js";
+import { startChaosSink } from "./chaos-sink.js";
+import { recordChaosResult } from "./record-chaos-result.js";
+import { routeFigures } from "./route-figures.js";
+import { startServiceProcess } from "./start-service-process.js";
+
+const ratePerSecond = 20;
+const emitMs = 40_000;
+const outageStartMs = 10_000;
+const outageMs = 20_000;
+
+/**
+ * Scenario (docs/reliability.md, "Redis away for three retry windows"): the tenant (the
+ * emulator at real timing: 4 attempts over about 7 s) pushes 20 events a second for 40 s
+ * while Redis is killed for 20 s. The receiver answers 503 meanwhile and the tenant gives
+ * up on those events; once Redis is back the sweep finds them in the tenant's
+ * failed-deliveries list and recovers them. No one acts: every emitted event must reach
+ * the downstream.
+ */
+describe("chaos: Redis away for three of the tenant's retry windows", () => {
+  const cleanup: Array<() => Promise<unknown>> = [];
+  afterAll(async () => {
+    for (const step of cleanup.reverse()) await step().catch(() => {});
+  });
+
+  it("when Redis is killed for 20 s while the tenant pushes 20 events/s, then every emitted event reaches the sink with no one acting", async () => {
+    const started = Date.now();
+    const dir = await mkdtemp(join(tmpdir(), "sk-chaos-sweep-"));
+    cleanup.push(() => rm(dir, { recursive: true, force: true }));
+    let redis: RedisServer = await startRedisServer({ dir, appendOnly: true });
+    cleanup.push(() => redis.stop());
+    const emulator = await startEmulator({ timeScale: 1 });
+    cleanup.push(() => emulator.close());
+    const sink = await startChaosSink();
+    cleanup.push(() => sink.close());
+    const port = await freePort();
+    const publicUrl = `http://127.0.0.1:${port}`;
+    const streamId = await createStream(emulator, `${publicUrl}/webhooks`, {
+      auth: { method: "basic", username: testCredentials.username, password: testCredentials.password },
+      types: ["user.updated"],
+    });
+    const service = await startServiceProcess("all", sweepingEnv({ redisUrl: redis.url, queuePrefix: `chaos-${randomUUID()}`, publicUrl, sinkUrl: sink.url, tenant: tenantEnv(emulator) }), { port });
+    cleanup.push(() => service.stop());
+    await until("the first sweep", async () => (await sweepStatus(service)).streams[0]?.lastRunAt !== null);
+
+    // The tenant's traffic: 20 events a second, paced by the clock, for 40 s.
+    const emitted: string[] = [];
+    const emitting = (async () => {
+      const begin = Date.now();
+      for (let n = 0; Date.now() - begin < emitMs; n++) {
+        const due = begin + (n * 1000) / ratePerSecond;
+        if (due > Date.now()) await new Promise((resolve) => setTimeout(resolve, due - Date.now()));
+        const answer = await call(emulator, "POST", "/emulator/events", { body: { type: "user.updated", data: { object: { user_id: `auth0|chaos-${n}` } } } });
+        emitted.push((answer.body as { id: string }).id);
+      }
+    })();
+    await until("the outage's start", async () => emitted.length >= (outageStartMs / 1000) * ratePerSecond);
+    await redis.kill();
+    const killedAt = Date.now();
+    await until("20 s of outage", async () => Date.now() - killedAt >= outageMs, outageMs + 10_000);
+    redis = await startRedisServer({ dir, port: redis.port, appendOnly: true });
+    await emitting;
+
+    await sink.untilAccepted(emitted, 240_000);
+    // One more complete sweep after everything arrived, so a repeat would show.
+    const last = (await sweepStatus(service)).streams[0]?.lastRunAt ?? "";
+    await until("one more complete sweep", async () => ((await sweepStatus(service)).streams[0]?.lastRunAt ?? "") > last);
+
+    const { deliveries } = await control<{ deliveries: ControlDelivery[] }>(emulator, `/deliveries?stream_id=${streamId}`);
+    const givenUp = deliveries.filter((delivery) => delivery.status === "failed").length;
+    const origins = new Map<string, string>();
+    for (const request of sink.sink.requests) origins.set(String(request.headers["webhook-id"]), String(request.headers["x-streamkeeper-origin"]));
+    const recovered = [...origins.values()].filter((origin) => origin === "reconcile").length;
+    const route = routeFigures("default", sink, emitted, 0);
+    await recordChaosResult("sweep-redis-outage", {
+      fault: `Redis SIGKILLed for ${outageMs / 1000} s (the tenant's retry window is about 7 s) while the tenant pushes ${ratePerSecond} events/s for ${emitMs / 1000} s; nobody runs reconcile`,
+      acknowledged: emitted.length,
+      emitted: emitted.length,
+      givenUpByTenant: givenUp,
+      recoveredBySweep: recovered,
+      routes: [route],
+      durationMs: Date.now() - started,
+    });
+    expect(givenUp, "the outage made the tenant give up on deliveries").toBeGreaterThan(0);
+    expect(recovered, "the sweep recovered what the tenant gave up on").toBeGreaterThan(0);
+    expect(route.lost).toBe(0);
+  }, 420_000);
+});
