@@ -6,6 +6,7 @@ import { startService } from "../app.js";
 import { loadConfig } from "../config.js";
 import { startEmulator } from "../emulator/start-emulator.js";
 import { createLogger } from "../logger.js";
+import { freePort } from "../queue/redis-server.js";
 import { startDemoSink } from "./start-demo-sink.js";
 
 interface DemoOptions {
@@ -19,8 +20,8 @@ interface DemoOptions {
 /**
  * The end-to-end story on one machine: the tenant emulator pushes events to Streamkeeper,
  * which delivers them to a sample downstream; one stream is set up with a wrong password,
- * so Streamkeeper refuses its event (401) and the tenant gives up on it at once; the
- * reconciler then reads the tenant's delivery history and recovers it.
+ * so Streamkeeper refuses its event (401) and the tenant gives up on it at once; with no
+ * one asking, the sweep finds it in the tenant's failed-deliveries list and recovers it.
  */
 export async function runDemo({ keepRunning, redisUrl, say }: DemoOptions): Promise<boolean> {
   const dataDir = await mkdtemp(join(tmpdir(), "streamkeeper-demo-"));
@@ -37,11 +38,16 @@ export async function runDemo({ keepRunning, redisUrl, say }: DemoOptions): Prom
     const secret = () => randomBytes(18).toString("base64url");
     const webhook = { username: "tenant", password: secret() };
     const adminToken = secret();
+    // The public port is chosen first: PUBLIC_URL is how the sweep knows which streams are ours.
+    const port = await freePort();
     const config = loadConfig({
       REDIS_URL: redisUrl,
       DATA_DIR: dataDir,
       QUEUE_PREFIX: `demo-${Date.now().toString(36)}`,
-      PORT: "0",
+      PORT: String(port),
+      PUBLIC_URL: `http://127.0.0.1:${port}`,
+      RECONCILE_SWEEP_INTERVAL_SECONDS: "2",
+      RECONCILE_SWEEP_LOOKBACK_SECONDS: "600",
       HOST: "127.0.0.1",
       ADMIN_PORT: "0",
       WEBHOOK_USERNAME: webhook.username,
@@ -52,7 +58,6 @@ export async function runDemo({ keepRunning, redisUrl, say }: DemoOptions): Prom
       MGMT_CLIENT_ID: "emulator-client",
       MGMT_CLIENT_SECRET: "emulator-secret",
       ADMIN_TOKEN: adminToken,
-      RECONCILE_RATE_PER_SECOND: "20",
       DISPATCH_BACKOFF_BASE_MS: "100",
       LOG_LEVEL: "error",
     });
@@ -81,20 +86,18 @@ export async function runDemo({ keepRunning, redisUrl, say }: DemoOptions): Prom
     }, 20_000);
     say(`7. the tenant gave up on ${lost} after ${record.attempts.length} attempt(s): ${record.attempts.at(-1)?.error_message ?? "failed"} (Streamkeeper refused the wrong password with 401)`);
 
-    const admin = { authorization: `Bearer ${adminToken}`, "content-type": "application/json" };
-    const queued = await fetch(`${service.adminUrl}/admin/reconcile`, { method: "POST", headers: admin, body: JSON.stringify({ eventIds: [lost], streamId: broken }) });
-    const { jobs } = (await queued.json()) as { jobs: Array<{ jobId: string }> };
-    say(`8. reconciling ${lost}: POST /admin/reconcile (the CLI equivalent: streamkeeper reconcile ${lost} --stream ${broken})`);
-    const outcome = await until(async () => {
-      const res = await fetch(`${service.adminUrl}/admin/reconcile/${jobs[0]!.jobId}`, { headers: admin });
-      const body = (await res.json()) as { state: string; outcome: string | null };
-      return body.outcome ?? undefined;
+    const admin = { authorization: `Bearer ${adminToken}` };
+    say(`8. nobody runs reconcile: every 2 s the sweep lists the failed deliveries of the streams pointing at PUBLIC_URL (${config.env.PUBLIC_URL})`);
+    await until(() => sink.received.some((delivery) => delivery.eventId === lost), 30_000);
+    const sweep = await until(async () => {
+      const res = await fetch(`${service.adminUrl}/admin/sweep`, { headers: admin });
+      const { streams } = (await res.json()) as { streams: Array<{ streamId: string; found: number; recovered: number }> };
+      return streams.find((stream) => stream.streamId === broken && stream.recovered > 0);
     }, 20_000);
-    say(`   ${lost} ${outcome}`);
-    await until(() => sink.received.some((delivery) => delivery.eventId === lost), 20_000);
-
+    say(`   ${lost} recovered by the sweep, found without being told (GET /admin/sweep: stream ${broken} found ${sweep.found}, recovered ${sweep.recovered})`);
+    say(`   the CLI shows the same window, acting on nothing: streamkeeper reconcile --since 10m --dry-run`);
     const recovered = sink.received.filter((delivery) => delivery.eventId === lost);
-    const ok = outcome === "recovered" && recovered.length === 1 && recovered[0]!.origin === "reconcile";
+    const ok = recovered.length === 1 && recovered[0]!.origin === "reconcile";
     say(`9. ${ok ? "done" : "NOT as expected"}: the event that failed at the tenant was recovered and delivered once (origin ${recovered[0]?.origin}); the downstream has ${sink.received.length} events`);
     say(`   metrics:   ${service.adminUrl}/metrics`);
     say(`   dashboard: ${service.adminUrl}/admin/queues (any user name; the password is the demo's ADMIN_TOKEN, shown only with --keep-running)`);

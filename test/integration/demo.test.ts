@@ -6,7 +6,7 @@ import { describe, expect, it } from "vitest";
 const cli = join(import.meta.dirname, "../../dist/cli/main.js");
 
 describe("streamkeeper demo", () => {
-  it("when run on a machine with only redis-server on PATH, then it tells the story to the end: an event fails at the tenant and is recovered once", async () => {
+  it("when run on a machine with only redis-server on PATH, then it tells the story to the end: an event fails at the tenant and the sweep recovers it once, with no reconcile command", async () => {
     const child = spawn(process.execPath, [cli, "demo"], { env: { PATH: process.env.PATH }, stdio: ["ignore", "pipe", "pipe"] });
     let stdout = "";
     let stderr = "";
@@ -17,7 +17,8 @@ describe("streamkeeper demo", () => {
     const lost = /organization event (evt_\w{22})/.exec(stdout)?.[1];
     expect(lost).toBeDefined();
     expect(stdout).toMatch(new RegExp(`the tenant gave up on ${lost} after 1 attempt\\(s\\): HTTP 401`));
-    expect(stdout).toContain(`${lost} recovered`);
+    expect(stdout).toContain(`${lost} recovered by the sweep, found without being told`);
+    expect(stdout).toContain("nobody runs reconcile");
     expect(stdout).toContain(`downstream received ${lost} (organization.created, origin reconcile)`);
     expect(stdout).toMatch(/9\. done: .*delivered once/);
     expect(stdout.match(new RegExp(`downstream received ${lost}`, "g"))).toHaveLength(1);
