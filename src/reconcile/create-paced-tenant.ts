@@ -42,7 +42,11 @@ export function createPacedTenant(options: PacedTenantOptions): PacedTenant {
     pacer,
     share: env.RECONCILE_RATE_SHARE,
     apiBaseUrl: tenant.apiBaseUrl,
-    onHold: (ms) => logger.warn({ holdMs: ms }, "tenant rate limit reached (or its bucket is below the other clients' part); holding our tenant calls"),
+    // A 429 or an empty bucket is worth a warning; the short waits that leave other clients their part are routine.
+    onHold: (ms) =>
+      ms >= 1000
+        ? logger.warn({ holdMs: ms }, "tenant rate limit reached; holding our tenant calls until its reset")
+        : logger.debug({ holdMs: ms }, "the tenant's bucket is below the other clients' part; waiting for it to refill"),
   });
   return { client: createTenantClient({ ...tenant, logger, fetch }) };
 }

@@ -149,12 +149,19 @@ export function createSweeper(options: SweeperOptions): Sweeper {
     }
   }
 
+  // Said once per outage, not at every tick while Redis is away.
+  let redisAway = false;
   function tick() {
     if (closed || running) return;
     running = sweepIfDue()
+      .then(() => {
+        if (redisAway) logger.info("sweep: Redis answers again; sweeping on from the checkpoints");
+        redisAway = false;
+      })
       .catch((error: unknown) => {
-        if (error instanceof Interrupted) logger.warn(`sweep: ${error.message}`);
-        else logger.warn({ err: error }, "sweep: cannot take the sweep lease (Redis?); trying again");
+        if (error instanceof Interrupted) return logger.warn(`sweep: ${error.message}`);
+        if (!redisAway) logger.warn({ err: error }, "sweep: cannot take the sweep lease (Redis unreachable?); trying again every tick");
+        redisAway = true;
       })
       .finally(() => (running = undefined));
   }
