@@ -95,7 +95,9 @@ async function main() {
     if (scenarios.has("reconcile")) {
       results.reconcile = await runReconcile({ settings, redis, redisUrl: redisServer.url, dataDir: dir, sinkUrl: sink.info.url, cpuProfileDir, log });
       if (results.reconcile.status === "measured") {
-        results.targets.reconcile = results.reconcile.shareOfAllowed >= 0.9 && results.reconcile.rateLimited === 0 && results.reconcile.failures === 0;
+        // At the default configuration the service may spend RECONCILE_RATE_SHARE of the limit: 90 % of that, no 429.
+        const { shareOfAllowed, rateShare, rateLimited, failures } = results.reconcile;
+        results.targets.reconcile = shareOfAllowed >= 0.9 * rateShare && rateLimited === 0 && failures === 0;
       }
     }
     if (scenarios.has("stale-guard")) {

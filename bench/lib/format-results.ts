@@ -44,7 +44,12 @@ export function formatResults(results: BenchResults): string {
   }
   const reconcile = results.reconcile;
   if (reconcile?.status === "measured") {
-    rows.push([`Reconcile: ${n(reconcile.ids)} ids, tenant limit ${n(reconcile.allowedRate)} calls/s`, `${n(reconcile.callsPerSecond, 1)} calls/s = **${n(reconcile.shareOfAllowed * 100, 1)} %** of the limit`, "-", "-", `${n(reconcile.failures)} failed; ${n(reconcile.rateLimited)} × 429`, "-", `≥ 90 % of the limit, no rate-limit failure: ${verdict(results.targets.reconcile)}`]);
+    const share = reconcile.rateShare ?? 1;
+    rows.push([`Reconcile: ${n(reconcile.ids)} ids, tenant limit ${n(reconcile.allowedRate)} calls/s, default share ${n(share * 100)} %`, `${n(reconcile.callsPerSecond, 1)} calls/s = **${n(reconcile.shareOfAllowed * 100, 1)} %** of the limit`, "-", "-", `${n(reconcile.failures)} failed; ${n(reconcile.rateLimited)} × 429`, "-", `≥ 90 % of the share (${n(0.9 * share * 100)} % of the limit), no 429: ${verdict(results.targets.reconcile)}`]);
+    const sweep = reconcile.sweep;
+    if (sweep) {
+      rows.push([`Sweep: ${n(reconcile.ids)} failed deliveries, no ids given`, `found and recovered in **${n(sweep.seconds, 1)} s**`, "-", "-", `${n(sweep.calls)} API calls (${n(sweep.listCalls)} list pages); ${n(sweep.rateLimited)} × 429`, "-", "-"]);
+    }
   } else if (reconcile) {
     rows.push(["Reconcile", `pending: ${reconcile.reason}`, "-", "-", "-", "-", "≥ 90 % of the limit: pending"]);
   }

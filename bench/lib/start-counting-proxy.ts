@@ -4,6 +4,8 @@ import type { AddressInfo } from "node:net";
 export interface ProxyCounts {
   /** requests under the counted path prefix */
   calls: number;
+  /** of which pages of a failed-deliveries list (`/deliveries?`) */
+  listCalls: number;
   byStatus: Record<string, number>;
   /** wall-clock ms of the first and last counted request */
   firstAt?: number;
@@ -23,13 +25,14 @@ export interface CountingProxy {
  */
 export async function startCountingProxy(target: string, countPrefix: string): Promise<CountingProxy> {
   const agent = new Agent({ keepAlive: true, maxSockets: 64 });
-  const counts: ProxyCounts = { calls: 0, byStatus: {} };
+  const counts: ProxyCounts = { calls: 0, listCalls: 0, byStatus: {} };
   const targetUrl = new URL(target);
   const server = createServer((req, res) => {
     const counted = (req.url ?? "").startsWith(countPrefix);
     if (counted) {
       const now = Date.now();
       counts.calls += 1;
+      if ((req.url ?? "").includes("/deliveries?")) counts.listCalls += 1;
       counts.firstAt ??= now;
       counts.lastAt = now;
     }

@@ -21,6 +21,10 @@ export type ReconcileResults =
       callsPerSecond: number;
       /** callsPerSecond over the allowed rate */
       shareOfAllowed: number;
+      /** RECONCILE_RATE_SHARE at its default: the part of the allowed rate the service may spend */
+      rateShare: number;
+      /** the sweep: the same failed deliveries, found and recovered with no ids given */
+      sweep: SweepResults;
       /** 429 answers the emulator gave */
       rateLimited: number;
       /** ids whose outcome was a failure (not_found, no_payload, error: ...) */
@@ -31,6 +35,22 @@ export type ReconcileResults =
       apiStatuses: ProxyCounts["byStatus"];
     }
   | { status: "pending"; reason: string };
+
+export interface SweepResults {
+  /** failed deliveries the sweep recovered (stored for the routes) */
+  recovered: number;
+  /** from the service process ready to the last one recovered */
+  seconds: number;
+  /** management API calls it made (the stream list and every page of the failed-deliveries list) */
+  calls: number;
+  /** of which list-deliveries pages */
+  listCalls: number;
+  rateLimited: number;
+}
+
+/** RECONCILE_RATE_SHARE's default (config.ts): the bench runs the service at its default configuration. */
+const defaultRateShare = 0.5;
+const adminToken = "bench-admin-token";
 
 export interface ReconcileContext {
   settings: BenchSettings;
@@ -51,7 +71,10 @@ const clientSecret = "emulator-secret";
  * Reconcile: BENCH_RECONCILE_IDS deliveries fail at the emulator (their endpoint refuses
  * connections; retries 100 times faster than real), then `streamkeeper reconcile --file`
  * recovers them through the service's worker, with the emulator limited to
- * BENCH_RECONCILE_RATE API calls/s and RECONCILE_RATE_PER_SECOND set to the same.
+ * BENCH_RECONCILE_RATE API calls/s and the service at its default configuration: it
+ * paces itself at RECONCILE_RATE_SHARE (0.5) of the limit the emulator advertises. Then
+ * the sweep: a fresh Redis, a worker with PUBLIC_URL pointing at the stream, and no ids
+ * given: how long and how many API calls until every failed delivery is recovered.
  * A counting proxy in front of the API measures the achieved call rate and the 429s.
  */
 export async function runReconcile(context: ReconcileContext): Promise<ReconcileResults> {
@@ -68,9 +91,16 @@ export async function runReconcile(context: ReconcileContext): Promise<Reconcile
     disableAfterTotalFailures: Number.MAX_SAFE_INTEGER,
   });
   const proxy = await startCountingProxy(emulator.url, "/api/v2/");
+  const tenantEnv = {
+    MGMT_API_BASE_URL: `${proxy.url}/api/v2`,
+    MGMT_TOKEN_URL: emulator.tokenUrl,
+    MGMT_AUDIENCE: emulator.audience,
+    MGMT_CLIENT_ID: clientId,
+    MGMT_CLIENT_SECRET: clientSecret,
+  };
   try {
     log(`reconcile: failing ${settings.BENCH_RECONCILE_IDS} deliveries at the emulator`);
-    const { streamId, eventIds } = await failDeliveries(emulator.url, settings.BENCH_RECONCILE_IDS);
+    const { streamId, eventIds, deadPort } = await failDeliveries(emulator.url, settings.BENCH_RECONCILE_IDS);
     const idsFile = join(context.dataDir, "reconcile-ids.txt");
     await writeFile(idsFile, `${eventIds.join("\n")}\n`);
 
@@ -83,16 +113,14 @@ export async function runReconcile(context: ReconcileContext): Promise<Reconcile
       cpuProfileDir: context.cpuProfileDir,
       env: {
         DOWNSTREAM_URL: `${context.sinkUrl}/deliver`,
-        RECONCILE_RATE_PER_SECOND: String(rate),
-        MGMT_API_BASE_URL: `${proxy.url}/api/v2`,
-        MGMT_TOKEN_URL: emulator.tokenUrl,
-        MGMT_AUDIENCE: emulator.audience,
-        MGMT_CLIENT_ID: clientId,
-        MGMT_CLIENT_SECRET: clientSecret,
+        ...tenantEnv,
+        // The sweep is the next measure: here only the ids given are reconciled.
+        RECONCILE_SWEEP_INTERVAL_SECONDS: "0",
       },
     });
+    let byId: Omit<Extract<ReconcileResults, { status: "measured" }>, "sweep">;
     try {
-      log(`reconcile: ${eventIds.length} ids at ${rate} calls/s (streamkeeper reconcile --file)`);
+      log(`reconcile: ${eventIds.length} ids, tenant limit ${rate} calls/s, default share ${defaultRateShare} (streamkeeper reconcile --file)`);
       const before = proxy.counts();
       const started = performance.now();
       const outcomes = await reconcileFile(idsFile, streamId, service.env);
@@ -105,7 +133,7 @@ export async function runReconcile(context: ReconcileContext): Promise<Reconcile
       const failures = Object.entries(outcomes)
         .filter(([outcome]) => outcome === "not_found" || outcome === "no_payload" || outcome.startsWith("error"))
         .reduce((sum, [, count]) => sum + count, 0);
-      return {
+      byId = {
         status: "measured",
         ids: eventIds.length,
         allowedRate: rate,
@@ -113,6 +141,7 @@ export async function runReconcile(context: ReconcileContext): Promise<Reconcile
         seconds: Math.round(seconds * 100) / 100,
         callsPerSecond: Math.round(callsPerSecond * 10) / 10,
         shareOfAllowed: Math.round((callsPerSecond / rate) * 1000) / 1000,
+        rateShare: defaultRateShare,
         rateLimited: (after.byStatus["429"] ?? 0) - (before.byStatus["429"] ?? 0),
         failures: failures + (eventIds.length - counted),
         outcomes,
@@ -122,14 +151,67 @@ export async function runReconcile(context: ReconcileContext): Promise<Reconcile
     } finally {
       await service.stop();
     }
+    const sweep = await measureSweep({ ...context, tenantEnv, deadPort, ids: eventIds.length, proxy });
+    return { ...byId, sweep };
   } finally {
     await proxy.close();
     await emulator.close();
   }
 }
 
+/**
+ * The same failed deliveries, this time with no ids given: a fresh Redis (so none is known),
+ * a worker whose PUBLIC_URL is the stream's endpoint, and its first sweep. Done when
+ * `GET /admin/sweep` counts every delivery recovered.
+ */
+async function measureSweep(context: ReconcileContext & { tenantEnv: Record<string, string>; deadPort: number; ids: number; proxy: Awaited<ReturnType<typeof startCountingProxy>> }): Promise<SweepResults> {
+  const { redis, proxy, log } = context;
+  await redis.flushall();
+  const before = proxy.counts();
+  const started = performance.now();
+  const service = await startServiceProcess({
+    role: "worker",
+    redisUrl: context.redisUrl,
+    queuePrefix: "bench-sweep",
+    dataDir: context.dataDir,
+    cpuProfileDir: context.cpuProfileDir,
+    env: {
+      DOWNSTREAM_URL: `${context.sinkUrl}/deliver`,
+      ...context.tenantEnv,
+      ADMIN_TOKEN: adminToken,
+      PUBLIC_URL: `http://127.0.0.1:${context.deadPort}`,
+      RECONCILE_SWEEP_INTERVAL_SECONDS: "1",
+    },
+  });
+  try {
+    log(`reconcile: the sweep, ${context.ids} failed deliveries and no ids given`);
+    const deadline = Date.now() + 600_000;
+    for (;;) {
+      const answer = await fetch(`${service.adminUrl}/admin/sweep`, { headers: { authorization: `Bearer ${adminToken}` } });
+      const { streams } = (await answer.json()) as { streams: Array<{ recovered: number }> };
+      const recovered = streams.reduce((sum, stream) => sum + stream.recovered, 0);
+      if (recovered >= context.ids) {
+        const seconds = (performance.now() - started) / 1000;
+        const after = proxy.counts();
+        const listCalls = after.listCalls - before.listCalls;
+        return {
+          recovered,
+          seconds: Math.round(seconds * 100) / 100,
+          calls: after.calls - before.calls,
+          listCalls,
+          rateLimited: (after.byStatus["429"] ?? 0) - (before.byStatus["429"] ?? 0),
+        };
+      }
+      if (Date.now() > deadline) throw new Error(`the sweep recovered ${recovered} of ${context.ids} within 600 s`);
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+  } finally {
+    await service.stop();
+  }
+}
+
 /** Emits `count` events to a stream whose endpoint refuses connections and waits until every delivery failed for good. */
-async function failDeliveries(emulatorUrl: string, count: number): Promise<{ streamId: string; eventIds: string[] }> {
+async function failDeliveries(emulatorUrl: string, count: number): Promise<{ streamId: string; eventIds: string[]; deadPort: number }> {
   const control = async (path: string, body?: unknown) => {
     const response = await fetch(`${emulatorUrl}/emulator${path}`, {
       method: body === undefined ? "GET" : "POST",
@@ -166,7 +248,7 @@ async function failDeliveries(emulatorUrl: string, count: number): Promise<{ str
     if (Date.now() > deadline) throw new Error(`only ${failed} of ${count} deliveries failed at the emulator within 120 s`);
     await new Promise((resolve) => setTimeout(resolve, 500));
   }
-  return { streamId: stream.id, eventIds };
+  return { streamId: stream.id, eventIds, deadPort };
 }
 
 /** Runs `streamkeeper reconcile --file <ids> --stream <id> --json` and counts the outcomes it prints. */
