@@ -89,4 +89,25 @@ describe("sweep: failed deliveries recovered with no one asking", () => {
     expect(metrics).toMatch(/streamkeeper_mgmt_api_requests_total\{operation="list_deliveries",status="200"\} \d/);
     expect(metrics).not.toContain('status="429"');
   }, 180_000);
+
+  it("when neither PUBLIC_URL nor RECONCILE_SWEEP_STREAMS is set, then there is no sweep, said once at start naming both settings", async () => {
+    const emulator = await startEmulator({ timeScale: 0.001 });
+    cleanup.push(() => emulator.close());
+    const service = await startServiceProcess("worker", {
+      ...tenantEnv(emulator),
+      REDIS_URL: inject("redisUrl"),
+      QUEUE_PREFIX: `test-${randomUUID()}`,
+      ADMIN_TOKEN: adminToken,
+      RECONCILE_SWEEP_INTERVAL_SECONDS: "1",
+      LOG_LEVEL: "info",
+    });
+    cleanup.push(() => service.stop());
+    // Logged after the sweep is set up (in order), so the sweep's line is there by then.
+    await until("the start logged", async () => service.output().includes("admin surface (metrics, probes, admin API) listening"));
+    const said = service.output().split("\n").filter((line) => line.includes("no sweep"));
+    expect(said).toHaveLength(1);
+    expect(said[0]).toContain("PUBLIC_URL");
+    expect(said[0]).toContain("RECONCILE_SWEEP_STREAMS");
+    expect((await sweepStatus(service)).streams).toEqual([]);
+  }, 60_000);
 });
