@@ -1,0 +1,61 @@
+import { randomUUID } from "node:crypto";
+import { afterAll, describe, expect, inject, it } from "vitest";
+import { startEmulator } from "../../src/emulator/start-emulator.js";
+import { freePort } from "../../src/queue/redis-server.js";
+import { startFaultProxy } from "../chaos/start-fault-proxy.js";
+import { startServiceProcess } from "../chaos/start-service-process.js";
+import { startSinkServer } from "../helpers/sink-server.js";
+import { testCredentials } from "../helpers/start-test-service.js";
+import { control, createStream, emit, tenantEnv, type ControlDelivery } from "./emulator-test-kit.js";
+import { byEventId, sweepStatus, sweepingEnv, until } from "./sweep-test-kit.js";
+
+/**
+ * "A delivery that turns failed after its window was read is still found" (CONTRACT.md):
+ * the tenant is still retrying an event (our ingress answers 503 through a proxy) while a
+ * sweep reads the window that holds it and moves the checkpoint past it; once the tenant
+ * gives up, a later sweep, reading back RECONCILE_SWEEP_OVERLAP_SECONDS, finds it.
+ */
+describe("sweep: a delivery that fails after its window was read", () => {
+  const cleanup: Array<() => Promise<unknown>> = [];
+  afterAll(async () => {
+    for (const step of cleanup.reverse()) await step().catch(() => {});
+  });
+
+  it("when a delivery turns failed after a sweep read its window, then a later sweep still recovers it", async () => {
+    // Real retry timing: 4 attempts over about 7 s, so the delivery stays pending across sweeps.
+    const emulator = await startEmulator({ timeScale: 1 });
+    cleanup.push(() => emulator.close());
+    const sink = await startSinkServer();
+    cleanup.push(() => sink.close());
+    const port = await freePort();
+    let refusing = false;
+    const proxy = await startFaultProxy(`http://127.0.0.1:${port}`, (path) =>
+      refusing && path.startsWith("/webhooks") ? { status: 503, headers: { "retry-after": "1" }, body: "{}" } : undefined,
+    );
+    cleanup.push(() => proxy.close());
+    const auth = { method: "basic" as const, username: testCredentials.username, password: testCredentials.password };
+    const streamId = await createStream(emulator, `${proxy.url}/webhooks`, { auth, types: ["user.created"] });
+    const service = await startServiceProcess("all", sweepingEnv({ redisUrl: inject("redisUrl"), queuePrefix: `test-${randomUUID()}`, publicUrl: proxy.url, sinkUrl: sink.url, tenant: tenantEnv(emulator) }), { port });
+    cleanup.push(() => service.stop());
+    await until("the first sweep", async () => (await sweepStatus(service)).streams[0]?.lastRunAt != null);
+    expect((await sweepStatus(service)).streams.map((stream) => stream.streamId)).toEqual([streamId]);
+
+    refusing = true;
+    const eventId = await emit(emulator, "user.created", { object: { user_id: "auth0|late" } });
+    const delivery = async () => (await control<{ deliveries: ControlDelivery[] }>(emulator, `/deliveries?event_id=${eventId}`)).deliveries[0]!;
+    const emittedAt = Date.parse((await delivery()).attempts[0]?.timestamp ?? new Date().toISOString());
+    // A sweep read the event's window, up to past its time, while the tenant still retried it.
+    await until("a sweep past the event while it is pending", async () => {
+      const checkpoint = (await sweepStatus(service)).streams[0]?.checkpoint;
+      const state = await delivery();
+      expect(state.status, "the delivery failed before any sweep read past it").toBe("pending");
+      return checkpoint != null && Date.parse(checkpoint) > emittedAt + 1000;
+    });
+    await until("the tenant gives up", async () => (await delivery()).status === "failed", 30_000);
+    refusing = false;
+
+    await sink.until((requests) => byEventId(requests).has(eventId), 60_000);
+    expect(byEventId(sink.requests).get(eventId)).toEqual(["reconcile"]);
+    expect(proxy.counts.injected["503"]).toBe(4);
+  }, 120_000);
+});
