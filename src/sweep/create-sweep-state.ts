@@ -32,6 +32,8 @@ export interface SweepState {
   noteRun(streamId: string, at: number, error?: string): Promise<void>;
   /** Records outcomes: `recovered` ids leave the unrecovered set, `unrecovered` ones join it; answers how many were new findings. */
   noteOutcomes(streamId: string, outcomes: { recovered: string[]; received: string[]; unrecovered: string[] }, at: number): Promise<number>;
+  /** Forgets the streams not in `streamIds` (no longer ours: pointed elsewhere, or unnamed), so their lag stops growing and alerting. */
+  retain(streamIds: string[]): Promise<void>;
   /** Every stream swept so far, with its figures; unrecovered counted within the lookback. */
   describe(lookbackMs: number, now: number): Promise<StreamSweepStatus[]>;
 }
@@ -122,6 +124,14 @@ export function createSweepState(redis: Redis | Cluster, queuePrefix: string): S
         await redis.multi().hincrby(streamKey(streamId), "found", found).hincrby(streamKey(streamId), "recovered", recovered.length).sadd(streamsKey, streamId).exec();
       }
       return found;
+    },
+    async retain(streamIds) {
+      const keep = new Set(streamIds);
+      const gone = (await redis.smembers(streamsKey)).filter((id) => !keep.has(id));
+      if (gone.length === 0) return;
+      const multi = redis.multi().srem(streamsKey, ...gone);
+      for (const id of gone) multi.del(streamKey(id), unrecoveredKey(id));
+      await multi.exec();
     },
     async describe(lookbackMs, now) {
       const ids = (await redis.smembers(streamsKey)).sort();

@@ -103,6 +103,7 @@ export function createSweeper(options: SweeperOptions): Sweeper {
       logger.error({ err: error }, "sweep: cannot list the tenant's streams to find the swept ones; trying again next interval");
       return;
     }
+    await state.retain(streamIds);
     const shown = streamIds.join(",");
     if (shown !== lastStreams) {
       lastStreams = shown;

@@ -39,5 +39,8 @@ describe("createSweepState (real Redis)", () => {
     ]);
     // Beyond the lookback, an unrecovered delivery is no longer counted.
     expect((await state.describe(1000, now + 5000))[0]!.unrecovered).toBe(0);
+    // A stream no longer swept is forgotten: no lag, no unrecovered figure left to alert on.
+    await state.retain([]);
+    expect(await state.describe(3_600_000, now)).toEqual([]);
   });
 });
