@@ -1,5 +1,6 @@
-import { loadConfig, type Env } from "../config.js";
+import { loadConfig } from "../config.js";
 import { isFailure, type ReconcileOutcome } from "../reconcile/reconcile-job.js";
+import { adminUrlOf, problemDetail } from "./ask-service.js";
 import { CliError } from "./cli-error.js";
 
 export interface WindowOptions {
@@ -56,10 +57,10 @@ export async function reconcileWindow(args: string[], options: WindowOptions): P
       body: JSON.stringify({ since: since.toISOString(), until: until?.toISOString(), streams: options.stream, type: options.type, dryRun: options.dryRun ?? false }),
     });
   } catch {
-    throw new CliError(`no running service answers at ${adminUrl} (ADMIN_HOST/ADMIN_PORT): start it with \`streamkeeper start\`; the window is read with the service's own tenant settings`, 1);
+    throw new CliError(`no running service answers at ${adminUrl} (ADMIN_URL, else ADMIN_HOST/ADMIN_PORT): start it with \`streamkeeper start\`; the window is read with the service's own tenant settings`, 1);
   }
   if (response.status !== 200) {
-    const detail = ((await response.json().catch(() => ({}))) as { detail?: string }).detail ?? `HTTP ${response.status}`;
+    const detail = problemDetail({ status: response.status, body: await response.json().catch(() => undefined) });
     if (response.status === 401 || response.status === 403) throw new CliError(`the service refused ADMIN_TOKEN (${detail}); use the running service's ADMIN_TOKEN`, 2);
     throw new CliError(detail, response.status === 400 || response.status === 409 || response.status === 404 ? 2 : 1);
   }
@@ -77,12 +78,6 @@ export async function reconcileWindow(args: string[], options: WindowOptions): P
     process.stdout.write(`${options.json ? JSON.stringify(value) : `${value.eventId} ${outcome}`}\n`);
   }
   return failures > 0 ? 1 : 0;
-}
-
-/** Where this machine reaches the service's admin surface: ADMIN_HOST (a wildcard address means this host) and ADMIN_PORT. */
-function adminUrlOf(env: Pick<Env, "ADMIN_HOST" | "ADMIN_PORT">): string {
-  const host = env.ADMIN_HOST === "0.0.0.0" ? "127.0.0.1" : env.ADMIN_HOST === "::" ? "[::1]" : env.ADMIN_HOST.includes(":") ? `[${env.ADMIN_HOST}]` : env.ADMIN_HOST;
-  return `http://${host}:${env.ADMIN_PORT}`;
 }
 
 async function* lines(response: Response): AsyncGenerator<string> {
