@@ -98,6 +98,8 @@ describe("sweep: failed deliveries recovered with no one asking", () => {
       REDIS_URL: inject("redisUrl"),
       QUEUE_PREFIX: `test-${randomUUID()}`,
       ADMIN_TOKEN: adminToken,
+      // A route to nowhere: a service refuses to start without one.
+      DOWNSTREAM_URL: "http://127.0.0.1:9/",
       RECONCILE_SWEEP_INTERVAL_SECONDS: "1",
       LOG_LEVEL: "info",
     });
