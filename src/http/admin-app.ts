@@ -2,6 +2,7 @@ import express, { type NextFunction, type Request, type Response, type Router } 
 import type { Logger } from "../logger.js";
 import { registry } from "../metrics/registry.js";
 import { adminAuth } from "./admin-auth.js";
+import { createHealthRouter } from "./health-router.js";
 import { sendProblem } from "./problem.js";
 
 export interface AdminDeps {
@@ -25,13 +26,7 @@ export function createAdminApp(deps: AdminDeps) {
   app.get("/metrics", async (_req, res) => {
     res.type(registry.contentType).send(await registry.metrics());
   });
-  app.get("/healthz", (_req, res) => {
-    res.json({ status: "ok" });
-  });
-  app.get("/readyz", async (_req, res) => {
-    const ready = await deps.ready();
-    res.status(ready ? 200 : 503).json({ status: ready ? "ready" : "redis unavailable" });
-  });
+  app.use(createHealthRouter(deps.ready));
 
   const admin = express.Router();
   admin.use(adminAuth(deps.adminToken));

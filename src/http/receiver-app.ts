@@ -8,6 +8,7 @@ import { createRepeatLog } from "../repeat-log.js";
 import { eventsNonconforming, eventsRejected, webhookRequestDuration, webhookRequests } from "../metrics/registry.js";
 import type { EventStore } from "../queue/event-store.js";
 import { challengeFor, createCredentialCheck } from "./check-credentials.js";
+import { createHealthRouter } from "./health-router.js";
 import { sendProblem } from "./problem.js";
 import type { ResolvedWebhookAuth } from "../webhook-credentials.js";
 
@@ -51,13 +52,7 @@ export function createReceiverApp(deps: ReceiverDeps) {
   app.disable("x-powered-by");
   app.set("etag", false);
 
-  app.get("/healthz", (_req, res) => {
-    res.json({ status: "ok" });
-  });
-  app.get("/readyz", async (_req, res) => {
-    const ready = await deps.ready();
-    res.status(ready ? 200 : 503).json({ status: ready ? "ready" : "redis unavailable" });
-  });
+  app.use(createHealthRouter(deps.ready));
 
   // Credentials are judged from the headers alone, before any of the body is read.
   const authenticate = (req: Request, res: Response, next: NextFunction) => {

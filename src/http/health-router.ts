@@ -1,0 +1,17 @@
+import express, { type Router } from "express";
+
+/**
+ * `GET /healthz` (the process answers) and `GET /readyz` (Redis reachable and writable),
+ * the same on the public and the admin port (CONTRACT.md: a worker has no public port).
+ */
+export function createHealthRouter(ready: () => Promise<boolean>): Router {
+  const router = express.Router();
+  router.get("/healthz", (_req, res) => {
+    res.json({ status: "ok" });
+  });
+  router.get("/readyz", async (_req, res) => {
+    const isReady = await ready();
+    res.status(isReady ? 200 : 503).json({ status: isReady ? "ready" : "redis unavailable" });
+  });
+  return router;
+}
