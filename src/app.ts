@@ -19,7 +19,7 @@ import { createEntityVersions } from "./queue/entity-versions.js";
 import { createEventLedger } from "./queue/event-ledger.js";
 import { createEventStore } from "./queue/event-store.js";
 import { bullPrefix, circuitKey } from "./queue/queue-names.js";
-import { createRedis, untilReady } from "./queue/redis-connection.js";
+import { closeRedis, createRedis, untilReady } from "./queue/redis-connection.js";
 import { createReplicaAcks } from "./queue/replica-acks.js";
 import { checkRedisVersion } from "./queue/redis-version.js";
 import { resolveRedis } from "./queue/resolve-redis.js";
@@ -36,7 +36,6 @@ import { createSweepRouter } from "./http/sweep-router.js";
 import { createSweepState } from "./sweep/create-sweep-state.js";
 import { createSweeper } from "./sweep/create-sweeper.js";
 import { createWindowRunner } from "./sweep/create-window-runner.js";
-import { settlesWithin } from "./settles-within.js";
 import { createStreamConnector } from "./streams/create-stream-connector.js";
 import { startTracing } from "./telemetry/start-tracing.js";
 
@@ -164,8 +163,13 @@ export async function startService(config: Config, logger: Logger, role: Role): 
     // fail-fast ingress client would make a 2xx unrecorded, and so sent again.
     const ledgerConnection = createRedis(redis.url, "worker", `streamkeeper-${role}-ledger`);
     ledgerConnection.on("error", (error) => logger.debug({ err: error }, "redis connection error"));
+    // The dispatcher's and the reconcile worker's own connections (their workers' commands),
+    // made here like every connection of the process; outages are logged by their workers.
+    const dispatchConnection = createRedis(redis.url, "worker", "streamkeeper-dispatch");
+    const reconcileConnection = createRedis(redis.url, "worker", "streamkeeper-reconcile");
+    for (const connection of [dispatchConnection, reconcileConnection]) connection.on("error", (error) => logger.debug({ err: error }, "redis connection error"));
     const dispatcher = createDispatcher({
-      redisUrl: redis.url,
+      connection: dispatchConnection,
       queuePrefix: env.QUEUE_PREFIX,
       routes,
       ledger: createEventLedger(ledgerConnection, env.QUEUE_PREFIX, env.DEDUPE_TTL_SECONDS),
@@ -181,14 +185,14 @@ export async function startService(config: Config, logger: Logger, role: Role): 
       entityVersions: createEntityVersions(ledgerConnection, env.QUEUE_PREFIX, env.DEDUPE_TTL_SECONDS),
       logRepeatsEveryMs,
     });
-    const reconciler = createReconcileWorker({ config, tenant, redisUrl: redis.url, ledger, store, logger, telemetry: tracing.bullmq, serviceName: serviceLabel(serviceConfig) });
+    const reconciler = createReconcileWorker({ env, tenant, connection: reconcileConnection, ledger, store, logger, telemetry: tracing.bullmq, serviceName: serviceLabel(serviceConfig) });
     // The sweep writes its checkpoints on a connection that waits out a Redis outage.
     const sweeper = createSweeper({ env, tenant, reconciler: listReconciler, state: createSweepState(tenantConnection, env.QUEUE_PREFIX), logger });
     const unregisterSweepGauges = registerSweepGauges((now) => sweepStatus.describe(lookbackMs, now));
     closers.push(async () => {
       unregisterSweepGauges();
       await Promise.all([dispatcher.close(), reconciler.close(), sweeper.close()]);
-      if (!(await settlesWithin(ledgerConnection.quit(), 1000))) ledgerConnection.disconnect();
+      await Promise.all([dispatchConnection, reconcileConnection, ledgerConnection].map((connection) => closeRedis(connection)));
     });
   }
   closers.push(async () => {
@@ -234,8 +238,8 @@ export async function startService(config: Config, logger: Logger, role: Role): 
         await admin.close(env.SHUTDOWN_TIMEOUT_MS);
         await queues.close();
         await reconcileQueue.close();
-        if (!(await settlesWithin(tenantConnection.quit(), 1000))) tenantConnection.disconnect();
-        await client.quit().catch(() => client.disconnect());
+        await closeRedis(tenantConnection);
+        await closeRedis(client);
         await redis.release();
         await tracing.shutdown();
       })();

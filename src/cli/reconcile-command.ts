@@ -8,7 +8,7 @@ import { createDeliveryQueues } from "../queue/delivery-queues.js";
 import { createEventLedger } from "../queue/event-ledger.js";
 import { createEventStore } from "../queue/event-store.js";
 import { bullPrefix, reconcileQueueName } from "../queue/queue-names.js";
-import { createRedis, untilReady, type RedisClient } from "../queue/redis-connection.js";
+import { closeRedis, createRedis, untilReady, type RedisClient } from "../queue/redis-connection.js";
 import { resolveRedis } from "../queue/resolve-redis.js";
 import { createReconcileQueue, type EnqueuedJob, type ReconcileQueueHandle } from "../reconcile/create-reconcile-queue.js";
 import { createPacedTenant } from "../reconcile/create-paced-tenant.js";
@@ -117,8 +117,10 @@ async function startLocalWorker(config: Config, redisUrl: string, connection: Re
   const queues = createDeliveryQueues(connection, config.env.QUEUE_PREFIX, routes, { ageSeconds: config.env.COMPLETED_JOB_RETENTION_SECONDS, count: config.env.COMPLETED_JOB_RETENTION_COUNT });
   const store = createEventStore(ledger, queues, routes);
   const tenant = createPacedTenant({ config, redis: connection, logger });
-  const worker = createReconcileWorker({ config, tenant, redisUrl, ledger, store, logger });
-  return { close: async () => (await worker.close(), await queues.close()) };
+  const workerConnection = createRedis(redisUrl, "worker", "streamkeeper-cli-reconcile");
+  workerConnection.on("error", () => {});
+  const worker = createReconcileWorker({ env: config.env, tenant, connection: workerConnection, ledger, store, logger });
+  return { close: async () => (await worker.close(), await queues.close(), void (await closeRedis(workerConnection))) };
 }
 
 async function printOutcomes(queue: ReconcileQueueHandle, events: QueueEvents, jobs: EnqueuedJob[], options: { json?: boolean }): Promise<number> {

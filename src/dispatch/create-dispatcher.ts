@@ -5,7 +5,7 @@ import type { DeliveryJobData } from "../queue/delivery-job.js";
 import type { EntityVersions } from "../queue/entity-versions.js";
 import type { EventLedger } from "../queue/event-ledger.js";
 import { bullPrefix, circuitKey, deliveryQueueName } from "../queue/queue-names.js";
-import { createRedis } from "../queue/redis-connection.js";
+import type { RedisClient } from "../queue/redis-connection.js";
 import { settlesWithin } from "../settles-within.js";
 import { createDeliveryProcessor, type DeliveryResult } from "./create-delivery-processor.js";
 import { createDownstreamClient } from "./downstream-client.js";
@@ -17,7 +17,11 @@ import type { Route } from "../routes/route.js";
 import { createStaleGuard } from "./stale-guard.js";
 
 export interface DispatcherOptions {
-  redisUrl: string;
+  /**
+   * The workers' shared connection, a `worker` one (`maxRetriesPerRequest: null`); the
+   * caller owns it and closes it after `close()`. BullMQ adds a blocking one per worker.
+   */
+  connection: RedisClient;
   queuePrefix: string;
   routes: Route[];
   ledger: EventLedger;
@@ -62,16 +66,15 @@ export interface Dispatcher {
  */
 export function createDispatcher(options: DispatcherOptions): Dispatcher {
   const { routes, ledger, logger, shutdownTimeoutMs } = options;
-  // Before any connection is made, so a wiring mistake leaks nothing.
+  // Before any worker is made, so a wiring mistake leaks nothing.
   const staleGuards = routes.map((route) => {
     if (!route.dropStale) return undefined;
     if (!options.entityVersions) throw new Error(`route ${route.name} has dropStale but the dispatcher was given no entityVersions; pass createEntityVersions(...)`);
     return createStaleGuard({ route, versions: options.entityVersions, ledger, logger });
   });
-  const connection = createRedis(options.redisUrl, "worker", "streamkeeper-dispatch");
-  // An outage raises these on every reconnect attempt, per connection and per worker.
+  const { connection } = options;
+  // An outage raises these on every reconnect attempt, per worker.
   const logRedisError = createRepeatLog(logger, "warn", "dispatch: Redis error; reconnecting", options.logRepeatsEveryMs ?? 60_000);
-  connection.on("error", (error) => logRedisError({ err: error }));
   const shutdown = new AbortController();
   const backoff = { baseMs: options.backoffBaseMs, maxMs: options.backoffMaxMs };
 
@@ -138,14 +141,13 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
           closed = await settlesWithin(graceful, 2000);
         }
         for (const client of clients) client.close();
-        if (closed && (await settlesWithin(connection.quit(), 1000))) return void logger.info("dispatcher stopped");
+        if (closed) return void logger.info("dispatcher stopped");
         // Redis does not answer: the jobs cannot be put back, nor the workers close.
-        // Drop the connections; the locks expire and the next worker takes the jobs
+        // Drop their connections; the locks expire and the next worker takes the jobs
         // over (stalled-job recovery). BullMQ's disconnect waits for an "end" that a
         // never-connected socket does not emit, hence the deadline.
         logger.warn("Redis did not answer during shutdown; disconnecting");
         await settlesWithin(Promise.all(workers.map((worker) => worker.disconnect())), 1000);
-        connection.disconnect();
       })();
       return closing;
     },

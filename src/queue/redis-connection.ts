@@ -1,5 +1,6 @@
 import { Cluster, Redis, type ClusterOptions, type RedisOptions } from "ioredis";
 import { redactUrlCredentials } from "../redact-secrets.js";
+import { settlesWithin } from "../settles-within.js";
 
 /**
  * `worker`: BullMQ workers and queue-events block and must retry forever
@@ -96,6 +97,16 @@ export function parseClusterUrl(url: string): ClusterUrl | undefined {
   return { nodes, username, password, tls: scheme === "rediss" };
 }
 
+
+/**
+ * QUIT, or drop the connection when Redis does not answer within `ms`: QUIT waits behind
+ * commands queued while Redis is away, and must never hang a shutdown. True when it quit.
+ */
+export async function closeRedis(connection: RedisClient, ms = 1000): Promise<boolean> {
+  if (await settlesWithin(connection.quit(), ms)) return true;
+  connection.disconnect();
+  return false;
+}
 
 /** Resolves once the connection is ready; rejects after `timeoutMs` with the last error. */
 export async function untilReady(redis: RedisClient, timeoutMs = 10_000): Promise<void> {

@@ -1,12 +1,12 @@
 import { Worker, type Telemetry } from "bullmq";
-import type { Config } from "../config.js";
+import type { Env } from "../config.js";
 import type { Logger } from "../logger.js";
 import { createRepeatLog } from "../repeat-log.js";
 import { reconcileTotal } from "../metrics/registry.js";
 import type { EventLedger } from "../queue/event-ledger.js";
 import type { EventStore } from "../queue/event-store.js";
 import { bullPrefix, reconcileQueueName } from "../queue/queue-names.js";
-import { createRedis } from "../queue/redis-connection.js";
+import type { RedisClient } from "../queue/redis-connection.js";
 import { TenantRateLimitError } from "../tenant/tenant-api-error.js";
 import { createReconciler, type ReconcilerDeps } from "./create-reconciler.js";
 import type { PacedTenant } from "./create-paced-tenant.js";
@@ -16,11 +16,11 @@ import { tenantSettingsHint } from "../service-config/report-what-is-off.js";
 import { settlesWithin } from "../settles-within.js";
 
 export interface ReconcileWorkerOptions {
-  /** RECONCILE_RATE_PER_SECOND, DEFAULT_STREAM_ID, QUEUE_PREFIX and SHUTDOWN_TIMEOUT_MS. */
-  config: Config;
+  env: Pick<Env, "QUEUE_PREFIX" | "SHUTDOWN_TIMEOUT_MS" | "DEFAULT_STREAM_ID" | "LOG_REPEAT_INTERVAL_SECONDS" | "RECONCILE_RATE_SHARE" | "RECONCILE_RATE_PER_SECOND">;
   /** The process's one paced tenant client (create-paced-tenant.ts), or why there is none. */
   tenant: PacedTenant;
-  redisUrl: string;
+  /** A `worker` connection (`maxRetriesPerRequest: null`); the caller owns it and closes it after `close()`. */
+  connection: RedisClient;
   ledger: EventLedger;
   store: EventStore;
   logger: Logger;
@@ -44,13 +44,10 @@ export interface ReconcileWorker {
  * queue until the tenant's reset and puts the job back without spending an attempt.
  */
 export function createReconcileWorker(options: ReconcileWorkerOptions): ReconcileWorker {
-  const { config, logger } = options;
-  const { env } = config;
+  const { env, logger, connection } = options;
   const prefix = bullPrefix(env.QUEUE_PREFIX);
-  const connection = createRedis(options.redisUrl, "worker", "streamkeeper-reconcile");
   // An outage raises these on every reconnect attempt: a line per interval with the count.
   const logRedisError = createRepeatLog(logger, "warn", "reconcile: Redis error; reconnecting", env.LOG_REPEAT_INTERVAL_SECONDS * 1000);
-  connection.on("error", (error) => logRedisError({ err: error }));
 
   const reconciler = createReconciler({
     ledger: options.ledger,
@@ -105,11 +102,8 @@ export function createReconcileWorker(options: ReconcileWorkerOptions): Reconcil
         if (!(await settlesWithin(worker.close(), env.SHUTDOWN_TIMEOUT_MS))) {
           logger.warn("reconcile jobs still running at the shutdown deadline; they are taken up again after their lock expires");
         }
-        // QUIT waits behind commands queued while Redis is away: never let it hang shutdown.
-        if (!(await settlesWithin(connection.quit(), 1000))) {
-          await settlesWithin(worker.disconnect(), 1000);
-          connection.disconnect();
-        }
+        // Redis away: drop the worker's own blocking connection too (its owner closes `connection`).
+        if (connection.status !== "ready") await settlesWithin(worker.disconnect(), 1000);
       })();
       return closing;
     },

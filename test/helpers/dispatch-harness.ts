@@ -5,7 +5,7 @@ import { createLogger } from "../../src/logger.js";
 import { createDeliveryQueues, type DeliveryQueues } from "../../src/queue/delivery-queues.js";
 import { createEventLedger, type EventLedger } from "../../src/queue/event-ledger.js";
 import { createEventStore, type EventStore } from "../../src/queue/event-store.js";
-import { createRedis, untilReady } from "../../src/queue/redis-connection.js";
+import { closeRedis, createRedis, untilReady } from "../../src/queue/redis-connection.js";
 
 /** A route for tests: quick to give up, with a small timeout. */
 export function testRoute(name: string, url: string, overrides: Partial<Route> = {}): Route {
@@ -41,8 +41,11 @@ export async function createDispatchHarness(redisUrl: string, routes: Route[], p
     ledger,
     store,
     startDispatcher(options = {}) {
-      const dispatcher = createDispatcher({
-        redisUrl,
+      // Its own connection, as each process has: a test may stop one dispatcher and start another.
+      const connection = createRedis(redisUrl, "worker", "test-dispatch");
+      connection.on("error", () => {});
+      const started = createDispatcher({
+        connection,
         queuePrefix: prefix,
         routes,
         ledger,
@@ -52,6 +55,7 @@ export async function createDispatchHarness(redisUrl: string, routes: Route[], p
         shutdownTimeoutMs: 2000,
         ...options,
       });
+      const dispatcher: Dispatcher = { close: async () => (await started.close(), void (await closeRedis(connection))) };
       dispatchers.push(dispatcher);
       return dispatcher;
     },

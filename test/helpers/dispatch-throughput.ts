@@ -54,8 +54,9 @@ const redisCpu = () => {
 const redisCpuBefore = redisCpu();
 const cpuBefore = process.cpuUsage();
 const started = performance.now();
+const dispatchConnection = createRedis(redisServer.url, "worker");
 const dispatcher = createDispatcher({
-  redisUrl: redisServer.url, queuePrefix: prefix, routes, ledger, logger: createLogger("warn"),
+  connection: dispatchConnection, queuePrefix: prefix, routes, ledger, logger: createLogger("warn"),
   backoffBaseMs: 100, backoffMaxMs: 1000, shutdownTimeoutMs: 1000,
 });
 await finished;
@@ -66,6 +67,7 @@ console.log(`${deliveries} deliveries (${events} events x ${routeCount} routes, 
 // CPU per delivery does not depend on what else the machine runs, unlike the rate.
 console.log(`CPU per delivery: ${Math.round((cpu.user + cpu.system) / deliveries)} µs in this process (the dispatcher), ${Math.round(((redisCpu() - redisCpuBefore) * 1000) / deliveries)} µs in redis-server`);
 await dispatcher.close();
+dispatchConnection.disconnect();
 await queues.close();
 redis.disconnect();
 sink.kill();
