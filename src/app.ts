@@ -37,6 +37,8 @@ import { createSweepState } from "./sweep/create-sweep-state.js";
 import { createSweeper } from "./sweep/create-sweeper.js";
 import { createWindowRunner } from "./sweep/create-window-runner.js";
 import { createStreamConnector } from "./streams/create-stream-connector.js";
+import { createStreamWatcher } from "./streams/create-stream-watcher.js";
+import { sweepScopeOf } from "./streams/swept-streams.js";
 import { startTracing } from "./telemetry/start-tracing.js";
 
 export type Role = "all" | "receiver" | "worker";
@@ -194,6 +196,32 @@ export async function startService(config: Config, logger: Logger, role: Role): 
       await Promise.all([dispatcher.close(), reconciler.close(), sweeper.close()]);
       await Promise.all([dispatchConnection, reconcileConnection, ledgerConnection].map((connection) => closeRedis(connection)));
     });
+    const scope = sweepScopeOf(env);
+    if (env.STREAM_WATCH_INTERVAL_SECONDS > 0 && scope && "client" in tenant) {
+      const { client: tenantClient } = tenant;
+      const watcher = createStreamWatcher({
+        listStreams: () => tenantClient.eventStreams({ take: 100 }),
+        enableStream: (streamId) => tenantClient.updateEventStream(streamId, { status: "enabled" }),
+        ready,
+        scope,
+        redis: client,
+        queuePrefix: env.QUEUE_PREFIX,
+        logger,
+        intervalMs: env.STREAM_WATCH_INTERVAL_SECONDS * 1000,
+        autoEnable: env.STREAM_AUTO_ENABLE,
+      });
+      closers.push(() => watcher.close());
+    } else {
+      const why =
+        env.STREAM_WATCH_INTERVAL_SECONDS === 0
+          ? "STREAM_WATCH_INTERVAL_SECONDS=0"
+          : !scope
+            ? "no swept streams; set RECONCILE_SWEEP_STREAMS or PUBLIC_URL"
+            : "unavailable" in tenant
+              ? tenant.unavailable
+              : "";
+      logger[env.STREAM_AUTO_ENABLE ? "warn" : "info"](`stream watch off: ${why}${env.STREAM_AUTO_ENABLE ? "; STREAM_AUTO_ENABLE has no effect" : ""}`);
+    }
   }
   closers.push(async () => {
     unregisterQueueGauges();

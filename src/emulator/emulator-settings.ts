@@ -13,6 +13,11 @@ const schema = z.object({
   EMULATOR_CLIENT_ID: optional,
   EMULATOR_CLIENT_SECRET: optional,
   EMULATOR_TIME_SCALE: z.coerce.number({ error: "give a number, 1 for real retry delays or e.g. 0.01" }).min(0, "give a number >= 0").default(1),
+  EMULATOR_AUTO_DISABLE_AFTER: z.coerce
+    .number({ error: "give a whole number of consecutive failed deliveries, e.g. 500 (the tenant's)" })
+    .int("give a whole number of consecutive failed deliveries, e.g. 500 (the tenant's)")
+    .min(1, "give at least 1")
+    .default(500),
   EMULATOR_RATE_LIMIT: z.coerce.number({ error: "give requests per second, e.g. 10, or leave it unset for no limit" }).positive("give a number > 0, or leave it unset for no limit").optional(),
 });
 
@@ -33,6 +38,7 @@ export function emulatorSettings(env: Record<string, string | undefined>, flags:
     port: parsed.data.EMULATOR_PORT,
     timeScale: parsed.data.EMULATOR_TIME_SCALE,
     rateLimit: parsed.data.EMULATOR_RATE_LIMIT,
+    disableAfterConsecutiveFailures: parsed.data.EMULATOR_AUTO_DISABLE_AFTER,
     clientId: parsed.data.EMULATOR_CLIENT_ID,
     clientSecret: parsed.data.EMULATOR_CLIENT_SECRET,
   };

@@ -234,3 +234,42 @@ export const tenantUnrecoveredDeliveries = new Gauge({
     return readAtScrape();
   },
 });
+
+/**
+ * Stream health (CONTRACT.md, "Stream health"). The worker's watcher stores what it read
+ * in Redis and every worker process reports it at scrape time (streams/register-stream-gauges.ts),
+ * so all of them agree whichever process made the tenant call: aggregate with `min by (stream)`.
+ */
+export const streamEnabled = new Gauge({
+  name: "streamkeeper_stream_enabled",
+  help: "1 while a swept stream is enabled, 0 while it is disabled (the tenant then sends it nothing and keeps nothing), as last read from the tenant",
+  labelNames: ["stream"] as const,
+  registers: [registry],
+  collect: function () {
+    return readAtScrape();
+  },
+});
+
+export const streamAutoEnableBackoff = new Gauge({
+  name: "streamkeeper_stream_auto_enable_backoff_seconds",
+  help: "With STREAM_AUTO_ENABLE, seconds until a disabled stream that the tenant disabled again may be enabled again (0: at the next check)",
+  labelNames: ["stream"] as const,
+  registers: [registry],
+  collect: function () {
+    return readAtScrape();
+  },
+});
+
+export const streamAutoEnables = new Counter({
+  name: "streamkeeper_stream_auto_enable_total",
+  help: "Swept streams found disabled and enabled again by this process (STREAM_AUTO_ENABLE)",
+  labelNames: ["stream"] as const,
+  registers: [registry],
+});
+
+export const streamWatchRuns = new Counter({
+  name: "streamkeeper_stream_watch_runs_total",
+  help: "Reads of the swept streams' status by this process, by result (ok, error)",
+  labelNames: ["result"] as const,
+  registers: [registry],
+});

@@ -166,7 +166,7 @@ describe("emulator delivery engine", () => {
     expect((await call(emulator, "POST", `/api/v2/event-streams/${streamId}/redeliver/${eventId}`, { token })).status).toBe(409);
   });
 
-  it("when a stream fails enough deliveries in a row, then it is disabled and gets no events until re-enabled", async () => {
+  it("when a stream fails enough deliveries in a row, then it is disabled and gets no events until re-enabled, which starts the count afresh", async () => {
     const strict = await startEmulator({ timeScale: 0.01, disableAfterConsecutiveFailures: 2 });
     try {
       const strictToken = await getToken(strict);
@@ -182,11 +182,14 @@ describe("emulator delivery engine", () => {
       expect(ignored.body).toMatchObject({ streams: [] });
       expect(target.requests).toHaveLength(2);
 
-      accept = true;
       const patch = await call(strict, "PATCH", `/api/v2/event-streams/${streamId}`, { token: strictToken, body: { status: "enabled" } });
       expect(patch.status).toBe(200);
+      // Re-enabling starts the count afresh: one more failure is 1 in a row, not 3.
+      expect((await settled(strict, await emit(strict))).status).toBe("failed");
+      expect(await streamStatus()).toBe("enabled");
+      accept = true;
       expect((await settled(strict, await emit(strict))).status).toBe("succeeded");
-      expect(target.requests).toHaveLength(3);
+      expect(target.requests).toHaveLength(4);
 
       async function streamStatus() {
         return ((await call(strict, "GET", `/api/v2/event-streams/${streamId}`, { token: strictToken })).body as { status: string }).status;

@@ -1,0 +1,61 @@
+import type { Cluster, Redis } from "ioredis";
+import { bullPrefix } from "../queue/queue-names.js";
+import type { AutoEnableStreak } from "./auto-enable-backoff.js";
+
+/** What the last check found of one swept stream. */
+export interface StreamHealth extends AutoEnableStreak {
+  status: "enabled" | "disabled";
+  /** ms since the epoch */
+  checkedAt: number;
+}
+
+export interface StreamHealthStore {
+  /**
+   * Takes this interval's check for the caller across every process: 0 when taken, else
+   * the ms (at least 1) until the claim that holds it ends. So N workers make one tenant
+   * call per interval, not N.
+   */
+  claim(): Promise<number>;
+  /** The last check's findings, by stream id. */
+  read(): Promise<Map<string, StreamHealth>>;
+  /** Replaces the findings whole: a stream no longer swept drops out. */
+  write(health: Map<string, StreamHealth>): Promise<void>;
+}
+
+/**
+ * The stream watch's state in Redis, shared by the worker processes: the claim on the
+ * current interval and what the last check found (every worker reports it in /metrics).
+ * The findings expire after three intervals without a check, so a watch that stopped
+ * (no worker left, Redis flushed) shows as absent series, not as a stale "enabled".
+ */
+export function createStreamHealthStore(redis: Redis | Cluster, queuePrefix: string, intervalMs: number): StreamHealthStore {
+  const claimKey = `${bullPrefix(queuePrefix)}:stream-watch:claim`;
+  const healthKey = `${bullPrefix(queuePrefix)}:stream-watch:health`;
+  return {
+    async claim() {
+      if ((await redis.set(claimKey, process.pid, "PX", intervalMs, "NX")) === "OK") return 0;
+      // -2: it expired between the two calls; try again at once.
+      return Math.max(1, await redis.pttl(claimKey));
+    },
+
+    async read() {
+      const fields = await redis.hgetall(healthKey);
+      const health = new Map<string, StreamHealth>();
+      for (const [streamId, json] of Object.entries(fields)) {
+        try {
+          health.set(streamId, JSON.parse(json) as StreamHealth);
+        } catch {
+          // Written by us only; an unreadable entry is rewritten by the next check.
+        }
+      }
+      return health;
+    },
+
+    async write(health) {
+      const multi = redis.multi().del(healthKey);
+      if (health.size > 0) multi.hset(healthKey, Object.fromEntries([...health].map(([id, found]) => [id, JSON.stringify(found)])));
+      const replies = (await multi.pexpire(healthKey, intervalMs * 3).exec()) ?? [];
+      for (const [error] of replies) if (error) throw error;
+    },
+  };
+}
