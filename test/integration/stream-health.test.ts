@@ -1,0 +1,135 @@
+import { randomUUID } from "node:crypto";
+import { afterEach, describe, expect, inject, it } from "vitest";
+import { startEmulator, type Emulator } from "../../src/emulator/start-emulator.js";
+import { freePort } from "../../src/queue/redis-server.js";
+import { startServiceProcess, type ServiceProcess } from "../chaos/start-service-process.js";
+import { startSinkServer, type SinkServer } from "../helpers/sink-server.js";
+import { call, createStream, emit, getToken, settled, tenantEnv } from "./emulator-test-kit.js";
+
+const webhookAuth = { method: "basic", username: "tenant", password: "stream-health-pw" } as const;
+/** Small, so a few failed deliveries disable the stream (the tenant's is 500). */
+const disableAfter = 3;
+
+/** One sample's value from Prometheus text, or undefined when the series is absent. */
+function sample(text: string, series: string): number | undefined {
+  const line = text.split("\n").find((row) => row.startsWith(`${series} `));
+  return line === undefined ? undefined : Number(line.slice(series.length + 1));
+}
+
+async function metric(service: ServiceProcess, series: string): Promise<number | undefined> {
+  return sample(await (await fetch(`${service.adminUrl}/metrics`)).text(), series);
+}
+
+async function until<T>(what: string, probe: () => Promise<T | undefined | false>, timeoutMs = 30_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (value !== undefined && value !== false) return value;
+    if (Date.now() > deadline) throw new Error(`${what}: not within ${timeoutMs} ms`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
+/**
+ * The service in its own process (`start --role all`) against the emulator: the stream
+ * points at the service's public port, which stays the same across a restart, as a real
+ * deployment's URL does.
+ */
+describe("stream health: a disabled stream is seen, and with STREAM_AUTO_ENABLE brought back", () => {
+  const cleanup: Array<() => Promise<unknown>> = [];
+  afterEach(async () => {
+    for (const step of cleanup.reverse()) await step().catch(() => {});
+    cleanup.length = 0;
+  });
+
+  async function disabledWhileDown(autoEnable: boolean) {
+    const emulator: Emulator = await startEmulator({ timeScale: 0.01, disableAfterConsecutiveFailures: disableAfter });
+    cleanup.push(() => emulator.close());
+    const sink: SinkServer = await startSinkServer();
+    cleanup.push(() => sink.close());
+    const port = await freePort();
+    const publicUrl = `http://127.0.0.1:${port}`;
+    const ours = await createStream(emulator, `${publicUrl}/webhooks`, { auth: webhookAuth });
+    // Points elsewhere: never ours, so never watched (nor enabled) by this service.
+    const elsewhere = await createStream(emulator, sink.url, { auth: webhookAuth, types: ["user.deleted"] });
+    const env = {
+      ...tenantEnv(emulator),
+      REDIS_URL: inject("redisUrl"),
+      QUEUE_PREFIX: `health-${randomUUID().slice(0, 8)}`,
+      WEBHOOK_AUTH: "basic",
+      WEBHOOK_USERNAME: webhookAuth.username,
+      WEBHOOK_PASSWORD: webhookAuth.password,
+      DOWNSTREAM_URL: sink.url,
+      PUBLIC_URL: publicUrl,
+      STREAM_WATCH_INTERVAL_SECONDS: "1",
+      STREAM_AUTO_ENABLE: String(autoEnable),
+      LOG_LEVEL: "info",
+    };
+    const enabledSeries = `streamkeeper_stream_enabled{stream="${ours}"}`;
+
+    let service = await startServiceProcess("all", env, { port });
+    cleanup.push(() => service.kill());
+    await until("the swept stream shows enabled", async () => (await metric(service, enabledSeries)) === 1);
+    expect(await metric(service, `streamkeeper_stream_enabled{stream="${elsewhere}"}`)).toBeUndefined();
+    const live = await emit(emulator);
+    await sink.until((requests) => requests.some((request) => request.body.includes(live)));
+
+    // The service is gone: every delivery fails its 4 attempts, and the tenant disables the stream.
+    await service.kill();
+    const failed: string[] = [];
+    for (let i = 0; i < disableAfter; i++) {
+      const eventId = await emit(emulator);
+      failed.push(eventId);
+      expect((await settled(emulator, eventId, 30_000)).status).toBe("failed");
+    }
+    expect(await streamStatus(emulator, ours)).toBe("disabled");
+    // What the tenant had while the stream was disabled: not sent, not kept.
+    const dropped = await call(emulator, "POST", "/emulator/events", { body: { type: "user.created", data: { object: { user_id: "auth0|lost" } } } });
+    expect(dropped.body).toMatchObject({ streams: [] });
+
+    service = await startServiceProcess("all", env, { port });
+    cleanup.push(() => service.kill());
+    return { emulator, sink, service, ours, elsewhere, failed, enabledSeries };
+  }
+
+  it("when the tenant disabled the stream while the service was down, then the restarted service shows 0 within seconds, logs it as an error and leaves it disabled", async () => {
+    const { emulator, service, ours, elsewhere, enabledSeries } = await disabledWhileDown(false);
+    await until("the disabled stream shows 0", async () => (await metric(service, enabledSeries)) === 0);
+    // Three more checks, and it is still disabled: without STREAM_AUTO_ENABLE only a person enables it.
+    const runs = (await metric(service, 'streamkeeper_stream_watch_runs_total{result="ok"}')) ?? 0;
+    await until("three more checks", async () => ((await metric(service, 'streamkeeper_stream_watch_runs_total{result="ok"}')) ?? 0) >= runs + 3);
+    expect(await streamStatus(emulator, ours)).toBe("disabled");
+    expect(await metric(service, enabledSeries)).toBe(0);
+    expect(await metric(service, `streamkeeper_stream_auto_enable_total{stream="${ours}"}`)).toBeUndefined();
+    const logged = logLines(service).find((line) => line.level === 50 && line.streamId === ours);
+    expect(logged?.msg).toMatch(/stream is disabled: .*lost.*streamkeeper streams update est_\w+ --status enabled, or set STREAM_AUTO_ENABLE=true/);
+    expect(await streamStatus(emulator, elsewhere)).toBe("enabled");
+  });
+
+  it("when STREAM_AUTO_ENABLE is on, then the restarted service enables the stream again, says so at warn, and a new event is delivered live", async () => {
+    const { emulator, sink, service, ours, enabledSeries } = await disabledWhileDown(true);
+    await until("the stream is enabled again", async () => (await streamStatus(emulator, ours)) === "enabled");
+    await until("the gauge shows it", async () => (await metric(service, enabledSeries)) === 1);
+    expect(await metric(service, `streamkeeper_stream_auto_enable_total{stream="${ours}"}`)).toBe(1);
+    const warned = logLines(service).find((line) => line.level === 40 && line.streamId === ours && /enabled it again/.test(String(line.msg)));
+    expect(warned?.msg).toMatch(/STREAM_AUTO_ENABLE=true/);
+
+    const live = await emit(emulator);
+    expect((await settled(emulator, live, 30_000)).status).toBe("succeeded");
+    const delivered = await sink.until((requests) => requests.some((request) => request.body.includes(live)));
+    expect(delivered.find((request) => request.body.includes(live))?.headers["x-streamkeeper-origin"]).toBe("webhook");
+  });
+});
+
+async function streamStatus(emulator: Emulator, streamId: string): Promise<string> {
+  const answer = await call(emulator, "GET", `/api/v2/event-streams/${streamId}`, { token: await getToken(emulator) });
+  return (answer.body as { status: string }).status;
+}
+
+function logLines(service: ServiceProcess): Array<Record<string, unknown>> {
+  return service
+    .output()
+    .split("\n")
+    .filter((line) => line.startsWith("{"))
+    .map((line) => JSON.parse(line) as Record<string, unknown>);
+}
