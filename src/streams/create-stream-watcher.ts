@@ -73,7 +73,7 @@ export function createStreamWatcher(options: StreamWatcherOptions): StreamWatche
     const found = new Map<string, StreamHealth>();
     for (const stream of streams.filter((each) => sweepVerdict(each, scope).swept)) {
       const before = known.get(stream.id);
-      const streak = before ?? { enables: 0, lastEnabledAt: 0 };
+      const streak = { enables: before?.enables ?? 0, lastEnabledAt: before?.lastEnabledAt ?? 0 };
       if (stream.status === "enabled") {
         if (before?.status === "disabled") logger.info({ streamId: stream.id }, "stream is enabled again");
         found.set(stream.id, { status: "enabled", checkedAt: claimedAt, ...streakAfterEnabledCheck(streak, claimedAt) });

@@ -1,0 +1,134 @@
+import { randomUUID } from "node:crypto";
+import { Redis } from "ioredis";
+import { pino } from "pino";
+import { afterEach, describe, expect, inject, it } from "vitest";
+import { startEmulator, type Emulator } from "../../src/emulator/start-emulator.js";
+import { registry } from "../../src/metrics/registry.js";
+import { createStreamWatcher, type StreamWatcher } from "../../src/streams/create-stream-watcher.js";
+import { createTenantClient, type TenantClient } from "../../src/tenant/create-tenant-client.js";
+import { call, createStream, getToken } from "./emulator-test-kit.js";
+
+async function value(name: string, labels: Record<string, string>): Promise<number | undefined> {
+  const metric = (await registry.getMetricsAsJSON()).find((each) => each.name === name);
+  const found = metric?.values.find((sample) => Object.entries(labels).every(([key, label]) => sample.labels[key] === label));
+  return found?.value;
+}
+
+async function until<T>(what: string, probe: () => Promise<T | undefined | false>, timeoutMs = 20_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const found = await probe();
+    if (found !== undefined && found !== false) return found;
+    if (Date.now() > deadline) throw new Error(`${what}: not within ${timeoutMs} ms`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
+/** The watcher in this process, against the emulator and the test Redis, to drive readiness and the tenant directly. */
+describe("stream watcher", () => {
+  const cleanup: Array<() => Promise<unknown>> = [];
+  afterEach(async () => {
+    for (const step of cleanup.reverse()) await step().catch(() => {});
+    cleanup.length = 0;
+  });
+
+  async function setUp() {
+    const emulator: Emulator = await startEmulator({ timeScale: 0.01 });
+    cleanup.push(() => emulator.close());
+    const redis = new Redis(inject("redisUrl"), { maxRetriesPerRequest: 1 });
+    cleanup.push(() => redis.quit());
+    const publicUrl = "https://hooks.example.com";
+    const streamId = await createStream(emulator, `${publicUrl}/webhooks`);
+    const tenant: TenantClient = createTenantClient({
+      apiBaseUrl: emulator.apiBaseUrl,
+      tokenUrl: emulator.tokenUrl,
+      audience: emulator.audience,
+      clientId: "emulator-client",
+      clientSecret: "emulator-secret",
+    });
+    const token = await getToken(emulator);
+    const setStatus = async (status: string) => expect((await call(emulator, "PATCH", `/api/v2/event-streams/${streamId}`, { token, body: { status } })).status).toBe(200);
+    const status = async () => ((await call(emulator, "GET", `/api/v2/event-streams/${streamId}`, { token })).body as { status: string }).status;
+    return { emulator, redis, publicUrl, streamId, tenant, setStatus, status, queuePrefix: `watch-${randomUUID().slice(0, 8)}` };
+  }
+
+  function watch(options: Omit<Parameters<typeof createStreamWatcher>[0], "logger">): StreamWatcher {
+    const watcher = createStreamWatcher({ ...options, logger: pino({ level: "silent" }) });
+    cleanup.push(() => watcher.close());
+    return watcher;
+  }
+
+  it("when a disabled stream is found while the service cannot store events, then it is enabled only once it can", async () => {
+    const { redis, publicUrl, streamId, tenant, setStatus, status, queuePrefix } = await setUp();
+    await setStatus("disabled");
+    let canStore = false;
+    let asked = 0;
+    watch({
+      listStreams: () => tenant.eventStreams({ take: 100 }),
+      enableStream: (id) => tenant.updateEventStream(id, { status: "enabled" }),
+      ready: async () => (asked++, canStore),
+      scope: { publicUrl },
+      redis,
+      queuePrefix,
+      intervalMs: 5000,
+      autoEnable: true,
+      readyPollMs: 20,
+    });
+    await until("the gauge shows the stream disabled", async () => (await value("streamkeeper_stream_enabled", { stream: streamId })) === 0);
+    await until("readiness asked again and again", async () => asked >= 3);
+    expect(await status()).toBe("disabled");
+    canStore = true;
+    await until("enabled once the service can store events", async () => (await status()) === "enabled");
+    await until("the gauge shows it", async () => (await value("streamkeeper_stream_enabled", { stream: streamId })) === 1);
+  });
+
+  it("when the tenant disables the stream again after an auto-enable, then the next enable waits at least two intervals, and the backoff shows meanwhile", async () => {
+    const { redis, publicUrl, streamId, tenant, setStatus, status, queuePrefix } = await setUp();
+    await setStatus("disabled");
+    const intervalMs = 1500;
+    const enabledAt: number[] = [];
+    watch({
+      listStreams: () => tenant.eventStreams({ take: 100 }),
+      enableStream: async (id) => {
+        const stream = await tenant.updateEventStream(id, { status: "enabled" });
+        enabledAt.push(Date.now());
+        return stream;
+      },
+      ready: async () => true,
+      scope: { publicUrl },
+      redis,
+      queuePrefix,
+      intervalMs,
+      autoEnable: true,
+    });
+    await until("enabled", async () => enabledAt.length === 1);
+    await setStatus("disabled");
+    await until("the backoff shows", async () => ((await value("streamkeeper_stream_auto_enable_backoff_seconds", { stream: streamId })) ?? 0) > 0);
+    await until("enabled again", async () => enabledAt.length === 2);
+    expect(enabledAt[1]! - enabledAt[0]!).toBeGreaterThanOrEqual(2 * intervalMs);
+    expect(await status()).toBe("enabled");
+    expect(await value("streamkeeper_stream_auto_enable_total", { stream: streamId })).toBe(2);
+  });
+
+  it("when three watchers share the service's Redis, then the tenant's stream list is read once per interval, not three times", async () => {
+    const { redis, publicUrl, tenant, queuePrefix } = await setUp();
+    const intervalMs = 1000;
+    const lists = { count: 0 };
+    const started = Date.now();
+    for (let i = 0; i < 3; i++) {
+      watch({
+        listStreams: () => (lists.count++, tenant.eventStreams({ take: 100 })),
+        enableStream: (id) => tenant.updateEventStream(id, { status: "enabled" }),
+        ready: async () => true,
+        scope: { publicUrl },
+        redis,
+        queuePrefix,
+        intervalMs,
+        autoEnable: false,
+      });
+    }
+    await until("three checks", async () => lists.count >= 3);
+    // One claim per interval: three checks take at least two whole intervals, whoever makes them.
+    expect(Date.now() - started).toBeGreaterThanOrEqual(2 * intervalMs);
+  });
+});
