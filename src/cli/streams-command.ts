@@ -7,6 +7,7 @@ import { CliError } from "./cli-error.js";
 import { formatTable } from "./format-table.js";
 import { runAction } from "./run-action.js";
 import { registerStreamsConnectCommand } from "./streams-connect-command.js";
+import { notSweptBecause, sweptByService, type SweptAnswer } from "./swept-by-service.js";
 import { withTenantClient } from "./with-tenant-client.js";
 
 interface ListOptions {
@@ -33,14 +34,14 @@ export function registerStreamsCommand(program: Command): void {
 
   streams
     .command("list")
-    .description("list event streams: id, name, status, subscriptions, endpoint")
+    .description("list event streams: id, name, status, whether this service sweeps it, subscriptions, endpoint")
     .option("--take <n>", "streams per page, 1 to 100 (tenant default 50)")
     .option("--all", "follow every page")
     .option("--json", "print one JSON array")
     .action(
       runAction((options: ListOptions) => {
         const take = takeOf(options.take);
-        return withTenantClient((client) => list(client, take, options));
+        return withTenantClient((client, config) => list(client, take, options, sweptByService(config)));
       }),
     );
 
@@ -76,7 +77,7 @@ function takeOf(flag: string | undefined): number | undefined {
   return take;
 }
 
-async function list(client: TenantClient, take: number | undefined, options: ListOptions): Promise<void> {
+async function list(client: TenantClient, take: number | undefined, options: ListOptions, sweptOf: (stream: EventStream) => SweptAnswer): Promise<void> {
   let found: EventStream[];
   let more = false;
   if (options.all) {
@@ -88,11 +89,15 @@ async function list(client: TenantClient, take: number | undefined, options: Lis
     more = page.next !== undefined;
   }
   if (options.json) {
-    process.stdout.write(JSON.stringify(found.map(withoutSecrets), null, 2) + "\n");
+    const listed = found.map((stream) => {
+      const answer = sweptOf(stream);
+      return { ...withoutSecrets(stream), swept: answer.swept, ...(answer.swept ? {} : { whyNotSwept: answer.reason }) };
+    });
+    process.stdout.write(JSON.stringify(listed, null, 2) + "\n");
   } else if (found.length === 0) {
     process.stderr.write("no event streams\n");
   } else {
-    process.stdout.write(table(found));
+    process.stdout.write(table(found, sweptOf));
   }
   if (more && !options.json) process.stderr.write("more streams exist: run with --all to list every page\n");
 }
@@ -140,13 +145,19 @@ function print(stream: EventStream, json: boolean | undefined, headline: string)
   else process.stdout.write(`${headline}\n${table([stream])}`);
 }
 
-function table(streams: EventStream[]): string {
+/** With `sweptOf` (streams list), a SWEPT column: yes, or no and the setting behind it. */
+function table(streams: EventStream[], sweptOf?: (stream: EventStream) => SweptAnswer): string {
+  const swept = (stream: EventStream) => {
+    const answer = sweptOf!(stream);
+    return answer.swept ? "yes" : `no (${notSweptBecause[answer.reason]})`;
+  };
   return formatTable(
-    ["ID", "NAME", "STATUS", "SUBSCRIPTIONS", "ENDPOINT"],
+    ["ID", "NAME", "STATUS", ...(sweptOf ? ["SWEPT"] : []), "SUBSCRIPTIONS", "ENDPOINT"],
     streams.map((stream) => [
       stream.id,
       stream.name,
       stream.status,
+      ...(sweptOf ? [swept(stream)] : []),
       stream.subscriptions.map((subscription) => subscription.event_type).join(","),
       stream.destination.configuration?.webhook_endpoint ?? `(${stream.destination.type})`,
     ]),

@@ -78,13 +78,45 @@ afterAll(async () => {
 });
 
 describe("streamkeeper streams", () => {
-  it("when streams are listed, then a table shows id, name, status, subscriptions and endpoint", async () => {
+  it("when streams are listed, then a table shows id, name, status, whether swept, subscriptions and endpoint", async () => {
     const run = await cli(["streams", "list"]);
     expect(run.code).toBe(0);
     const lines = run.stdout.trimEnd().split("\n");
-    expect(lines[0]).toMatch(/^ID\s+NAME\s+STATUS\s+SUBSCRIPTIONS\s+ENDPOINT$/);
+    expect(lines[0]).toMatch(/^ID\s+NAME\s+STATUS\s+SWEPT\s+SUBSCRIPTIONS\s+ENDPOINT$/);
     expect(lines).toHaveLength(4);
-    expect(lines[1]).toMatch(new RegExp(`^${streamIds[0]}\\s+alpha\\s+enabled\\s+user\\.created,user\\.updated\\s+https://hooks\\.example\\.com/alpha$`));
+    expect(lines[1]).toMatch(
+      new RegExp(`^${streamIds[0]}\\s+alpha\\s+enabled\\s+no \\(set RECONCILE_SWEEP_STREAMS or PUBLIC_URL\\)\\s+user\\.created,user\\.updated\\s+https://hooks\\.example\\.com/alpha$`),
+    );
+  });
+
+  it("when the service's settings select streams, then SWEPT says yes for those and why not for the others, in the table and in --json", async () => {
+    const env = { PUBLIC_URL: "https://hooks.example.com", RECONCILE_SWEEP_STREAMS: `${streamIds[0]},${streamIds[1]}` };
+    await control(emu, "/streams", {
+      name: "delta",
+      subscriptions: [{ event_type: "user.created" }],
+      destination: { type: "webhook", configuration: { webhook_endpoint: "https://hooks.example.com.evil.example/delta", webhook_authorization: { method: "bearer", token: "t" } } },
+    });
+    const run = await cli(["streams", "list"], env);
+    expect(run.code).toBe(0);
+    const swept = Object.fromEntries(
+      run.stdout
+        .trimEnd()
+        .split("\n")
+        .slice(1)
+        .map((line) => [line.split(/\s+/)[1], line.match(/\s(yes|no \([^)]*\))\s/)?.[1]]),
+    );
+    expect(swept).toEqual({ alpha: "yes", beta: "yes", gamma: "no (not in RECONCILE_SWEEP_STREAMS)", delta: "no (not in RECONCILE_SWEEP_STREAMS)" });
+
+    const byUrl = await cli(["streams", "list", "--json"], { PUBLIC_URL: "https://hooks.example.com" });
+    const listed = JSON.parse(byUrl.stdout) as Array<{ name: string; swept: boolean; whyNotSwept?: string }>;
+    expect(listed.map(({ name, swept, whyNotSwept }) => ({ name, swept, whyNotSwept }))).toEqual([
+      { name: "alpha", swept: true, whyNotSwept: undefined },
+      { name: "beta", swept: true, whyNotSwept: undefined },
+      { name: "gamma", swept: true, whyNotSwept: undefined },
+      { name: "delta", swept: false, whyNotSwept: "points_elsewhere" },
+    ]);
+    const off = await cli(["streams", "list", "--json"], { PUBLIC_URL: "https://hooks.example.com", RECONCILE_SWEEP_INTERVAL_SECONDS: "0" });
+    expect((JSON.parse(off.stdout) as Array<{ whyNotSwept?: string }>)[0]).toMatchObject({ swept: false, whyNotSwept: "sweep_off" });
   });
 
   it("when --take is smaller than the list, then one page is shown and --all --json follows every page into one array", async () => {
