@@ -134,6 +134,8 @@ export function createStreamWatcher(options: StreamWatcherOptions): StreamWatche
   }
 
   async function run(): Promise<void> {
+    /** Failures in a row: the first is logged at warn, the rest at debug (a Redis outage would log every second). */
+    let failures = 0;
     while (!stop.signal.aborted) {
       let waitMs: number;
       try {
@@ -141,14 +143,17 @@ export function createStreamWatcher(options: StreamWatcherOptions): StreamWatche
         if (waitMs === 0) {
           await check();
           streamWatchRuns.inc({ result: "ok" });
+          if (failures > 0) logger.info({ failures }, "stream watch: reading the streams' status works again");
+          failures = 0;
           // The next claim answers what is left of this interval: checks keep their pace however long one took.
           continue;
         }
       } catch (error) {
         if (stop.signal.aborted) return;
         streamWatchRuns.inc({ result: "error" });
-        logger.warn({ err: error }, "stream watch: could not read the streams' status; trying again (check the tenant settings and Redis)");
-        // The claim of a failed check still holds, so trying soon costs the tenant no extra call.
+        logger[failures++ === 0 ? "warn" : "debug"]({ err: error }, "stream watch: could not read the streams' status; trying again (check the tenant settings and Redis)");
+        // Soon, so a stream disabled during a Redis outage is enabled as soon as Redis is back;
+        // the claim of a check that failed at the tenant still holds, so this costs the tenant nothing.
         waitMs = Math.min(intervalMs, 1000);
       }
       // A little spread, so the workers waiting for a claim do not all ask at the same instant.
