@@ -113,7 +113,8 @@ export function createStreamWatcher(options: StreamWatcherOptions): StreamWatche
       const stream = await options.enableStream(streamId);
       Object.assign(health, { status: stream.status, enables: health.enables + 1, lastEnabledAt: Date.now() });
     } catch (error) {
-      logger.error({ err: error, streamId }, "stream watch: could not enable the disabled stream; enable it by hand: streamkeeper streams update <id> --status enabled");
+      // E.g. a 403: the client lacks update:event_streams (the error names the scope).
+      logger.error({ err: error, streamId }, `stream watch: could not enable the disabled stream; fix what the error says, or enable it by hand: streamkeeper streams update ${streamId} --status enabled`);
       return false;
     }
     streamAutoEnables.inc({ stream: streamId });
