@@ -1,6 +1,9 @@
 import { spawn } from "node:child_process";
 import { once } from "node:events";
 import { describe, expect, it } from "vitest";
+import type { Emulator } from "../../src/emulator/start-emulator.js";
+import { freePort } from "../../src/queue/redis-server.js";
+import { call, createStream, emit, settled } from "./emulator-test-kit.js";
 
 const tsx = "node_modules/.bin/tsx";
 const cleanEnv = Object.fromEntries(Object.entries(process.env).filter(([key]) => !key.startsWith("EMULATOR_")));
@@ -32,6 +35,29 @@ describe("streamkeeper emulator", () => {
         body: JSON.stringify({ grant_type: "client_credentials", client_id: "cli-client", client_secret: "cli-secret", audience: `${url}/api/v2/` }),
       });
       expect(token.status).toBe(200);
+    } finally {
+      cli.child.kill("SIGTERM");
+    }
+    expect(await cli.exit).toBe(0);
+  });
+
+  it("when EMULATOR_AUTO_DISABLE_AFTER is 2, then a stream is disabled after two failed deliveries, not one", async () => {
+    const cli = run(["emulator", "--port", "0"], { EMULATOR_AUTO_DISABLE_AFTER: "2", EMULATOR_TIME_SCALE: "0.01" });
+    try {
+      const deadline = Date.now() + 15_000;
+      while (!cli.stdout().includes("\n")) {
+        if (Date.now() > deadline || cli.child.exitCode !== null) throw new Error(`no URL printed; stderr: ${cli.stderr()}`);
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+      // The kit's helpers need only the URL of the emulator's control API.
+      const emulator = { url: /listening on (\S+)/.exec(cli.stdout())![1]! } as Emulator;
+      // Nothing listens there: every attempt fails.
+      const streamId = await createStream(emulator, `http://127.0.0.1:${await freePort()}/hook`);
+      const status = async () => ((await call(emulator, "GET", `/emulator/streams/${streamId}`)).body as { status: string }).status;
+      expect((await settled(emulator, await emit(emulator), 15_000)).status).toBe("failed");
+      expect(await status()).toBe("enabled");
+      expect((await settled(emulator, await emit(emulator), 15_000)).status).toBe("failed");
+      expect(await status()).toBe("disabled");
     } finally {
       cli.child.kill("SIGTERM");
     }
