@@ -147,9 +147,10 @@ function print(stream: EventStream, json: boolean | undefined, headline: string)
 
 /** With `sweptOf` (streams list), a SWEPT column: yes, or no and the setting behind it. */
 function table(streams: EventStream[], sweptOf?: (stream: EventStream) => SweptAnswer): string {
-  const swept = (stream: EventStream) => {
-    const answer = sweptOf!(stream);
-    return answer.swept ? "yes" : `no (${notSweptBecause[answer.reason]})`;
+  const swept = (stream: EventStream): string[] => {
+    const answer = sweptOf?.(stream);
+    if (!answer) return [];
+    return [answer.swept ? "yes" : `no (${notSweptBecause[answer.reason]})`];
   };
   return formatTable(
     ["ID", "NAME", "STATUS", ...(sweptOf ? ["SWEPT"] : []), "SUBSCRIPTIONS", "ENDPOINT"],
@@ -157,7 +158,7 @@ function table(streams: EventStream[], sweptOf?: (stream: EventStream) => SweptA
       stream.id,
       stream.name,
       stream.status,
-      ...(sweptOf ? [swept(stream)] : []),
+      ...swept(stream),
       stream.subscriptions.map((subscription) => subscription.event_type).join(","),
       stream.destination.configuration?.webhook_endpoint ?? `(${stream.destination.type})`,
     ]),
