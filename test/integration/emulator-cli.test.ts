@@ -44,7 +44,7 @@ describe("streamkeeper emulator", () => {
   it("when EMULATOR_AUTO_DISABLE_AFTER is 2, then a stream is disabled after two failed deliveries, not one", async () => {
     const cli = run(["emulator", "--port", "0"], { EMULATOR_AUTO_DISABLE_AFTER: "2", EMULATOR_TIME_SCALE: "0.01" });
     try {
-      const deadline = Date.now() + 15_000;
+      const deadline = Date.now() + 30_000;
       while (!cli.stdout().includes("\n")) {
         if (Date.now() > deadline || cli.child.exitCode !== null) throw new Error(`no URL printed; stderr: ${cli.stderr()}`);
         await new Promise((resolve) => setTimeout(resolve, 20));
@@ -54,9 +54,9 @@ describe("streamkeeper emulator", () => {
       // Nothing listens there: every attempt fails.
       const streamId = await createStream(emulator, `http://127.0.0.1:${await freePort()}/hook`);
       const status = async () => ((await call(emulator, "GET", `/emulator/streams/${streamId}`)).body as { status: string }).status;
-      expect((await settled(emulator, await emit(emulator), 15_000)).status).toBe("failed");
+      expect((await settled(emulator, await emit(emulator), 30_000)).status).toBe("failed");
       expect(await status()).toBe("enabled");
-      expect((await settled(emulator, await emit(emulator), 15_000)).status).toBe("failed");
+      expect((await settled(emulator, await emit(emulator), 30_000)).status).toBe("failed");
       expect(await status()).toBe("disabled");
     } finally {
       cli.child.kill("SIGTERM");

@@ -72,7 +72,7 @@ describe("stream health: a disabled stream is seen, and with STREAM_AUTO_ENABLE 
     await until("the swept stream shows enabled", async () => (await metric(service, enabledSeries)) === 1);
     expect(await metric(service, `streamkeeper_stream_enabled{stream="${elsewhere}"}`)).toBeUndefined();
     const live = await emit(emulator);
-    await sink.until((requests) => requests.some((request) => request.body.includes(live)));
+    await sink.until((requests) => requests.some((request) => request.body.includes(live)), 30_000);
 
     // The service is gone: every delivery fails its 4 attempts, and the tenant disables the stream.
     await service.kill();
@@ -116,7 +116,7 @@ describe("stream health: a disabled stream is seen, and with STREAM_AUTO_ENABLE 
 
     const live = await emit(emulator);
     expect((await settled(emulator, live, 30_000)).status).toBe("succeeded");
-    const delivered = await sink.until((requests) => requests.some((request) => request.body.includes(live)));
+    const delivered = await sink.until((requests) => requests.some((request) => request.body.includes(live)), 30_000);
     expect(delivered.find((request) => request.body.includes(live))?.headers["x-streamkeeper-origin"]).toBe("webhook");
   });
 });
