@@ -41,7 +41,7 @@ export function registerStreamsCommand(program: Command): void {
     .action(
       runAction((options: ListOptions) => {
         const take = takeOf(options.take);
-        return withTenantClient((client, config) => list(client, take, options, sweptByService(config)));
+        return withTenantClient((client, config) => list(client, take, options, () => sweptByService(config)));
       }),
     );
 
@@ -77,7 +77,7 @@ function takeOf(flag: string | undefined): number | undefined {
   return take;
 }
 
-async function list(client: TenantClient, take: number | undefined, options: ListOptions, sweptOf: (stream: EventStream) => SweptAnswer): Promise<void> {
+async function list(client: TenantClient, take: number | undefined, options: ListOptions, sweptBy: () => Promise<(stream: EventStream) => SweptAnswer>): Promise<void> {
   let found: EventStream[];
   let more = false;
   if (options.all) {
@@ -88,6 +88,8 @@ async function list(client: TenantClient, take: number | undefined, options: Lis
     found = page.eventStreams;
     more = page.next !== undefined;
   }
+  // Asked once the tenant answered, so a tenant error stays the only line on stderr.
+  const sweptOf = await sweptBy();
   if (options.json) {
     const listed = found.map((stream) => {
       const answer = sweptOf(stream);

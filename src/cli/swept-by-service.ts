@@ -1,6 +1,7 @@
 import type { Config } from "../config.js";
-import { sweepScopeOf, sweepVerdict } from "../streams/swept-streams.js";
+import { sweepScopeOf, sweepVerdict, type SweepScope } from "../streams/swept-streams.js";
 import type { EventStream } from "../tenant/event-stream.js";
+import { readServiceConfig } from "./read-service-config.js";
 
 export type SweptAnswer =
   | { swept: true }
@@ -16,17 +17,27 @@ export const notSweptBecause: Record<Extract<SweptAnswer, { swept: false }>["rea
 };
 
 /**
- * Whether the service sweeps a stream, for commands. The one place that decides which
- * settings that is: for now this shell's own (the same keys the service reads), until the
- * running service publishes its configuration for commands to read (CONTRACT.md: commands
- * use the running service's configuration).
+ * Whether the running service sweeps a stream, for commands (CONTRACT.md: commands use the
+ * running service's configuration): its published sweep scope (issue 18). With no service
+ * configuration to read, this shell's own settings, said in one line.
  */
-export function sweptByService(config: Config): (stream: EventStream) => SweptAnswer {
-  const scope = sweepScopeOf(config.env);
+export async function sweptByService(config: Config, say: (line: string) => void = (line) => process.stderr.write(`${line}\n`)): Promise<(stream: EventStream) => SweptAnswer> {
+  const service = await readServiceConfig(config);
+  let scope: SweepScope | undefined;
+  let intervalSeconds: number;
+  if (service.config) {
+    const { sweep } = service.config;
+    scope = sweep.streamIds || sweep.publicUrl ? { streamIds: sweep.streamIds ?? undefined, publicUrl: sweep.publicUrl ?? undefined } : undefined;
+    intervalSeconds = sweep.intervalSeconds;
+  } else {
+    say(`note: ${service.why}; SWEPT follows this shell's RECONCILE_SWEEP_STREAMS, PUBLIC_URL and RECONCILE_SWEEP_INTERVAL_SECONDS`);
+    scope = sweepScopeOf(config.env);
+    intervalSeconds = config.env.RECONCILE_SWEEP_INTERVAL_SECONDS;
+  }
   return (stream) => {
     if (!scope) return { swept: false, reason: "no_sweep" };
     const verdict = sweepVerdict(stream, scope);
     if (!verdict.swept) return verdict;
-    return config.env.RECONCILE_SWEEP_INTERVAL_SECONDS === 0 ? { swept: false, reason: "sweep_off" } : verdict;
+    return intervalSeconds === 0 ? { swept: false, reason: "sweep_off" } : verdict;
   };
 }

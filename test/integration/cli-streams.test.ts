@@ -1,10 +1,15 @@
 import { execFile, execFileSync } from "node:child_process";
+import { randomUUID } from "node:crypto";
 import { existsSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { Redis } from "ioredis";
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { loadConfig } from "../../src/config.js";
 import { startEmulator, type Emulator } from "../../src/emulator/start-emulator.js";
+import { writeServiceConfig } from "../../src/queue/service-config-store.js";
+import { describeServiceConfig } from "../../src/service-config/service-config.js";
 import { control } from "./emulator-test-kit.js";
 
 /**
@@ -89,34 +94,56 @@ describe("streamkeeper streams", () => {
     );
   });
 
-  it("when the service's settings select streams, then SWEPT says yes for those and why not for the others, in the table and in --json", async () => {
-    const env = { PUBLIC_URL: "https://hooks.example.com", RECONCILE_SWEEP_STREAMS: `${streamIds[0]},${streamIds[1]}` };
+  it("when the running service published its sweep settings, then SWEPT follows them, not this shell's, in the table and in --json", async () => {
     await control(emu, "/streams", {
       name: "delta",
       subscriptions: [{ event_type: "user.created" }],
       destination: { type: "webhook", configuration: { webhook_endpoint: "https://hooks.example.com.evil.example/delta", webhook_authorization: { method: "bearer", token: "t" } } },
     });
-    const run = await cli(["streams", "list"], env);
-    expect(run.code).toBe(0);
-    const swept = Object.fromEntries(
-      run.stdout
-        .trimEnd()
-        .split("\n")
-        .slice(1)
-        .map((line) => [line.split(/\s+/)[1], line.match(/\s(yes|no \([^)]*\))\s/)?.[1]]),
-    );
-    expect(swept).toEqual({ alpha: "yes", beta: "yes", gamma: "no (not in RECONCILE_SWEEP_STREAMS)", delta: "no (not in RECONCILE_SWEEP_STREAMS)" });
+    const redis = new Redis(inject("redisUrl"));
+    const prefix = `cli-swept-${randomUUID().slice(0, 8)}`;
+    // What a service started with these settings publishes (service-config.ts).
+    const publish = (env: Record<string, string>) => writeServiceConfig(redis, prefix, describeServiceConfig(loadConfig({ QUEUE_PREFIX: prefix, ...env }), [], "all"));
+    // This shell's own settings disagree: they must not count.
+    const shell = { REDIS_URL: inject("redisUrl"), QUEUE_PREFIX: prefix, PUBLIC_URL: "https://elsewhere.example.com" };
+    try {
+      await publish({ PUBLIC_URL: "https://hooks.example.com", RECONCILE_SWEEP_STREAMS: `${streamIds[0]},${streamIds[1]}` });
+      const run = await cli(["streams", "list"], shell);
+      expect(run.code).toBe(0);
+      expect(run.stderr).toBe("");
+      const swept = Object.fromEntries(
+        run.stdout
+          .trimEnd()
+          .split("\n")
+          .slice(1)
+          .map((line) => [line.split(/\s+/)[1], line.match(/\s(yes|no \([^)]*\))\s/)?.[1]]),
+      );
+      expect(swept).toEqual({ alpha: "yes", beta: "yes", gamma: "no (not in RECONCILE_SWEEP_STREAMS)", delta: "no (not in RECONCILE_SWEEP_STREAMS)" });
 
-    const byUrl = await cli(["streams", "list", "--json"], { PUBLIC_URL: "https://hooks.example.com" });
-    const listed = JSON.parse(byUrl.stdout) as Array<{ name: string; swept: boolean; whyNotSwept?: string }>;
-    expect(listed.map(({ name, swept, whyNotSwept }) => ({ name, swept, whyNotSwept }))).toEqual([
-      { name: "alpha", swept: true, whyNotSwept: undefined },
-      { name: "beta", swept: true, whyNotSwept: undefined },
-      { name: "gamma", swept: true, whyNotSwept: undefined },
-      { name: "delta", swept: false, whyNotSwept: "points_elsewhere" },
-    ]);
-    const off = await cli(["streams", "list", "--json"], { PUBLIC_URL: "https://hooks.example.com", RECONCILE_SWEEP_INTERVAL_SECONDS: "0" });
-    expect((JSON.parse(off.stdout) as Array<{ whyNotSwept?: string }>)[0]).toMatchObject({ swept: false, whyNotSwept: "sweep_off" });
+      await publish({ PUBLIC_URL: "https://hooks.example.com" });
+      const byUrl = await cli(["streams", "list", "--json"], shell);
+      const listed = JSON.parse(byUrl.stdout) as Array<{ name: string; swept: boolean; whyNotSwept?: string }>;
+      expect(listed.map(({ name, swept, whyNotSwept }) => ({ name, swept, whyNotSwept }))).toEqual([
+        { name: "alpha", swept: true, whyNotSwept: undefined },
+        { name: "beta", swept: true, whyNotSwept: undefined },
+        { name: "gamma", swept: true, whyNotSwept: undefined },
+        { name: "delta", swept: false, whyNotSwept: "points_elsewhere" },
+      ]);
+
+      await publish({ PUBLIC_URL: "https://hooks.example.com", RECONCILE_SWEEP_INTERVAL_SECONDS: "0" });
+      const off = await cli(["streams", "list", "--json"], shell);
+      expect((JSON.parse(off.stdout) as Array<{ whyNotSwept?: string }>)[0]).toMatchObject({ swept: false, whyNotSwept: "sweep_off" });
+    } finally {
+      await redis.quit();
+    }
+  });
+
+  it("when no service configuration can be read, then SWEPT follows this shell's settings and one note says so", async () => {
+    const run = await cli(["streams", "list", "--json"], { PUBLIC_URL: "https://hooks.example.com" });
+    expect(run.code).toBe(0);
+    expect(run.stderr).toMatch(/^note: no service runs here: .*; SWEPT follows this shell's RECONCILE_SWEEP_STREAMS, PUBLIC_URL and RECONCILE_SWEEP_INTERVAL_SECONDS\n$/);
+    const listed = JSON.parse(run.stdout) as Array<{ name: string; swept: boolean }>;
+    expect(listed.filter((stream) => stream.swept).map((stream) => stream.name)).toEqual(["alpha", "beta", "gamma"]);
   });
 
   it("when --take is smaller than the list, then one page is shown and --all --json follows every page into one array", async () => {
