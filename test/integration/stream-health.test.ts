@@ -3,7 +3,7 @@ import { afterEach, describe, expect, inject, it } from "vitest";
 import { startEmulator, type Emulator } from "../../src/emulator/start-emulator.js";
 import { freePort } from "../../src/queue/redis-server.js";
 import { startServiceProcess, type ServiceProcess } from "../chaos/start-service-process.js";
-import { startSinkServer, type SinkServer } from "../helpers/sink-server.js";
+import { startSinkServer, type SinkRequest, type SinkServer } from "../helpers/sink-server.js";
 import { call, createStream, emit, getToken, settled, tenantEnv } from "./emulator-test-kit.js";
 
 const webhookAuth = { method: "basic", username: "tenant", password: "stream-health-pw" } as const;
@@ -63,6 +63,7 @@ describe("stream health: a disabled stream is seen, and with STREAM_AUTO_ENABLE 
       PUBLIC_URL: publicUrl,
       STREAM_WATCH_INTERVAL_SECONDS: "1",
       STREAM_AUTO_ENABLE: String(autoEnable),
+      RECONCILE_SWEEP_INTERVAL_SECONDS: "1",
       LOG_LEVEL: "info",
     };
     const enabledSeries = `streamkeeper_stream_enabled{stream="${ours}"}`;
@@ -89,7 +90,7 @@ describe("stream health: a disabled stream is seen, and with STREAM_AUTO_ENABLE 
 
     service = await startServiceProcess("all", env, { port });
     cleanup.push(() => service.kill());
-    return { emulator, sink, service, ours, elsewhere, failed, enabledSeries };
+    return { emulator, sink, service, ours, elsewhere, failed, dropped: (dropped.body as { id: string }).id, enabledSeries };
   }
 
   it("when the tenant disabled the stream while the service was down, then the restarted service shows 0 within seconds, logs it as an error and leaves it disabled", async () => {
@@ -106,18 +107,24 @@ describe("stream health: a disabled stream is seen, and with STREAM_AUTO_ENABLE 
     expect(await streamStatus(emulator, elsewhere)).toBe("enabled");
   });
 
-  it("when STREAM_AUTO_ENABLE is on, then the restarted service enables the stream again, says so at warn, and a new event is delivered live", async () => {
-    const { emulator, sink, service, ours, enabledSeries } = await disabledWhileDown(true);
+  it("when STREAM_AUTO_ENABLE is on, then the restarted service enables the stream again, says so at warn, the sweep recovers the failed deliveries, and a new event is delivered live", async () => {
+    const { emulator, sink, service, ours, failed, dropped, enabledSeries } = await disabledWhileDown(true);
     await until("the stream is enabled again", async () => (await streamStatus(emulator, ours)) === "enabled");
     await until("the gauge shows it", async () => (await metric(service, enabledSeries)) === 1);
     expect(await metric(service, `streamkeeper_stream_auto_enable_total{stream="${ours}"}`)).toBe(1);
     const warned = logLines(service).find((line) => line.level === 40 && line.streamId === ours && /enabled it again/.test(String(line.msg)));
     expect(warned?.msg).toMatch(/STREAM_AUTO_ENABLE=true/);
 
+    // What failed before the tenant disabled the stream is in its delivery history: the sweep brings it back.
+    const recovered = (requests: SinkRequest[]) => failed.every((eventId) => requests.some((request) => request.body.includes(eventId) && request.headers["x-streamkeeper-origin"] === "reconcile"));
+    await sink.until(recovered, 30_000);
+
     const live = await emit(emulator);
     expect((await settled(emulator, live, 30_000)).status).toBe("succeeded");
     const delivered = await sink.until((requests) => requests.some((request) => request.body.includes(live)), 30_000);
     expect(delivered.find((request) => request.body.includes(live))?.headers["x-streamkeeper-origin"]).toBe("webhook");
+    // The event of the time it was disabled: never sent, never kept, so nothing brings it back.
+    expect(delivered.some((request) => request.body.includes(dropped))).toBe(false);
   });
 });
 
