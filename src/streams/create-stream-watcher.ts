@@ -80,7 +80,7 @@ export function createStreamWatcher(options: StreamWatcherOptions): StreamWatche
       } else {
         logger.error(
           { streamId: stream.id, stream: stream.name },
-          `stream is disabled: the tenant sends it no events and keeps none, so every event meanwhile is lost for good (the sweep cannot bring them back); enable it: streamkeeper streams update ${stream.id} --status enabled${options.autoEnable ? "" : ", or set STREAM_AUTO_ENABLE=true"}`,
+          `stream is disabled: the tenant sends it no events and keeps none, so every event meanwhile is lost for good (the sweep cannot bring them back); enable it: streamkeeper streams update ${stream.id} --status enabled${options.autoEnable ? " (STREAM_AUTO_ENABLE does, once its backoff allows and this service can store events)" : ", or set STREAM_AUTO_ENABLE=true"}`,
         );
         found.set(stream.id, { status: "disabled", checkedAt: claimedAt, ...streak });
       }
