@@ -11,6 +11,7 @@ import { formatResults } from "./lib/format-results.js";
 import { startChild, tsxArgs } from "./lib/start-child.js";
 import { runIngest, type IngestResults } from "./scenarios/run-ingest.js";
 import { runOutage, type OutageResults } from "./scenarios/run-outage.js";
+import { runMemory, type MemoryResults } from "./scenarios/run-memory.js";
 import { runPipeline, type PipelineResults, type Topology } from "./scenarios/run-pipeline.js";
 import { runReconcile, type ReconcileResults } from "./scenarios/run-reconcile.js";
 import { runStaleGuard, type StaleGuardResults } from "./scenarios/run-stale-guard.js";
@@ -37,6 +38,8 @@ export interface BenchResults {
   /** the cost of a dropStale route's guard per delivery, against a plain route */
   staleGuard?: StaleGuardResults;
   outage?: OutageResults;
+  /** Redis bytes per event: per job, and the ledger's once the jobs are gone */
+  memory?: MemoryResults;
   /** each target: true met, false missed, undefined not measured */
   targets: { ingestRatio?: boolean; ackP99?: boolean; ackP99Paced?: boolean; pipeline: Partial<Record<Topology, boolean>>; reconcile?: boolean };
 }
@@ -99,6 +102,9 @@ async function main() {
         const { shareOfAllowed, rateShare, rateLimited, failures } = results.reconcile;
         results.targets.reconcile = shareOfAllowed >= 0.9 * rateShare && rateLimited === 0 && failures === 0;
       }
+    }
+    if (scenarios.has("memory")) {
+      results.memory = await runMemory({ redis, events: settings.BENCH_MEMORY_EVENTS, log });
     }
     if (scenarios.has("stale-guard")) {
       results.staleGuard = await runStaleGuard({ redis, redisUrl: redisServer.url, dataDir: dir, sinkUrl: sink.info.url, log });

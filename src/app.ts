@@ -99,7 +99,7 @@ export async function startService(config: Config, logger: Logger, role: Role): 
   }
 
   const tracing = await startTracing(env.OTEL_EXPORTER_OTLP_ENDPOINT, logger);
-  const ledger = createEventLedger(client, env.QUEUE_PREFIX, env.DEDUPE_TTL_SECONDS);
+  const ledger = createEventLedger(client, env.QUEUE_PREFIX, env.DEDUPE_TTL_SECONDS, env.LEDGER_SHARDS);
   const queues = createDeliveryQueues(client, env.QUEUE_PREFIX, routes, { ageSeconds: env.COMPLETED_JOB_RETENTION_SECONDS, count: env.COMPLETED_JOB_RETENTION_COUNT }, tracing.bullmq);
   const store = createEventStore(ledger, queues, routes);
   const reconcileQueue = createReconcileQueue(client, env.QUEUE_PREFIX, tracing.bullmq);
@@ -174,7 +174,7 @@ export async function startService(config: Config, logger: Logger, role: Role): 
       connection: dispatchConnection,
       queuePrefix: env.QUEUE_PREFIX,
       routes,
-      ledger: createEventLedger(ledgerConnection, env.QUEUE_PREFIX, env.DEDUPE_TTL_SECONDS),
+      ledger: createEventLedger(ledgerConnection, env.QUEUE_PREFIX, env.DEDUPE_TTL_SECONDS, env.LEDGER_SHARDS),
       logger,
       backoffBaseMs: env.DISPATCH_BACKOFF_BASE_MS,
       backoffMaxMs: env.DISPATCH_BACKOFF_MAX_MS,

@@ -85,9 +85,14 @@ export function formatResults(results: BenchResults): string {
   const memory: string[] = [];
   if (ingest) {
     memory.push(`| Service peak RSS, \`--role receiver\` (ingest runs) | ${mib(ingest.service.peakRssBytes)} |`);
-    memory.push(`| Redis \`used_memory\` per 100,000 stored events | ${mib(ingest.redis.bytesPer100kEvents)} (${n(ingest.redis.eventsStored)} events stored, extrapolated linearly; one route, so each event is a job hash of ~${n(ingest.redis.sampleKeyBytes.job)} B and a ledger hash of ~${n(ingest.redis.sampleKeyBytes.ledger)} B plus list and index entries) |`);
+    memory.push(`| Redis \`used_memory\` per 100,000 stored events | ${mib(ingest.redis.bytesPer100kEvents)} (${n(ingest.redis.eventsStored)} events stored, extrapolated linearly; one route, so each event is a job hash of ~${n(ingest.redis.sampleKeyBytes.job)} B and a ledger share of ~${n(ingest.redis.sampleKeyBytes.ledger)} B plus list and index entries) |`);
     const { aofRewrites, latestForkMs } = ingest.redis.rewrites;
     memory.push(`| Redis append-only-file rewrites during the ingest runs | ${n(aofRewrites)}${aofRewrites > 0 ? ` (the last fork paused Redis ${n(latestForkMs, 1)} ms)` : ""} |`);
+  }
+  const bytes = results.memory;
+  if (bytes) {
+    memory.push(`| Redis per delivered event once its job is gone: the ledger over the dedupe window (${n(bytes.events)} events, \`used_memory\`) | **${n(bytes.bytesPerEventLedger, 1)} B** (target ≤ 48 B) |`);
+    memory.push(`| Redis per job (one route, a user.updated event, \`used_memory\` given back when removed) | ${n(bytes.bytesPerJob, 1)} B |`);
   }
   for (const pipeline of results.pipelines) {
     if (pipeline.status !== "measured") continue;

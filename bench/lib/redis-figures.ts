@@ -1,4 +1,5 @@
 import type { Redis } from "ioredis";
+import { ledgerKeyPattern } from "../../src/queue/queue-names.js";
 
 /** INFO memory `used_memory`: the bytes Redis has allocated for data and overhead. */
 export async function usedMemory(redis: Redis): Promise<number> {
@@ -25,4 +26,18 @@ export async function rewriteFigures(redis: Redis): Promise<{ aofRewrites: numbe
   const info = `${await redis.info("persistence")}\n${await redis.info("stats")}`;
   const field = (name: string) => Number(new RegExp(`^${name}:(\\d+)`, "m").exec(info)?.[1] ?? 0);
   return { aofRewrites: field("aof_rewrites"), totalForks: field("total_forks"), latestForkMs: field("latest_fork_usec") / 1000 };
+}
+
+/** The ids the ledger holds: the entries of its bucket hashes (not their name dictionaries), found with SCAN. */
+export async function countLedgerIds(redis: Redis, queuePrefix: string): Promise<number> {
+  let cursor = "0";
+  let count = 0;
+  do {
+    const [next, keys] = await redis.scan(cursor, "MATCH", ledgerKeyPattern(queuePrefix), "COUNT", 5000);
+    cursor = next;
+    const buckets = keys.filter((key) => !key.endsWith(":names"));
+    const lengths = await Promise.all(buckets.map((key) => redis.hlen(key)));
+    count += lengths.reduce((sum, length) => sum + length, 0);
+  } while (cursor !== "0");
+  return count;
 }

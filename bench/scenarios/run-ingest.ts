@@ -1,9 +1,8 @@
 import type { Redis } from "ioredis";
-import { jobIdFor } from "../../src/queue/job-id.js";
-import { bullPrefix, deliveryQueueName, ledgerKey } from "../../src/queue/queue-names.js";
+import { bullPrefix, deliveryQueueName, ledgerKeyPattern } from "../../src/queue/queue-names.js";
 import type { BenchSettings } from "../bench-settings.js";
 import type { LoadOptions, LoadResult } from "../lib/load-types.js";
-import { countKeys, rewriteFigures, usedMemory } from "../lib/redis-figures.js";
+import { countLedgerIds, rewriteFigures, usedMemory } from "../lib/redis-figures.js";
 import { runLoad } from "../lib/run-load.js";
 import { startChild, tsxArgs } from "../lib/start-child.js";
 import { benchAuthorization, startServiceProcess } from "../lib/start-service-process.js";
@@ -113,7 +112,7 @@ export async function runIngest(context: IngestContext): Promise<IngestResults> 
     log(`ingest: fixed rate ${settings.BENCH_FIXED_RATE} requests/s (autocannon overallRate, then evenly paced)`);
     const fixedRate = await runLoad(load(service.publicUrl, { overallRate: settings.BENCH_FIXED_RATE }, watch));
     const fixedRatePaced = await runLoad(load(service.publicUrl, { overallRate: settings.BENCH_FIXED_RATE, paced: true }, watch));
-    const eventsStored = await countKeys(context.redis, ledgerKey(queuePrefix, "*"));
+    const eventsStored = await countLedgerIds(context.redis, queuePrefix);
     const usedMemoryAfter = await usedMemory(context.redis);
     const sampleKeyBytes = await sampleEventKeys(context.redis, queuePrefix);
     const rewrites = await rewriteFigures(context.redis);
@@ -144,17 +143,26 @@ export async function runIngest(context: IngestContext): Promise<IngestResults> 
 
 const ratio = (a: LoadResult, b: LoadResult) => Math.round((a.requestsPerSecond / b.requestsPerSecond) * 1000) / 1000;
 
-/** Where the bytes of an event go: its ledger hash and its job hash (one route), averaged over up to 20 events. */
+/**
+ * Where the bytes of an event go: its share of a ledger bucket (the bucket and its name
+ * dictionary over the ids it holds) and its job hash (one route), averaged over up to 20 of each.
+ */
 async function sampleEventKeys(redis: Redis, queuePrefix: string): Promise<{ ledger?: number; job?: number }> {
-  const [, keys] = await redis.scan("0", "MATCH", ledgerKey(queuePrefix, "*"), "COUNT", 1000);
-  const sample = keys.slice(0, 20);
-  if (sample.length === 0) return {};
   // SAMPLES 0: count every field; the default samples 5 and misjudges hashes of mixed field sizes.
-  const usage = (key: string) => redis.call("MEMORY", "USAGE", key, "SAMPLES", "0") as Promise<number | null>;
-  const average = (values: Array<number | null>) => Math.round(values.reduce<number>((sum, value) => sum + (value ?? 0), 0) / values.length);
-  const jobKey = (key: string) => `${bullPrefix(queuePrefix)}:${deliveryQueueName("default")}:${jobIdFor(key.slice(ledgerKey(queuePrefix, "").length))}`;
-  return {
-    ledger: average(await Promise.all(sample.map(usage))),
-    job: average(await Promise.all(sample.map((key) => usage(jobKey(key))))),
-  };
+  const usage = async (key: string) => ((await redis.call("MEMORY", "USAGE", key, "SAMPLES", "0")) as number | null) ?? 0;
+  const average = (values: number[]) => (values.length === 0 ? undefined : Math.round(values.reduce((sum, value) => sum + value, 0) / values.length));
+  const [, ledgerKeys] = await redis.scan("0", "MATCH", ledgerKeyPattern(queuePrefix), "COUNT", 1000);
+  const buckets = ledgerKeys.filter((key) => !key.endsWith(":names")).slice(0, 20);
+  const perId = await Promise.all(
+    buckets.map(async (key) => ((await usage(key)) + (await usage(`${key}:names`))) / Math.max(1, await redis.hlen(key))),
+  );
+  const queueKeys = `${bullPrefix(queuePrefix)}:${deliveryQueueName("default")}:`;
+  const [, candidates] = await redis.scan("0", "MATCH", `${queueKeys}*`, "COUNT", 1000);
+  // A job is a hash named by its id alone; BullMQ's other keys (meta, events, wait, ...) are not jobs.
+  const jobs: string[] = [];
+  for (const key of candidates) {
+    if (jobs.length >= 20) break;
+    if (!key.slice(queueKeys.length).includes(":") && key !== `${queueKeys}meta` && (await redis.type(key)) === "hash") jobs.push(key);
+  }
+  return { ledger: average(perId), job: average(await Promise.all(jobs.map(usage))) };
 }

@@ -1,11 +1,10 @@
 import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import type { Redis } from "ioredis";
-import { ledgerKey } from "../../src/queue/queue-names.js";
 import type { BenchSettings } from "../bench-settings.js";
 import type { LoadOptions, LoadResult } from "../lib/load-types.js";
 import type { SinkStats } from "../processes/sink-server.js";
-import { countKeys } from "../lib/redis-figures.js";
+import { countLedgerIds } from "../lib/redis-figures.js";
 import { runLoad } from "../lib/run-load.js";
 import { benchAuthorization, startServiceProcess, type ServiceProcess } from "../lib/start-service-process.js";
 
@@ -86,7 +85,7 @@ export async function runPipeline(context: PipelineContext, topology: Topology):
       ...overrides,
     });
     const sink = createSinkProbe(context.sinkUrl);
-    const stored = () => countKeys(redis, ledgerKey(queuePrefix, "*"));
+    const stored = () => countLedgerIds(redis, queuePrefix);
 
     // Warm-up at a moderate rate; it also tells whether this build delivers at all.
     await sink.reset();

@@ -1,11 +1,13 @@
+import { createHash } from "node:crypto";
 import type { Cluster, Redis } from "ioredis";
 import type { Origin } from "../events/cloud-event.js";
-import { ledgerKey } from "./queue-names.js";
+import { ledgerScript } from "./ledger-script.js";
+import { ledgerBucketKey } from "./queue-names.js";
 
 /**
- * What this service knows of one event id, kept for DEDUPE_TTL_SECONDS in one Redis
- * hash. It outlives the queue jobs: BullMQ's job id alone forgets an id as soon as the
- * job is removed (STACK-NOTES.md).
+ * What this service knows of one event id, kept for DEDUPE_TTL_SECONDS in a compact
+ * record (createEventLedger). It outlives the queue jobs: BullMQ's job id alone forgets an
+ * id as soon as the job is removed (STACK-NOTES.md).
  */
 export interface EventRecord {
   eventId: string;
@@ -32,34 +34,6 @@ export interface Arrival {
 }
 
 /**
- * Ends every script that writes: a record never outlives its TTL, whoever wrote it first.
- * `TTL == -1` (no expiry) rather than `EXPIRE ... NX`, which Redis before 7 refuses, and
- * refuses after the script's HSET already applied (redis-version.ts checks the minimum).
- */
-const keepExpiring = (ttlArg: string) => `
-if redis.call('TTL', KEYS[1]) == -1 then redis.call('EXPIRE', KEYS[1], ${ttlArg}) end
-`;
-
-// One key per call, so it is cluster-safe. ARGV: receivedAt, origin, streamId, type, routes, force, ttl.
-const claimScript = `
-local key = KEYS[1]
-local first = redis.call('HSETNX', key, 'receivedAt', ARGV[1])
-local result = 1
-if first == 0 and ARGV[6] ~= '1' then
-  redis.call('HINCRBY', key, 'duplicates', 1)
-  redis.call('HSET', key, 'lastDuplicateAt', ARGV[1])
-  result = 0
-elseif first == 0 then
-  redis.call('HINCRBY', key, 'replays', 1)
-else
-  redis.call('HSET', key, 'origin', ARGV[2], 'streamId', ARGV[3], 'type', ARGV[4], 'routes', ARGV[5])
-  redis.call('EXPIRE', key, ARGV[7])
-end
-${keepExpiring("ARGV[7]")}
-return result
-`;
-
-/**
  * `arrived`: an event with this id was stored within the TTL. `delivered_only`: routes
  * recorded a 2xx for it but no arrival was claimed (a store that stopped between its
  * jobs and its claim, whose jobs were delivered all the same).
@@ -80,72 +54,75 @@ export interface EventLedger {
   deliveredAt(eventId: string, route: string): Promise<number | undefined>;
 }
 
-// One round trip each, atomic like the MULTI they replace. A MULTI costs far more here:
-// ioredis copies every script defined on the connection (BullMQ's, dozens) onto each
-// pipeline it builds: dropping the MULTI cut the dispatcher's CPU per delivery from
-// ~400 to ~230 µs (docs/benchmarks.md).
-// ARGV: field, value, ttl.
-// A record that expired meanwhile starts again with a full TTL (a `delivered_only` record).
-const markDeliveredScript = `
-redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
-${keepExpiring("ARGV[3]")}
-return 1
-`;
-// ARGV: at, ttl. A record that expired since the lookup is not recreated: there is
-// nothing left to count the duplicate against.
-const recordDuplicateScript = `
-if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end
-redis.call('HINCRBY', KEYS[1], 'duplicates', 1)
-redis.call('HSET', KEYS[1], 'lastDuplicateAt', ARGV[1])
-${keepExpiring("ARGV[2]")}
-return 1
-`;
+/** LEDGER_SHARDS's default: callers that do not pass it must read the same shards. */
+export const defaultLedgerShards = 1024;
 
-// 1: an arrival; 2: a record without one (route deliveries only); 0: nothing.
-const lookupScript = `
-if redis.call('HEXISTS', KEYS[1], 'receivedAt') == 1 then return 1 end
-return redis.call('EXISTS', KEYS[1]) * 2
-`;
-
+// One script, one round trip per call, atomic like the MULTI it replaces. A MULTI costs
+// far more here: ioredis copies every script defined on the connection (BullMQ's, dozens)
+// onto each pipeline it builds (docs/benchmarks.md).
 type LedgerCommands = {
-  streamkeeperLookup(key: string): Promise<number>;
-  streamkeeperClaim(key: string, ...args: (string | number)[]): Promise<number>;
-  streamkeeperMarkDelivered(key: string, field: string, at: number, ttlSeconds: number): Promise<number>;
-  streamkeeperRecordDuplicate(key: string, at: number, ttlSeconds: number): Promise<number>;
+  streamkeeperLedger(...args: Array<string | number | Buffer>): Promise<unknown>;
 };
 
-export function createEventLedger(redis: Redis | Cluster, queuePrefix: string, ttlSeconds: number): EventLedger {
-  const key = (eventId: string) => ledgerKey(queuePrefix, eventId);
-  // EVALSHA after the first call; ioredis loads the script again after a Redis restart.
-  redis.defineCommand("streamkeeperLookup", { numberOfKeys: 1, lua: lookupScript });
-  redis.defineCommand("streamkeeperClaim", { numberOfKeys: 1, lua: claimScript });
-  redis.defineCommand("streamkeeperMarkDelivered", { numberOfKeys: 1, lua: markDeliveredScript });
-  redis.defineCommand("streamkeeperRecordDuplicate", { numberOfKeys: 1, lua: recordDuplicateScript });
+/**
+ * The ledger keeps one compact record per id, at most ~40 bytes of Redis (docs/benchmarks.md),
+ * because it holds every id of the dedupe window: ~390 bytes per event as a hash of its
+ * own made it most of Redis at any sustained rate. Records live in time buckets (a day,
+ * or the TTL when shorter) split into `shards` by the id's digest: small hashes that Redis
+ * keeps listpack-encoded (up to 128 entries of 64 bytes by default, so a shard-bucket should
+ * hold fewer than ~120 ids: LEDGER_SHARDS). A bucket expires as a whole, TTL plus its
+ * length after its first write, so nothing scans for expired ids; a record older than the
+ * TTL still in a live bucket reads as absent. A lookup reads the window's buckets of one
+ * shard in one script: the shard is the hash tag, so on a cluster the ledger spreads over
+ * every master and each call stays in one slot. The field is 8 bytes of the id's SHA-256
+ * (with the shard, 74 bits: no two ids of a window share one in practice).
+ */
+export function createEventLedger(redis: Redis | Cluster, queuePrefix: string, ttlSeconds: number, shards = defaultLedgerShards): EventLedger {
+  redis.defineCommand("streamkeeperLedger", { lua: ledgerScript });
   const commands = redis as unknown as LedgerCommands;
+  const bucketSeconds = Math.min(86_400, ttlSeconds);
+  const buckets = Math.floor(ttlSeconds / bucketSeconds) + 1;
+
+  const call = (op: string, eventId: string, ...args: Array<string | number>) => {
+    const digest = createHash("sha256").update(eventId).digest();
+    const shard = digest.readUInt32BE(0) % shards;
+    const now = Date.now();
+    const newest = Math.floor(now / (bucketSeconds * 1000));
+    const keys: string[] = [];
+    for (let i = 0; i < buckets; i += 1) keys.push(ledgerBucketKey(queuePrefix, shard, newest - i));
+    const dictionaries = keys.map((key) => `${key}:names`);
+    return commands.streamkeeperLedger(keys.length * 2, ...keys, ...dictionaries, op, digest.subarray(4, 12), now, ttlSeconds, bucketSeconds, ...args);
+  };
+
   const lookup = async (eventId: string): Promise<LedgerState> => {
-    const state = await commands.streamkeeperLookup(key(eventId));
+    const state = await call("lookup", eventId);
     return state === 1 ? "arrived" : state === 2 ? "delivered_only" : "absent";
   };
+  const routeMarks = { matched: 1, delivered: 2, stale: 4 };
   return {
     async get(eventId) {
-      const hash = await redis.hgetall(key(eventId));
-      if (!hash.receivedAt) return undefined;
+      const reply = (await call("get", eventId)) as Array<string | number> | null;
+      if (!reply) return undefined;
+      const [receivedAt, origin, type, streamId, duplicates, lastDuplicateAt, replays, ...perRoute] = reply;
+      const routes: string[] = [];
       const deliveredAt: Record<string, number> = {};
       const staleAt: Record<string, number> = {};
-      for (const [field, value] of Object.entries(hash)) {
-        if (field.startsWith("delivered:")) deliveredAt[field.slice("delivered:".length)] = Number(value);
-        if (field.startsWith("stale:")) staleAt[field.slice("stale:".length)] = Number(value);
+      for (let i = 0; i + 2 < perRoute.length; i += 3) {
+        const [name, marks, at] = [String(perRoute[i]), Number(perRoute[i + 1]), Number(perRoute[i + 2])];
+        if (marks & routeMarks.matched) routes.push(name);
+        if (marks & routeMarks.delivered) deliveredAt[name] = at;
+        if (marks & routeMarks.stale) staleAt[name] = at;
       }
       return {
         eventId,
-        receivedAt: Number(hash.receivedAt),
-        origin: hash.origin === "reconcile" ? "reconcile" : "webhook",
-        streamId: hash.streamId || undefined,
-        type: hash.type ?? "",
-        routes: hash.routes ? hash.routes.split(",") : [],
-        duplicates: Number(hash.duplicates ?? 0),
-        lastDuplicateAt: hash.lastDuplicateAt ? Number(hash.lastDuplicateAt) : undefined,
-        replays: Number(hash.replays ?? 0),
+        receivedAt: Number(receivedAt),
+        origin: origin === "reconcile" ? "reconcile" : "webhook",
+        streamId: streamId ? String(streamId) : undefined,
+        type: String(type),
+        routes,
+        duplicates: Number(duplicates),
+        lastDuplicateAt: Number(lastDuplicateAt) >= 0 ? Number(lastDuplicateAt) : undefined,
+        replays: Number(replays),
         deliveredAt,
         staleAt,
       };
@@ -155,30 +132,21 @@ export function createEventLedger(redis: Redis | Cluster, queuePrefix: string, t
     },
     lookup,
     async claim(eventId, arrival, force) {
-      const result = await commands.streamkeeperClaim(
-        key(eventId),
-        arrival.receivedAt,
-        arrival.origin,
-        arrival.streamId ?? "",
-        arrival.type,
-        arrival.routes.join(","),
-        force ? "1" : "0",
-        ttlSeconds,
-      );
-      return result === 1;
+      const args = [arrival.receivedAt, arrival.origin, arrival.type, arrival.streamId ?? "", force ? "1" : "0", ...arrival.routes];
+      return (await call("claim", eventId, ...args)) === 1;
     },
     async recordDuplicate(eventId, at) {
-      await commands.streamkeeperRecordDuplicate(key(eventId), at, ttlSeconds);
+      await call("duplicate", eventId, at);
     },
     async markDelivered(eventId, route, at) {
-      await commands.streamkeeperMarkDelivered(key(eventId), `delivered:${route}`, at, ttlSeconds);
+      await call("mark", eventId, route, at, routeMarks.delivered);
     },
     async markStale(eventId, route, at) {
-      await commands.streamkeeperMarkDelivered(key(eventId), `stale:${route}`, at, ttlSeconds);
+      await call("mark", eventId, route, at, routeMarks.stale);
     },
     async deliveredAt(eventId, route) {
-      const value = await redis.hget(key(eventId), `delivered:${route}`);
-      return value ? Number(value) : undefined;
+      const at = Number(await call("deliveredAt", eventId, route));
+      return at >= 0 ? at : undefined;
     },
   };
 }

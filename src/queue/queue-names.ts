@@ -21,8 +21,17 @@ export function routeOfQueue(queueName: string): string | undefined {
 
 export const reconcileQueueName = "reconcile";
 
-export function ledgerKey(queuePrefix: string, eventId: string): string {
-  return `${bullPrefix(queuePrefix)}:event:${eventId}`;
+/**
+ * One time bucket of one id shard of the ledger (event-ledger.ts). The shard is the hash
+ * tag, so the buckets of a shard share a slot and the shards spread over a cluster.
+ */
+export function ledgerBucketKey(queuePrefix: string, shard: number, bucket: number): string {
+  return `{${queuePrefix}:ledger:${shard}}:${bucket}`;
+}
+
+/** A SCAN pattern for every ledger key (buckets and their dictionaries), for tools and benchmarks. */
+export function ledgerKeyPattern(queuePrefix: string): string {
+  return `{${queuePrefix}:ledger:*`;
 }
 
 /** A route's circuit breaker state (dispatch/route-circuit.ts), shared by every worker process. */

@@ -10,7 +10,7 @@ export async function inspectStore(config: Config, redisUrl = config.env.REDIS_U
   const redis = createRedis(redisUrl, "client", "test-inspector");
   await untilReady(redis);
   const routes = await loadRoutes(config);
-  const ledger = createEventLedger(redis, config.env.QUEUE_PREFIX, config.env.DEDUPE_TTL_SECONDS);
+  const ledger = createEventLedger(redis, config.env.QUEUE_PREFIX, config.env.DEDUPE_TTL_SECONDS, config.env.LEDGER_SHARDS);
   const queues = createDeliveryQueues(redis, config.env.QUEUE_PREFIX, routes, { ageSeconds: 60, count: 1000 });
   return {
     ledger,

@@ -1,0 +1,246 @@
+/**
+ * The ledger's one Lua script (event-ledger.ts says what it stores and why). Every call
+ * names one shard's buckets within the dedupe window, newest first, then their
+ * dictionaries: all under one hash tag, so one slot. ARGV: op, field (8 bytes of the id's
+ * digest), now (ms), ttl (s), bucket length (s), then the op's own arguments.
+ *
+ * A record: flags (1 byte: 1 arrived, 2 reconcile, 4 has lastDuplicateAt, 8 has counts),
+ * its time (6 bytes, ms: the arrival, or the first mark of a record without one), type
+ * and stream (1 byte each, indices into the bucket's dictionary, 0 none), when flagged
+ * duplicates and replays (1 byte each, saturating) and lastDuplicateAt (6 bytes), then per
+ * route: its dictionary index, its marks (1 matched, 2 delivered, 4 stale) and, when
+ * marked, the mark's time as ms after the record's (a varint: 2 bytes within 16 s). Route indices are per bucket and append-only, so a route renamed,
+ * added or removed later never changes what an older record means.
+ */
+export const ledgerScript = `
+local op = ARGV[1]
+local field = ARGV[2]
+local now = tonumber(ARGV[3])
+local ttl = tonumber(ARGV[4])
+local bucketSeconds = tonumber(ARGV[5])
+local n = #KEYS / 2
+
+local function put48(x)
+  local out = {}
+  for k = 5, 0, -1 do out[#out + 1] = string.char(math.floor(x / 2 ^ (8 * k)) % 256) end
+  return table.concat(out)
+end
+local function get48(s, pos)
+  local x = 0
+  for k = 0, 5 do x = x * 256 + s:byte(pos + k) end
+  return x
+end
+
+local function putVarint(x)
+  local out = {}
+  while x >= 128 do
+    out[#out + 1] = string.char(x % 128 + 128)
+    x = math.floor(x / 128)
+  end
+  out[#out + 1] = string.char(x)
+  return table.concat(out)
+end
+local function getVarint(s, pos)
+  local x, scale = 0, 1
+  while true do
+    local b = s:byte(pos)
+    pos = pos + 1
+    if b < 128 then return x + b * scale, pos end
+    x = x + (b - 128) * scale
+    scale = scale * 128
+  end
+end
+
+local function decode(v)
+  local r = { flags = v:byte(1), at = get48(v, 2), type = v:byte(8), stream = v:byte(9), dups = 0, replays = 0, routes = {} }
+  local pos = 10
+  if bit.band(r.flags, 8) ~= 0 then r.dups = v:byte(pos); r.replays = v:byte(pos + 1); pos = pos + 2 end
+  if bit.band(r.flags, 4) ~= 0 then r.lastDup = get48(v, pos); pos = pos + 6 end
+  while pos <= #v do
+    local route = { idx = v:byte(pos), marks = v:byte(pos + 1) }
+    pos = pos + 2
+    if bit.band(route.marks, 6) ~= 0 then
+      local delta
+      delta, pos = getVarint(v, pos)
+      route.at = r.at + delta
+    end
+    r.routes[#r.routes + 1] = route
+  end
+  return r
+end
+
+local function encode(r)
+  local flags = bit.band(r.flags, 3)
+  if r.lastDup then flags = bit.bor(flags, 4) end
+  if r.dups > 0 or r.replays > 0 then flags = bit.bor(flags, 8) end
+  local out = { string.char(flags), put48(r.at), string.char(r.type, r.stream) }
+  if bit.band(flags, 8) ~= 0 then out[#out + 1] = string.char(r.dups, r.replays) end
+  if r.lastDup then out[#out + 1] = put48(r.lastDup) end
+  for _, route in ipairs(r.routes) do
+    out[#out + 1] = string.char(route.idx, route.marks)
+    -- A mark from before the arrival (a record claimed over its marks) reads as the arrival's time.
+    if bit.band(route.marks, 6) ~= 0 then out[#out + 1] = putVarint(math.max(0, (route.at or r.at) - r.at)) end
+  end
+  return table.concat(out)
+end
+
+-- The newest bucket holding a record of this id younger than the ttl.
+local function find()
+  for i = 1, n do
+    local v = redis.call('HGET', KEYS[i], field)
+    if v then
+      local r = decode(v)
+      if now - r.at <= ttl * 1000 then return i, r end
+    end
+  end
+  return nil, nil
+end
+
+-- Every write ends here: a key never outlives its bucket's window (TTL -1 is the one
+-- case to fix: a key just created, or one written without a TTL), and a record whose
+-- time moved forward (a claim over marks) keeps its bucket for a full ttl.
+local function keepExpiring(key, at)
+  local left = redis.call('TTL', key)
+  local want = math.ceil((at - now) / 1000) + ttl
+  if left == -1 then redis.call('EXPIRE', key, math.max(want, ttl) + bucketSeconds)
+  elseif left >= 0 and left < want then redis.call('EXPIRE', key, want) end
+end
+
+local function write(i, r)
+  redis.call('HSET', KEYS[i], field, encode(r))
+  keepExpiring(KEYS[i], r.at)
+  keepExpiring(KEYS[n + i], r.at)
+end
+
+-- A name's index in bucket i's dictionary ('r' routes, 's' types and streams), added
+-- when missing. 0 when a string table is full: that string is then not kept.
+local function intern(i, kind, name)
+  if name == '' then return 0 end
+  local dict = KEYS[n + i]
+  local idx = redis.call('HGET', dict, kind .. name)
+  if idx then return tonumber(idx) end
+  local next = redis.call('HINCRBY', dict, '#' .. kind, 1)
+  if next > 255 then
+    redis.call('HINCRBY', dict, '#' .. kind, -1)
+    if kind == 'r' then return redis.error_reply('more than 255 route names in one ledger bucket') end
+    return 0
+  end
+  redis.call('HSET', dict, kind .. name, next, string.upper(kind) .. next, name)
+  return next
+end
+
+local function nameOf(i, kind, idx)
+  if idx == 0 then return '' end
+  return redis.call('HGET', KEYS[n + i], string.upper(kind) .. idx) or ''
+end
+
+local function routeEntry(r, idx)
+  for _, route in ipairs(r.routes) do
+    if route.idx == idx then return route end
+  end
+  return nil
+end
+
+local function fresh(at)
+  return { flags = 0, at = at, type = 0, stream = 0, dups = 0, replays = 0, routes = {} }
+end
+
+if op == 'lookup' then
+  local _, r = find()
+  if not r then return 0 end
+  if bit.band(r.flags, 1) ~= 0 then return 1 end
+  return 2
+end
+
+if op == 'claim' then
+  -- ARGV: receivedAt, origin, type, stream, force, route names...
+  local receivedAt = tonumber(ARGV[6])
+  local force = ARGV[10] == '1'
+  local i, r = find()
+  if r and bit.band(r.flags, 1) ~= 0 then
+    if not force then
+      r.dups = math.min(r.dups + 1, 255)
+      r.lastDup = receivedAt
+      write(i, r)
+      return 0
+    end
+    r.replays = math.min(r.replays + 1, 255)
+    write(i, r)
+    return 1
+  end
+  if not r then i = 1; r = fresh(receivedAt) end
+  r.flags = bit.bor(1, ARGV[7] == 'reconcile' and 2 or 0)
+  r.at = receivedAt
+  r.type = intern(i, 's', ARGV[8])
+  r.stream = intern(i, 's', ARGV[9])
+  -- The matched routes in their order, then the marks of any other route.
+  local routes = {}
+  local taken = {}
+  for k = 11, #ARGV do
+    local idx = intern(i, 'r', ARGV[k])
+    local earlier = routeEntry(r, idx)
+    routes[#routes + 1] = { idx = idx, marks = bit.bor(1, earlier and earlier.marks or 0), at = earlier and earlier.at }
+    taken[idx] = true
+  end
+  for _, route in ipairs(r.routes) do
+    if not taken[route.idx] then routes[#routes + 1] = route end
+  end
+  r.routes = routes
+  write(i, r)
+  return 1
+end
+
+if op == 'duplicate' then
+  -- ARGV: at. A record that expired since the lookup is not recreated.
+  local i, r = find()
+  if not r then return 0 end
+  r.dups = math.min(r.dups + 1, 255)
+  r.lastDup = tonumber(ARGV[6])
+  write(i, r)
+  return 1
+end
+
+if op == 'mark' then
+  -- ARGV: route, at, mark (2 delivered, 4 stale). Without a record, one without an
+  -- arrival (a 'delivered_only' record) starts in the newest bucket.
+  local at = tonumber(ARGV[7])
+  local i, r = find()
+  if not r then i = 1; r = fresh(at) end
+  local idx = intern(i, 'r', ARGV[6])
+  local route = routeEntry(r, idx)
+  if not route then
+    route = { idx = idx, marks = 0 }
+    r.routes[#r.routes + 1] = route
+  end
+  route.marks = bit.bor(route.marks, tonumber(ARGV[8]))
+  route.at = at
+  write(i, r)
+  return 1
+end
+
+if op == 'deliveredAt' then
+  -- ARGV: route. -1 when not delivered.
+  local i, r = find()
+  if not r then return -1 end
+  local idx = redis.call('HGET', KEYS[n + i], 'r' .. ARGV[6])
+  local route = idx and routeEntry(r, tonumber(idx))
+  if route and bit.band(route.marks, 2) ~= 0 then return route.at end
+  return -1
+end
+
+if op == 'get' then
+  -- { at, origin, type, stream, duplicates, lastDuplicateAt or -1, replays, then per
+  --   route: name, marks, mark time or -1 }
+  local i, r = find()
+  if not r or bit.band(r.flags, 1) == 0 then return nil end
+  local out = { r.at, bit.band(r.flags, 2) ~= 0 and 'reconcile' or 'webhook', nameOf(i, 's', r.type), nameOf(i, 's', r.stream), r.dups, r.lastDup or -1, r.replays }
+  for _, route in ipairs(r.routes) do
+    out[#out + 1] = nameOf(i, 'r', route.idx)
+    out[#out + 1] = route.marks
+    out[#out + 1] = route.at or -1
+  end
+  return out
+end
+
+return redis.error_reply('unknown ledger op ' .. op)
+`;

@@ -1,0 +1,150 @@
+import { randomUUID } from "node:crypto";
+import type { Redis } from "ioredis";
+import { afterAll, beforeAll, describe, expect, it, inject } from "vitest";
+import { createEventLedger, type Arrival } from "../../src/queue/event-ledger.js";
+import { ledgerKeyPattern } from "../../src/queue/queue-names.js";
+import { createRedis, untilReady } from "../../src/queue/redis-connection.js";
+
+const arrival = (routes: string[], receivedAt = Date.now()): Arrival => ({ receivedAt, origin: "webhook", streamId: "est_1", type: "user.updated", routes });
+
+async function ledgerKeys(redis: Redis, prefix: string): Promise<string[]> {
+  const found: string[] = [];
+  let cursor = "0";
+  do {
+    const [next, keys] = await redis.scan(cursor, "MATCH", ledgerKeyPattern(prefix), "COUNT", 1000);
+    cursor = next;
+    found.push(...keys);
+  } while (cursor !== "0");
+  return found;
+}
+
+describe("compact event ledger", () => {
+  const redis = createRedis(inject("redisUrl"), "client") as Redis;
+  const ttl = 600;
+  beforeAll(() => untilReady(redis));
+  afterAll(() => redis.disconnect());
+
+  it("when 20,000 delivered events are recorded, then the ledger holds at most 48 bytes per event, in compact hashes", async () => {
+    const prefix = `test-${randomUUID()}`;
+    // ~80 ids per shard, as LEDGER_SHARDS advises for this many a day (fewer ids per shard only adds key overhead).
+    const ledger = createEventLedger(redis, prefix, 604_800, 256);
+    const events = 20_000;
+    for (let index = 0; index < events; index += 500) {
+      await Promise.all(
+        Array.from({ length: 500 }, async () => {
+          const id = `evt_${randomUUID()}`;
+          await ledger.claim(id, arrival(["default"]), false);
+          await ledger.markDelivered(id, "default", Date.now());
+        }),
+      );
+    }
+    const keys = await ledgerKeys(redis, prefix);
+    let bytes = 0;
+    for (const key of keys) {
+      bytes += Number(await redis.call("MEMORY", "USAGE", key, "SAMPLES", "0"));
+      expect(await redis.object("ENCODING", key)).toBe("listpack");
+    }
+    expect(bytes / events).toBeLessThanOrEqual(48);
+  });
+
+  it("when its buckets hold other ids and other routes, then a record still answers arrival, routes in order, deliveries and stale skips", async () => {
+    const prefix = `test-${randomUUID()}`;
+    const ledger = createEventLedger(redis, prefix, ttl, 1);
+    const receivedAt = Date.now();
+    await ledger.claim("evt_other", arrival(["zeta", "alpha"]), false);
+    await ledger.claim("evt_1", { ...arrival(["users", "all", "guarded"], receivedAt), origin: "reconcile" }, false);
+    await ledger.markDelivered("evt_1", "all", receivedAt + 1234);
+    await ledger.markStale("evt_1", "guarded", receivedAt + 99_000);
+    // A later configuration with other route names writes into the same bucket.
+    await ledger.claim("evt_2", arrival(["renamed"], receivedAt), false);
+    await ledger.markDelivered("evt_2", "renamed", receivedAt);
+
+    expect(await ledger.get("evt_1")).toEqual({
+      eventId: "evt_1",
+      receivedAt,
+      origin: "reconcile",
+      streamId: "est_1",
+      type: "user.updated",
+      routes: ["users", "all", "guarded"],
+      duplicates: 0,
+      lastDuplicateAt: undefined,
+      replays: 0,
+      deliveredAt: { all: receivedAt + 1234 },
+      staleAt: { guarded: receivedAt + 99_000 },
+    });
+    expect(await ledger.deliveredAt("evt_1", "all")).toBe(receivedAt + 1234);
+    expect(await ledger.deliveredAt("evt_1", "users")).toBeUndefined();
+    expect(await ledger.deliveredAt("evt_1", "renamed")).toBeUndefined();
+    expect((await ledger.get("evt_2"))?.deliveredAt).toEqual({ renamed: receivedAt });
+  });
+
+  it("when duplicates and forced replays come, then they are counted on the record", async () => {
+    const ledger = createEventLedger(redis, `test-${randomUUID()}`, ttl, 4);
+    const receivedAt = Date.now();
+    expect(await ledger.claim("evt_d", arrival(["a"], receivedAt), false)).toBe(true);
+    expect(await ledger.claim("evt_d", arrival(["a"], receivedAt + 5), false)).toBe(false);
+    await ledger.recordDuplicate("evt_d", receivedAt + 7);
+    expect(await ledger.claim("evt_d", arrival(["a"], receivedAt + 9), true)).toBe(true);
+    expect(await ledger.get("evt_d")).toMatchObject({ receivedAt, duplicates: 2, lastDuplicateAt: receivedAt + 7, replays: 1 });
+  });
+
+  it("when deliveries are marked before any arrival, then the id reads delivered_only and a later claim keeps those deliveries", async () => {
+    const ledger = createEventLedger(redis, `test-${randomUUID()}`, ttl, 4);
+    const markedAt = Date.now();
+    await ledger.markDelivered("evt_c", "b", markedAt);
+    expect(await ledger.lookup("evt_c")).toBe("delivered_only");
+    expect(await ledger.has("evt_c")).toBe(false);
+    expect(await ledger.get("evt_c")).toBeUndefined();
+    expect(await ledger.claim("evt_c", arrival(["a", "b"], markedAt + 50), false)).toBe(true);
+    const record = await ledger.get("evt_c");
+    expect(record?.routes).toEqual(["a", "b"]);
+    // A mark from before the arrival reads as the arrival's time.
+    expect(record?.deliveredAt).toEqual({ b: markedAt + 50 });
+    expect(await ledger.lookup("evt_c")).toBe("arrived");
+  });
+
+  it("when a record expired between the lookup and recordDuplicate, then it is not recreated", async () => {
+    const prefix = `test-${randomUUID()}`;
+    const ledger = createEventLedger(redis, prefix, ttl, 1);
+    await ledger.claim("evt_e", arrival(["a"]), false);
+    for (const key of await ledgerKeys(redis, prefix)) await redis.del(key);
+    await ledger.recordDuplicate("evt_e", Date.now());
+    expect(await ledgerKeys(redis, prefix)).toEqual([]);
+    expect(await ledger.lookup("evt_e")).toBe("absent");
+  });
+
+  it("when any write lands on a key without a TTL (an expiry lost, or a key just created), then that key gets one within the window", async () => {
+    const prefix = `test-${randomUUID()}`;
+    const ledger = createEventLedger(redis, prefix, ttl, 1);
+    const writes: Array<(id: string) => Promise<unknown>> = [
+      (id) => ledger.claim(id, arrival(["a"]), false),
+      (id) => ledger.claim(id, arrival(["a"]), true),
+      (id) => ledger.recordDuplicate(id, Date.now()),
+      (id) => ledger.markDelivered(id, "a", Date.now()),
+      (id) => ledger.markStale(id, "a", Date.now()),
+    ];
+    await ledger.claim("evt_seed", arrival(["a"]), false);
+    for (const write of writes) {
+      const keys = await ledgerKeys(redis, prefix);
+      for (const key of keys) await redis.persist(key);
+      await write("evt_seed");
+      for (const key of keys) {
+        const left = await redis.ttl(key);
+        expect(left).toBeGreaterThan(0);
+        // The TTL plus one bucket (the TTL itself when shorter than a day).
+        expect(left).toBeLessThanOrEqual(2 * ttl);
+      }
+    }
+  });
+
+  it("when a record is older than the TTL, then it reads as absent though its bucket lives on", async () => {
+    const ledger = createEventLedger(redis, `test-${randomUUID()}`, 2, 1);
+    await ledger.claim("evt_old", arrival(["a"], Date.now() - 2500), false);
+    await ledger.markDelivered("evt_old", "a", Date.now() - 2400);
+    expect(await ledger.lookup("evt_old")).toBe("absent");
+    expect(await ledger.deliveredAt("evt_old", "a")).toBeUndefined();
+    // Stored again, it is a new arrival, not a duplicate.
+    expect(await ledger.claim("evt_old", arrival(["a"]), false)).toBe(true);
+    expect(await ledger.has("evt_old")).toBe(true);
+  });
+});
