@@ -13,13 +13,14 @@ import { resolveWebhookAuth } from "./webhook-credentials.js";
 import type { Logger } from "./logger.js";
 import { registerQueueGauges } from "./metrics/register-queue-gauges.js";
 import { registerRedisGauges } from "./metrics/register-redis-gauges.js";
-import { redisUp } from "./metrics/registry.js";
+import { legacyDeliveryJobsGauge, redisUp } from "./metrics/registry.js";
 import { createDeliveryQueues } from "./queue/delivery-queues.js";
 import { createEntityVersions } from "./queue/entity-versions.js";
 import { createEventLedger } from "./queue/event-ledger.js";
 import { createEventStore } from "./queue/event-store.js";
-import { bullPrefix, circuitKey } from "./queue/queue-names.js";
-import { closeRedis, createRedis, untilReady } from "./queue/redis-connection.js";
+import { legacyDeliveryJobs } from "./queue/legacy-queue-layout.js";
+import { bullPrefix, circuitKey, deliveryQueueBullPrefix } from "./queue/queue-names.js";
+import { closeRedis, createRedis, untilReady, type RedisClient } from "./queue/redis-connection.js";
 import { createReplicaAcks } from "./queue/replica-acks.js";
 import { checkRedisVersion } from "./queue/redis-version.js";
 import { resolveRedis } from "./queue/resolve-redis.js";
@@ -98,6 +99,8 @@ export async function startService(config: Config, logger: Logger, role: Role): 
     client.once("ready", () => void checkRedisVersion(client).catch((error: Error) => logger.error(error.message)));
   }
 
+  if (reachable) await reportLegacyDeliveryJobs(client, env.QUEUE_PREFIX, routes.map((route) => route.name), logger);
+
   const tracing = await startTracing(env.OTEL_EXPORTER_OTLP_ENDPOINT, logger);
   const ledger = createEventLedger(client, env.QUEUE_PREFIX, env.DEDUPE_TTL_SECONDS, env.LEDGER_SHARDS);
   const queues = createDeliveryQueues(client, env.QUEUE_PREFIX, routes, { ageSeconds: env.COMPLETED_JOB_RETENTION_SECONDS, count: env.COMPLETED_JOB_RETENTION_COUNT }, tracing.bullmq);
@@ -109,10 +112,12 @@ export async function startService(config: Config, logger: Logger, role: Role): 
     // Without a listener a Redis outage prints raw stack traces; the ingress answers 503 meanwhile.
     queue.on("error", (error) => logQueueError({ err: error, queue: queue.name }, queue.name));
   }
-  const readyKey = `${bullPrefix(env.QUEUE_PREFIX)}:readyz`;
+  // One key in the shared slot and one in each route queue's: on a cluster, ready means
+  // every slot an event needs to be queued answers.
+  const readyKeys = [bullPrefix(env.QUEUE_PREFIX), ...routes.map((route) => deliveryQueueBullPrefix(env.QUEUE_PREFIX, route.name))].map((tag) => `${tag}:readyz`);
   const ready = async () => {
     try {
-      await client.set(readyKey, Date.now(), "PX", 10_000);
+      await Promise.all(readyKeys.map((key) => client.set(key, Date.now(), "PX", 10_000)));
       redisUp.set(1);
       return true;
     } catch {
@@ -274,4 +279,22 @@ export async function startService(config: Config, logger: Logger, role: Role): 
       return closing;
     },
   };
+}
+
+/**
+ * Jobs an earlier release queued under the shared hash tag are invisible to this one
+ * (queue-names.ts): said at start, loudly, with what to do, rather than lost in silence.
+ */
+async function reportLegacyDeliveryJobs(client: RedisClient, queuePrefix: string, routes: string[], logger: Logger): Promise<void> {
+  const found = await legacyDeliveryJobs(client, queuePrefix, routes).catch((error: unknown) => {
+    logger.warn({ err: error }, "could not look for delivery jobs of the earlier key layout");
+    return {} as Record<string, number>;
+  });
+  for (const route of routes) legacyDeliveryJobsGauge.set({ route }, found[route] ?? 0);
+  for (const [route, jobs] of Object.entries(found)) {
+    logger.error(
+      { route, jobs },
+      "delivery jobs of this route are stored under the key layout of an earlier release, which this one does not deliver: run the earlier release's `--role worker` on this Redis until they are gone (dead letters: replay them with it first), see docs/deploy.md, Upgrading",
+    );
+  }
 }

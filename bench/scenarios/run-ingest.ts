@@ -1,5 +1,5 @@
 import type { Redis } from "ioredis";
-import { bullPrefix, deliveryQueueName, ledgerKeyPattern } from "../../src/queue/queue-names.js";
+import { deliveryQueueBullPrefix, deliveryQueueName, ledgerKeyPattern } from "../../src/queue/queue-names.js";
 import type { BenchSettings } from "../bench-settings.js";
 import type { LoadOptions, LoadResult } from "../lib/load-types.js";
 import { countLedgerIds, rewriteFigures, usedMemory } from "../lib/redis-figures.js";
@@ -156,7 +156,7 @@ async function sampleEventKeys(redis: Redis, queuePrefix: string): Promise<{ led
   const perId = await Promise.all(
     buckets.map(async (key) => ((await usage(key)) + (await usage(`${key}:names`))) / Math.max(1, await redis.hlen(key))),
   );
-  const queueKeys = `${bullPrefix(queuePrefix)}:${deliveryQueueName("default")}:`;
+  const queueKeys = `${deliveryQueueBullPrefix(queuePrefix, "default")}:${deliveryQueueName("default")}:`;
   const [, candidates] = await redis.scan("0", "MATCH", `${queueKeys}*`, "COUNT", 1000);
   // A job is a hash named by its id alone; BullMQ's other keys (meta, events, wait, ...) are not jobs.
   const jobs: string[] = [];

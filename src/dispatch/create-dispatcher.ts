@@ -4,7 +4,7 @@ import { createRepeatLog } from "../repeat-log.js";
 import type { DeliveryJobData } from "../queue/delivery-job.js";
 import type { EntityVersions } from "../queue/entity-versions.js";
 import type { EventLedger } from "../queue/event-ledger.js";
-import { bullPrefix, circuitKey, deliveryQueueName } from "../queue/queue-names.js";
+import { circuitKey, deliveryQueueBullPrefix, deliveryQueueName } from "../queue/queue-names.js";
 import type { RedisClient } from "../queue/redis-connection.js";
 import { settlesWithin } from "../settles-within.js";
 import { createDeliveryProcessor, type DeliveryResult } from "./create-delivery-processor.js";
@@ -94,7 +94,7 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
       createDeliveryProcessor({ route, client: clients[index]!, ledger, logger, shutdown: shutdown.signal, staleGuard: staleGuards[index], circuit, retryWindowMs: options.retryWindowMs }),
       {
         connection,
-        prefix: bullPrefix(options.queuePrefix),
+        prefix: deliveryQueueBullPrefix(options.queuePrefix, route.name),
         concurrency: route.concurrency,
         limiter: rateLimiter(route.ratePerSecond),
         // Spelled out: an `undefined` here would replace BullMQ's default.

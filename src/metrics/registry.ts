@@ -157,6 +157,13 @@ export const mgmtApiRateLimitRemaining = new Gauge({
   registers: [registry],
 });
 
+export const legacyDeliveryJobsGauge = new Gauge({
+  name: "streamkeeper_legacy_delivery_jobs",
+  labelNames: ["route"] as const,
+  help: "delivery jobs found at start under the key layout of a release before per-route hash tags: this release does not deliver them (docs/deploy.md, Upgrading)",
+  registers: [registry],
+});
+
 export const redisUp = new Gauge({
   name: "streamkeeper_redis_up",
   help: "1 when Redis answered the last scrape (or readiness check), 0 otherwise",

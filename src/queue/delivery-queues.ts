@@ -2,7 +2,7 @@ import { Queue, type Telemetry } from "bullmq";
 import type { Cluster, Redis } from "ioredis";
 import type { Route } from "../routes/route.js";
 import type { DeliveryJobData } from "./delivery-job.js";
-import { bullPrefix, deliveryQueueName } from "./queue-names.js";
+import { deliveryQueueBullPrefix, deliveryQueueName } from "./queue-names.js";
 
 export type DeliveryQueue = Queue<DeliveryJobData>;
 
@@ -41,7 +41,7 @@ export function createDeliveryQueues(
       route.name,
       new Queue<DeliveryJobData>(deliveryQueueName(route.name), {
         connection,
-        prefix: bullPrefix(queuePrefix),
+        prefix: deliveryQueueBullPrefix(queuePrefix, route.name),
         skipWaitingForReady: true,
         telemetry,
         defaultJobOptions: {

@@ -1,6 +1,5 @@
 import type { Cluster, Redis } from "ioredis";
 import type { EntityVersion } from "../events/entity-version.js";
-import { bullPrefix } from "./queue-names.js";
 
 /** What `enter` found: the state may go (the lease is ours), it is stale, or another delivery of the entity holds the lease. */
 export type Entry = { outcome: "go" } | { outcome: "stale" } | { outcome: "busy"; leaseLeftMs: number };
@@ -120,15 +119,15 @@ function shardOf(entity: string): number {
 
 /** Versions are kept one to two `ttlSeconds` (DEDUPE_TTL_SECONDS) after an entity's last delivery. */
 export function createEntityVersions(redis: Redis | Cluster, queuePrefix: string, ttlSeconds: number): EntityVersions {
-  const base = bullPrefix(queuePrefix);
   redis.defineCommand("streamkeeperEnterEntity", { numberOfKeys: 4, lua: enterScript });
   redis.defineCommand("streamkeeperLeaveEntity", { numberOfKeys: 4, lua: leaveScript });
   const commands = redis as unknown as Commands;
   const keys = (route: string, entity: string, now: number) => {
     const window = Math.floor(now / 1000 / ttlSeconds);
-    const shard = shardOf(entity);
-    const versions = (at: number) => `${base}:versions:${route}:${at}:${shard}`;
-    return { lease: `${base}:lease:${route}:${entity}`, previous: versions(window - 1), current: versions(window), next: versions(window + 1), expireAt: (window + 2) * ttlSeconds };
+    // The route and shard are the hash tag: a call's four keys share a slot, and the shards spread over a cluster.
+    const base = `{${queuePrefix}:versions:${route}:${shardOf(entity)}}`;
+    const versions = (at: number) => `${base}:${at}`;
+    return { lease: `${base}:lease:${entity}`, previous: versions(window - 1), current: versions(window), next: versions(window + 1), expireAt: (window + 2) * ttlSeconds };
   };
   return {
     async enter(route, { entity, age, change }, owner, leaseMs, now = Date.now()) {

@@ -1,7 +1,8 @@
 /**
- * Every Redis key of Streamkeeper starts with the QUEUE_PREFIX as a hash tag
- * (`{streamkeeper}`), so on Redis Cluster all of them share one slot: BullMQ's Lua
- * scripts and the ledger's own script then never cross slots (STACK-NOTES.md).
+ * The hash tag of the keys that belong to no route or shard: the reconcile queue, the
+ * readiness key, the reconcile pace (`{streamkeeper}`). Each delivery queue, each ledger
+ * shard and each entity-version shard has a tag of its own (below), so a Redis Cluster
+ * spreads them over its masters while every script still touches one slot (STACK-NOTES.md).
  */
 export function bullPrefix(queuePrefix: string): string {
   return `{${queuePrefix}}`;
@@ -12,6 +13,14 @@ const deliveryQueuePrefix = "deliver-";
 /** One delivery queue per route, so a slow or failing route never delays another. */
 export function deliveryQueueName(route: string): string {
   return `${deliveryQueuePrefix}${route}`;
+}
+
+/**
+ * The BullMQ prefix of a route's delivery queue: its own hash tag, so each route's queue
+ * (all of BullMQ's keys for it, which its scripts use together) sits in one slot of its own.
+ */
+export function deliveryQueueBullPrefix(queuePrefix: string, route: string): string {
+  return `{${queuePrefix}:${deliveryQueueName(route)}}`;
 }
 
 /** The route a delivery queue belongs to; undefined for any other queue (the reconcile queue). */

@@ -1,6 +1,6 @@
 import { Queue } from "bullmq";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { bullPrefix, deliveryQueueName } from "../../src/queue/queue-names.js";
+import { deliveryQueueBullPrefix, deliveryQueueName } from "../../src/queue/queue-names.js";
 import { createRedis } from "../../src/queue/redis-connection.js";
 import { userEvent } from "../helpers/fixtures.js";
 import { startSinkServer, type SinkServer } from "../helpers/sink-server.js";
@@ -24,7 +24,7 @@ describe("completed delivery jobs are kept by count as well as age", () => {
     await sink.until((requests) => new Set(requests.map((r) => r.headers["webhook-id"])).size === events.length);
 
     const redis = createRedis(service.config.env.REDIS_URL!, "client");
-    const queue = new Queue(deliveryQueueName("default"), { connection: redis, prefix: bullPrefix(service.config.env.QUEUE_PREFIX) });
+    const queue = new Queue(deliveryQueueName("default"), { connection: redis, prefix: deliveryQueueBullPrefix(service.config.env.QUEUE_PREFIX, "default") });
     try {
       // The last completion trims the list; wait for it rather than for the clock.
       const deadline = Date.now() + 30_000;
@@ -62,7 +62,7 @@ describe("dedupe does not rest on delivered jobs", () => {
     await sink.until((requests) => requests.some((r) => r.headers["webhook-id"] === event.id && r.status === 200));
 
     const redis = createRedis(service.config.env.REDIS_URL!, "client");
-    const queue = new Queue(deliveryQueueName("default"), { connection: redis, prefix: bullPrefix(service.config.env.QUEUE_PREFIX) });
+    const queue = new Queue(deliveryQueueName("default"), { connection: redis, prefix: deliveryQueueBullPrefix(service.config.env.QUEUE_PREFIX, "default") });
     try {
       // Removed as it completed; wait for the completion rather than for the clock.
       for (const deadline = Date.now() + 20_000; (await queue.getJobState(event.id)) !== "unknown"; await new Promise((ok) => setTimeout(ok, 50))) {

@@ -8,7 +8,7 @@ import { UnrecoverableError, Worker } from "bullmq";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { deadLetterPageSize, listDeadLetters } from "../../src/dispatch/list-dead-letters.js";
 import { createDeliveryQueues, type DeliveryQueues } from "../../src/queue/delivery-queues.js";
-import { bullPrefix, deliveryQueueName } from "../../src/queue/queue-names.js";
+import { deliveryQueueBullPrefix, deliveryQueueName } from "../../src/queue/queue-names.js";
 import { createRedis } from "../../src/queue/redis-connection.js";
 import { ensureBuilt } from "../helpers/dispatch-cli.js";
 import { createDispatchHarness, testRoute, type DispatchHarness } from "../helpers/dispatch-harness.js";
@@ -88,7 +88,7 @@ describe("dead letters by the page: 20,000 of them", () => {
     }
     const refuser = new Worker(deliveryQueueName("bulk"), async () => {
       throw new UnrecoverableError("downstream answered 400: schema mismatch");
-    }, { connection, prefix: bullPrefix(harness.prefix), concurrency: 200 });
+    }, { connection, prefix: deliveryQueueBullPrefix(harness.prefix, "bulk"), concurrency: 200 });
     while ((await queue.getFailedCount()) < total) await new Promise((ok) => setTimeout(ok, 200));
     await refuser.close();
     await built;

@@ -1,7 +1,7 @@
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, describe, expect, inject, it } from "vitest";
-import { bullPrefix } from "../../src/queue/queue-names.js";
+import { deliveryQueueBullPrefix } from "../../src/queue/queue-names.js";
 import { createRedis, untilReady } from "../../src/queue/redis-connection.js";
 import { userEvent } from "../helpers/fixtures.js";
 import { startSinkServer } from "../helpers/sink-server.js";
@@ -89,7 +89,7 @@ describe("operate: traces", () => {
     expect(server.attributes).toContainEqual({ key: "http.response.status_code", value: { intValue: 202 } });
     expect(collector.resources).toContain("streamkeeper");
     // The context travels in the job's stored options (`tm`), so any worker process continues it.
-    const opts = await connection.hget(`${bullPrefix(prefix)}:deliver-default:${event.id}`, "opts");
+    const opts = await connection.hget(`${deliveryQueueBullPrefix(prefix, "default")}:deliver-default:${event.id}`, "opts");
     expect(JSON.parse(opts!)).toHaveProperty("tm");
 
     await service.close();
@@ -127,7 +127,7 @@ describe("operate: traces", () => {
     const redis = createRedis(inject("redisUrl"), "client");
     cleanup.push(async () => redis.disconnect());
     await untilReady(redis);
-    const opts = await redis.hget(`${bullPrefix(service.config.env.QUEUE_PREFIX)}:deliver-default:${event.id}`, "opts");
+    const opts = await redis.hget(`${deliveryQueueBullPrefix(service.config.env.QUEUE_PREFIX, "default")}:deliver-default:${event.id}`, "opts");
     expect(opts).toBeTruthy();
     expect(JSON.parse(opts!)).not.toHaveProperty("tm");
     expect(JSON.parse(opts!)).not.toHaveProperty("telemetry");

@@ -7,7 +7,7 @@ import { join } from "node:path";
 import { Queue } from "bullmq";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { startEmulator, type Emulator } from "../../src/emulator/start-emulator.js";
-import { bullPrefix, deliveryQueueName } from "../../src/queue/queue-names.js";
+import { deliveryQueueBullPrefix, deliveryQueueName } from "../../src/queue/queue-names.js";
 import { createRedis } from "../../src/queue/redis-connection.js";
 import { tenantId } from "../helpers/fixtures.js";
 import { startSinkServer, type SinkServer } from "../helpers/sink-server.js";
@@ -113,7 +113,7 @@ describe("streamkeeper reconcile", () => {
     expect(again.code).toBe(0);
     expect(JSON.parse(again.stdout)).toEqual({ eventId: id, streamId: null, outcome: "already_received" });
     // Known ids cost no tenant call and no store, so nothing was queued to deliver again.
-    const deliveries = new Queue(deliveryQueueName("default"), { connection: createRedis(redisUrl, "worker"), prefix: bullPrefix(service.config.env.QUEUE_PREFIX) });
+    const deliveries = new Queue(deliveryQueueName("default"), { connection: createRedis(redisUrl, "worker"), prefix: deliveryQueueBullPrefix(service.config.env.QUEUE_PREFIX, "default") });
     expect(await deliveries.getJobCountByTypes("waiting", "prioritized", "active", "delayed")).toBe(0);
     await deliveries.close();
     expect(sink.requests).toHaveLength(1);
