@@ -21,14 +21,13 @@ local bucketSeconds = tonumber(ARGV[5])
 local n = #KEYS / 2
 
 local function put48(x)
-  local out = {}
-  for k = 5, 0, -1 do out[#out + 1] = string.char(math.floor(x / 2 ^ (8 * k)) % 256) end
-  return table.concat(out)
+  local high = math.floor(x / 16777216)
+  local low = x - high * 16777216
+  return string.char(math.floor(high / 65536) % 256, math.floor(high / 256) % 256, high % 256, math.floor(low / 65536), math.floor(low / 256) % 256, low % 256)
 end
 local function get48(s, pos)
-  local x = 0
-  for k = 0, 5 do x = x * 256 + s:byte(pos + k) end
-  return x
+  local a, b, c, d, e, f = s:byte(pos, pos + 5)
+  return ((a * 256 + b) * 256 + c) * 16777216 + (d * 256 + e) * 256 + f
 end
 
 local function putVarint(x)
@@ -84,13 +83,14 @@ local function encode(r)
   return table.concat(out)
 end
 
--- The newest bucket holding a record of this id younger than the ttl.
-local function find()
+-- The newest bucket holding a record of this id younger than the ttl: its index and
+-- the record, decoded only when asked (a lookup reads the header alone).
+local function find(full)
   for i = 1, n do
     local v = redis.call('HGET', KEYS[i], field)
-    if v then
-      local r = decode(v)
-      if now - r.at <= ttl * 1000 then return i, r end
+    if v and now - get48(v, 2) <= ttl * 1000 then
+      if full then return i, decode(v) end
+      return i, { flags = v:byte(1) }
     end
   end
   return nil, nil
@@ -98,35 +98,59 @@ end
 
 -- Every write ends here: a key never outlives its bucket's window (TTL -1 is the one
 -- case to fix: a key just created, or one written without a TTL), and a record whose
--- time moved forward (a claim over marks) keeps its bucket for a full ttl.
+-- time moved forward (a claim over marks) keeps its bucket for a full ttl. True when it
+-- set an expiry.
 local function keepExpiring(key, at)
   local left = redis.call('TTL', key)
   local want = math.ceil((at - now) / 1000) + ttl
-  if left == -1 then redis.call('EXPIRE', key, math.max(want, ttl) + bucketSeconds)
-  elseif left >= 0 and left < want then redis.call('EXPIRE', key, want) end
+  if left == -1 then
+    redis.call('EXPIRE', key, math.max(want, ttl) + bucketSeconds)
+    return true
+  elseif left >= 0 and left < want then
+    redis.call('EXPIRE', key, want)
+    return true
+  end
+  return false
 end
 
+-- The dictionary lives as long as its bucket: its expiry follows whenever it was written
+-- or the bucket's moved, and only then (a TTL call less on most writes).
+local dictWritten = false
 local function write(i, r)
   redis.call('HSET', KEYS[i], field, encode(r))
-  keepExpiring(KEYS[i], r.at)
-  keepExpiring(KEYS[n + i], r.at)
+  local extended = keepExpiring(KEYS[i], r.at)
+  if dictWritten or extended then keepExpiring(KEYS[n + i], r.at) end
 end
 
--- A name's index in bucket i's dictionary ('r' routes, 's' types and streams), added
--- when missing. 0 when a string table is full: that string is then not kept.
-local function intern(i, kind, name)
-  if name == '' then return 0 end
+-- The indices of names in bucket i's dictionary ('r' routes, 's' types and streams), in
+-- one read, each missing one added. 0 for '' and when a string table is full: that
+-- string is then not kept.
+local function intern(i, names)
   local dict = KEYS[n + i]
-  local idx = redis.call('HGET', dict, kind .. name)
-  if idx then return tonumber(idx) end
-  local next = redis.call('HINCRBY', dict, '#' .. kind, 1)
-  if next > 255 then
-    redis.call('HINCRBY', dict, '#' .. kind, -1)
-    if kind == 'r' then return redis.error_reply('more than 255 route names in one ledger bucket') end
-    return 0
+  local fields = {}
+  for k, entry in ipairs(names) do fields[k] = entry[1] .. entry[2] end
+  local found = redis.call('HMGET', dict, unpack(fields))
+  local out = {}
+  for k, entry in ipairs(names) do
+    local kind, name = entry[1], entry[2]
+    if name == '' then
+      out[k] = 0
+    elseif found[k] then
+      out[k] = tonumber(found[k])
+    else
+      local next = redis.call('HINCRBY', dict, '#' .. kind, 1)
+      if next > 255 then
+        redis.call('HINCRBY', dict, '#' .. kind, -1)
+        if kind == 'r' then error('more than 255 route names in one ledger bucket') end
+        out[k] = 0
+      else
+        redis.call('HSET', dict, fields[k], next, string.upper(kind) .. next, name)
+        dictWritten = true
+        out[k] = next
+      end
+    end
   end
-  redis.call('HSET', dict, kind .. name, next, string.upper(kind) .. next, name)
-  return next
+  return out
 end
 
 local function nameOf(i, kind, idx)
@@ -146,7 +170,7 @@ local function fresh(at)
 end
 
 if op == 'lookup' then
-  local _, r = find()
+  local _, r = find(false)
   if not r then return 0 end
   if bit.band(r.flags, 1) ~= 0 then return 1 end
   return 2
@@ -156,7 +180,7 @@ if op == 'claim' then
   -- ARGV: receivedAt, origin, type, stream, force, route names...
   local receivedAt = tonumber(ARGV[6])
   local force = ARGV[10] == '1'
-  local i, r = find()
+  local i, r = find(true)
   if r and bit.band(r.flags, 1) ~= 0 then
     if not force then
       r.dups = math.min(r.dups + 1, 255)
@@ -171,13 +195,16 @@ if op == 'claim' then
   if not r then i = 1; r = fresh(receivedAt) end
   r.flags = bit.bor(1, ARGV[7] == 'reconcile' and 2 or 0)
   r.at = receivedAt
-  r.type = intern(i, 's', ARGV[8])
-  r.stream = intern(i, 's', ARGV[9])
+  local names = { { 's', ARGV[8] }, { 's', ARGV[9] } }
+  for k = 11, #ARGV do names[#names + 1] = { 'r', ARGV[k] } end
+  local indices = intern(i, names)
+  r.type = indices[1]
+  r.stream = indices[2]
   -- The matched routes in their order, then the marks of any other route.
   local routes = {}
   local taken = {}
   for k = 11, #ARGV do
-    local idx = intern(i, 'r', ARGV[k])
+    local idx = indices[k - 8]
     local earlier = routeEntry(r, idx)
     routes[#routes + 1] = { idx = idx, marks = bit.bor(1, earlier and earlier.marks or 0), at = earlier and earlier.at }
     taken[idx] = true
@@ -192,7 +219,7 @@ end
 
 if op == 'duplicate' then
   -- ARGV: at. A record that expired since the lookup is not recreated.
-  local i, r = find()
+  local i, r = find(true)
   if not r then return 0 end
   r.dups = math.min(r.dups + 1, 255)
   r.lastDup = tonumber(ARGV[6])
@@ -204,9 +231,9 @@ if op == 'mark' then
   -- ARGV: route, at, mark (2 delivered, 4 stale). Without a record, one without an
   -- arrival (a 'delivered_only' record) starts in the newest bucket.
   local at = tonumber(ARGV[7])
-  local i, r = find()
+  local i, r = find(true)
   if not r then i = 1; r = fresh(at) end
-  local idx = intern(i, 'r', ARGV[6])
+  local idx = intern(i, { { 'r', ARGV[6] } })[1]
   local route = routeEntry(r, idx)
   if not route then
     route = { idx = idx, marks = 0 }
@@ -220,7 +247,7 @@ end
 
 if op == 'deliveredAt' then
   -- ARGV: route. -1 when not delivered.
-  local i, r = find()
+  local i, r = find(true)
   if not r then return -1 end
   local idx = redis.call('HGET', KEYS[n + i], 'r' .. ARGV[6])
   local route = idx and routeEntry(r, tonumber(idx))
@@ -231,7 +258,7 @@ end
 if op == 'get' then
   -- { at, origin, type, stream, duplicates, lastDuplicateAt or -1, replays, then per
   --   route: name, marks, mark time or -1 }
-  local i, r = find()
+  local i, r = find(true)
   if not r or bit.band(r.flags, 1) == 0 then return nil end
   local out = { r.at, bit.band(r.flags, 2) ~= 0 and 'reconcile' or 'webhook', nameOf(i, 's', r.type), nameOf(i, 's', r.stream), r.dups, r.lastDup or -1, r.replays }
   for _, route in ipairs(r.routes) do
