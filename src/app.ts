@@ -103,6 +103,12 @@ export async function startService(config: Config, logger: Logger, role: Role): 
 
   const tracing = await startTracing(env.OTEL_EXPORTER_OTLP_ENDPOINT, logger);
   const ledger = createEventLedger(client, env.QUEUE_PREFIX, env.DEDUPE_TTL_SECONDS, env.LEDGER_SHARDS);
+  if (reachable) {
+    const shards = await ledger.shards().catch(() => env.LEDGER_SHARDS);
+    if (shards !== env.LEDGER_SHARDS) {
+      logger.warn({ ledgerShards: shards }, `LEDGER_SHARDS=${env.LEDGER_SHARDS} is not used: this Redis's ledger has ${shards} shards, fixed when it was first written; set LEDGER_SHARDS=${shards}, or see docs/deploy.md (Sizing the ledger) to change it`);
+    }
+  }
   const queues = createDeliveryQueues(client, env.QUEUE_PREFIX, routes, { ageSeconds: env.COMPLETED_JOB_RETENTION_SECONDS, count: env.COMPLETED_JOB_RETENTION_COUNT }, tracing.bullmq);
   const store = createEventStore(ledger, queues, routes);
   const reconcileQueue = createReconcileQueue(client, env.QUEUE_PREFIX, tracing.bullmq);

@@ -2,7 +2,7 @@ import { createHash } from "node:crypto";
 import type { Cluster, Redis } from "ioredis";
 import type { Origin } from "../events/cloud-event.js";
 import { ledgerScript } from "./ledger-script.js";
-import { ledgerBucketKey } from "./queue-names.js";
+import { ledgerBucketKey, ledgerShardsKey } from "./queue-names.js";
 
 /**
  * What this service knows of one event id, kept for DEDUPE_TTL_SECONDS in a compact
@@ -41,6 +41,8 @@ export interface Arrival {
 export type LedgerState = "absent" | "arrived" | "delivered_only";
 
 export interface EventLedger {
+  /** The ledger's id shards, fixed in Redis by its first writer (LEDGER_SHARDS then). */
+  shards(): Promise<number>;
   get(eventId: string): Promise<EventRecord | undefined>;
   /** Has an event with this id arrived within the TTL? */
   has(eventId: string): Promise<boolean>;
@@ -83,9 +85,22 @@ export function createEventLedger(redis: Redis | Cluster, queuePrefix: string, t
   const bucketSeconds = Math.min(86_400, ttlSeconds);
   const buckets = Math.floor(ttlSeconds / bucketSeconds) + 1;
 
-  const call = (op: string, eventId: string, ...args: Array<string | number>) => {
+  // The shard count is the ledger's, not the process's: the first process to write fixes
+  // it in Redis, and every process and CLI command reads it there, whatever LEDGER_SHARDS
+  // it was given, so none looks for an id in another shard than the one it was written to.
+  let shardCount: Promise<number> | undefined;
+  const ledgerShards = () =>
+    (shardCount ??= (async () => {
+      const key = ledgerShardsKey(queuePrefix);
+      await redis.set(key, shards, "NX");
+      return Number(await redis.get(key)) || shards;
+    })().catch((error: unknown) => {
+      shardCount = undefined; // Redis was down: ask again on the next call.
+      throw error;
+    }));
+  const call = async (op: string, eventId: string, ...args: Array<string | number>) => {
     const digest = createHash("sha256").update(eventId).digest();
-    const shard = digest.readUInt32BE(0) % shards;
+    const shard = digest.readUInt32BE(0) % (await ledgerShards());
     const now = Date.now();
     const newest = Math.floor(now / (bucketSeconds * 1000));
     const keys: string[] = [];
@@ -131,6 +146,7 @@ export function createEventLedger(redis: Redis | Cluster, queuePrefix: string, t
       return (await lookup(eventId)) === "arrived";
     },
     lookup,
+    shards: ledgerShards,
     async claim(eventId, arrival, force) {
       const args = [arrival.receivedAt, arrival.origin, arrival.type, arrival.streamId ?? "", force ? "1" : "0", ...arrival.routes];
       return (await call("claim", eventId, ...args)) === 1;

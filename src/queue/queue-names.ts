@@ -38,6 +38,11 @@ export function ledgerBucketKey(queuePrefix: string, shard: number, bucket: numb
   return `{${queuePrefix}:ledger:${shard}}:${bucket}`;
 }
 
+/** The ledger's shard count, written once by its first writer (event-ledger.ts). */
+export function ledgerShardsKey(queuePrefix: string): string {
+  return `${bullPrefix(queuePrefix)}:ledger-shards`;
+}
+
 /** A SCAN pattern for every ledger key (buckets and their dictionaries), for tools and benchmarks. */
 export function ledgerKeyPattern(queuePrefix: string): string {
   return `{${queuePrefix}:ledger:*`;

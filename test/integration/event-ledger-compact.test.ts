@@ -137,6 +137,16 @@ describe("compact event ledger", () => {
     }
   });
 
+  it("when a process is given another shard count than the ledger's first writer, then it still finds every id", async () => {
+    const prefix = `test-${randomUUID()}`;
+    const first = createEventLedger(redis, prefix, ttl, 8);
+    const ids = Array.from({ length: 50 }, () => randomUUID());
+    for (const id of ids) await first.claim(id, arrival(["a"]), false);
+    const other = createEventLedger(redis, prefix, ttl, 1024);
+    expect(await other.shards()).toBe(8);
+    for (const id of ids) expect(await other.has(id)).toBe(true);
+  });
+
   it("when a record is older than the TTL, then it reads as absent though its bucket lives on", async () => {
     const ledger = createEventLedger(redis, `test-${randomUUID()}`, 2, 1);
     await ledger.claim("evt_old", arrival(["a"], Date.now() - 2500), false);
