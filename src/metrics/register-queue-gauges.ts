@@ -20,7 +20,7 @@ const states = [
  *
  * Cost: two pipelined round trips per scrape whatever the number of queues (counts and
  * head-of-queue ids, then those jobs' timestamps), instead of BullMQ's getJobCounts Lua
- * script plus a getJobs call per queue.
+ * script plus a getJobs call per queue; on a cluster, those of each queue go together.
  */
 export function registerQueueGauges(connection: Redis | Cluster, queues: () => Queue[]): () => void {
   return onScrape(async () => {
@@ -29,7 +29,7 @@ export function registerQueueGauges(connection: Redis | Cluster, queues: () => Q
       const read = queues();
       const perQueue = states.length + 2;
       // PING first, so redis_up is measured even with no queue.
-      const [, ...replies] = await exec(connection, [["ping"], ...read.flatMap(headCommands)]);
+      const [, ...replies] = await exec(connection, [[["ping"]], ...read.map(headCommands)]);
       const waiting = read.flatMap((queue, index) => {
         const reply = replies.slice(index * perQueue, (index + 1) * perQueue);
         states.forEach(([state], at) => queueJobs.set({ queue: queue.name, state }, Number(reply[at])));
@@ -38,7 +38,7 @@ export function registerQueueGauges(connection: Redis | Cluster, queues: () => Q
         const [tail, [next] = []] = reply.slice(states.length) as [string | null, string[]];
         return [tail, next].filter((id): id is string => typeof id === "string").map((id) => ({ queue, id }));
       });
-      const stamps = await exec(connection, waiting.map(({ queue, id }) => ["hmget", queue.toKey(id), "timestamp", "processedOn"]));
+      const stamps = await exec(connection, waiting.map(({ queue, id }) => [["hmget", queue.toKey(id), "timestamp", "processedOn"]]));
       const oldest = new Map(read.map((queue) => [queue.name, 0]));
       waiting.forEach(({ queue }, index) => {
         // A retried job counts from its last attempt, not from when it first arrived; a job
@@ -60,13 +60,22 @@ export function registerQueueGauges(connection: Redis | Cluster, queues: () => Q
   });
 }
 
-async function exec(connection: Redis | Cluster, commands: string[][]): Promise<unknown[]> {
-  if (commands.length === 0) return [];
-  const results = (await connection.pipeline(commands).exec()) ?? [];
-  return results.map(([error, reply]) => {
-    if (error) throw error;
-    return reply;
-  });
+/**
+ * The replies of every group's commands, in order: one pipeline on one Redis; on a
+ * cluster one per group (a queue's keys share its hash tag, different queues' need not
+ * share a node, and a cluster pipeline must stay on one), sent together.
+ */
+async function exec(connection: Redis | Cluster, groups: string[][][]): Promise<unknown[]> {
+  const run = async (commands: string[][]) => {
+    if (commands.length === 0) return [];
+    const results = (await connection.pipeline(commands).exec()) ?? [];
+    return results.map(([error, reply]) => {
+      if (error) throw error;
+      return reply;
+    });
+  };
+  if (!connection.isCluster) return run(groups.flat());
+  return (await Promise.all(groups.map(run))).flat();
 }
 
 function headCommands(queue: Queue): string[][] {

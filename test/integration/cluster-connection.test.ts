@@ -1,7 +1,8 @@
+import { randomUUID } from "node:crypto";
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ConfigError, loadConfig } from "../../src/config.js";
-import { deliveryQueueBullPrefix } from "../../src/queue/queue-names.js";
+import { bullPrefix, deliveryQueueBullPrefix } from "../../src/queue/queue-names.js";
 import { createRedis, parseClusterUrl } from "../../src/queue/redis-connection.js";
 import { userEvent } from "../helpers/fixtures.js";
 import { inspectStore } from "../helpers/inspect-store.js";
@@ -51,8 +52,12 @@ describe("the receiver on a three-master Redis Cluster", () => {
 
   beforeAll(async () => {
     cluster = await startRedisCluster(3);
-    service = await startTestService({ REDIS_URL: cluster.url, DOWNSTREAM_URL: "http://127.0.0.1:9/" }, "receiver");
     admin = new Redis(cluster.nodes[0]!.port, "127.0.0.1", { maxRetriesPerRequest: 1, lazyConnect: true });
+    // A prefix whose shared tag and route queue sit on different masters, as most do: the
+    // case a command sent to one node for both would break.
+    let prefix = `test-${randomUUID()}`;
+    while ((await nodeOf(bullPrefix(prefix))) === (await nodeOf(deliveryQueueBullPrefix(prefix, "default")))) prefix = `test-${randomUUID()}`;
+    service = await startTestService({ REDIS_URL: cluster.url, DOWNSTREAM_URL: "http://127.0.0.1:9/", QUEUE_PREFIX: prefix }, "receiver");
   }, 60_000);
 
   afterAll(async () => {
@@ -63,7 +68,12 @@ describe("the receiver on a three-master Redis Cluster", () => {
 
   /** The index of the node that serves the hash slot of the route's queue: every event needs it. */
   async function ownerOfPrefix(): Promise<number> {
-    const slot = Number(await admin.call("CLUSTER", "KEYSLOT", deliveryQueueBullPrefix(service.config.env.QUEUE_PREFIX, "default")));
+    return nodeOf(deliveryQueueBullPrefix(service.config.env.QUEUE_PREFIX, "default"));
+  }
+
+  /** The index of the node that serves a key's hash slot. */
+  async function nodeOf(key: string): Promise<number> {
+    const slot = Number(await admin.call("CLUSTER", "KEYSLOT", key));
     const ranges = (await admin.call("CLUSTER", "SLOTS")) as Array<[number, number, [string, number]]>;
     const [, , [, port]] = ranges.find(([first, last]) => first <= slot && slot <= last)!;
     return cluster.nodes.findIndex((node) => node.port === port);
@@ -107,6 +117,12 @@ describe("the receiver on a three-master Redis Cluster", () => {
     expect(keysPerNode[owner]!.queue).toBeGreaterThan(30);
     expect(keysPerNode.filter((count) => count.queue > 0)).toHaveLength(1);
     expect(keysPerNode.filter((count) => count.all > 0).length).toBeGreaterThanOrEqual(2);
+
+    // The queue gauges read queues on different masters in one scrape.
+    const metrics = await (await fetch(`${service.adminUrl}/metrics`)).text();
+    expect(metrics).toContain("streamkeeper_redis_up 1");
+    expect(metrics).toMatch(/streamkeeper_queue_jobs\{queue="deliver-default",state="waiting"\} 30\b/);
+    expect(metrics).toMatch(/streamkeeper_queue_jobs\{queue="reconcile",state="waiting"\} 0\b/);
   });
 
   it("when the node serving the route queue's slot dies, then the receiver answers 503 at once, and 202 once the node is back, nothing acknowledged lost", async () => {
