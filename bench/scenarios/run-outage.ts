@@ -1,6 +1,7 @@
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import type { Redis } from "ioredis";
+import { deliveryQueueBullPrefix } from "../../src/queue/queue-names.js";
 import type { BenchSettings } from "../bench-settings.js";
 import { createEventSource } from "../lib/event-source.js";
 import { benchAuthorization, startServiceProcess } from "../lib/start-service-process.js";
@@ -77,7 +78,7 @@ export async function runOutage(context: OutageContext): Promise<OutageResults> 
     const deadline = recoveredAt + settings.BENCH_DRAIN_TIMEOUT_S * 1000 + 300_000;
     while (delivered.size < events && Date.now() < deadline) await new Promise((ok) => setTimeout(ok, 100));
     const times = [...delivered.values()];
-    const deadLetters = Number(await context.redis.zcard("{bench-outage}:deliver-default:failed"));
+    const deadLetters = Number(await context.redis.zcard(`${deliveryQueueBullPrefix("bench-outage", "default")}:deliver-default:failed`));
     return {
       events,
       outageSeconds,
