@@ -72,7 +72,7 @@ describe("dropStale: states and untouched paths", () => {
   });
 
   it("when a route has no dropStale, then its deliveries leave no version or lease in Redis", async () => {
-    const keys = await redis.keys(`{${harness.prefix}}:*`);
+    const keys = await redis.keys(`{${harness.prefix}*`);
     expect(keys.filter((key) => /:(versions|lease):plain:/.test(key))).toEqual([]);
     expect(keys.some((key) => key.includes(":versions:fresh:"))).toBe(true);
   });
