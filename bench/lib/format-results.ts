@@ -91,7 +91,7 @@ export function formatResults(results: BenchResults): string {
   }
   const bytes = results.memory;
   if (bytes) {
-    memory.push(`| Redis per delivered event once its job is gone: the ledger over the dedupe window (${n(bytes.events)} events, \`used_memory\`) | **${n(bytes.bytesPerEventLedger, 1)} B** (target ≤ 48 B) |`);
+    memory.push(`| Redis per delivered event once its job is gone: the ledger over the dedupe window (${n(bytes.events)} events, \`used_memory\` less AOF and client buffers) | **${n(bytes.bytesPerEventLedger, 1)} B** (target ≤ 48 B) |`);
     memory.push(`| Redis per job (one route, a user.updated event, \`used_memory\` given back when removed) | ${n(bytes.bytesPerJob, 1)} B |`);
   }
   for (const pipeline of results.pipelines) {

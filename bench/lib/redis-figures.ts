@@ -9,6 +9,17 @@ export async function usedMemory(redis: Redis): Promise<number> {
   return Number(match[1]);
 }
 
+/**
+ * `used_memory` less what is not data and comes and goes with the traffic of the moment:
+ * the append-only file's pending buffer and the clients' buffers (a mass delete leaves
+ * ~1 MB queued for the AOF when it is read at once).
+ */
+export async function usedMemoryForData(redis: Redis): Promise<number> {
+  const info = await redis.info("memory");
+  const field = (name: string) => Number(new RegExp(`^${name}:(\\d+)`, "m").exec(info)?.[1] ?? 0);
+  return field("used_memory") - field("mem_aof_buffer") - field("mem_clients_normal");
+}
+
 /** Counts keys matching a pattern with SCAN (never KEYS, which blocks Redis). */
 export async function countKeys(redis: Redis, pattern: string): Promise<number> {
   let cursor = "0";

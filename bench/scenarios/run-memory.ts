@@ -4,7 +4,7 @@ import type { Route } from "../../src/routes/route.js";
 import { createDeliveryQueues } from "../../src/queue/delivery-queues.js";
 import { createEventLedger } from "../../src/queue/event-ledger.js";
 import { createEventStore } from "../../src/queue/event-store.js";
-import { usedMemory } from "../lib/redis-figures.js";
+import { usedMemoryForData } from "../lib/redis-figures.js";
 
 export interface MemoryResults {
   events: number;
@@ -23,7 +23,8 @@ export interface MemoryContext {
 }
 
 /**
- * Where Redis memory goes per event, measured with INFO used_memory on an empty Redis:
+ * Where Redis memory goes per event, measured with INFO used_memory (less the AOF and
+ * client buffers) on an empty Redis:
  * `events` events stored through the event store (one route, so one job each) and marked
  * delivered as the worker would, then their jobs removed (what completed-job retention
  * does an hour later), leaving what the dedupe window keeps. Runs in this process, no
@@ -37,12 +38,12 @@ export async function runMemory({ redis, events, log }: MemoryContext): Promise<
   const warmUp = await storeEvents(redis, "bench-memory-warm-up", 1000);
   await warmUp.close();
   await redis.flushall();
-  const before = await usedMemory(redis);
+  const before = await usedMemoryForData(redis);
   const measured = await storeEvents(redis, "bench-memory", events);
   try {
-    const withJobs = await usedMemory(redis);
+    const withJobs = await usedMemoryForData(redis);
     await measured.removeJobs();
-    const after = await usedMemory(redis);
+    const after = await usedMemoryForData(redis);
     const per = (bytes: number) => Math.round((bytes / events) * 10) / 10;
     return { events, bytesPerEventWithJob: per(withJobs - before), bytesPerJob: per(withJobs - after), bytesPerEventLedger: per(after - before) };
   } finally {
