@@ -2,8 +2,9 @@ import type { Cluster, Redis } from "ioredis";
 import { onScrape, redisMemoryMax, redisMemoryUsed, routeCircuitOpen } from "./registry.js";
 
 /**
- * Makes `/metrics` read, at scrape time and in one pipelined round trip:
- * `streamkeeper_redis_memory_used_bytes` and `_max_bytes` (INFO memory), and
+ * Makes `/metrics` read, at scrape time and in one pipelined round trip (plus one INFO per
+ * master on a Cluster): `streamkeeper_redis_memory_used_bytes` and `_max_bytes` (INFO
+ * memory; on a Cluster, of the master nearest its maxmemory), and
  * `streamkeeper_route_circuit_open{route}` from each route's circuit state in Redis, so
  * every process reports the same value whichever one opened the circuit.
  * `circuitKeys` maps a route to its key (queue-names.ts `circuitKey`). Returns the removal.
@@ -12,11 +13,13 @@ export function registerRedisGauges(connection: Redis | Cluster, circuitKeys: Ma
   const routes = [...circuitKeys.keys()];
   return onScrape(async () => {
     try {
-      // On a Cluster, INFO goes to one node: every key of ours lives in one slot (queue-names.ts), so on that node's.
-      const replies = (await connection
-        .pipeline([["info", "memory"], ...routes.map((route) => ["hexists", circuitKeys.get(route)!, "openedAt"])])
-        .exec()) ?? [];
-      const [infoError, info] = replies[0] ?? [];
+      // The circuits share the `{QUEUE_PREFIX}` tag (queue-names.ts), so one node; on a
+      // Cluster our keys spread over every master, so INFO is read from each of them.
+      const [replies, clusterInfo] = await Promise.all([
+        connection.pipeline([...(connection.isCluster ? [["ping"]] : [["info", "memory"]]), ...routes.map((route) => ["hexists", circuitKeys.get(route)!, "openedAt"])]).exec(),
+        connection.isCluster ? fullestMaster(connection as Cluster) : undefined,
+      ]);
+      const [infoError, info] = clusterInfo ?? replies?.[0] ?? [];
       if (infoError && infoError.name !== "ReplyError") throw infoError;
       if (infoError) {
         // Redis answered, but refuses INFO (a managed Redis may rename it): no memory gauges, Redis is still up.
@@ -27,7 +30,7 @@ export function registerRedisGauges(connection: Redis | Cluster, circuitKeys: Ma
         redisMemoryMax.set(infoField(String(info), "maxmemory"));
       }
       routes.forEach((route, index) => {
-        const [error, open] = replies[index + 1] ?? [];
+        const [error, open] = replies?.[index + 1] ?? [];
         if (!error) routeCircuitOpen.set({ route }, Number(open));
       });
       return true;
@@ -39,6 +42,17 @@ export function registerRedisGauges(connection: Redis | Cluster, circuitKeys: Ma
       return false;
     }
   });
+}
+
+/** INFO memory of the master nearest its maxmemory (the first to refuse writes), as a pipeline reply. */
+async function fullestMaster(cluster: Cluster): Promise<[Error | null, unknown]> {
+  try {
+    const infos = await Promise.all(cluster.nodes("master").map((node) => node.info("memory")));
+    const fill = (info: string) => infoField(info, "used_memory") / (infoField(info, "maxmemory") || Number.MAX_SAFE_INTEGER);
+    return [null, infos.reduce((fullest, info) => (fill(info) > fill(fullest) ? info : fullest))];
+  } catch (error) {
+    return [error as Error, undefined];
+  }
 }
 
 function infoField(info: string, name: string): number {
