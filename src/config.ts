@@ -65,7 +65,7 @@ export const settings = {
     z.coerce.number().int().min(3600, "give at least 3600 (an hour): the tenant retries a delivery for seconds to minutes, and those retries must count as duplicates").default(604_800),
     "how long an event id is remembered; dedupe rests on this alone, not on the delivered jobs (at least 3600, and not below RECONCILE_SWEEP_LOOKBACK_SECONDS while the sweep runs)",
   ],
-  LEDGER_SHARDS: [z.coerce.number().int().min(1).max(1_000_000).default(1024), "id shards of the dedupe ledger, fixed in Redis by its first writer; about peak events per day / 400, so each stays a compact hash (docs/deploy.md)"],
+  LEDGER_SHARDS: [z.coerce.number().int().min(1).max(1_000_000).default(1024), "id shards of the dedupe ledger, fixed in Redis by its first writer; about peak events per day / 100: fewer shards cost Redis CPU per lookup, more cost key overhead (docs/deploy.md)"],
   LOG_LEVEL: [z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"), "pino level; logs are JSON lines, secrets redacted"],
   LOG_REPEAT_INTERVAL_SECONDS: [z.coerce.number().positive().default(60), "a failure that repeats (Redis down, wrong webhook credentials) is logged at once, then once per interval with its count"],
   SHUTDOWN_TIMEOUT_MS: [z.coerce.number().int().min(0).default(10_000), "how long shutdown waits for in-flight requests and deliveries"],
