@@ -71,8 +71,8 @@ type LedgerCommands = {
  * because it holds every id of the dedupe window: ~390 bytes per event as a hash of its
  * own made it most of Redis at any sustained rate. Records live in time buckets (a day,
  * or the TTL when shorter) split into `shards` by the id's digest: small hashes that Redis
- * keeps listpack-encoded (up to 128 entries of 64 bytes by default, so a shard-bucket should
- * hold fewer than ~120 ids: LEDGER_SHARDS). A bucket expires as a whole, TTL plus its
+ * keeps listpack-encoded (up to 512 entries of 64 bytes by default, 128 on some managed
+ * services); a lookup scans them, so LEDGER_SHARDS aims at ~100 ids per shard and day. A bucket expires as a whole, TTL plus its
  * length after its first write, so nothing scans for expired ids; a record older than the
  * TTL still in a live bucket reads as absent. A lookup reads the window's buckets of one
  * shard in one script: the shard is the hash tag, so on a cluster the ledger spreads over
