@@ -18,6 +18,9 @@ import { createDeliveryQueues } from "./queue/delivery-queues.js";
 import { createEntityVersions } from "./queue/entity-versions.js";
 import { createEventLedger } from "./queue/event-ledger.js";
 import { createEventStore } from "./queue/event-store.js";
+import { countStoredEvents } from "./metrics/count-stored-events.js";
+import { routesMatching } from "./routes/route.js";
+import { createFanOut } from "./queue/fan-out.js";
 import { legacyDeliveryJobs } from "./queue/legacy-queue-layout.js";
 import { bullPrefix, circuitKey, deliveryQueueBullPrefix } from "./queue/queue-names.js";
 import { closeRedis, createRedis, untilReady, type RedisClient } from "./queue/redis-connection.js";
@@ -110,7 +113,7 @@ export async function startService(config: Config, logger: Logger, role: Role): 
     }
   }
   const queues = createDeliveryQueues(client, env.QUEUE_PREFIX, routes, { ageSeconds: env.COMPLETED_JOB_RETENTION_SECONDS, count: env.COMPLETED_JOB_RETENTION_COUNT }, tracing.bullmq);
-  const store = createEventStore(ledger, queues, routes);
+  const store = countStoredEvents(createEventStore({ ledger, fanOut: createFanOut(queues), routesFor: routesMatching(routes) }));
   const reconcileQueue = createReconcileQueue(client, env.QUEUE_PREFIX, tracing.bullmq);
   const logRepeatsEveryMs = env.LOG_REPEAT_INTERVAL_SECONDS * 1000;
   const logQueueError = createRepeatLog(logger, "warn", "queue: Redis error", logRepeatsEveryMs);

@@ -1,9 +1,10 @@
 import { randomBytes } from "node:crypto";
 import type { Redis } from "ioredis";
-import type { Route } from "../../src/routes/route.js";
+import { routesMatching, type Route } from "../../src/routes/route.js";
 import { createDeliveryQueues } from "../../src/queue/delivery-queues.js";
 import { createEventLedger } from "../../src/queue/event-ledger.js";
 import { createEventStore } from "../../src/queue/event-store.js";
+import { createFanOut } from "../../src/queue/fan-out.js";
 import { usedMemoryForData } from "../lib/redis-figures.js";
 
 export interface MemoryResults {
@@ -55,7 +56,7 @@ async function storeEvents(redis: Redis, queuePrefix: string, events: number) {
   const route: Route = { name: "default", match: ["*"], url: "http://127.0.0.1:9/deliver", headers: {}, timeoutMs: 10_000, maxAttemptsPerEvent: 10, concurrency: 10, dropStale: false };
   const queues = createDeliveryQueues(redis, queuePrefix, [route], { ageSeconds: 3600, count: events });
   const ledger = createEventLedger(redis, queuePrefix, 604_800);
-  const store = createEventStore(ledger, queues, [route]);
+  const store = createEventStore({ ledger, fanOut: createFanOut(queues), routesFor: routesMatching([route]) });
   const now = new Date().toISOString();
   for (let index = 0; index < events; index += 500) {
     await Promise.all(

@@ -2,10 +2,11 @@ import { randomBytes } from "node:crypto";
 import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import type { Redis } from "ioredis";
-import type { Route } from "../../src/routes/route.js";
+import { routesMatching, type Route } from "../../src/routes/route.js";
 import { createDeliveryQueues } from "../../src/queue/delivery-queues.js";
 import { createEventLedger } from "../../src/queue/event-ledger.js";
 import { createEventStore } from "../../src/queue/event-store.js";
+import { createFanOut } from "../../src/queue/fan-out.js";
 import { cpuSeconds } from "../lib/cpu-usage.js";
 import { startServiceProcess } from "../lib/start-service-process.js";
 
@@ -61,7 +62,7 @@ async function drain(context: StaleGuardContext, dropStale: boolean): Promise<Gu
   await queue.pause();
   const worker = await startServiceProcess({ role: "worker", redisUrl: context.redisUrl, queuePrefix, dataDir: context.dataDir, env: { ROUTES_FILE: routesFile, LOG_LEVEL: "warn" } });
   try {
-    const store = createEventStore(createEventLedger(redis, queuePrefix, 3600), queues, [route]);
+    const store = createEventStore({ ledger: createEventLedger(redis, queuePrefix, 3600), fanOut: createFanOut(queues), routesFor: routesMatching([route]) });
     const now = new Date().toISOString();
     for (let index = 0; index < events; index += 500) {
       await Promise.all(

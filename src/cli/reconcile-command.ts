@@ -7,6 +7,9 @@ import type { Logger } from "../logger.js";
 import { createDeliveryQueues } from "../queue/delivery-queues.js";
 import { createEventLedger } from "../queue/event-ledger.js";
 import { createEventStore } from "../queue/event-store.js";
+import { countStoredEvents } from "../metrics/count-stored-events.js";
+import { routesMatching } from "../routes/route.js";
+import { createFanOut } from "../queue/fan-out.js";
 import { bullPrefix, reconcileQueueName } from "../queue/queue-names.js";
 import { closeRedis, createRedis, untilReady, type RedisClient } from "../queue/redis-connection.js";
 import { resolveRedis } from "../queue/resolve-redis.js";
@@ -115,7 +118,7 @@ async function startLocalWorker(config: Config, redisUrl: string, connection: Re
   }
   const ledger = createEventLedger(connection, config.env.QUEUE_PREFIX, config.env.DEDUPE_TTL_SECONDS);
   const queues = createDeliveryQueues(connection, config.env.QUEUE_PREFIX, routes, { ageSeconds: config.env.COMPLETED_JOB_RETENTION_SECONDS, count: config.env.COMPLETED_JOB_RETENTION_COUNT });
-  const store = createEventStore(ledger, queues, routes);
+  const store = countStoredEvents(createEventStore({ ledger, fanOut: createFanOut(queues), routesFor: routesMatching(routes) }));
   const tenant = createPacedTenant({ config, redis: connection, logger });
   const workerConnection = createRedis(redisUrl, "worker", "streamkeeper-cli-reconcile");
   workerConnection.on("error", () => {});

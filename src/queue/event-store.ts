@@ -1,11 +1,6 @@
 import type { CloudEvent, Origin } from "../events/cloud-event.js";
-import { eventTypeLabel } from "../events/event-types.js";
-import { routeMatches, type Route } from "../routes/route.js";
-import { eventsDuplicate, eventsReceived, eventsUnrouted } from "../metrics/registry.js";
-import { reconcilePriority } from "./delivery-job.js";
-import type { DeliveryQueues } from "./delivery-queues.js";
 import type { EventLedger } from "./event-ledger.js";
-import { jobIdFor, replayJobIdFor } from "./job-id.js";
+import type { FanOut } from "./fan-out.js";
 
 export interface StoreOptions {
   origin: Origin;
@@ -16,7 +11,7 @@ export interface StoreOptions {
 
 export interface StoreResult {
   status: "stored" | "duplicate";
-  /** the routes the event was queued for */
+  /** the routes the event was queued for (none: stored, and delivered nowhere) */
   routes: string[];
 }
 
@@ -24,17 +19,26 @@ export interface EventStore {
   store(event: CloudEvent, options: StoreOptions): Promise<StoreResult>;
 }
 
+export interface EventStoreDeps {
+  /** Admission: who has seen which id (event-ledger.ts). */
+  ledger: EventLedger;
+  /** Fan-out: one delivery job per route (fan-out.ts). */
+  fanOut: FanOut;
+  /** The routes an event type goes to (routes/route.ts `routesMatching`). */
+  routesFor(type: string): string[];
+}
+
 /**
  * The one way an event enters the system, from a webhook or a reconcile alike:
  * 1. a known id (within the dedupe TTL) is a duplicate, unless forced; an id whose record
  *    holds only route deliveries is stored with `recheck`, so those routes skip it;
- * 2. one job per matching route is added, with an id derived from the event id, so a
- *    store retried after a Redis fault adds nothing twice;
+ * 2. one job per matching route is added (fan-out.ts), idempotent on a retried store;
  * 3. only then the ledger records the id. A crash between 2 and 3 leaves no ledger entry,
  *    so the tenant's retry stores the event again instead of being told "duplicate".
- * Any Redis error rejects: the caller answers 503 and the tenant retries.
+ * Any Redis error rejects: the caller answers 503 and the tenant retries. Counting what
+ * was stored is the caller's (metrics/count-stored-events.ts).
  */
-export function createEventStore(ledger: EventLedger, queues: DeliveryQueues, routes: Route[]): EventStore {
+export function createEventStore({ ledger, fanOut, routesFor }: EventStoreDeps): EventStore {
   return {
     async store(event, { origin, streamId, force = false }) {
       const receivedAt = Date.now();
@@ -42,29 +46,13 @@ export function createEventStore(ledger: EventLedger, queues: DeliveryQueues, ro
       const state = force ? "absent" : await ledger.lookup(event.id);
       if (state === "arrived") {
         await ledger.recordDuplicate(event.id, receivedAt);
-        eventsDuplicate.inc({ origin });
         return { status: "duplicate", routes: [] };
       }
-      const matched = routes.filter((route) => routeMatches(route, event.type)).map((route) => route.name);
-      const jobId = force ? replayJobIdFor(event.id, receivedAt) : jobIdFor(event.id);
-      const data = { event, origin, streamId, receivedAt, force: force || undefined, recheck: state === "delivered_only" || undefined };
-      await Promise.all(
-        matched.map((route) =>
-          queues
-            .forRoute(route)
-            .add(event.type, data, { jobId, priority: origin === "reconcile" ? reconcilePriority : undefined }),
-        ),
-      );
-      const first = await ledger.claim(event.id, { receivedAt, origin, streamId, type: event.type, routes: matched }, force);
-      if (!first) {
-        // Another request with the same id won the race between our check and our claim.
-        eventsDuplicate.inc({ origin });
-        return { status: "duplicate", routes: [] };
-      }
-      eventsReceived.inc({ type: eventTypeLabel(event.type), origin });
-      // Stored, answered 202, and delivered nowhere: never silently (GET /admin/events shows it too).
-      if (matched.length === 0) eventsUnrouted.inc({ type: eventTypeLabel(event.type) });
-      return { status: "stored", routes: matched };
+      const routes = routesFor(event.type);
+      await fanOut(event, routes, { origin, streamId, receivedAt, force, recheck: state === "delivered_only" });
+      const first = await ledger.claim(event.id, { receivedAt, origin, streamId, type: event.type, routes }, force);
+      // Not first: another request with the same id won the race between our check and our claim.
+      return first ? { status: "stored", routes } : { status: "duplicate", routes: [] };
     },
   };
 }

@@ -27,3 +27,8 @@ export function routeMatches(route: Pick<Route, "match">, type: string): boolean
     pattern === "*" ? true : pattern.endsWith(".*") ? type.startsWith(pattern.slice(0, -1)) : pattern === type,
   );
 }
+
+/** The names of the routes an event type goes to, for the event store (which knows no routes). */
+export function routesMatching(routes: Route[]): (type: string) => string[] {
+  return (type) => routes.filter((route) => routeMatches(route, type)).map((route) => route.name);
+}

@@ -1,10 +1,11 @@
 import { randomUUID } from "node:crypto";
 import { createDispatcher, type Dispatcher, type DispatcherOptions } from "../../src/dispatch/create-dispatcher.js";
-import type { Route } from "../../src/routes/route.js";
+import { routesMatching, type Route } from "../../src/routes/route.js";
 import { createLogger } from "../../src/logger.js";
 import { createDeliveryQueues, type DeliveryQueues } from "../../src/queue/delivery-queues.js";
 import { createEventLedger, type EventLedger } from "../../src/queue/event-ledger.js";
 import { createEventStore, type EventStore } from "../../src/queue/event-store.js";
+import { createFanOut } from "../../src/queue/fan-out.js";
 import { closeRedis, createRedis, untilReady } from "../../src/queue/redis-connection.js";
 
 /** A route for tests: quick to give up, with a small timeout. */
@@ -33,7 +34,7 @@ export async function createDispatchHarness(redisUrl: string, routes: Route[], p
   const queues = createDeliveryQueues(redis, prefix, routes, { ageSeconds: 60, count: 1000 });
   for (const queue of queues.all()) queue.on("error", () => {});
   const ledger = createEventLedger(redis, prefix, 600);
-  const store = createEventStore(ledger, queues, routes);
+  const store = createEventStore({ ledger, fanOut: createFanOut(queues), routesFor: routesMatching(routes) });
   const dispatchers: Dispatcher[] = [];
   return {
     prefix,

@@ -14,6 +14,8 @@ import { createLogger } from "../../src/logger.js";
 import { createDeliveryQueues } from "../../src/queue/delivery-queues.js";
 import { createEventLedger } from "../../src/queue/event-ledger.js";
 import { createEventStore } from "../../src/queue/event-store.js";
+import { routesMatching } from "../../src/routes/route.js";
+import { createFanOut } from "../../src/queue/fan-out.js";
 import { createRedis, untilReady } from "../../src/queue/redis-connection.js";
 import { startRedisServer } from "../../src/queue/redis-server.js";
 import { testRoute } from "./dispatch-harness.js";
@@ -41,7 +43,7 @@ await untilReady(redis as never);
 const prefix = `bench-${randomUUID()}`;
 const queues = createDeliveryQueues(redis, prefix, routes, { ageSeconds: 60, count: 1000 });
 const ledger = createEventLedger(redis, prefix, 600);
-const store = createEventStore(ledger, queues, routes);
+const store = createEventStore({ ledger, fanOut: createFanOut(queues), routesFor: routesMatching(routes) });
 for (let i = 0; i < events; i += 100) {
   await Promise.all(Array.from({ length: Math.min(100, events - i) }, () => store.store(userEvent(), { origin: "webhook" })));
 }

@@ -1,9 +1,10 @@
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it, inject } from "vitest";
-import type { Route } from "../../src/routes/route.js";
+import { routesMatching, type Route } from "../../src/routes/route.js";
 import { createDeliveryQueues, type DeliveryQueues } from "../../src/queue/delivery-queues.js";
 import { createEventLedger, type EventLedger } from "../../src/queue/event-ledger.js";
 import { createEventStore, type EventStore } from "../../src/queue/event-store.js";
+import { createFanOut } from "../../src/queue/fan-out.js";
 import { createRedis, untilReady } from "../../src/queue/redis-connection.js";
 import { userEvent } from "../helpers/fixtures.js";
 
@@ -23,7 +24,7 @@ describe("event store", () => {
     await untilReady(redis);
     queues = createDeliveryQueues(redis, prefix, routes, { ageSeconds: 60, count: 1000 });
     ledger = createEventLedger(redis, prefix, 60);
-    store = createEventStore(ledger, queues, routes);
+    store = createEventStore({ ledger, fanOut: createFanOut(queues), routesFor: routesMatching(routes) });
   });
   afterAll(async () => {
     await queues.close();

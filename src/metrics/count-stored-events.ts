@@ -1,0 +1,23 @@
+import { eventTypeLabel } from "../events/event-types.js";
+import type { EventStore } from "../queue/event-store.js";
+import { eventsDuplicate, eventsReceived, eventsUnrouted } from "./registry.js";
+
+/**
+ * The event store, counted: events_received_total, events_duplicate_total and
+ * events_unrouted_total (an event stored, answered 202 and delivered nowhere is never
+ * silent; GET /admin/events shows it too). One wrapper for every caller, webhook or reconcile.
+ */
+export function countStoredEvents(store: EventStore): EventStore {
+  return {
+    async store(event, options) {
+      const result = await store.store(event, options);
+      const type = eventTypeLabel(event.type);
+      if (result.status === "duplicate") eventsDuplicate.inc({ origin: options.origin });
+      else {
+        eventsReceived.inc({ type, origin: options.origin });
+        if (result.routes.length === 0) eventsUnrouted.inc({ type });
+      }
+      return result;
+    },
+  };
+}
