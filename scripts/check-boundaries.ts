@@ -37,6 +37,11 @@ export const rules: Rule[] = [
     forbids: (target) => isPackage(target, "ioredis", "bullmq") || inFolder("queue")(target),
   },
   {
+    why: "admin/ reads what the delivery path wrote; the delivery path never depends on it",
+    applies: (file) => inFolder("queue")(file) || inFolder("dispatch")(file) || inFolder("events")(file),
+    forbids: (target) => inFolder("admin")(target),
+  },
+  {
     why: "queue/ stores and queues events; delivering them is dispatch/'s job",
     applies: inFolder("queue"),
     forbids: (target) => inFolder("dispatch")(target),

@@ -1,6 +1,6 @@
 import { ConfigError, type Config } from "./config.js";
 import { createDispatcher } from "./dispatch/create-dispatcher.js";
-import { describeEvent } from "./dispatch/describe-event.js";
+import { describeEvent } from "./admin/describe-event.js";
 import { loadRoutes, unmatchedPatternWarnings } from "./routes/load-routes.js";
 import { createAdminApp } from "./http/admin-app.js";
 import { createDashboardRouter } from "./http/dashboard-router.js";

@@ -1,7 +1,7 @@
 import type { Command } from "commander";
 import { loadConfig } from "../config.js";
-import { listDeadLetters } from "../dispatch/list-dead-letters.js";
-import { replayDeadLetters } from "../dispatch/replay-dead-letters.js";
+import { listDeadLetters } from "../admin/list-dead-letters.js";
+import { replayDeadLetters } from "../admin/replay-dead-letters.js";
 import { createDeliveryQueues, type DeliveryQueues } from "../queue/delivery-queues.js";
 import { createRedis, untilReady } from "../queue/redis-connection.js";
 import { resolveRedis } from "../queue/resolve-redis.js";

@@ -1,4 +1,4 @@
-import { listDeadLetters, type DeadLetter } from "../../src/dispatch/list-dead-letters.js";
+import { listDeadLetters, type DeadLetter } from "../../src/admin/list-dead-letters.js";
 import type { DeliveryQueues } from "../../src/queue/delivery-queues.js";
 
 /** Every page of `listDeadLetters` as one list (tests hold few dead letters). */

@@ -6,7 +6,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { UnrecoverableError, Worker } from "bullmq";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { deadLetterPageSize, listDeadLetters } from "../../src/dispatch/list-dead-letters.js";
+import { deadLetterPageSize, listDeadLetters } from "../../src/admin/list-dead-letters.js";
 import { createDeliveryQueues, type DeliveryQueues } from "../../src/queue/delivery-queues.js";
 import { deliveryQueueBullPrefix, deliveryQueueName } from "../../src/queue/queue-names.js";
 import { createRedis } from "../../src/queue/redis-connection.js";

@@ -1,8 +1,8 @@
 import { Webhook } from "standardwebhooks";
 import { afterEach, describe, expect, it, inject } from "vitest";
-import { describeEvent } from "../../src/dispatch/describe-event.js";
+import { describeEvent } from "../../src/admin/describe-event.js";
 import { collectDeadLetters } from "../helpers/collect-dead-letters.js";
-import { replayDeadLetters } from "../../src/dispatch/replay-dead-letters.js";
+import { replayDeadLetters } from "../../src/admin/replay-dead-letters.js";
 import { dispatchTotal } from "../../src/metrics/registry.js";
 import { createDispatchHarness, testRoute, type DispatchHarness } from "../helpers/dispatch-harness.js";
 import { userEvent } from "../helpers/fixtures.js";

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { describeEvent } from "../../src/dispatch/describe-event.js";
+import { describeEvent } from "../../src/admin/describe-event.js";
 import type { CloudEvent } from "../../src/events/cloud-event.js";
 import { createEntityVersions } from "../../src/queue/entity-versions.js";
 import { jobIdFor } from "../../src/queue/job-id.js";

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, inject, it } from "vitest";
-import { replayDeadLetters } from "../../src/dispatch/replay-dead-letters.js";
+import { replayDeadLetters } from "../../src/admin/replay-dead-letters.js";
 import { collectDeadLetters } from "../helpers/collect-dead-letters.js";
 import { createDispatchHarness, testRoute, type DispatchHarness } from "../helpers/dispatch-harness.js";
 import { userEvent } from "../helpers/fixtures.js";

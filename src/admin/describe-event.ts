@@ -2,7 +2,7 @@ import type { Job } from "bullmq";
 import type { Cluster, Redis } from "ioredis";
 import type { Origin } from "../events/cloud-event.js";
 import type { DeliveryJobData } from "../queue/delivery-job.js";
-import type { DeliveryResult } from "./create-delivery-processor.js";
+import type { DeliveryResult } from "../dispatch/create-delivery-processor.js";
 import type { DeliveryQueue, DeliveryQueues } from "../queue/delivery-queues.js";
 import type { EventLedger } from "../queue/event-ledger.js";
 import { jobIdFor } from "../queue/job-id.js";
