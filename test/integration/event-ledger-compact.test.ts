@@ -2,21 +2,11 @@ import { randomUUID } from "node:crypto";
 import type { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it, inject } from "vitest";
 import { createEventLedger, type Arrival } from "../../src/queue/event-ledger.js";
-import { ledgerKeyPattern } from "../../src/queue/queue-names.js";
 import { createRedis, untilReady } from "../../src/queue/redis-connection.js";
+import { ledgerKeys } from "../helpers/ledger-keys.js";
 
 const arrival = (routes: string[], receivedAt = Date.now()): Arrival => ({ receivedAt, origin: "webhook", streamId: "est_1", type: "user.updated", routes });
 
-async function ledgerKeys(redis: Redis, prefix: string): Promise<string[]> {
-  const found: string[] = [];
-  let cursor = "0";
-  do {
-    const [next, keys] = await redis.scan(cursor, "MATCH", ledgerKeyPattern(prefix), "COUNT", 1000);
-    cursor = next;
-    found.push(...keys);
-  } while (cursor !== "0");
-  return found;
-}
 
 describe("compact event ledger", () => {
   const redis = createRedis(inject("redisUrl"), "client") as Redis;

@@ -1,9 +1,9 @@
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it, inject } from "vitest";
 import { createEventLedger, type EventLedger } from "../../src/queue/event-ledger.js";
-import { ledgerKeyPattern } from "../../src/queue/queue-names.js";
 import { createRedis, untilReady } from "../../src/queue/redis-connection.js";
 import { checkRedisVersion } from "../../src/queue/redis-version.js";
+import { ledgerKeys } from "../helpers/ledger-keys.js";
 
 const arrival = { receivedAt: Date.now(), origin: "webhook" as const, type: "user.created", routes: ["all"] };
 
@@ -18,17 +18,7 @@ describe("event ledger: every record expires", () => {
     prefix = `test-${randomUUID()}`;
     ledger = createEventLedger(redis, prefix, ttl, 1);
   };
-  const ledgerKeys = async () => {
-    const found: string[] = [];
-    let cursor = "0";
-    do {
-      const [next, keys] = await redis.scan(cursor, "MATCH", ledgerKeyPattern(prefix), "COUNT", 1000);
-      cursor = next;
-      found.push(...keys);
-    } while (cursor !== "0");
-    return found;
-  };
-  const ttls = async () => Promise.all((await ledgerKeys()).map((key) => redis.ttl(key)));
+  const ttls = async () => Promise.all((await ledgerKeys(redis, prefix)).map((key) => redis.ttl(key)));
 
   beforeAll(async () => {
     await untilReady(redis);
@@ -40,7 +30,7 @@ describe("event ledger: every record expires", () => {
     fresh();
     const id = randomUUID();
     await ledger.claim(id, arrival, false);
-    for (const key of await ledgerKeys()) await redis.del(key); // what an expiry right after the lookup leaves
+    for (const key of await ledgerKeys(redis, prefix)) await redis.del(key); // what an expiry right after the lookup leaves
     await ledger.recordDuplicate(id, 2);
     // No key at all; a positive TTL would do too; -1 (kept forever) is the bug.
     expect(await ttls()).not.toContain(-1);
@@ -57,7 +47,7 @@ describe("event ledger: every record expires", () => {
       fresh();
       const id = randomUUID();
       await ledger.claim(id, arrival, false);
-      for (const key of await ledgerKeys()) await redis.persist(key);
+      for (const key of await ledgerKeys(redis, prefix)) await redis.persist(key);
       await write(id);
       for (const left of await ttls()) {
         expect(left).toBeGreaterThan(0);
