@@ -92,6 +92,9 @@ export function createEventLedger(redis: Redis | Cluster, queuePrefix: string, t
   const ledgerShards = () =>
     (shardCount ??= (async () => {
       const key = ledgerShardsKey(queuePrefix);
+      // Read first: a reader on a replica (or a read-only user) must not need a write.
+      const fixed = Number(await redis.get(key));
+      if (fixed) return fixed;
       await redis.set(key, shards, "NX");
       return Number(await redis.get(key)) || shards;
     })().catch((error: unknown) => {
