@@ -1,9 +1,8 @@
 import type { Config } from "../config.js";
-import { createRedis, untilReady, type RedisClient } from "../queue/redis-connection.js";
+import { closeRedis, createRedis, untilReady, type RedisClient } from "../queue/redis-connection.js";
 import { runningEmbeddedRedis } from "../queue/resolve-redis.js";
 import { readServiceConfigDocument } from "../queue/service-config-store.js";
 import type { ServiceConfig } from "../service-config/service-config.js";
-import { settlesWithin } from "../settles-within.js";
 import { askService } from "./ask-service.js";
 
 export type ServiceConfigResult =
@@ -37,7 +36,7 @@ export async function readServiceConfig(config: Config, options: { redis?: Redis
   } catch (error) {
     return { config: undefined, why: `Redis (${config.env.REDIS_URL ? "REDIS_URL" : "the embedded one"}) cannot be read: ${(error as Error).message}` };
   } finally {
-    if (!(await settlesWithin(redis.quit(), 1000))) redis.disconnect();
+    await closeRedis(redis);
   }
 }
 

@@ -1,7 +1,6 @@
 import { hostname } from "node:os";
 import type { Logger } from "../logger.js";
-import { settlesWithin } from "../settles-within.js";
-import { createRedis, untilReady } from "./redis-connection.js";
+import { closeRedis, createRedis, untilReady } from "./redis-connection.js";
 
 /** One field per process using the embedded Redis: `<host>:<pid>` -> `{pid, host, who, heartbeatAt}`. */
 export const usersKey = "streamkeeper:embedded-redis:users";
@@ -74,13 +73,13 @@ export async function joinEmbeddedRedis(url: string, who: string, logger: Logger
         // The server is gone already, or not answering: nothing of ours to stop.
         logger.debug({ err: error }, "embedded Redis lease could not be dropped");
       }
-      if (!last && !(await settlesWithin(redis.quit(), 1000))) redis.disconnect();
+      if (!last) await closeRedis(redis);
       return last;
     },
     async stopServer() {
       // A process that joined since leave() holds a lease by now: it keeps the server.
       if (liveLeases(await redis.hgetall(usersKey), field).length > 0) {
-        if (!(await settlesWithin(redis.quit(), 1000))) redis.disconnect();
+        await closeRedis(redis);
         return false;
       }
       const pid = Number(/process_id:(\d+)/.exec(await redis.info("server"))?.[1]);
