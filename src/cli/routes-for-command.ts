@@ -2,7 +2,7 @@ import type { Config } from "../config.js";
 import type { RedisClient } from "../queue/redis-connection.js";
 import { loadRoutes } from "../routes/load-routes.js";
 import type { Route } from "../routes/route.js";
-import { routeOf, withoutCredentials } from "../service-config/service-config.js";
+import { publishedRoute, routeOf, type PublishedRoute } from "../service-config/service-config.js";
 import { readServiceConfig } from "./read-service-config.js";
 
 /**
@@ -19,21 +19,22 @@ export async function routesForCommand(config: Config, redis: RedisClient, say: 
     if (own.length > 0) say(`note: ${service.why}; using this shell's routes (${own.map((route) => route.name).join(", ")})`);
     return own;
   }
-  const routes = service.config.routes.map(routeOf);
+  const published = service.config.routes;
   if (shellSet) {
     const own = await loadRoutes(config).catch(() => undefined);
-    if (!own || fingerprint(own) !== fingerprint(routes)) {
-      say(`note: this shell's ROUTES_FILE/DOWNSTREAM_URL differ from the service's routes; using the service's: ${routes.map((route) => `${route.name} (${route.match.join(",")} -> ${route.url})`).join(", ") || "none"}`);
+    if (!own || fingerprint(own.map(publishedRoute)) !== fingerprint(published)) {
+      // Names and origins only: a route URL's path or query may hold its secret.
+      say(`note: this shell's ROUTES_FILE/DOWNSTREAM_URL differ from the service's routes; using the service's: ${published.map((route) => `${route.name} (${route.match.join(",")} -> ${route.url})`).join(", ") || "none"}`);
     }
   }
-  return routes;
+  return published.map(routeOf);
 }
 
-/** What must agree: names, patterns and URLs (without credentials, as the service publishes them). */
-function fingerprint(routes: Route[]): string {
+/** What must agree: names, patterns and full URLs (compared by their fingerprints, never shown). */
+function fingerprint(routes: PublishedRoute[]): string {
   return JSON.stringify(
     routes
-      .map((route) => [route.name, [...route.match].sort(), withoutCredentials(route.url)])
+      .map((route) => [route.name, [...route.match].sort(), route.urlFingerprint])
       .sort((a, b) => String(a[0]).localeCompare(String(b[0]))),
   );
 }

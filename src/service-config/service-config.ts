@@ -1,11 +1,16 @@
+import { createHash } from "node:crypto";
 import { hostname } from "node:os";
 import type { Config } from "../config.js";
 import type { Route } from "../routes/route.js";
 import { sweepScopeOf } from "../streams/swept-streams.js";
 import { version } from "../version.js";
 
-/** A route as the service publishes it: no headers' values, no secret, no credentials in the URL. */
-export type PublishedRoute = Pick<Route, "name" | "match" | "url" | "timeoutMs" | "maxAttemptsPerEvent" | "concurrency">;
+/**
+ * A route as the service publishes it: no headers' values, no secret, and of its URL only
+ * the origin (a path or query may hold a secret: a Slack-style /services/T/B/<secret>,
+ * ?token=). `urlFingerprint` tells whether two URLs are the same without showing either.
+ */
+export type PublishedRoute = Pick<Route, "name" | "match" | "url" | "timeoutMs" | "maxAttemptsPerEvent" | "concurrency"> & { urlFingerprint: string };
 
 /**
  * The effective non-secret configuration of a running service (issue 18), written to
@@ -43,14 +48,7 @@ export function describeServiceConfig(config: Config, routes: Route[], role: Ser
     host: hostname(),
     startedAt: new Date().toISOString(),
     queuePrefix: env.QUEUE_PREFIX,
-    routes: routes.map((route) => ({
-      name: route.name,
-      match: route.match,
-      url: withoutCredentials(route.url),
-      timeoutMs: route.timeoutMs,
-      maxAttemptsPerEvent: route.maxAttemptsPerEvent,
-      concurrency: route.concurrency,
-    })),
+    routes: routes.map(publishedRoute),
     tenantConfigured: Boolean(config.tenant?.clientId && config.tenant.clientSecret),
     publicUrl: env.PUBLIC_URL ?? null,
     sweep: {
@@ -62,16 +60,25 @@ export function describeServiceConfig(config: Config, routes: Route[], role: Ser
   };
 }
 
-/** A route URL may carry user info (https://user:pass@host): never published. */
-export function withoutCredentials(url: string): string {
-  const parsed = new URL(url);
-  if (!parsed.username && !parsed.password) return url;
-  parsed.username = "";
-  parsed.password = "";
-  return parsed.toString();
+export function publishedRoute(route: Route): PublishedRoute {
+  return {
+    name: route.name,
+    match: route.match,
+    // Never the user info, path or query: any of them may be the secret.
+    url: new URL(route.url).origin,
+    urlFingerprint: urlFingerprint(route.url),
+    timeoutMs: route.timeoutMs,
+    maxAttemptsPerEvent: route.maxAttemptsPerEvent,
+    concurrency: route.concurrency,
+  };
+}
+
+/** A hash of the full URL (credentials, path and query included): equal URLs, equal fingerprints. */
+export function urlFingerprint(url: string): string {
+  return createHash("sha256").update(new URL(url).toString()).digest("hex").slice(0, 16);
 }
 
 /** A published route as a Route to queue jobs for (queues need name, match and attempts; delivering is the service's). */
-export function routeOf(published: PublishedRoute): Route {
+export function routeOf({ urlFingerprint: _, ...published }: PublishedRoute): Route {
   return { ...published, headers: {} };
 }

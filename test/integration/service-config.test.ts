@@ -58,7 +58,7 @@ describe("the service's published configuration", () => {
       version,
       role: "all",
       queuePrefix: prefix,
-      routes: [{ name: "default", match: ["*"], url: sink.url }],
+      routes: [{ name: "default", match: ["*"], url: new URL(sink.url).origin }],
       tenantConfigured: false,
       publicUrl: null,
       sweep: { configured: false, streamIds: null, publicUrl: null },
@@ -94,7 +94,7 @@ describe("the service's published configuration", () => {
     }
     expect(run.code).toBe(0);
     expect((JSON.parse(run.stdout) as { route: string; eventId: string }[]).map(({ route, eventId }) => ({ route, eventId }))).toEqual([{ route: "default", eventId: "evt_deadletterconfig000000" }]);
-    expect(run.stderr).toBe(`note: this shell's ROUTES_FILE/DOWNSTREAM_URL differ from the service's routes; using the service's: default (* -> ${sink.url})\n`);
+    expect(run.stderr).toBe(`note: this shell's ROUTES_FILE/DOWNSTREAM_URL differ from the service's routes; using the service's: default (* -> ${new URL(sink.url).origin})\n`);
   });
 
   it("when the service cannot reconcile, then reconcile from a shell with tenant settings exits 2 naming the service, and a job's outcome names it too, in the service's log as well", async () => {

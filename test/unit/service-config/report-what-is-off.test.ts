@@ -41,7 +41,7 @@ describe("reportWhatIsOff", () => {
 describe("describeServiceConfig", () => {
   it("when a route URL carries credentials, then the published one has none, and no secret setting appears", () => {
     const published = describeServiceConfig(loadConfig({ ...tenant, ADMIN_TOKEN: "admin-secret", WEBHOOK_USERNAME: "u", WEBHOOK_PASSWORD: "webhook-secret" }), routes, "worker");
-    expect(published.routes).toEqual([{ name: "crm", match: ["user.*"], url: "https://crm.example.com/hooks?x=1", timeoutMs: 10_000, concurrency: 10 }]);
+    expect(published.routes).toEqual([{ name: "crm", match: ["user.*"], url: "https://crm.example.com", urlFingerprint: expect.stringMatching(/^[0-9a-f]{16}$/), timeoutMs: 10_000, concurrency: 10 }]);
     expect(published).toMatchObject({ role: "worker", tenantConfigured: true, sweep: { configured: false } });
     for (const secret of ["hunter2", "admin-secret", "webhook-secret", "secret\""]) expect(JSON.stringify(published)).not.toContain(secret);
   });
