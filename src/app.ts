@@ -223,6 +223,7 @@ export async function startService(config: Config, logger: Logger, role: Role): 
         logger,
         intervalMs: env.STREAM_WATCH_INTERVAL_SECONDS * 1000,
         autoEnable: env.STREAM_AUTO_ENABLE,
+        logRepeatsEveryMs,
       });
       closers.push(() => watcher.close());
     } else {

@@ -2,6 +2,7 @@ import type { Cluster, Redis } from "ioredis";
 import { setTimeout as sleep } from "node:timers/promises";
 import type { Logger } from "../logger.js";
 import { streamAutoEnables, streamWatchRuns } from "../metrics/registry.js";
+import { createRepeatLog, type RepeatLog } from "../repeat-log.js";
 import { settlesWithin } from "../settles-within.js";
 import type { EventStream } from "../tenant/event-stream.js";
 import { nextAutoEnableAt, streakAfterEnabledCheck } from "./auto-enable-backoff.js";
@@ -28,6 +29,8 @@ export interface StreamWatcherOptions {
   autoEnable: boolean;
   /** How often readiness is asked while a disabled stream waits for it. @defaultValue 1000 */
   readyPollMs?: number;
+  /** LOG_REPEAT_INTERVAL_SECONDS in ms: a stream that stays disabled is said at once, then once per this with a count. */
+  logRepeatsEveryMs: number;
   /** The longest close() waits for a check in flight. @defaultValue 5000 */
   shutdownTimeoutMs?: number;
 }
@@ -58,6 +61,21 @@ export function createStreamWatcher(options: StreamWatcherOptions): StreamWatche
   const stop = new AbortController();
   /** Named streams already reported missing, so the log says it once per process. */
   const reportedMissing = new Set<string>();
+  /** One repeat log per disabled stream, so its line names the command that enables it. */
+  const disabledLogs = new Map<string, RepeatLog>();
+  const logDisabled = (stream: EventStream) => {
+    let log = disabledLogs.get(stream.id);
+    if (!log) {
+      log = createRepeatLog(
+        logger,
+        "error",
+        `stream is disabled: the tenant sends it no events and keeps none, so every event meanwhile is lost for good (the sweep cannot bring them back); enable it: streamkeeper streams update ${stream.id} --status enabled${options.autoEnable ? " (STREAM_AUTO_ENABLE does, once its backoff allows and this service can store events)" : ", or set STREAM_AUTO_ENABLE=true"}`,
+        options.logRepeatsEveryMs,
+      );
+      disabledLogs.set(stream.id, log);
+    }
+    log({ streamId: stream.id, stream: stream.name });
+  };
 
   async function check(): Promise<void> {
     const claimedAt = Date.now();
@@ -78,10 +96,8 @@ export function createStreamWatcher(options: StreamWatcherOptions): StreamWatche
         if (before?.status === "disabled") logger.info({ streamId: stream.id }, "stream is enabled again");
         found.set(stream.id, { status: "enabled", checkedAt: claimedAt, ...streakAfterEnabledCheck(streak, claimedAt) });
       } else {
-        logger.error(
-          { streamId: stream.id, stream: stream.name },
-          `stream is disabled: the tenant sends it no events and keeps none, so every event meanwhile is lost for good (the sweep cannot bring them back); enable it: streamkeeper streams update ${stream.id} --status enabled${options.autoEnable ? " (STREAM_AUTO_ENABLE does, once its backoff allows and this service can store events)" : ", or set STREAM_AUTO_ENABLE=true"}`,
-        );
+        // Every check while it stays disabled: at once, then once per LOG_REPEAT_INTERVAL_SECONDS with a count.
+        logDisabled(stream);
         found.set(stream.id, { status: "disabled", checkedAt: claimedAt, ...streak });
       }
     }

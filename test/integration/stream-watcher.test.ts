@@ -6,6 +6,7 @@ import { startEmulator, type Emulator } from "../../src/emulator/start-emulator.
 import { registry } from "../../src/metrics/registry.js";
 import { createStreamWatcher, type StreamWatcher } from "../../src/streams/create-stream-watcher.js";
 import { createTenantClient, type TenantClient } from "../../src/tenant/create-tenant-client.js";
+import { capturedLogger } from "../helpers/captured-logger.js";
 import { call, createStream, getToken } from "./emulator-test-kit.js";
 
 async function value(name: string, labels: Record<string, string>): Promise<number | undefined> {
@@ -52,8 +53,8 @@ describe("stream watcher", () => {
     return { emulator, redis, publicUrl, streamId, tenant, setStatus, status, queuePrefix: `watch-${randomUUID().slice(0, 8)}` };
   }
 
-  function watch(options: Omit<Parameters<typeof createStreamWatcher>[0], "logger">): StreamWatcher {
-    const watcher = createStreamWatcher({ ...options, logger: pino({ level: "silent" }) });
+  function watch(options: Omit<Parameters<typeof createStreamWatcher>[0], "logger" | "logRepeatsEveryMs"> & Partial<Parameters<typeof createStreamWatcher>[0]>): StreamWatcher {
+    const watcher = createStreamWatcher({ logger: pino({ level: "silent" }), logRepeatsEveryMs: 60_000, ...options });
     cleanup.push(() => watcher.close());
     return watcher;
   }
@@ -108,6 +109,30 @@ describe("stream watcher", () => {
     expect(enabledAt[1]! - enabledAt[0]!).toBeGreaterThanOrEqual(2 * intervalMs);
     expect(await status()).toBe("enabled");
     expect(await value("streamkeeper_stream_auto_enable_total", { stream: streamId })).toBe(2);
+  });
+
+  it("when a stream stays disabled over several checks, then it is logged once at once, not at every check (the rest are counted into one line per LOG_REPEAT_INTERVAL_SECONDS)", async () => {
+    const { redis, publicUrl, streamId, tenant, setStatus, queuePrefix } = await setUp();
+    await setStatus("disabled");
+    const { logger, lines } = capturedLogger();
+    const lists = { count: 0 };
+    watch({
+      listStreams: () => (lists.count++, tenant.eventStreams({ take: 100 })),
+      enableStream: (id) => tenant.updateEventStream(id, { status: "enabled" }),
+      ready: async () => true,
+      scope: { publicUrl },
+      redis,
+      queuePrefix,
+      intervalMs: 200,
+      autoEnable: false,
+      logger,
+      logRepeatsEveryMs: 600_000,
+    });
+    // Checks run one after the other: the fourth list means three checks saw the stream disabled.
+    await until("four checks", async () => lists.count >= 4);
+    const disabled = lines.filter((line) => String(line.msg).startsWith("stream is disabled"));
+    expect(disabled).toHaveLength(1);
+    expect(disabled[0]).toMatchObject({ level: 50, streamId, msg: expect.stringContaining(`streamkeeper streams update ${streamId} --status enabled`) });
   });
 
   it("when three watchers share the service's Redis, then the tenant's stream list is read once per interval, not three times", async () => {
