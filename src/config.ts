@@ -1,5 +1,7 @@
 import { z } from "zod";
 import { redactUrlCredentials } from "./redact-secrets.js";
+import { isTenantEndpoint } from "./tenant/is-tenant-endpoint.js";
+import { streamIdPattern } from "./tenant/stream-id.js";
 
 /**
  * Every setting of Streamkeeper, read from the environment once, here and nowhere else.
@@ -11,21 +13,17 @@ const port = z.coerce.number({ error: wholePort }).int(wholePort).min(0, wholePo
 const optional = z.string().trim().min(1).optional();
 const url = z.url({ protocol: /^https?$/, error: "use an http:// or https:// URL" }).optional();
 const seconds = z.coerce.number().int().min(0);
-/** Where the tenant reaches this service: https, or http on a loopback address (as the tenant's own rule, stream-patch.ts). */
+/** Where the tenant reaches this service: https, or http on a loopback address (the tenant's own rule, is-tenant-endpoint.ts). */
 const publicUrl = z
   .url({ protocol: /^https?$/, error: "give the URL at which the tenant reaches this service, e.g. https://hooks.example.com" })
-  .refine((value) => {
-    const { protocol, hostname } = new URL(value);
-    return protocol === "https:" || hostname === "localhost" || hostname === "[::1]" || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(hostname);
-  }, "use https:// (http:// only on 127.0.0.1, localhost or [::1]): the tenant sends webhooks to https endpoints only")
+  .refine((value) => isTenantEndpoint(new URL(value)), "use https:// (http:// only on 127.0.0.1, localhost or [::1]): the tenant sends webhooks to https endpoints only")
   .refine((value) => !new URL(value).search && !new URL(value).hash, "give the URL without a query or fragment")
   .transform((value) => value.replace(/\/+$/, ""))
   .optional();
-/** Stream ids are `est_` and 22 letters or digits (real-world.md, "Identifiers"). */
 const streamIds = z
   .string()
   .transform((value) => value.split(",").map((id) => id.trim()).filter(Boolean))
-  .pipe(z.array(z.string().regex(/^est_[A-Za-z0-9]{22}$/, "give stream ids such as est_aD5AUDqZbHFcMoEx2LxAk9, separated by commas")).min(1, "give at least one stream id, or leave it unset"))
+  .pipe(z.array(z.string().regex(streamIdPattern, "give stream ids such as est_aD5AUDqZbHFcMoEx2LxAk9, separated by commas")).min(1, "give at least one stream id, or leave it unset"))
   .optional();
 
 export const settings = {

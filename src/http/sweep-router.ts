@@ -2,6 +2,7 @@ import express, { type Response, type Router } from "express";
 import { z } from "zod";
 import type { StreamSweepStatus } from "../sweep/create-sweep-state.js";
 import { WindowUnavailableError, type WindowRunner } from "../sweep/create-window-runner.js";
+import { streamIdPattern } from "../tenant/stream-id.js";
 import { TenantApiError, TenantValidationError } from "../tenant/tenant-api-error.js";
 import { sendProblem } from "./problem.js";
 
@@ -9,7 +10,7 @@ const time = z.iso.datetime({ offset: true, error: "must be a time in ISO 8601, 
 const windowBody = z.strictObject({
   since: time,
   until: time.optional(),
-  streams: z.array(z.string().regex(/^est_[A-Za-z0-9]{22}$/, "must be stream ids such as est_aD5AUDqZbHFcMoEx2LxAk9")).optional(),
+  streams: z.array(z.string().regex(streamIdPattern, "must be stream ids such as est_aD5AUDqZbHFcMoEx2LxAk9")).optional(),
   type: z.string().regex(/^(\*|[a-z0-9_.]+(\.\*)?)$/, "must be an event type or a pattern such as user.*").optional(),
   dryRun: z.boolean("must be true or false").default(false),
 });

@@ -1,6 +1,7 @@
 import type { TenantClient } from "../tenant/create-tenant-client.js";
 import type { EventStream } from "../tenant/event-stream.js";
-import { isLoopbackHost, type WebhookAuthorization } from "../tenant/stream-patch.js";
+import { isTenantEndpoint } from "../tenant/is-tenant-endpoint.js";
+import type { WebhookAuthorization } from "../tenant/stream-patch.js";
 import type { ResolvedWebhookAuth } from "../webhook-credentials.js";
 
 /** Why a stream cannot be connected: the message says what to change, `reason` lets the caller pick a status or exit code. */
@@ -20,7 +21,7 @@ export class ConnectStreamError extends Error {
  */
 export function webhookUrl(publicUrl: string, streamId: string, field = "publicUrl"): string {
   const url = URL.canParse(publicUrl) ? new URL(publicUrl) : undefined;
-  if (!url || !(url.protocol === "https:" || (url.protocol === "http:" && isLoopbackHost(url.hostname)))) {
+  if (!url || !isTenantEndpoint(url)) {
     throw new ConnectStreamError(`${field} must be an https:// URL (http:// only on loopback), got ${JSON.stringify(publicUrl)}`, "bad_public_url");
   }
   if (url.search || url.hash) throw new ConnectStreamError(`${field} must not have a query or fragment`, "bad_public_url");

@@ -1,22 +1,11 @@
 import { z } from "zod";
 import { tenantEventTypes } from "../events/event-types.js";
+import { isTenantEndpoint } from "./is-tenant-endpoint.js";
 import { issuePath } from "./issue-path.js";
 import { TenantValidationError } from "./tenant-api-error.js";
 
-/**
- * Loopback hosts, the only ones where the emulator lets an endpoint be plain http
- * (CONTRACT.md, "The tenant emulator"); the real tenant wants https (real-world.md).
- */
-export function isLoopbackHost(hostname: string): boolean {
-  return hostname === "localhost" || hostname === "[::1]" || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(hostname);
-}
-
 const endpoint = z.string().refine(
-  (value) => {
-    if (!URL.canParse(value)) return false;
-    const url = new URL(value);
-    return url.protocol === "https:" || (url.protocol === "http:" && isLoopbackHost(url.hostname));
-  },
+  (value) => URL.canParse(value) && isTenantEndpoint(new URL(value)),
   { message: "give an https:// URL (http:// only for 127.0.0.1, localhost or [::1])" },
 );
 

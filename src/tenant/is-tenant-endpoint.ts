@@ -1,0 +1,14 @@
+/**
+ * Whether the tenant sends webhooks to `url`: https, or http on a loopback host, the only
+ * ones where the emulator lets an endpoint be plain http (CONTRACT.md, "The tenant
+ * emulator"); the real tenant wants https (real-world.md). One rule for PUBLIC_URL
+ * (config.ts), a stream's endpoint (stream-patch.ts) and `streams connect`
+ * (connect-stream.ts). Imports nothing, so config.ts can use it.
+ */
+export function isTenantEndpoint(url: URL): boolean {
+  return url.protocol === "https:" || (url.protocol === "http:" && isLoopbackHost(url.hostname));
+}
+
+function isLoopbackHost(hostname: string): boolean {
+  return hostname === "localhost" || hostname === "[::1]" || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(hostname);
+}
