@@ -152,11 +152,31 @@ export async function startService(config: Config, logger: Logger, role: Role): 
   // Shutdown order: stop taking webhooks first, then finish deliveries and reconciles.
   const closers: Array<() => Promise<void>> = [];
   let publicServer: Serving | undefined;
-  // A start that fails half-way (a port in use) leaves nothing behind: no lease on the
+  /**
+   * Closes what was started, in order: every step runs even when one before it fails (its
+   * error is thrown at the end), so nothing stays open. close() and a failed start share it.
+   */
+  const teardown = async (admin?: Serving) => {
+    const steps: Array<() => Promise<unknown>> = [
+      ...closers,
+      async () => (unregisterQueueGauges(), unregisterRedisGauges()),
+      async () => admin?.close(env.SHUTDOWN_TIMEOUT_MS),
+      () => queues.close(),
+      () => reconcileQueue.close(),
+      () => closeRedis(tenantConnection),
+      () => closeRedis(client),
+      () => redis.release(),
+      () => tracing.shutdown(),
+    ];
+    let failure: unknown;
+    for (const step of steps) await step().catch((error: unknown) => (failure ??= error));
+    if (failure !== undefined) throw failure;
+  };
+  // A start that fails half-way (a port in use) leaves nothing behind: no connection, queue
+  // or tracer of this process (the demo starts the service in-process), no lease on the
   // embedded Redis, and no embedded Redis that only this process used.
   const abandon = (setting: string, port: number) => async (error: NodeJS.ErrnoException): Promise<never> => {
-    for (const close of closers) await close().catch(() => {});
-    await redis.release().catch(() => {});
+    await teardown().catch((failure: unknown) => logger.debug({ err: failure }, "closing a half-started service"));
     return portProblem(setting, port)(error);
   };
   if (auth) {
@@ -238,10 +258,6 @@ export async function startService(config: Config, logger: Logger, role: Role): 
       logger[env.STREAM_AUTO_ENABLE ? "warn" : "info"](`stream watch off: ${why}${env.STREAM_AUTO_ENABLE ? "; STREAM_AUTO_ENABLE has no effect" : ""}`);
     }
   }
-  closers.push(async () => {
-    unregisterQueueGauges();
-    unregisterRedisGauges();
-  });
 
   const adminApp = createAdminApp({
     ready,
@@ -276,16 +292,7 @@ export async function startService(config: Config, logger: Logger, role: Role): 
     publicUrl: publicServer?.url,
     adminUrl: admin.url,
     close() {
-      closing ??= (async () => {
-        for (const close of closers) await close();
-        await admin.close(env.SHUTDOWN_TIMEOUT_MS);
-        await queues.close();
-        await reconcileQueue.close();
-        await closeRedis(tenantConnection);
-        await closeRedis(client);
-        await redis.release();
-        await tracing.shutdown();
-      })();
+      closing ??= teardown(admin);
       return closing;
     },
   };
