@@ -54,6 +54,35 @@ describe("REDIS_MIN_REPLICAS: a 202 only once replicas hold the write", () => {
     }
   });
 
+  it("when 20 requests come at once with REDIS_MIN_REPLICAS=1 and one replica, then every one is answered 202 and the replica holds every event", async () => {
+    const service = await startTestService({ ...sink, REDIS_URL: primary.url, REDIS_MIN_REPLICAS: "1" }, "receiver");
+    cleanup.push(() => service.close());
+    const events = Array.from({ length: 20 }, () => userEvent());
+    const answers = await Promise.all(events.map((event) => service.post("/webhooks", JSON.stringify(event))));
+    expect(answers.map((answer) => answer.status)).toEqual(events.map(() => 202));
+    const onReplica = await inspectStore(service.config, replica.url);
+    try {
+      for (const event of events) expect(await onReplica.ledger.has(event.id)).toBe(true);
+    } finally {
+      await onReplica.close();
+    }
+  });
+
+  it("when WAITs are pending for 20 requests (REDIS_MIN_REPLICAS=2, one replica), then /readyz still answers 200, and every request 503", async () => {
+    const service = await startTestService({ ...sink, REDIS_URL: primary.url, REDIS_MIN_REPLICAS: "2" }, "receiver");
+    cleanup.push(() => service.close());
+    const answers = Promise.all(Array.from({ length: 20 }, () => service.post("/webhooks", JSON.stringify(userEvent()))));
+    // A WAIT is on the service's connection, blocked for want of the second replica.
+    for (const deadline = Date.now() + 20_000; ; await new Promise((ok) => setTimeout(ok, 10))) {
+      const clients = String(await admin.client("LIST")).split("\n");
+      if (clients.some((line) => / flags=\S*b\S* /.test(line) && / cmd=wait /.test(line))) break;
+      if (Date.now() > deadline) throw new Error(`no WAIT pending within 20 s: ${clients.join("\n")}`);
+    }
+    const readyz = await fetch(`${service.adminUrl}/readyz`);
+    expect(readyz.status).toBe(200);
+    expect((await answers).map((answer) => answer.status)).toEqual(Array.from({ length: 20 }, () => 503));
+  });
+
   it("when fewer replicas than REDIS_MIN_REPLICAS acknowledge, then the answer is 503 with Retry-After, and 202 on a retry once they do", async () => {
     const service = await startTestService({ ...sink, REDIS_URL: primary.url, REDIS_MIN_REPLICAS: "2" }, "receiver");
     cleanup.push(() => service.close());
