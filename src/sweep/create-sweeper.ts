@@ -12,7 +12,7 @@ import { sweepWindow } from "./sweep-window.js";
 
 type SweepEnv = Pick<
   Env,
-  "RECONCILE_SWEEP_INTERVAL_SECONDS" | "RECONCILE_SWEEP_LOOKBACK_SECONDS" | "RECONCILE_SWEEP_OVERLAP_SECONDS" | "RECONCILE_SWEEP_STREAMS" | "PUBLIC_URL"
+  "RECONCILE_SWEEP_INTERVAL_SECONDS" | "RECONCILE_SWEEP_LOOKBACK_SECONDS" | "RECONCILE_SWEEP_OVERLAP_SECONDS" | "RECONCILE_SWEEP_STREAMS" | "PUBLIC_URL" | "DEDUPE_TTL_SECONDS"
 >;
 
 export interface SweeperOptions {
@@ -71,6 +71,7 @@ export function createSweeper(options: SweeperOptions): Sweeper {
   const leaseMs = Math.min(60_000, Math.max(5000, 3 * intervalMs));
   const lookbackMs = env.RECONCILE_SWEEP_LOOKBACK_SECONDS * 1000;
   const overlapMs = env.RECONCILE_SWEEP_OVERLAP_SECONDS * 1000;
+  const dedupeTtlMs = env.DEDUPE_TTL_SECONDS * 1000;
   let closed = false;
   let running: Promise<void> | undefined;
   let lastStreams = "";
@@ -121,8 +122,7 @@ export function createSweeper(options: SweeperOptions): Sweeper {
     const end = wholeSecond(started);
     try {
       const checkpoint = await state.checkpoint(streamId);
-      const earliest = end - lookbackMs;
-      let from = wholeSecond(checkpoint === undefined ? earliest : Math.max(earliest, checkpoint - overlapMs));
+      let from = wholeSecond(checkpoint === undefined ? end - lookbackMs : resumeFrom(streamId, checkpoint - overlapMs, end));
       let pages = 0;
       let found = 0;
       let recovered = 0;
@@ -148,6 +148,24 @@ export function createSweeper(options: SweeperOptions): Sweeper {
       await state.noteRun(streamId, Date.now(), message).catch(() => {});
       logger.warn({ err: error, streamId }, "sweep: stopped for this stream; its checkpoint stays at the last window read completely, and the next sweep reads on from there");
     }
+  }
+
+  /**
+   * Where a stream with a checkpoint reads on from: the checkpoint, so a downtime longer than
+   * the lookback skips nothing (the lookback is for the first sweep only). Bounded by
+   * DEDUPE_TTL_SECONDS: an event older than that may have been received and forgotten, and
+   * would be delivered twice; that part is said, with the command that reads it on purpose.
+   */
+  function resumeFrom(streamId: string, wanted: number, end: number): number {
+    const earliest = end - dedupeTtlMs;
+    if (wanted >= earliest) return wanted;
+    const skippedFrom = new Date(wholeSecond(wanted)).toISOString();
+    const skippedTo = new Date(wholeSecond(earliest)).toISOString();
+    logger.warn(
+      { streamId, skippedFrom, skippedTo },
+      `sweep: the checkpoint is older than DEDUPE_TTL_SECONDS, so ${skippedFrom} to ${skippedTo} is not swept: ids that old are forgotten, and one received then would be delivered twice; list its failed deliveries with \`streamkeeper reconcile --since ${skippedFrom} --until ${skippedTo} --stream ${streamId} --dry-run\`, and recover those the destination lacks with \`streamkeeper reconcile <event-id>...\``,
+    );
+    return earliest;
   }
 
   // Said once per outage, not at every tick while Redis is away.
