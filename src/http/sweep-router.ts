@@ -1,7 +1,7 @@
 import express, { type Response, type Router } from "express";
 import { z } from "zod";
 import type { StreamSweepStatus } from "../sweep/create-sweep-state.js";
-import { WindowUnavailableError, type WindowRunner } from "../sweep/create-window-runner.js";
+import { WindowRefusedError, WindowUnavailableError, type WindowRunner } from "../sweep/create-window-runner.js";
 import { streamIdPattern } from "../tenant/stream-id.js";
 import { TenantApiError, TenantValidationError } from "../tenant/tenant-api-error.js";
 import { sendProblem } from "./problem.js";
@@ -69,6 +69,7 @@ export function createSweepRouter(deps: SweepRouterDeps): Router {
 
 function failed(res: Response, error: unknown) {
   if (error instanceof WindowUnavailableError) return sendProblem(res, 409, error.message);
+  if (error instanceof WindowRefusedError) return sendProblem(res, 400, error.message);
   if (error instanceof TenantValidationError) return sendProblem(res, 400, error.message);
   if (error instanceof TenantApiError) return sendProblem(res, error.status === 404 ? 404 : 502, error.message);
   throw error;

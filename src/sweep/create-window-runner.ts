@@ -20,6 +20,11 @@ export class WindowUnavailableError extends Error {
   override name = "WindowUnavailableError";
 }
 
+/** The window asks for something the service must not do (a bad request): what to change. */
+export class WindowRefusedError extends Error {
+  override name = "WindowRefusedError";
+}
+
 export type WindowRunner = (request: WindowRequest, onResult: (result: WindowResult) => void) => Promise<{ streams: string[]; pages: number }>;
 
 /**
@@ -28,11 +33,20 @@ export type WindowRunner = (request: WindowRequest, onResult: (result: WindowRes
  * service's configuration). Same list and outcomes as the sweep; no checkpoint is moved.
  */
 export function createWindowRunner(deps: {
-  env: Pick<Env, "RECONCILE_SWEEP_STREAMS" | "PUBLIC_URL">;
+  env: Pick<Env, "RECONCILE_SWEEP_STREAMS" | "PUBLIC_URL" | "DEDUPE_TTL_SECONDS">;
   tenant: PacedTenant;
   reconciler: Pick<Reconciler, "reconcileRecord" | "assessRecord">;
 }): WindowRunner {
   return async (request, onResult) => {
+    // An id older than DEDUPE_TTL_SECONDS is forgotten: recovering its event could deliver it a
+    // second time. A dry run acts on nothing, so it may look further (the sweep's warning about a
+    // span it skipped points there).
+    const remembered = Date.now() - deps.env.DEDUPE_TTL_SECONDS * 1000;
+    if (!request.dryRun && request.from.getTime() < remembered) {
+      throw new WindowRefusedError(
+        `since (${request.from.toISOString()}) is further back than DEDUPE_TTL_SECONDS (${deps.env.DEDUPE_TTL_SECONDS} s, so not before ${new Date(remembered).toISOString()}): ids that old are forgotten and an event recovered from then could be delivered twice; give a later --since, or list that span with --dry-run and recover the events the destination lacks by id`,
+      );
+    }
     const { tenant } = deps;
     if ("unavailable" in tenant) throw new WindowUnavailableError(`the service cannot read the tenant's deliveries: ${tenant.unavailable}`);
     let streams = request.streamIds;

@@ -72,6 +72,16 @@ describe("reconcile --since (one window, from the command line)", () => {
     expect(ids.code).toBe(2);
   });
 
+  it("when --since reaches further back than DEDUPE_TTL_SECONDS, then exit 2 naming it and nothing is sent; a dry run may look that far", async () => {
+    const before = sink.requests.length;
+    const run = await runCli(["reconcile", "--since", "8d", "--stream", streamId], cliEnv);
+    expect(run.code, run.stderr).toBe(2);
+    expect(run.stderr).toContain("is further back than DEDUPE_TTL_SECONDS (604800 s");
+    const dry = await runCli(["reconcile", "--since", "8d", "--stream", streamId, "--dry-run"], cliEnv);
+    expect(dry.code, dry.stderr).toBe(0);
+    expect(sink.requests).toHaveLength(before);
+  });
+
   it("when no service answers, then exit 1 saying where it looked and what to start", async () => {
     const run = await runCli(["reconcile", "--since", "1h", "--stream", streamId], { ...cliEnv, ADMIN_PORT: "1" });
     expect(run.code).toBe(1);
