@@ -74,7 +74,7 @@ export function createSweeper(options: SweeperOptions): Sweeper {
   const dedupeTtlMs = env.DEDUPE_TTL_SECONDS * 1000;
   let closed = false;
   let running: Promise<void> | undefined;
-  let lastStreams = "";
+  let lastStreams: string | undefined;
 
   async function sweepIfDue(): Promise<void> {
     if (!(await state.acquire(owner, leaseMs, intervalMs))) return;
