@@ -222,8 +222,10 @@ export async function startService(config: Config, logger: Logger, role: Role): 
       logRepeatsEveryMs,
     });
     const reconciler = createReconcileWorker({ env, tenant, connection: reconcileConnection, ledger, store, logger, telemetry: tracing.bullmq, serviceName: serviceLabel(serviceConfig) });
-    // The sweep writes its checkpoints on a connection that waits out a Redis outage.
-    const sweeper = createSweeper({ env, tenant, reconciler: listReconciler, state: createSweepState(tenantConnection, env.QUEUE_PREFIX), logger });
+    // The sweep writes its checkpoints on a connection that waits out a Redis outage, and takes
+    // its lease on one that fails fast, so an outage is noticed and said at the next tick.
+    const sweepState = createSweepState(tenantConnection, env.QUEUE_PREFIX, { lease: client });
+    const sweeper = createSweeper({ env, tenant, reconciler: listReconciler, state: sweepState, logger });
     const unregisterSweepGauges = registerSweepGauges((now) => sweepStatus.describe(lookbackMs, now));
     closers.push(async () => {
       unregisterSweepGauges();

@@ -78,24 +78,28 @@ type StateCommands = {
  * processes, and per stream a hash (checkpoint, last run, figures) and a sorted set of
  * the failed deliveries we still lack, scored by when first seen.
  */
-export function createSweepState(redis: Redis | Cluster, queuePrefix: string): SweepState {
+export function createSweepState(redis: Redis | Cluster, queuePrefix: string, options: { lease?: Redis | Cluster } = {}): SweepState {
   const base = `${bullPrefix(queuePrefix)}:sweep`;
   const leaseKey = `${base}:lease`;
   const dueKey = `${base}:due`;
   const streamsKey = `${base}:streams`;
   const streamKey = (streamId: string) => `${base}:stream:${streamId}`;
   const unrecoveredKey = (streamId: string) => `${base}:unrecovered:${streamId}`;
-  redis.defineCommand("streamkeeperSweepAcquire", { numberOfKeys: 2, lua: acquireScript });
-  redis.defineCommand("streamkeeperSweepRenew", { numberOfKeys: 1, lua: renewScript });
-  redis.defineCommand("streamkeeperSweepRelease", { numberOfKeys: 1, lua: releaseScript });
+  // The lease on its own connection when given one that fails fast: a sweeper then learns
+  // Redis is away at its next tick (and says so) instead of waiting on a queued command.
+  const leaseRedis = options.lease ?? redis;
+  leaseRedis.defineCommand("streamkeeperSweepAcquire", { numberOfKeys: 2, lua: acquireScript });
+  leaseRedis.defineCommand("streamkeeperSweepRenew", { numberOfKeys: 1, lua: renewScript });
+  leaseRedis.defineCommand("streamkeeperSweepRelease", { numberOfKeys: 1, lua: releaseScript });
   redis.defineCommand("streamkeeperSweepAdvance", { numberOfKeys: 3, lua: advanceScript });
   const commands = redis as unknown as StateCommands;
+  const leaseCommands = leaseRedis as unknown as StateCommands;
   const iso = (ms: string | undefined) => (ms ? new Date(Number(ms)).toISOString() : null);
 
   return {
-    acquire: async (owner, leaseMs, intervalMs) => (await commands.streamkeeperSweepAcquire(leaseKey, dueKey, owner, leaseMs, intervalMs)) === 1,
-    renew: async (owner, leaseMs) => (await commands.streamkeeperSweepRenew(leaseKey, owner, leaseMs)) === 1,
-    release: async (owner) => void (await commands.streamkeeperSweepRelease(leaseKey, owner)),
+    acquire: async (owner, leaseMs, intervalMs) => (await leaseCommands.streamkeeperSweepAcquire(leaseKey, dueKey, owner, leaseMs, intervalMs)) === 1,
+    renew: async (owner, leaseMs) => (await leaseCommands.streamkeeperSweepRenew(leaseKey, owner, leaseMs)) === 1,
+    release: async (owner) => void (await leaseCommands.streamkeeperSweepRelease(leaseKey, owner)),
     async checkpoint(streamId) {
       const value = await redis.hget(streamKey(streamId), "checkpoint");
       return value ? Number(value) : undefined;

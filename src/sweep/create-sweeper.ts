@@ -85,6 +85,8 @@ export function createSweeper(options: SweeperOptions): Sweeper {
         (error: unknown) => logger.warn({ err: error }, "sweep: cannot renew the lease (Redis); the sweep stops if another process takes it"),
       );
     }, leaseMs / 3);
+    // A sweep in progress must not hold the process open on its own.
+    renewal.unref();
     try {
       await sweepAll(() => {
         if (lost) throw new Interrupted("the lease was lost mid-sweep (another process sweeps now); stopped");

@@ -1,0 +1,43 @@
+import { mkdtemp } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, describe, it } from "vitest";
+import { startEmulator } from "../../src/emulator/start-emulator.js";
+import { startRedisServer } from "../../src/queue/redis-server.js";
+import { capturedLogger } from "../helpers/captured-logger.js";
+import { startTestService } from "../helpers/start-test-service.js";
+import { tenantEnv } from "./emulator-test-kit.js";
+import { until } from "./sweep-test-kit.js";
+
+const logged = (lines: Array<Record<string, unknown>>, msg: string) => lines.some((line) => String(line.msg).startsWith(msg));
+
+/**
+ * "Nothing silent": while Redis is away the sweeper says so once (its lease is taken on a
+ * connection that fails fast, not one that queues commands until Redis is back), and once
+ * Redis answers again, says that too and sweeps on.
+ */
+describe("sweep: a Redis outage", () => {
+  const cleanup: Array<() => Promise<unknown>> = [];
+  afterAll(async () => {
+    for (const step of cleanup.reverse()) await step().catch(() => {});
+  });
+
+  it("when Redis goes away, then the sweeper logs that it cannot take its lease, and when Redis is back, that it sweeps on", async () => {
+    const dir = await mkdtemp(join(tmpdir(), "sk-sweep-outage-"));
+    let redis = await startRedisServer({ dir, appendOnly: false });
+    cleanup.push(() => redis.stop());
+    const emulator = await startEmulator({ timeScale: 0.001 });
+    cleanup.push(() => emulator.close());
+    const { logger, lines } = capturedLogger();
+    const service = await startTestService({ ...tenantEnv(emulator), REDIS_URL: redis.url, PUBLIC_URL: "http://127.0.0.1:9", RECONCILE_SWEEP_INTERVAL_SECONDS: "1" }, "worker", logger);
+    cleanup.push(() => service.close());
+    // The first sweep ran: it found no stream pointing at PUBLIC_URL.
+    await until("a first sweep", async () => logged(lines, "sweep: no stream of the tenant points at PUBLIC_URL"));
+
+    await redis.kill();
+    await until("the sweeper saying Redis is away", async () => logged(lines, "sweep: cannot take the sweep lease"), 30_000);
+
+    redis = await startRedisServer({ dir, appendOnly: false, port: redis.port });
+    await until("the sweeper saying Redis is back", async () => logged(lines, "sweep: Redis answers again"), 60_000);
+  }, 120_000);
+});
