@@ -85,7 +85,7 @@ export async function startService(config: Config, logger: Logger, role: Role): 
   const publishConfig = () =>
     writeServiceConfig(client, env.QUEUE_PREFIX, serviceConfig).catch((error: Error) => logger.warn({ err: error }, "could not publish this service's configuration to Redis; commands fall back to their own settings"));
   client.on("ready", () => void publishConfig());
-  reportWhatIsOff(serviceConfig, logger);
+  reportWhatIsOff(serviceConfig, env, logger);
   // Start even when Redis is down (the ingress answers 503 and /readyz fails until it is back).
   const reachable = await untilReady(client, 5000).then(
     () => true,
@@ -248,17 +248,8 @@ export async function startService(config: Config, logger: Logger, role: Role): 
         logRepeatsEveryMs,
       });
       closers.push(() => watcher.close());
-    } else {
-      const why =
-        env.STREAM_WATCH_INTERVAL_SECONDS === 0
-          ? "STREAM_WATCH_INTERVAL_SECONDS=0"
-          : !scope
-            ? "no swept streams; set RECONCILE_SWEEP_STREAMS or PUBLIC_URL"
-            : "unavailable" in tenant
-              ? tenant.unavailable
-              : "";
-      logger[env.STREAM_AUTO_ENABLE ? "warn" : "info"](`stream watch off: ${why}${env.STREAM_AUTO_ENABLE ? "; STREAM_AUTO_ENABLE has no effect" : ""}`);
     }
+    // Off otherwise, said once at start by reportWhatIsOff.
   }
 
   const adminApp = createAdminApp({

@@ -209,14 +209,15 @@ function tenantOf(env: Env, problems: string[]): Tenant | undefined {
   return { apiBaseUrl: apiBaseUrl.replace(/\/+$/, ""), tokenUrl, audience, clientId: env.MGMT_CLIENT_ID, clientSecret: env.MGMT_CLIENT_SECRET };
 }
 
+const tenantWhere = "TENANT_DOMAIN (or MGMT_API_BASE_URL and MGMT_TOKEN_URL)";
+
+/** The settings that reach the tenant's API, as every message and help text names them ("set ..."). */
+export const tenantSettings = `${tenantWhere}, MGMT_CLIENT_ID, MGMT_CLIENT_SECRET`;
+
 /** Where the tenant's API is needed (streams, reconcile): the settings or a message naming what to set. */
 export function requireTenant(config: Config): Required<Tenant> {
   const tenant = config.tenant;
-  const missing = [
-    !tenant && "TENANT_DOMAIN (or MGMT_API_BASE_URL and MGMT_TOKEN_URL)",
-    !tenant?.clientId && "MGMT_CLIENT_ID",
-    !tenant?.clientSecret && "MGMT_CLIENT_SECRET",
-  ].filter(Boolean);
+  const missing = [!tenant && tenantWhere, !tenant?.clientId && "MGMT_CLIENT_ID", !tenant?.clientSecret && "MGMT_CLIENT_SECRET"].filter(Boolean);
   if (missing.length > 0) throw new ConfigError([`set ${missing.join(", ")} to reach the tenant's management API`]);
   return tenant as Required<Tenant>;
 }

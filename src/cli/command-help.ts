@@ -1,4 +1,5 @@
 import type { Command } from "commander";
+import { tenantSettings } from "../config.js";
 
 interface Help {
   settings: string;
@@ -6,7 +7,7 @@ interface Help {
   exitCodes: string;
 }
 
-const tenant = "TENANT_DOMAIN or MGMT_API_BASE_URL/MGMT_TOKEN_URL/MGMT_AUDIENCE, MGMT_CLIENT_ID, MGMT_CLIENT_SECRET";
+const tenant = `${tenantSettings} (MGMT_AUDIENCE when the API's audience differs)`;
 const redis = "REDIS_URL (else the embedded Redis under DATA_DIR), QUEUE_PREFIX";
 const usage = "2 bad usage or settings";
 

@@ -1,6 +1,5 @@
-import type { Config } from "../config.js";
+import { type Config, tenantSettings } from "../config.js";
 import type { RedisClient } from "../queue/redis-connection.js";
-import { tenantSettingsHint } from "../service-config/report-what-is-off.js";
 import { serviceLabel } from "../service-config/service-config.js";
 import { CliError } from "./cli-error.js";
 import { readServiceConfig } from "./read-service-config.js";
@@ -13,6 +12,6 @@ import { readServiceConfig } from "./read-service-config.js";
 export async function refuseWhenServiceCannotReconcile(config: Config, redis: RedisClient): Promise<void> {
   const service = await readServiceConfig(config, { redis });
   if (service.config && service.config.role !== "receiver" && !service.config.tenantConfigured) {
-    throw new CliError(`${serviceLabel(service.config)} runs the reconcile worker but has no tenant settings: ${tenantSettingsHint} for the service and restart it`, 2);
+    throw new CliError(`${serviceLabel(service.config)} runs the reconcile worker but has no tenant settings: set ${tenantSettings} for the service and restart it`, 2);
   }
 }

@@ -1,5 +1,5 @@
 import { Worker, type Telemetry } from "bullmq";
-import type { Env } from "../config.js";
+import { type Env, tenantSettings } from "../config.js";
 import type { Logger } from "../logger.js";
 import { createRepeatLog } from "../repeat-log.js";
 import { reconcileTotal } from "../metrics/registry.js";
@@ -12,7 +12,6 @@ import { createReconciler, type ReconcilerDeps } from "./create-reconciler.js";
 import type { PacedTenant } from "./create-paced-tenant.js";
 import { createStreamIdCache } from "./create-stream-id-cache.js";
 import { outcomeLabel, type ReconcileJobData, type ReconcileResult } from "./reconcile-job.js";
-import { tenantSettingsHint } from "../service-config/report-what-is-off.js";
 import { settlesWithin } from "../settles-within.js";
 
 export interface ReconcileWorkerOptions {
@@ -113,7 +112,7 @@ export function createReconcileWorker(options: ReconcileWorkerOptions): Reconcil
 /** What the reconciler needs of the paced client: the delivery history and, for ids naming no stream, every stream id. */
 export function reconcileTenantOf(tenant: PacedTenant, options: { streamCacheMs?: number; serviceName?: string } = {}): ReconcilerDeps["tenant"] {
   // Said once at start (report-what-is-off.ts); each job's outcome names the process.
-  if ("unavailable" in tenant) return { unavailable: `${options.serviceName ?? "this process"} cannot reconcile: it has no tenant settings; ${tenantSettingsHint} for it and restart it` };
+  if ("unavailable" in tenant) return { unavailable: `${options.serviceName ?? "this process"} cannot reconcile: it has no tenant settings; set ${tenantSettings} for it and restart it` };
   const streams = createStreamIdCache(() => tenant.client.eventStreams({ take: 100 }), options.streamCacheMs);
   return { getDelivery: tenant.client.getDelivery, streamIds: streams.ids };
 }

@@ -1,21 +1,25 @@
+import { tenantSettings, type Env } from "../config.js";
 import type { Logger } from "../logger.js";
 import type { ServiceConfig } from "./service-config.js";
 
-/** The tenant settings reconcile and the sweep need, as the start message names them. */
-export const tenantSettingsHint = "set TENANT_DOMAIN or MGMT_API_BASE_URL, MGMT_CLIENT_ID, MGMT_CLIENT_SECRET";
+type WatchEnv = Pick<Env, "STREAM_WATCH_INTERVAL_SECONDS" | "STREAM_AUTO_ENABLE">;
 
 /**
  * Says once, at start, what this service will not do and which settings turn it on
- * (issue 18: a service that said nothing let a shell's settings take the blame).
+ * (issue 18: a service that said nothing let a shell's settings take the blame). The one
+ * place that says it: the sweeper and the stream watch stay quiet when they are off.
  */
-export function reportWhatIsOff(config: ServiceConfig, logger: Logger): string[] {
+export function reportWhatIsOff(config: ServiceConfig, env: WatchEnv, logger: Logger): string[] {
   const off: string[] = [];
   if (config.role !== "receiver") {
-    if (!config.tenantConfigured) off.push(`reconcile and sweep are off: ${tenantSettingsHint}`);
-    else if (!config.sweep.configured) {
-      off.push(config.sweep.intervalSeconds === 0 ? "the sweep is off: RECONCILE_SWEEP_INTERVAL_SECONDS=0" : "the sweep is off: set PUBLIC_URL or RECONCILE_SWEEP_STREAMS");
+    // The stream watch reads the swept streams through the tenant's API: off with either.
+    const watchIdle = env.STREAM_AUTO_ENABLE ? "; STREAM_AUTO_ENABLE has no effect" : "";
+    if (!config.tenantConfigured) off.push(`reconcile, the sweep and the stream watch are off: set ${tenantSettings}${watchIdle}`);
+    else if (!config.sweep.streamIds && !config.sweep.publicUrl) off.push(`the sweep and the stream watch are off: set PUBLIC_URL or RECONCILE_SWEEP_STREAMS${watchIdle}`);
+    else {
+      if (config.sweep.intervalSeconds === 0) off.push("the sweep is off: RECONCILE_SWEEP_INTERVAL_SECONDS=0");
+      if (env.STREAM_WATCH_INTERVAL_SECONDS === 0) off.push(`the stream watch is off: STREAM_WATCH_INTERVAL_SECONDS=0${watchIdle}`);
     }
-    if (config.routes.length === 0) off.push("no downstream routes: set ROUTES_FILE or DOWNSTREAM_URL; events are stored but delivered nowhere");
   }
   for (const line of off) logger.warn(line);
   return off;

@@ -1,6 +1,5 @@
-import type { Config } from "../config.js";
+import { type Config, tenantSettings } from "../config.js";
 import type { Logger } from "../logger.js";
-import { tenantSettingsHint } from "../service-config/report-what-is-off.js";
 import type { TenantClient } from "../tenant/create-tenant-client.js";
 import type { EventStream } from "../tenant/event-stream.js";
 import type { ResolvedWebhookAuth } from "../webhook-credentials.js";
@@ -37,7 +36,7 @@ export function createStreamConnector({ config, auth, tenant, logger }: StreamCo
       const base = publicUrl ?? config.env.PUBLIC_URL;
       if (base === undefined) throw new ConnectStreamError("no public URL is known: send {\"publicUrl\":\"https://...\"} or set the service's PUBLIC_URL", "no_public_url");
       const endpoint = webhookUrl(base, streamId);
-      if ("unavailable" in tenant) throw new ConnectStreamError(`the service has no tenant settings: ${tenantSettingsHint} for the service and restart it`, "no_tenant");
+      if ("unavailable" in tenant) throw new ConnectStreamError(`the service has no tenant settings: set ${tenantSettings} for the service and restart it`, "no_tenant");
       const stream = await connectStream(tenant.client, streamId, endpoint, auth);
       logger.info({ streamId, endpoint, auth: auth.method }, "stream connected to this service");
       return stream;

@@ -52,19 +52,9 @@ export function createSweeper(options: SweeperOptions): Sweeper {
   const { env, logger, state, reconciler } = options;
   const intervalMs = env.RECONCILE_SWEEP_INTERVAL_SECONDS * 1000;
   const scope = sweepScopeOf(env);
-  // Said once at start, with the settings to set, by report-what-is-off.ts (every role that sweeps).
-  const off = (message: string): Sweeper => {
-    logger.debug(message);
-    return { close: async () => {} };
-  };
-  if (intervalMs === 0) return off("the sweep is off (RECONCILE_SWEEP_INTERVAL_SECONDS=0): failed deliveries are recovered only when someone runs `streamkeeper reconcile`");
-  if (!scope) {
-    return off(
-      "no sweep: neither RECONCILE_SWEEP_STREAMS nor PUBLIC_URL is set, so this service does not know which streams are its own; set PUBLIC_URL (the URL at which the tenant reaches this service) or RECONCILE_SWEEP_STREAMS (comma-separated stream ids) to find failed deliveries without being asked",
-    );
-  }
+  // Off: said once at start, with the settings to set, by report-what-is-off.ts.
   const { tenant } = options;
-  if ("unavailable" in tenant) return off(`no sweep: the tenant's API is not configured (${tenant.unavailable})`);
+  if (intervalMs === 0 || !scope || "unavailable" in tenant) return { close: async () => {} };
   const client = tenant.client;
 
   const owner = randomUUID();

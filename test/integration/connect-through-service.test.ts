@@ -142,7 +142,7 @@ describe("POST /admin/streams/:streamId/connect", () => {
     expect(answer.status).toBe(409);
     expect(answer.headers.get("content-type")).toMatch(/^application\/problem\+json/);
     expect(((await answer.json()) as { detail: string }).detail).toBe(
-      "the service has no tenant settings: set TENANT_DOMAIN or MGMT_API_BASE_URL, MGMT_CLIENT_ID, MGMT_CLIENT_SECRET for the service and restart it",
+      "the service has no tenant settings: set TENANT_DOMAIN (or MGMT_API_BASE_URL and MGMT_TOKEN_URL), MGMT_CLIENT_ID, MGMT_CLIENT_SECRET for the service and restart it",
     );
   });
 

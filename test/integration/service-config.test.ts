@@ -73,10 +73,10 @@ describe("the service's published configuration", () => {
     expect(none).toEqual({ config: undefined, why: `no service has published its configuration under QUEUE_PREFIX=${prefix}-other (start it, or set REDIS_URL and QUEUE_PREFIX as the service has them)` });
   });
 
-  it("when the service starts without tenant settings, then it says once that reconcile and sweep are off", () => {
-    const lines = service.output().split("\n").filter((line) => line.includes("reconcile and sweep are off"));
+  it("when the service starts without tenant settings, then it says once that reconcile, the sweep and the stream watch are off", () => {
+    const lines = service.output().split("\n").filter((line) => line.includes("reconcile, the sweep and the stream watch are off"));
     expect(lines).toHaveLength(1);
-    expect(JSON.parse(lines[0]!)).toMatchObject({ level: 40, msg: "reconcile and sweep are off: set TENANT_DOMAIN or MGMT_API_BASE_URL, MGMT_CLIENT_ID, MGMT_CLIENT_SECRET" });
+    expect(JSON.parse(lines[0]!)).toMatchObject({ level: 40, msg: "reconcile, the sweep and the stream watch are off: set TENANT_DOMAIN (or MGMT_API_BASE_URL and MGMT_TOKEN_URL), MGMT_CLIENT_ID, MGMT_CLIENT_SECRET" });
   });
 
   it("when dead-letters runs in a shell with other routes, then it lists the service's route's dead letters and says in one line that the shell differs", async () => {
@@ -103,12 +103,12 @@ describe("the service's published configuration", () => {
     const label = `the service (role all, pid ${pid} on ${hostname()})`;
     const run = await runCli(["reconcile", "evt_unreconcilable00000000"], { ...shellEnv, ...tenant });
     expect(run.code).toBe(2);
-    expect(run.stderr).toBe(`error: ${label} runs the reconcile worker but has no tenant settings: set TENANT_DOMAIN or MGMT_API_BASE_URL, MGMT_CLIENT_ID, MGMT_CLIENT_SECRET for the service and restart it\n`);
+    expect(run.stderr).toBe(`error: ${label} runs the reconcile worker but has no tenant settings: set TENANT_DOMAIN (or MGMT_API_BASE_URL and MGMT_TOKEN_URL), MGMT_CLIENT_ID, MGMT_CLIENT_SECRET for the service and restart it\n`);
 
     const headers = { authorization: `Bearer ${adminToken}`, "content-type": "application/json" };
     const queued = await fetch(`${service.adminUrl}/admin/reconcile`, { method: "POST", headers, body: JSON.stringify({ eventIds: ["evt_unreconcilable00000000"] }) });
     const { jobs } = (await queued.json()) as { jobs: { jobId: string }[] };
-    const outcome = `error: ${label} cannot reconcile: it has no tenant settings; set TENANT_DOMAIN or MGMT_API_BASE_URL, MGMT_CLIENT_ID, MGMT_CLIENT_SECRET for it and restart it`;
+    const outcome = `error: ${label} cannot reconcile: it has no tenant settings; set TENANT_DOMAIN (or MGMT_API_BASE_URL and MGMT_TOKEN_URL), MGMT_CLIENT_ID, MGMT_CLIENT_SECRET for it and restart it`;
     const deadline = Date.now() + 30_000;
     for (;;) {
       const job = (await (await fetch(`${service.adminUrl}/admin/reconcile/${jobs[0]!.jobId}`, { headers })).json()) as { outcome: string | null };

@@ -106,7 +106,7 @@ describe("sweep: failed deliveries recovered with no one asking", () => {
     cleanup.push(() => service.stop());
     // Logged after the sweep is set up (in order), so the sweep's line is there by then.
     await until("the start logged", async () => service.output().includes("admin surface (metrics, probes, admin API) listening"));
-    const said = service.output().split("\n").filter((line) => line.includes("sweep is off"));
+    const said = service.output().split("\n").filter((line) => line.includes("the sweep and the stream watch are off"));
     expect(said).toHaveLength(1);
     expect(said[0]).toContain("PUBLIC_URL");
     expect(said[0]).toContain("RECONCILE_SWEEP_STREAMS");

@@ -17,19 +17,27 @@ function report(env: Record<string, string>, role: ServiceConfig["role"] = "all"
       done();
     },
   });
-  const lines = reportWhatIsOff(describeServiceConfig(loadConfig(env), routes, role), createLogger("info", sink));
+  const config = loadConfig(env);
+  const lines = reportWhatIsOff(describeServiceConfig(config, routes, role), config.env, createLogger("info", sink));
   return { lines, logged };
 }
 
 describe("reportWhatIsOff", () => {
-  it("when the tenant is not configured, then one warning says reconcile and sweep are off and what to set", () => {
+  it("when the tenant is not configured, then one warning says reconcile, the sweep and the stream watch are off and what to set", () => {
     const { lines, logged } = report({});
-    expect(lines).toEqual(["reconcile and sweep are off: set TENANT_DOMAIN or MGMT_API_BASE_URL, MGMT_CLIENT_ID, MGMT_CLIENT_SECRET"]);
+    expect(lines).toEqual(["reconcile, the sweep and the stream watch are off: set TENANT_DOMAIN (or MGMT_API_BASE_URL and MGMT_TOKEN_URL), MGMT_CLIENT_ID, MGMT_CLIENT_SECRET"]);
     expect(logged.map(({ level, msg }) => ({ level, msg }))).toEqual([{ level: 40, msg: lines[0] }]);
   });
 
-  it("when the tenant is configured without PUBLIC_URL or RECONCILE_SWEEP_STREAMS, then the sweep is off naming both", () => {
-    expect(report(tenant).lines).toEqual(["the sweep is off: set PUBLIC_URL or RECONCILE_SWEEP_STREAMS"]);
+  it("when the tenant is configured without PUBLIC_URL or RECONCILE_SWEEP_STREAMS, then the sweep and the stream watch are off, naming both, once", () => {
+    expect(report(tenant).lines).toEqual(["the sweep and the stream watch are off: set PUBLIC_URL or RECONCILE_SWEEP_STREAMS"]);
+    expect(report({ ...tenant, STREAM_AUTO_ENABLE: "true" }).lines).toEqual(["the sweep and the stream watch are off: set PUBLIC_URL or RECONCILE_SWEEP_STREAMS; STREAM_AUTO_ENABLE has no effect"]);
+  });
+
+  it("when an interval is 0, then that part is off, naming the setting", () => {
+    const scoped = { ...tenant, PUBLIC_URL: "https://sk.example.com" };
+    expect(report({ ...scoped, RECONCILE_SWEEP_INTERVAL_SECONDS: "0" }).lines).toEqual(["the sweep is off: RECONCILE_SWEEP_INTERVAL_SECONDS=0"]);
+    expect(report({ ...scoped, STREAM_WATCH_INTERVAL_SECONDS: "0", STREAM_AUTO_ENABLE: "true" }).lines).toEqual(["the stream watch is off: STREAM_WATCH_INTERVAL_SECONDS=0; STREAM_AUTO_ENABLE has no effect"]);
   });
 
   it("when everything is configured, or the role is receiver, then nothing is said", () => {
