@@ -23,9 +23,10 @@ const helps: Record<string, Help> = {
     exitCodes: `0 stopped cleanly; 1 failed at start; ${usage} (every bad value named)`,
   },
   reconcile: {
-    settings: `${redis}; the running service's routes and tenant settings; without a running worker: ${tenant}, RECONCILE_RATE_PER_SECOND, DEFAULT_STREAM_ID; ADMIN_URL for --no-wait's follow-up`,
-    outcomes: "<event-id> recovered|already_received|not_failed|no_payload|not_found|error: <reason> (with --json one object per line); with --no-wait <event-id> queued <job-id>",
-    exitCodes: `0 every id recovered or already there; 1 an id not recovered; ${usage}`,
+    settings: `by ids: ${redis}; the running service's routes and tenant settings; without a running worker: ${tenant}, RECONCILE_RATE_SHARE, RECONCILE_RATE_PER_SECOND, DEFAULT_STREAM_ID; ADMIN_URL for --no-wait's follow-up. With --since: the running service reads the window with its own settings (DEDUPE_TTL_SECONDS bounds how far back, except --dry-run), reached at ADMIN_URL (else ADMIN_HOST/ADMIN_PORT) with its ADMIN_TOKEN`,
+    outcomes:
+      "<event-id> recovered|already_received|not_failed|no_payload|not_found|error: <reason> (with --json one object per line); with --no-wait <event-id> queued <job-id>; with --since the same per failed delivery of the window, and with --dry-run <event-id> would_recover|already_received|no_payload (with --json in \"outcome\"), then on stderr how many streams and list calls were read",
+    exitCodes: `0 every id recovered or already there (--since: the window read to its end); 1 an id not recovered, or the window not read to its end, or no service answering (--since); ${usage} (--since: also a window the service refuses)`,
   },
   "dead-letters list": {
     settings: `${redis}; the running service's routes (else ROUTES_FILE or DOWNSTREAM_URL)`,
@@ -39,7 +40,8 @@ const helps: Record<string, Help> = {
   },
   "streams list": {
     settings: tenant,
-    outcomes: "a table: id, name, status, subscriptions, endpoint (or one JSON array with --json)",
+    outcomes:
+      "a table: id, name, status, swept (yes, or no and the setting behind it), subscriptions, endpoint (or one JSON array with --json, each stream with swept: true|false and, when false, whyNotSwept: not_named|points_elsewhere|no_sweep|sweep_off)",
     exitCodes: `0 listed; 1 the tenant refused or failed; ${usage}`,
   },
   "streams update": {

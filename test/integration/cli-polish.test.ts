@@ -30,6 +30,15 @@ describe("the command line", () => {
     expect(run.stdout).toContain("\nExit codes: 0 replayed; 1 an id is no dead letter (nothing replayed); 2 bad usage or settings\n");
   });
 
+  it("when the help of reconcile or streams list is asked, then it tells the --since mode, both rate settings, and the SWEPT column with its JSON fields", async () => {
+    const reconcile = await runCli(["reconcile", "--help"], {});
+    expect(reconcile.code).toBe(0);
+    for (const part of ["RECONCILE_RATE_SHARE", "RECONCILE_RATE_PER_SECOND", "With --since: the running service reads the window", "ADMIN_TOKEN", "would_recover|already_received|no_payload"]) expect(reconcile.stdout).toContain(part);
+    const streams = await runCli(["streams", "list", "--help"], {});
+    expect(streams.code).toBe(0);
+    for (const part of ["swept (yes, or no and the setting behind it)", "swept: true|false", "whyNotSwept: not_named|points_elsewhere|no_sweep|sweep_off"]) expect(streams.stdout).toContain(part);
+  });
+
   it("when start gets a PORT that is no port, then exit 2 with one line in our words", async () => {
     const run = await runCli(["start"], { PORT: "eighty" });
     expect(run.code).toBe(2);
