@@ -214,6 +214,11 @@ const tenantWhere = "TENANT_DOMAIN (or MGMT_API_BASE_URL and MGMT_TOKEN_URL)";
 /** The settings that reach the tenant's API, as every message and help text names them ("set ..."). */
 export const tenantSettings = `${tenantWhere}, MGMT_CLIENT_ID, MGMT_CLIENT_SECRET`;
 
+/** The tenant's API settings are complete: reconcile, the sweep and the stream watch can run. */
+export function tenantConfigured(config: Pick<Config, "tenant">): boolean {
+  return Boolean(config.tenant?.clientId && config.tenant.clientSecret);
+}
+
 /** Where the tenant's API is needed (streams, reconcile): the settings or a message naming what to set. */
 export function requireTenant(config: Config): Required<Tenant> {
   const tenant = config.tenant;

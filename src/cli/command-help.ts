@@ -41,7 +41,7 @@ const helps: Record<string, Help> = {
   "streams list": {
     settings: tenant,
     outcomes:
-      "a table: id, name, status, swept (yes, or no and the setting behind it), subscriptions, endpoint (or one JSON array with --json, each stream with swept: true|false and, when false, whyNotSwept: not_named|points_elsewhere|no_sweep|sweep_off)",
+      "a table: id, name, status, swept (yes, or no and the setting behind it), subscriptions, endpoint (or one JSON array with --json, each stream with swept: true|false and, when false, whyNotSwept: not_named|points_elsewhere|no_tenant|no_sweep|sweep_off)",
     exitCodes: `0 listed; 1 the tenant refused or failed; ${usage}`,
   },
   "streams update": {

@@ -1,6 +1,6 @@
 import { tenantSettings, type Env } from "../config.js";
 import type { Logger } from "../logger.js";
-import type { ServiceConfig } from "./service-config.js";
+import { publishedSweepPlan, type ServiceConfig } from "./service-config.js";
 
 type WatchEnv = Pick<Env, "STREAM_WATCH_INTERVAL_SECONDS" | "STREAM_AUTO_ENABLE">;
 
@@ -14,10 +14,11 @@ export function reportWhatIsOff(config: ServiceConfig, env: WatchEnv, logger: Lo
   if (config.role !== "receiver") {
     // The stream watch reads the swept streams through the tenant's API: off with either.
     const watchIdle = env.STREAM_AUTO_ENABLE ? "; STREAM_AUTO_ENABLE has no effect" : "";
-    if (!config.tenantConfigured) off.push(`reconcile, the sweep and the stream watch are off: set ${tenantSettings}${watchIdle}`);
-    else if (!config.sweep.streamIds && !config.sweep.publicUrl) off.push(`the sweep and the stream watch are off: set PUBLIC_URL or RECONCILE_SWEEP_STREAMS${watchIdle}`);
+    const plan = publishedSweepPlan(config);
+    if (!plan.on && plan.whyOff === "no_tenant") off.push(`reconcile, the sweep and the stream watch are off: set ${tenantSettings}${watchIdle}`);
+    else if (!plan.on && plan.whyOff === "no_sweep") off.push(`the sweep and the stream watch are off: set PUBLIC_URL or RECONCILE_SWEEP_STREAMS${watchIdle}`);
     else {
-      if (config.sweep.intervalSeconds === 0) off.push("the sweep is off: RECONCILE_SWEEP_INTERVAL_SECONDS=0");
+      if (!plan.on) off.push("the sweep is off: RECONCILE_SWEEP_INTERVAL_SECONDS=0");
       if (env.STREAM_WATCH_INTERVAL_SECONDS === 0) off.push(`the stream watch is off: STREAM_WATCH_INTERVAL_SECONDS=0${watchIdle}`);
     }
   }

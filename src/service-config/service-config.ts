@@ -1,8 +1,8 @@
 import { createHash } from "node:crypto";
 import { hostname } from "node:os";
-import type { Config } from "../config.js";
+import { tenantConfigured, type Config } from "../config.js";
 import type { Route } from "../routes/route.js";
-import { sweepScopeOf } from "../streams/swept-streams.js";
+import { sweepPlan, type SweepPlan } from "../streams/swept-streams.js";
 import { version } from "../version.js";
 
 /**
@@ -29,7 +29,7 @@ export interface ServiceConfig {
   tenantConfigured: boolean;
   /** PUBLIC_URL, where the tenant reaches this service. */
   publicUrl: string | null;
-  /** The sweep's scope (RECONCILE_SWEEP_STREAMS, else the streams pointing at PUBLIC_URL); `configured` false: no sweep. */
+  /** The sweep's scope (RECONCILE_SWEEP_STREAMS, else the streams pointing at PUBLIC_URL); `configured` false: no sweep (sweepPlan's `on`). */
   sweep: { configured: boolean; streamIds: string[] | null; publicUrl: string | null; intervalSeconds: number };
 }
 
@@ -40,7 +40,9 @@ export function serviceLabel(config: Pick<ServiceConfig, "role" | "pid" | "host"
 
 export function describeServiceConfig(config: Config, routes: Route[], role: ServiceConfig["role"]): ServiceConfig {
   const { env } = config;
-  const scope = sweepScopeOf(env);
+  const tenant = tenantConfigured(config);
+  const plan = sweepPlan(env, tenant);
+  const { scope } = plan;
   return {
     version,
     role,
@@ -49,15 +51,21 @@ export function describeServiceConfig(config: Config, routes: Route[], role: Ser
     startedAt: new Date().toISOString(),
     queuePrefix: env.QUEUE_PREFIX,
     routes: routes.map(publishedRoute),
-    tenantConfigured: Boolean(config.tenant?.clientId && config.tenant.clientSecret),
+    tenantConfigured: tenant,
     publicUrl: env.PUBLIC_URL ?? null,
     sweep: {
-      configured: scope !== undefined && env.RECONCILE_SWEEP_INTERVAL_SECONDS > 0,
+      configured: plan.on,
       streamIds: scope?.streamIds ?? null,
       publicUrl: scope?.publicUrl ?? null,
       intervalSeconds: env.RECONCILE_SWEEP_INTERVAL_SECONDS,
     },
   };
+}
+
+/** The sweep plan of a running service, from what it published (a command asks the service, not its own shell). */
+export function publishedSweepPlan(config: Pick<ServiceConfig, "sweep" | "tenantConfigured">): SweepPlan {
+  const { sweep } = config;
+  return sweepPlan({ RECONCILE_SWEEP_STREAMS: sweep.streamIds ?? undefined, PUBLIC_URL: sweep.publicUrl ?? undefined, RECONCILE_SWEEP_INTERVAL_SECONDS: sweep.intervalSeconds }, config.tenantConfigured);
 }
 
 export function publishedRoute(route: Route): PublishedRoute {

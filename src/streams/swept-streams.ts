@@ -20,6 +20,27 @@ export function sweepScopeOf(env: Pick<Env, "RECONCILE_SWEEP_STREAMS" | "PUBLIC_
   return { streamIds: env.RECONCILE_SWEEP_STREAMS, publicUrl: env.PUBLIC_URL };
 }
 
+/**
+ * Why there is no sweep: `no_tenant`, the tenant's API settings are missing; `no_sweep`,
+ * neither RECONCILE_SWEEP_STREAMS nor PUBLIC_URL; `sweep_off`, RECONCILE_SWEEP_INTERVAL_SECONDS=0.
+ */
+export type SweepOff = "no_tenant" | "no_sweep" | "sweep_off";
+
+/** Whether this service sweeps, over which streams, and if not, why. */
+export type SweepPlan = { on: true; scope: SweepScope } | { on: false; scope: SweepScope | undefined; whyOff: SweepOff };
+
+/**
+ * The one answer to "is the sweep on, and for what" (the sweeper, the published service
+ * configuration, the start message and `streams list` all ask it).
+ */
+export function sweepPlan(env: Pick<Env, "RECONCILE_SWEEP_STREAMS" | "PUBLIC_URL" | "RECONCILE_SWEEP_INTERVAL_SECONDS">, tenantConfigured: boolean): SweepPlan {
+  const scope = sweepScopeOf(env);
+  if (!tenantConfigured) return { on: false, scope, whyOff: "no_tenant" };
+  if (!scope) return { on: false, scope, whyOff: "no_sweep" };
+  if (env.RECONCILE_SWEEP_INTERVAL_SECONDS === 0) return { on: false, scope, whyOff: "sweep_off" };
+  return { on: true, scope };
+}
+
 /** Whether the stream delivers to `publicUrl` itself or below it (not to a host that merely starts the same). */
 export function pointsAt(stream: EventStream, publicUrl: string): boolean {
   const endpoint = stream.destination.configuration?.webhook_endpoint;

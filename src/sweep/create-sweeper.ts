@@ -5,7 +5,7 @@ import { sweepFailedDeliveries, sweepRuns } from "../metrics/registry.js";
 import type { PacedTenant } from "../reconcile/create-paced-tenant.js";
 import type { Reconciler } from "../reconcile/create-reconciler.js";
 import { settlesWithin } from "../settles-within.js";
-import { sweepScopeOf } from "../streams/swept-streams.js";
+import { sweepPlan } from "../streams/swept-streams.js";
 import type { SweepState } from "./create-sweep-state.js";
 import { listSweptStreams } from "./list-swept-streams.js";
 import { sweepWindow } from "./sweep-window.js";
@@ -51,10 +51,11 @@ class Interrupted extends Error {}
 export function createSweeper(options: SweeperOptions): Sweeper {
   const { env, logger, state, reconciler } = options;
   const intervalMs = env.RECONCILE_SWEEP_INTERVAL_SECONDS * 1000;
-  const scope = sweepScopeOf(env);
-  // Off: said once at start, with the settings to set, by report-what-is-off.ts.
   const { tenant } = options;
-  if (intervalMs === 0 || !scope || "unavailable" in tenant) return { close: async () => {} };
+  const plan = sweepPlan(env, !("unavailable" in tenant));
+  // Off: said once at start, with the settings to set, by report-what-is-off.ts.
+  if (!plan.on || "unavailable" in tenant) return { close: async () => {} };
+  const { scope } = plan;
   const client = tenant.client;
 
   const owner = randomUUID();
@@ -91,7 +92,7 @@ export function createSweeper(options: SweeperOptions): Sweeper {
   async function sweepAll(check: () => void): Promise<void> {
     let streamIds: string[];
     try {
-      streamIds = await listSweptStreams(client, scope!);
+      streamIds = await listSweptStreams(client, scope);
     } catch (error) {
       logger.error({ err: error }, "sweep: cannot list the tenant's streams to find the swept ones; trying again next interval");
       return;
@@ -100,7 +101,7 @@ export function createSweeper(options: SweeperOptions): Sweeper {
     const shown = streamIds.join(",");
     if (shown !== lastStreams) {
       lastStreams = shown;
-      if (streamIds.length === 0) logger.warn({ publicUrl: scope!.publicUrl }, "sweep: no stream of the tenant points at PUBLIC_URL; run `streamkeeper streams connect <stream-id>` or set RECONCILE_SWEEP_STREAMS");
+      if (streamIds.length === 0) logger.warn({ publicUrl: scope.publicUrl }, "sweep: no stream of the tenant points at PUBLIC_URL; run `streamkeeper streams connect <stream-id>` or set RECONCILE_SWEEP_STREAMS");
       else logger.info({ streams: streamIds }, "sweep: the swept streams");
     }
     for (const streamId of streamIds) {

@@ -36,7 +36,7 @@ describe("the command line", () => {
     for (const part of ["RECONCILE_RATE_SHARE", "RECONCILE_RATE_PER_SECOND", "With --since: the running service reads the window", "ADMIN_TOKEN", "would_recover|already_received|no_payload"]) expect(reconcile.stdout).toContain(part);
     const streams = await runCli(["streams", "list", "--help"], {});
     expect(streams.code).toBe(0);
-    for (const part of ["swept (yes, or no and the setting behind it)", "swept: true|false", "whyNotSwept: not_named|points_elsewhere|no_sweep|sweep_off"]) expect(streams.stdout).toContain(part);
+    for (const part of ["swept (yes, or no and the setting behind it)", "swept: true|false", "whyNotSwept: not_named|points_elsewhere|no_tenant|no_sweep|sweep_off"]) expect(streams.stdout).toContain(part);
   });
 
   it("when start gets a PORT that is no port, then exit 2 with one line in our words", async () => {

@@ -103,7 +103,9 @@ describe("streamkeeper streams", () => {
     const redis = new Redis(inject("redisUrl"));
     const prefix = `cli-swept-${randomUUID().slice(0, 8)}`;
     // What a service started with these settings publishes (service-config.ts).
-    const publish = (env: Record<string, string>) => writeServiceConfig(redis, prefix, describeServiceConfig(loadConfig({ QUEUE_PREFIX: prefix, ...env }), [], "all"));
+    // The service's tenant settings (only whether they are there is published).
+    const serviceTenant = { MGMT_API_BASE_URL: "http://127.0.0.1:9/api/v2", MGMT_TOKEN_URL: "http://127.0.0.1:9/oauth/token", MGMT_CLIENT_ID: "id", MGMT_CLIENT_SECRET: "secret" };
+    const publish = (env: Record<string, string>, tenant = serviceTenant) => writeServiceConfig(redis, prefix, describeServiceConfig(loadConfig({ QUEUE_PREFIX: prefix, ...tenant, ...env }), [], "all"));
     // This shell's own settings disagree: they must not count.
     const shell = { REDIS_URL: inject("redisUrl"), QUEUE_PREFIX: prefix, PUBLIC_URL: "https://elsewhere.example.com" };
     try {
@@ -133,6 +135,11 @@ describe("streamkeeper streams", () => {
       await publish({ PUBLIC_URL: "https://hooks.example.com", RECONCILE_SWEEP_INTERVAL_SECONDS: "0" });
       const off = await cli(["streams", "list", "--json"], shell);
       expect((JSON.parse(off.stdout) as Array<{ whyNotSwept?: string }>)[0]).toMatchObject({ swept: false, whyNotSwept: "sweep_off" });
+
+      // A service without tenant settings sweeps nothing, whatever its scope.
+      await publish({ PUBLIC_URL: "https://hooks.example.com" }, {} as typeof serviceTenant);
+      const noTenant = await cli(["streams", "list", "--json"], shell);
+      expect((JSON.parse(noTenant.stdout) as Array<{ whyNotSwept?: string }>)[0]).toMatchObject({ swept: false, whyNotSwept: "no_tenant" });
     } finally {
       await redis.quit();
     }

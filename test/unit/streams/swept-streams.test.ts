@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { loadConfig } from "../../../src/config.js";
-import { pointsAt, sweepScopeOf, sweepVerdict } from "../../../src/streams/swept-streams.js";
+import { pointsAt, sweepPlan, sweepScopeOf, sweepVerdict } from "../../../src/streams/swept-streams.js";
 import type { EventStream } from "../../../src/tenant/event-stream.js";
 
 const ours = "est_aD5AUDqZbHFcMoEx2LxAk9";
@@ -55,5 +55,20 @@ describe("sweepVerdict", () => {
   it("when a stream has no webhook endpoint, then it points nowhere", () => {
     const other: EventStream = { ...stream(ours, ""), destination: { type: "eventbridge" } };
     expect(pointsAt(other, "https://hooks.example.com")).toBe(false);
+  });
+});
+
+describe("sweepPlan", () => {
+  const scoped = { PUBLIC_URL: "https://sk.example.com" };
+
+  it("when the tenant, a scope and an interval are there, then the sweep is on over that scope", () => {
+    expect(sweepPlan(loadConfig(scoped).env, true)).toEqual({ on: true, scope: { publicUrl: "https://sk.example.com", streamIds: undefined } });
+  });
+
+  it("when a part is missing, then it is off, saying the first missing part: tenant, then scope, then interval", () => {
+    expect(sweepPlan(loadConfig({}).env, false)).toMatchObject({ on: false, whyOff: "no_tenant" });
+    expect(sweepPlan(loadConfig(scoped).env, false)).toMatchObject({ on: false, whyOff: "no_tenant", scope: { publicUrl: "https://sk.example.com" } });
+    expect(sweepPlan(loadConfig({}).env, true)).toEqual({ on: false, scope: undefined, whyOff: "no_sweep" });
+    expect(sweepPlan(loadConfig({ ...scoped, RECONCILE_SWEEP_INTERVAL_SECONDS: "0" }).env, true)).toMatchObject({ on: false, whyOff: "sweep_off" });
   });
 });
