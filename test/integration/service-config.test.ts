@@ -119,7 +119,9 @@ describe("the service's published configuration", () => {
       if (Date.now() > deadline) throw new Error("the reconcile job never finished");
       await new Promise((ok) => setTimeout(ok, 50));
     }
-    const logged = service.output().split("\n").filter((line) => line.includes("evt_unreconcilable00000000") && line.includes("could not recover"));
-    expect(logged.map((line) => (JSON.parse(line) as { outcome: string }).outcome)).toEqual([outcome]);
+    // The job's outcome can be read before the process has written its log line: wait for it.
+    const logged = () => service.output().split("\n").filter((line) => line.includes("evt_unreconcilable00000000") && line.includes("could not recover"));
+    for (const logDeadline = Date.now() + 30_000; logged().length === 0 && Date.now() < logDeadline; ) await new Promise((ok) => setTimeout(ok, 50));
+    expect(logged().map((line) => (JSON.parse(line) as { outcome: string }).outcome)).toEqual([outcome]);
   });
 });
