@@ -6,10 +6,11 @@ export interface CallPacer {
   /** No slot starts within `ms` from now (the tenant said 429, or its bucket is empty). */
   holdFor(ms: number): Promise<void>;
   /**
-   * The tenant advertised `limitPerSecond` (`X-RateLimit-Limit`): from now on every process
-   * paces at `share` of it, capped by `capPerSecond`. Written to Redis only when it changes.
+   * The tenant's bucket refills `refillPerSecond` (estimated from its headers,
+   * create-refill-estimate.ts): from now on every process paces at `share` of it, capped by
+   * `capPerSecond`. Written to Redis only when it changes.
    */
-  noteAllowance(limitPerSecond: number): Promise<void>;
+  noteAllowance(refillPerSecond: number): Promise<void>;
   /** The calls per second this process last paced at (for logs). */
   ratePerSecond(): number;
 }
@@ -30,6 +31,10 @@ export interface CallPacerOptions {
 // left of it), the learned interval (ms). Every process pacing through these keys shares
 // one pace, so three workers still make `share` of the allowance in all, not three times it.
 // Whole milliseconds (13 digits) stay exact through Lua's number-to-string conversion.
+// No slot is reserved further ahead than ARGV[2] ms (or two intervals): a slot keeps the
+// interval it was reserved at, so fifty callers reserving at a slow start pace would hold
+// it for seconds after the pace rose. A caller told to come back (a negative answer)
+// reserves nothing and asks again when the reserved slots have moved on.
 const takeScript = `
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -37,6 +42,8 @@ local interval = tonumber(redis.call('GET', KEYS[3]) or ARGV[1])
 local start = math.max(now, tonumber(redis.call('GET', KEYS[1]) or '0'))
 local held = redis.call('PTTL', KEYS[2])
 if held > 0 then start = math.max(start, now + held) end
+local ahead = math.max(tonumber(ARGV[2]), 2 * interval)
+if start - now > ahead then return -(start - now - ahead) end
 local after = start + interval
 redis.call('SET', KEYS[1], after, 'PX', after - now + 1000)
 return start - now
@@ -50,16 +57,19 @@ return 0
 `;
 
 type PacerCommands = {
-  streamkeeperPaceTake(nextKey: string, holdKey: string, intervalKey: string, defaultIntervalMs: number): Promise<number>;
+  streamkeeperPaceTake(nextKey: string, holdKey: string, intervalKey: string, defaultIntervalMs: number, aheadMs: number): Promise<number>;
   streamkeeperPaceHold(holdKey: string, ms: number): Promise<number>;
 };
+
+/** How far ahead slots are reserved (see takeScript). */
+const reserveAheadMs = 1000;
 
 /** A learned allowance is kept this long without a fresh answer; then the initial pace applies again. */
 const allowanceTtlMs = 10 * 60_000;
 
 /**
  * Spaces tenant API calls evenly across every process (a reservation per call, GCRA style),
- * at `share` of the allowance the tenant advertises (CONTRACT.md, "Pacing"). Even spacing,
+ * at `share` of the tenant's refill rate (CONTRACT.md, "Pacing"). Even spacing,
  * not bursts: the tenant's bucket (real-world.md, `X-RateLimit-*`) then never empties because
  * of us, so we pace before a 429 rather than after it. Intervals are rounded up to whole ms,
  * so the pace never exceeds the rate. A slot reserved before a hold began is given up at its
@@ -81,7 +91,12 @@ export function createCallPacer(redis: Redis | Cluster, keyBase: string, options
   return {
     async take() {
       for (;;) {
-        const waitMs = await commands.streamkeeperPaceTake(nextKey, holdKey, intervalKey, initialMs);
+        const waitMs = await commands.streamkeeperPaceTake(nextKey, holdKey, intervalKey, initialMs, reserveAheadMs);
+        if (waitMs < 0) {
+          // Spread the callers that come back, so they do not all ask at the same moment.
+          await new Promise((resolve) => setTimeout(resolve, -waitMs + Math.random() * intervalMs));
+          continue;
+        }
         if (waitMs > 0) await new Promise((resolve) => setTimeout(resolve, waitMs));
         if ((await redis.pttl(holdKey)) <= 0) return;
       }
@@ -90,9 +105,9 @@ export function createCallPacer(redis: Redis | Cluster, keyBase: string, options
       const hold = Math.ceil(ms);
       if (hold > 0) await commands.streamkeeperPaceHold(holdKey, hold);
     },
-    async noteAllowance(limitPerSecond) {
-      if (!(limitPerSecond > 0)) return;
-      const next = intervalOf(capped(limitPerSecond * options.share));
+    async noteAllowance(refillPerSecond) {
+      if (!(refillPerSecond > 0)) return;
+      const next = intervalOf(capped(refillPerSecond * options.share));
       // One write per change (and a refresh well before the key expires), not one per call.
       if (next === intervalMs && Date.now() - written < allowanceTtlMs / 2) return;
       intervalMs = next;

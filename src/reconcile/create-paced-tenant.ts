@@ -21,7 +21,7 @@ export interface PacedTenantOptions {
  * The one tenant client of a process for everything the service does by itself (reconcile
  * jobs, the sweep, the stream watcher), built once by the composition root. Every call it
  * makes, in every process, goes through one pace kept in Redis: at most RECONCILE_RATE_SHARE
- * of the allowance the tenant advertises (`X-RateLimit-Limit`), capped by
+ * of the tenant's refill rate, as its `X-RateLimit-*` headers show it (create-refill-estimate.ts), capped by
  * RECONCILE_RATE_PER_SECOND when set, and held on a 429 or an empty bucket (paced-fetch.ts).
  */
 export function createPacedTenant(options: PacedTenantOptions): PacedTenant {

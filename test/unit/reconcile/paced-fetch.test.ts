@@ -1,5 +1,12 @@
-import { describe, expect, it } from "vitest";
-import { holdAfter } from "../../../src/reconcile/paced-fetch.js";
+import { randomUUID } from "node:crypto";
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { createRedis, untilReady } from "../../../src/queue/redis-connection.js";
+import { createCallPacer } from "../../../src/reconcile/create-call-pacer.js";
+import { holdAfter, pacedFetch } from "../../../src/reconcile/paced-fetch.js";
+
+const redis = createRedis(inject("redisUrl"), "client");
+beforeAll(() => untilReady(redis));
+afterAll(() => redis.disconnect());
 
 const now = Date.parse("2025-09-08T06:35:17.000Z");
 const answer = (status: number, headers: Record<string, string>) => ({ status, headers: new Headers(headers) });
@@ -28,5 +35,16 @@ describe("holdAfter", () => {
     expect(holdAfter(answer(200, headers(20)), now, 0.5)).toBe(100);
     expect(holdAfter(answer(200, headers(30)), now, 0.5)).toBe(0);
     expect(holdAfter(answer(200, headers(20)), now, 1)).toBe(0);
+  });
+});
+
+describe("pacedFetch (real Redis)", () => {
+  it("when the tenant shows a bucket of 100 (X-RateLimit-Limit is its size, not a rate), then the pace stays at the conservative start, not share of 100/s", async () => {
+    const pacer = createCallPacer(redis, `test-${randomUUID()}:pace`, { share: 0.5 });
+    const reset = String(Math.ceil(Date.now() / 1000) + 1);
+    const tenant = async () => new Response("{}", { headers: { "X-RateLimit-Limit": "100", "X-RateLimit-Remaining": "99", "X-RateLimit-Reset": reset } });
+    const fetch = pacedFetch({ pacer, share: 0.5, apiBaseUrl: "http://127.0.0.1:1/api/v2", fetch: tenant });
+    await fetch("http://127.0.0.1:1/api/v2/event-streams");
+    expect(pacer.ratePerSecond()).toBeLessThanOrEqual(5);
   });
 });
