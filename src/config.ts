@@ -16,8 +16,9 @@ const seconds = z.coerce.number().int().min(0);
 /** Where the tenant reaches this service: https, or http on a loopback address (the tenant's own rule, is-tenant-endpoint.ts). */
 const publicUrl = z
   .url({ protocol: /^https?$/, error: "give the URL at which the tenant reaches this service, e.g. https://hooks.example.com" })
-  .refine((value) => isTenantEndpoint(new URL(value)), "use https:// (http:// only on 127.0.0.1, localhost or [::1]): the tenant sends webhooks to https endpoints only")
-  .refine((value) => !new URL(value).search && !new URL(value).hash, "give the URL without a query or fragment")
+  // zod runs these checks even after the URL check failed: a value that is no URL at all has its message already.
+  .refine((value) => !URL.canParse(value) || isTenantEndpoint(new URL(value)), "use https:// (http:// only on 127.0.0.1, localhost or [::1]): the tenant sends webhooks to https endpoints only")
+  .refine((value) => !URL.canParse(value) || (!new URL(value).search && !new URL(value).hash), "give the URL without a query or fragment")
   .transform((value) => value.replace(/\/+$/, ""))
   .optional();
 const streamIds = z

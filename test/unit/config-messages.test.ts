@@ -21,6 +21,7 @@ describe("config messages in the project's words", () => {
     [{ DOWNSTREAM_URL: "ftp://files.example.com/in" }, 'DOWNSTREAM_URL: use an http:// or https:// URL (got "ftp://files.example.com/in")'],
     [{ DOWNSTREAM_URL: "hooks.example.com" }, 'DOWNSTREAM_URL: use an http:// or https:// URL (got "hooks.example.com")'],
     [{ ADMIN_URL: "ws://127.0.0.1:9090" }, 'ADMIN_URL: use an http:// or https:// URL (got "ws://127.0.0.1:9090")'],
+    [{ PUBLIC_URL: "hooks" }, 'PUBLIC_URL: give the URL at which the tenant reaches this service, e.g. https://hooks.example.com (got "hooks")'],
   ])("when %o, then the problem reads word for word", (env, message) => {
     expect(problemsOf(env)).toEqual([message]);
   });
