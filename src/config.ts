@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { numberSchema } from "./number-schema.js";
 import { redactUrlCredentials } from "./redact-secrets.js";
 import { isTenantEndpoint } from "./tenant/is-tenant-endpoint.js";
 import { streamIdPattern } from "./tenant/stream-id.js";
@@ -9,10 +10,11 @@ import { streamIdPattern } from "./tenant/stream-id.js";
  * is written from this list (`streamkeeper settings` prints it).
  */
 const wholePort = "use a whole number from 0 to 65535";
+/** A whole number of `unit` from `min` up, read from the environment; `note` says what a value means. */
+const whole = (unit: string, min: number, note?: string) => numberSchema({ whole: true, min, unit, note, coerce: true });
 const port = z.coerce.number({ error: wholePort }).int(wholePort).min(0, wholePort).max(65535, wholePort);
 const optional = z.string().trim().min(1).optional();
 const url = z.url({ protocol: /^https?$/, error: "use an http:// or https:// URL" }).optional();
-const seconds = z.coerce.number().int().min(0);
 /** Where the tenant reaches this service: https, or http on a loopback address (the tenant's own rule, is-tenant-endpoint.ts). */
 const publicUrl = z
   .url({ protocol: /^https?$/, error: "give the URL at which the tenant reaches this service, e.g. https://hooks.example.com" })
@@ -37,7 +39,7 @@ export const settings = {
     "unset: start an embedded redis-server (from PATH) with its data under DATA_DIR, or reuse one already running there; redis+cluster://host:port[,host:port...] (rediss+cluster:// with TLS) for a Redis Cluster",
   ],
   REDIS_MIN_REPLICAS: [
-    z.coerce.number().int().min(0).default(0),
+    whole("replicas", 0, "0 does not wait for replicas").default(0),
     "above 0, a 202 waits until that many replicas acknowledged the write (Redis WAIT, at most 1 s), else 503 with Retry-After; not with Redis Cluster",
   ],
   DATA_DIR: [z.string().default("./.streamkeeper"), "embedded Redis data (append-only file on) and generated credentials"],
@@ -48,7 +50,7 @@ export const settings = {
   WEBHOOK_TOKEN: [optional, "token for bearer"],
   WEBHOOK_HEADER_NAME: [z.string().regex(/^[A-Za-z0-9!#$%&'*+.^_`|~-]+$/, "use a valid HTTP header name").optional(), "header name for custom_header"],
   WEBHOOK_HEADER_VALUE: [optional, "header value for custom_header"],
-  WEBHOOK_MAX_BODY_BYTES: [z.coerce.number().int().min(1024).default(1_048_576), "larger bodies get 413"],
+  WEBHOOK_MAX_BODY_BYTES: [whole("bytes", 1024).default(1_048_576), "larger bodies get 413"],
   DEFAULT_STREAM_ID: [optional, "stream of events that name none (no path id, no a0stream); also the stream reconcile reads first"],
   TENANT_DOMAIN: [z.string().regex(/^[A-Za-z0-9.-]+(:\d+)?$/, "give a host name such as acme.us.auth0.com, without https://").optional(), "tenant host, e.g. acme.us.auth0.com"],
   MGMT_API_BASE_URL: [url, "management API root; default https://<TENANT_DOMAIN>/api/v2"],
@@ -61,30 +63,30 @@ export const settings = {
   ADMIN_TOKEN: [optional, "bearer token for /admin/*; admin write endpoints and the dashboard are off without it"],
   ADMIN_URL: [url, "where commands reach the running service's admin API (with ADMIN_TOKEN); default http://<ADMIN_HOST>:<ADMIN_PORT>"],
   DEDUPE_TTL_SECONDS: [
-    z.coerce.number().int().min(3600, "give at least 3600 (an hour): the tenant retries a delivery for seconds to minutes, and those retries must count as duplicates").default(604_800),
+    whole("seconds", 3600, "an hour at least: the tenant retries a delivery for seconds to minutes, and those retries must count as duplicates").default(604_800),
     "how long an event id is remembered; dedupe rests on this alone, not on the delivered jobs (at least 3600, and not below RECONCILE_SWEEP_LOOKBACK_SECONDS while the sweep runs)",
   ],
-  LEDGER_SHARDS: [z.coerce.number().int().min(1).max(1_000_000).default(1024), "id shards of the dedupe ledger, fixed in Redis by its first writer; about peak events per day / 100: fewer shards cost Redis CPU per lookup, more cost key overhead (docs/deploy.md)"],
+  LEDGER_SHARDS: [numberSchema({ whole: true, min: 1, max: 1_000_000, unit: "shards", coerce: true }).default(1024), "id shards of the dedupe ledger, fixed in Redis by its first writer; about peak events per day / 100: fewer shards cost Redis CPU per lookup, more cost key overhead (docs/deploy.md)"],
   LOG_LEVEL: [z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"), "pino level; logs are JSON lines, secrets redacted"],
-  LOG_REPEAT_INTERVAL_SECONDS: [z.coerce.number().positive().default(60), "a failure that repeats (Redis down, wrong webhook credentials) is logged at once, then once per interval with its count"],
-  SHUTDOWN_TIMEOUT_MS: [z.coerce.number().int().min(0).default(10_000), "how long shutdown waits for in-flight requests and deliveries"],
-  DISPATCH_BACKOFF_BASE_MS: [z.coerce.number().int().min(1).default(1000), "first retry delay of a downstream delivery; doubles each attempt, with jitter"],
-  DISPATCH_BACKOFF_MAX_MS: [z.coerce.number().int().min(1).default(3_600_000), "longest retry delay, also the clamp on a downstream Retry-After"],
-  DISPATCH_RETRY_WINDOW_SECONDS: [seconds.min(1).default(259_200), "how long a delivery keeps being retried after its first failure before it becomes a dead letter (a route's maxAttemptsPerEvent may end it sooner)"],
-  DISPATCH_CIRCUIT_FAILURES: [seconds.default(10), "consecutive failed deliveries after which a route stops sending and probes with one delivery at a time; 0 turns the circuit off"],
-  DISPATCH_CIRCUIT_PROBE_MIN_MS: [z.coerce.number().int().min(10).default(5000), "first wait before an open circuit's probe; doubles after each failed probe"],
-  DISPATCH_CIRCUIT_PROBE_MAX_MS: [z.coerce.number().int().min(10).default(300_000), "longest wait between two probes of an open circuit"],
-  DISPATCH_LOCK_DURATION_MS: [z.coerce.number().int().min(1000).default(30_000), "how long a crashed worker's in-flight delivery stays locked before another worker retries it"],
-  COMPLETED_JOB_RETENTION_SECONDS: [z.coerce.number().int().min(0).default(3600), "how long delivered jobs stay visible in the dashboard; any value down to 0 keeps dedupe (the ledger's, DEDUPE_TTL_SECONDS), but it must be below DEDUPE_TTL_SECONDS"],
-  COMPLETED_JOB_RETENTION_COUNT: [z.coerce.number().int().min(0).default(1000), "delivered jobs kept per route besides the age limit, so a burst cannot grow Redis with the arrival rate; any value down to 0 keeps dedupe"],
-  RECONCILE_RATE_SHARE: [z.coerce.number().gt(0, "give a fraction above 0, e.g. 0.5").max(1, "give a fraction up to 1, e.g. 0.5").default(0.5), "the part of the tenant's API refill rate (measured from its X-RateLimit-* headers; X-RateLimit-Limit is the bucket size) the reconciler and the sweep may spend, across every process; other clients of the tenant keep the rest"],
-  RECONCILE_RATE_PER_SECOND: [z.coerce.number().positive().optional(), "a further cap on tenant API calls per second, across every process; unset: no cap beyond RECONCILE_RATE_SHARE"],
+  LOG_REPEAT_INTERVAL_SECONDS: [numberSchema({ above: 0, unit: "seconds", example: "60", coerce: true }).default(60), "a failure that repeats (Redis down, wrong webhook credentials) is logged at once, then once per interval with its count"],
+  SHUTDOWN_TIMEOUT_MS: [whole("milliseconds", 0).default(10_000), "how long shutdown waits for in-flight requests and deliveries"],
+  DISPATCH_BACKOFF_BASE_MS: [whole("milliseconds", 1).default(1000), "first retry delay of a downstream delivery; doubles each attempt, with jitter"],
+  DISPATCH_BACKOFF_MAX_MS: [whole("milliseconds", 1).default(3_600_000), "longest retry delay, also the clamp on a downstream Retry-After"],
+  DISPATCH_RETRY_WINDOW_SECONDS: [whole("seconds", 1).default(259_200), "how long a delivery keeps being retried after its first failure before it becomes a dead letter (a route's maxAttemptsPerEvent may end it sooner)"],
+  DISPATCH_CIRCUIT_FAILURES: [whole("failures", 0, "0 turns the circuit off").default(10), "consecutive failed deliveries after which a route stops sending and probes with one delivery at a time; 0 turns the circuit off"],
+  DISPATCH_CIRCUIT_PROBE_MIN_MS: [whole("milliseconds", 10).default(5000), "first wait before an open circuit's probe; doubles after each failed probe"],
+  DISPATCH_CIRCUIT_PROBE_MAX_MS: [whole("milliseconds", 10).default(300_000), "longest wait between two probes of an open circuit"],
+  DISPATCH_LOCK_DURATION_MS: [whole("milliseconds", 1000).default(30_000), "how long a crashed worker's in-flight delivery stays locked before another worker retries it"],
+  COMPLETED_JOB_RETENTION_SECONDS: [whole("seconds", 0).default(3600), "how long delivered jobs stay visible in the dashboard; any value down to 0 keeps dedupe (the ledger's, DEDUPE_TTL_SECONDS), but it must be below DEDUPE_TTL_SECONDS"],
+  COMPLETED_JOB_RETENTION_COUNT: [whole("jobs", 0).default(1000), "delivered jobs kept per route besides the age limit, so a burst cannot grow Redis with the arrival rate; any value down to 0 keeps dedupe"],
+  RECONCILE_RATE_SHARE: [numberSchema({ noun: "fraction", above: 0, max: 1, example: "0.5", coerce: true }).default(0.5), "the part of the tenant's API refill rate (measured from its X-RateLimit-* headers; X-RateLimit-Limit is the bucket size) the reconciler and the sweep may spend, across every process; other clients of the tenant keep the rest"],
+  RECONCILE_RATE_PER_SECOND: [numberSchema({ above: 0, unit: "calls per second", example: "10", note: "leave it unset for no cap", coerce: true }).optional(), "a further cap on tenant API calls per second, across every process; unset: no cap beyond RECONCILE_RATE_SHARE"],
   PUBLIC_URL: [publicUrl, "the URL at which the tenant reaches this service (https, or http on loopback); selects the swept streams and is the default of `streams connect --public-url`"],
   RECONCILE_SWEEP_STREAMS: [streamIds, "comma-separated stream ids to sweep; unset: every stream whose webhook_endpoint starts with PUBLIC_URL"],
-  RECONCILE_SWEEP_INTERVAL_SECONDS: [seconds.default(300), "how often the worker lists each swept stream's failed deliveries and recovers them; 0 turns the sweep off"],
-  RECONCILE_SWEEP_LOOKBACK_SECONDS: [seconds.min(1).default(86_400), "how far back the first sweep of a stream reads"],
-  RECONCILE_SWEEP_OVERLAP_SECONDS: [seconds.default(600), "how far each sweep reads back before the end of the last window it finished, so a delivery that turns failed after its window was read (or a clock skew with the tenant) is still found"],
-  STREAM_WATCH_INTERVAL_SECONDS: [seconds.default(60), "how often the worker reads the status of every swept stream; 0 off"],
+  RECONCILE_SWEEP_INTERVAL_SECONDS: [whole("seconds", 0, "0 turns the sweep off").default(300), "how often the worker lists each swept stream's failed deliveries and recovers them; 0 turns the sweep off"],
+  RECONCILE_SWEEP_LOOKBACK_SECONDS: [whole("seconds", 1).default(86_400), "how far back the first sweep of a stream reads"],
+  RECONCILE_SWEEP_OVERLAP_SECONDS: [whole("seconds", 0).default(600), "how far each sweep reads back before the end of the last window it finished, so a delivery that turns failed after its window was read (or a clock skew with the tenant) is still found"],
+  STREAM_WATCH_INTERVAL_SECONDS: [whole("seconds", 0, "0 turns it off").default(60), "how often the worker reads the status of every swept stream; 0 off"],
   STREAM_AUTO_ENABLE: [z.stringbool({ error: "give true or false" }).default(false), "enable a swept stream found disabled again, as soon as this service is ready to store events"],
   OTEL_EXPORTER_OTLP_ENDPOINT: [url, "send OpenTelemetry traces there; off when unset"],
 } as const satisfies Record<string, readonly [z.ZodType, string]>;

@@ -4,6 +4,7 @@ import { z } from "zod";
 import { ConfigError, type Config } from "../config.js";
 import { tenantEventTypes } from "../events/event-types.js";
 import { nearestName } from "../nearest-name.js";
+import { numberSchema } from "../number-schema.js";
 import { routeMatches, type Route } from "./route.js";
 
 const routeSchema = z
@@ -16,12 +17,12 @@ const routeSchema = z
     url: z.url({ protocol: /^https?$/, error: "give an http(s) URL" }),
     headers: z.record(z.string(), z.string()).default({}),
     secret: z.string().min(1).optional(),
-    timeoutMs: z.number().int().min(1).max(300_000).default(10_000),
-    maxAttemptsPerEvent: z.number().int().min(1).max(1_000_000).optional(),
-    concurrency: z.number().int().min(1).max(1000).default(10),
+    timeoutMs: numberSchema({ whole: true, min: 1, max: 300_000, unit: "milliseconds" }).default(10_000),
+    maxAttemptsPerEvent: numberSchema({ whole: true, min: 1, max: 1_000_000, unit: "attempts", note: "leave it out to retry for DISPATCH_RETRY_WINDOW_SECONDS" }).optional(),
+    concurrency: numberSchema({ whole: true, min: 1, max: 1000, unit: "deliveries at a time" }).default(10),
     // Absent means off; left out of parsed routes that do not set it.
-    dropStale: z.boolean().optional(),
-    ratePerSecond: z.number().positive().max(100_000).optional(),
+    dropStale: z.boolean({ error: "give true or false (without quotes)" }).optional(),
+    ratePerSecond: numberSchema({ above: 0, max: 100_000, unit: "deliveries per second", example: "10", note: "leave it out for no limit" }).optional(),
   })
   .strict();
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { ConfigError, loadConfig } from "../../src/config.js";
+import { ConfigError, loadConfig, settings } from "../../src/config.js";
 
 const problemsOf = (env: Record<string, string>) => {
   try {
@@ -21,8 +21,45 @@ describe("config messages in the project's words", () => {
     [{ DOWNSTREAM_URL: "ftp://files.example.com/in" }, 'DOWNSTREAM_URL: use an http:// or https:// URL (got "ftp://files.example.com/in")'],
     [{ DOWNSTREAM_URL: "hooks.example.com" }, 'DOWNSTREAM_URL: use an http:// or https:// URL (got "hooks.example.com")'],
     [{ ADMIN_URL: "ws://127.0.0.1:9090" }, 'ADMIN_URL: use an http:// or https:// URL (got "ws://127.0.0.1:9090")'],
+    [{ REDIS_MIN_REPLICAS: "-1" }, 'REDIS_MIN_REPLICAS: give a whole number of replicas, 0 or more; 0 does not wait for replicas (got "-1")'],
+    [{ REDIS_MIN_REPLICAS: "one" }, 'REDIS_MIN_REPLICAS: give a whole number of replicas, 0 or more; 0 does not wait for replicas (got "one")'],
+    [{ WEBHOOK_MAX_BODY_BYTES: "1000" }, 'WEBHOOK_MAX_BODY_BYTES: give a whole number of bytes, 1024 or more (got "1000")'],
+    [{ DEDUPE_TTL_SECONDS: "a week" }, 'DEDUPE_TTL_SECONDS: give a whole number of seconds, 3600 or more; an hour at least: the tenant retries a delivery for seconds to minutes, and those retries must count as duplicates (got "a week")'],
+    [{ LEDGER_SHARDS: "0" }, 'LEDGER_SHARDS: give a whole number of shards from 1 to 1000000 (got "0")'],
+    [{ LEDGER_SHARDS: "2000000" }, 'LEDGER_SHARDS: give a whole number of shards from 1 to 1000000 (got "2000000")'],
+    [{ LOG_REPEAT_INTERVAL_SECONDS: "0" }, 'LOG_REPEAT_INTERVAL_SECONDS: give a number of seconds above 0, e.g. 60 (got "0")'],
+    [{ SHUTDOWN_TIMEOUT_MS: "soon" }, 'SHUTDOWN_TIMEOUT_MS: give a whole number of milliseconds, 0 or more (got "soon")'],
+    [{ DISPATCH_BACKOFF_BASE_MS: "0" }, 'DISPATCH_BACKOFF_BASE_MS: give a whole number of milliseconds, 1 or more (got "0")'],
+    [{ DISPATCH_BACKOFF_MAX_MS: "1.5" }, 'DISPATCH_BACKOFF_MAX_MS: give a whole number of milliseconds, 1 or more (got "1.5")'],
+    [{ DISPATCH_RETRY_WINDOW_SECONDS: "0" }, 'DISPATCH_RETRY_WINDOW_SECONDS: give a whole number of seconds, 1 or more (got "0")'],
+    [{ DISPATCH_CIRCUIT_FAILURES: "2.5" }, 'DISPATCH_CIRCUIT_FAILURES: give a whole number of failures, 0 or more; 0 turns the circuit off (got "2.5")'],
+    [{ DISPATCH_CIRCUIT_PROBE_MIN_MS: "5" }, 'DISPATCH_CIRCUIT_PROBE_MIN_MS: give a whole number of milliseconds, 10 or more (got "5")'],
+    [{ DISPATCH_CIRCUIT_PROBE_MAX_MS: "x" }, 'DISPATCH_CIRCUIT_PROBE_MAX_MS: give a whole number of milliseconds, 10 or more (got "x")'],
+    [{ DISPATCH_LOCK_DURATION_MS: "999" }, 'DISPATCH_LOCK_DURATION_MS: give a whole number of milliseconds, 1000 or more (got "999")'],
+    [{ COMPLETED_JOB_RETENTION_SECONDS: "-1.5" }, 'COMPLETED_JOB_RETENTION_SECONDS: give a whole number of seconds, 0 or more (got "-1.5")'],
+    [{ COMPLETED_JOB_RETENTION_COUNT: "many" }, 'COMPLETED_JOB_RETENTION_COUNT: give a whole number of jobs, 0 or more (got "many")'],
+    [{ RECONCILE_RATE_SHARE: "1.5" }, 'RECONCILE_RATE_SHARE: give a fraction above 0 and up to 1, e.g. 0.5 (got "1.5")'],
+    [{ RECONCILE_RATE_SHARE: "half" }, 'RECONCILE_RATE_SHARE: give a fraction above 0 and up to 1, e.g. 0.5 (got "half")'],
+    [{ RECONCILE_RATE_PER_SECOND: "0" }, 'RECONCILE_RATE_PER_SECOND: give a number of calls per second above 0, e.g. 10; leave it unset for no cap (got "0")'],
+    [{ RECONCILE_SWEEP_INTERVAL_SECONDS: "five minutes" }, 'RECONCILE_SWEEP_INTERVAL_SECONDS: give a whole number of seconds, 0 or more; 0 turns the sweep off (got "five minutes")'],
+    [{ RECONCILE_SWEEP_LOOKBACK_SECONDS: "0" }, 'RECONCILE_SWEEP_LOOKBACK_SECONDS: give a whole number of seconds, 1 or more (got "0")'],
+    [{ RECONCILE_SWEEP_OVERLAP_SECONDS: "-5" }, 'RECONCILE_SWEEP_OVERLAP_SECONDS: give a whole number of seconds, 0 or more (got "-5")'],
+    [{ STREAM_WATCH_INTERVAL_SECONDS: "1m" }, 'STREAM_WATCH_INTERVAL_SECONDS: give a whole number of seconds, 0 or more; 0 turns it off (got "1m")'],
     [{ PUBLIC_URL: "hooks" }, 'PUBLIC_URL: give the URL at which the tenant reaches this service, e.g. https://hooks.example.com (got "hooks")'],
   ])("when %o, then the problem reads word for word", (env, message) => {
     expect(problemsOf(env)).toEqual([message]);
+  });
+
+  it.each(Object.keys(settings))("when %s is given a word, -1 or 1.5, then no problem shows zod's own text", (key) => {
+    for (const value of ["not-a-number", "-1", "1.5"]) {
+      let problems: string[] = [];
+      try {
+        loadConfig({ [key]: value });
+      } catch (error) {
+        if (!(error instanceof ConfigError)) throw error;
+        problems = error.problems;
+      }
+      for (const problem of problems) expect(problem).not.toMatch(/Invalid input|Too small|Too big|expected (number|int|boolean)/);
+    }
   });
 });

@@ -35,7 +35,7 @@ describe("config", () => {
     [{ MGMT_TOKEN_URL: "http://127.0.0.1:4010/oauth/token" }, "MGMT_API_BASE_URL or TENANT_DOMAIN is required when MGMT_TOKEN_URL is set"],
     [{ REDIS_URL: "redis+cluster://127.0.0.1:7000", REDIS_MIN_REPLICAS: "1" }, "REDIS_MIN_REPLICAS works with one Redis primary, not with Redis Cluster"],
     // Settings that would undo dedupe (the ledger's, DEDUPE_TTL_SECONDS):
-    [{ DEDUPE_TTL_SECONDS: "60", RECONCILE_SWEEP_INTERVAL_SECONDS: "0" }, "DEDUPE_TTL_SECONDS: give at least 3600"],
+    [{ DEDUPE_TTL_SECONDS: "60", RECONCILE_SWEEP_INTERVAL_SECONDS: "0" }, "DEDUPE_TTL_SECONDS: give a whole number of seconds, 3600 or more; an hour at least"],
     [{ DEDUPE_TTL_SECONDS: "86400", COMPLETED_JOB_RETENTION_SECONDS: "86400" }, "COMPLETED_JOB_RETENTION_SECONDS (86400) must be below DEDUPE_TTL_SECONDS (86400)"],
     [{ DEDUPE_TTL_SECONDS: "7200" }, "DEDUPE_TTL_SECONDS (7200) must be at least RECONCILE_SWEEP_LOOKBACK_SECONDS (86400) while the sweep runs"],
   ])("when %o, then the problem says: %s", (env, message) => {

@@ -1,0 +1,31 @@
+import { describe, expect, it } from "vitest";
+import { ConfigError } from "../../../src/config.js";
+import { parseRoutes } from "../../../src/routes/load-routes.js";
+
+function problemsOf(yamlField: string): string[] {
+  try {
+    parseRoutes(`- name: users\n  match: user.*\n  url: https://users.internal/hook\n  ${yamlField}\n`, "routes.yaml");
+  } catch (error) {
+    if (error instanceof ConfigError) return error.problems;
+    throw error;
+  }
+  throw new Error("expected a ConfigError");
+}
+
+/** Where zod's own text showed through ("Invalid input: expected boolean, received string"), our words. */
+describe("routes file messages in the project's words", () => {
+  it.each([
+    ['dropStale: "yes"', "routes.yaml: route users field dropStale: give true or false (without quotes)"],
+    ["dropStale: 1", "routes.yaml: route users field dropStale: give true or false (without quotes)"],
+    ["ratePerSecond: 0", "routes.yaml: route users field ratePerSecond: give a number of deliveries per second above 0 and up to 100000, e.g. 10; leave it out for no limit"],
+    ["ratePerSecond: fast", "routes.yaml: route users field ratePerSecond: give a number of deliveries per second above 0 and up to 100000, e.g. 10; leave it out for no limit"],
+    ["timeoutMs: 0", "routes.yaml: route users field timeoutMs: give a whole number of milliseconds from 1 to 300000"],
+    ["timeoutMs: 2.5", "routes.yaml: route users field timeoutMs: give a whole number of milliseconds from 1 to 300000"],
+    ['timeoutMs: "5000"', "routes.yaml: route users field timeoutMs: give a whole number of milliseconds from 1 to 300000"],
+    ["maxAttemptsPerEvent: 0", "routes.yaml: route users field maxAttemptsPerEvent: give a whole number of attempts from 1 to 1000000; leave it out to retry for DISPATCH_RETRY_WINDOW_SECONDS"],
+    ["concurrency: 1001", "routes.yaml: route users field concurrency: give a whole number of deliveries at a time from 1 to 1000"],
+    ["concurrency: -1.5", "routes.yaml: route users field concurrency: give a whole number of deliveries at a time from 1 to 1000"],
+  ])("when a route has %s, then the problem reads word for word", (field, message) => {
+    expect(problemsOf(field)).toEqual([message]);
+  });
+});
