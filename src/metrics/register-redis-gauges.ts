@@ -1,4 +1,5 @@
 import type { Cluster, Redis } from "ioredis";
+import { infoField } from "../queue/info-field.js";
 import { onScrape, redisMemoryMax, redisMemoryUsed, routeCircuitOpen } from "./registry.js";
 
 /**
@@ -26,8 +27,8 @@ export function registerRedisGauges(connection: Redis | Cluster, circuitKeys: Ma
         redisMemoryUsed.reset();
         redisMemoryMax.reset();
       } else {
-        redisMemoryUsed.set(infoField(String(info), "used_memory"));
-        redisMemoryMax.set(infoField(String(info), "maxmemory"));
+        redisMemoryUsed.set(infoBytes(String(info), "used_memory"));
+        redisMemoryMax.set(infoBytes(String(info), "maxmemory"));
       }
       routes.forEach((route, index) => {
         const [error, open] = replies?.[index + 1] ?? [];
@@ -48,14 +49,14 @@ export function registerRedisGauges(connection: Redis | Cluster, circuitKeys: Ma
 async function fullestMaster(cluster: Cluster): Promise<[Error | null, unknown]> {
   try {
     const infos = await Promise.all(cluster.nodes("master").map((node) => node.info("memory")));
-    const fill = (info: string) => infoField(info, "used_memory") / (infoField(info, "maxmemory") || Number.MAX_SAFE_INTEGER);
+    const fill = (info: string) => infoBytes(info, "used_memory") / (infoBytes(info, "maxmemory") || Number.MAX_SAFE_INTEGER);
     return [null, infos.reduce((fullest, info) => (fill(info) > fill(fullest) ? info : fullest))];
   } catch (error) {
     return [error as Error, undefined];
   }
 }
 
-function infoField(info: string, name: string): number {
-  const match = new RegExp(`^${name}:(\\d+)`, "m").exec(info);
-  return match ? Number(match[1]) : 0;
+/** A byte count from INFO memory; 0 when absent (maxmemory 0 means no limit, as Redis says it). */
+function infoBytes(info: string, name: string): number {
+  return Number(infoField(info, name)) || 0;
 }

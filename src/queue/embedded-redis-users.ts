@@ -1,5 +1,6 @@
 import { hostname } from "node:os";
 import type { Logger } from "../logger.js";
+import { infoField } from "./info-field.js";
 import { closeRedis, createRedis, untilReady } from "./redis-connection.js";
 
 /** One field per process using the embedded Redis: `<host>:<pid>` -> `{pid, host, who, heartbeatAt}`. */
@@ -82,7 +83,7 @@ export async function joinEmbeddedRedis(url: string, who: string, logger: Logger
         await closeRedis(redis);
         return false;
       }
-      const pid = Number(/process_id:(\d+)/.exec(await redis.info("server"))?.[1]);
+      const pid = Number(infoField(await redis.info("server"), "process_id"));
       await redis.call("SHUTDOWN").catch(() => {}); // the connection closes under the reply
       redis.disconnect();
       const deadline = Date.now() + 15_000;

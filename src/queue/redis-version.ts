@@ -1,4 +1,5 @@
 import { ConfigError } from "../config.js";
+import { infoField } from "./info-field.js";
 import type { RedisClient } from "./redis-connection.js";
 
 /**
@@ -10,7 +11,7 @@ export const minimumRedisVersion = "6.2.0";
 
 /** What is wrong with the server INFO reports, in words naming what to change; undefined when it is new enough. */
 export function redisVersionProblem(info: string): string | undefined {
-  const version = /^redis_version:(\S+)/m.exec(info)?.[1];
+  const version = infoField(info, "redis_version")?.trim();
   // A server that reports no version (some managed proxies): nothing to check against.
   if (!version) return undefined;
   const [major = 0, minor = 0, patch = 0] = version.split(".").map((part) => Number.parseInt(part, 10) || 0);
