@@ -50,4 +50,17 @@ describe("createCallPacer (real Redis)", () => {
     await capped.noteAllowance(1000);
     expect(capped.ratePerSecond()).toBe(4);
   });
+
+  it("when many callers wait at a slow pace, then no slot is reserved more than a second ahead, so a faster pace applies to them", async () => {
+    const key = `test-${randomUUID()}:pace`;
+    const pacer = createCallPacer(redis, key, { share: 1, initialPerSecond: 5 });
+    const calls = Array.from({ length: 30 }, () => pacer.take());
+    // 30 callers at 200 ms apart: before, they reserved slots 6 s ahead, kept after the pace rose.
+    await expect.poll(async () => Number(await redis.get(`${key}:next`))).toBeGreaterThan(0);
+    const [seconds, micros] = await redis.time();
+    const aheadMs = Number(await redis.get(`${key}:next`)) - (Number(seconds) * 1000 + Math.floor(Number(micros) / 1000));
+    expect(aheadMs).toBeLessThanOrEqual(1000 + 200);
+    await pacer.noteAllowance(1000);
+    await Promise.all(calls);
+  });
 });
