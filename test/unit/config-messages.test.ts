@@ -1,15 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { ConfigError, loadConfig, settings } from "../../src/config.js";
+import { problemsOf } from "../helpers/config-problems.js";
 
-const problemsOf = (env: Record<string, string>) => {
-  try {
-    loadConfig(env);
-  } catch (error) {
-    if (error instanceof ConfigError) return error.problems;
-    throw error;
-  }
-  throw new Error("expected a ConfigError");
-};
 
 /** Where zod's own text showed through ("Invalid input: expected number, received NaN"), our words (issue 18). */
 describe("config messages in the project's words", () => {

@@ -1,15 +1,7 @@
 import { describe, expect, it } from "vitest";
-import { ConfigError, loadConfig, requireTenant } from "../../src/config.js";
+import { loadConfig, requireTenant } from "../../src/config.js";
+import { problemsOf } from "../helpers/config-problems.js";
 
-const problemsOf = (env: Record<string, string>) => {
-  try {
-    loadConfig(env);
-  } catch (error) {
-    if (error instanceof ConfigError) return error.problems;
-    throw error;
-  }
-  throw new Error("expected a ConfigError");
-};
 
 describe("config", () => {
   it("when nothing is set, then the CONTRACT defaults apply and basic credentials are to be generated", () => {
