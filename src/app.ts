@@ -13,7 +13,7 @@ import { resolveWebhookAuth } from "./webhook-credentials.js";
 import type { Logger } from "./logger.js";
 import { registerQueueGauges } from "./metrics/register-queue-gauges.js";
 import { registerRedisGauges } from "./metrics/register-redis-gauges.js";
-import { legacyDeliveryJobsGauge, redisUp } from "./metrics/registry.js";
+import { redisUp } from "./metrics/registry.js";
 import { createDeliveryQueues } from "./queue/delivery-queues.js";
 import { createEntityVersions } from "./queue/entity-versions.js";
 import { createEventLedger } from "./queue/event-ledger.js";
@@ -21,9 +21,9 @@ import { createEventStore } from "./queue/event-store.js";
 import { countStoredEvents } from "./metrics/count-stored-events.js";
 import { routesMatching } from "./routes/route.js";
 import { createFanOut } from "./queue/fan-out.js";
-import { legacyDeliveryJobs } from "./queue/legacy-queue-layout.js";
+import { drainLegacyLayout, type Closable, type LegacyDrainOptions } from "./queue/drain-legacy-layout.js";
 import { bullPrefix, circuitKey, deliveryQueueBullPrefix } from "./queue/queue-names.js";
-import { closeRedis, createRedis, untilReady, type RedisClient } from "./queue/redis-connection.js";
+import { closeRedis, createRedis, untilReady } from "./queue/redis-connection.js";
 import { createReplicaAcks } from "./queue/replica-acks.js";
 import { checkRedisVersion } from "./queue/redis-version.js";
 import { resolveRedis } from "./queue/resolve-redis.js";
@@ -102,8 +102,6 @@ export async function startService(config: Config, logger: Logger, role: Role): 
     client.once("ready", () => void checkRedisVersion(client).catch((error: Error) => logger.error(error.message)));
   }
 
-  if (reachable) await reportLegacyDeliveryJobs(client, env.QUEUE_PREFIX, routes.map((route) => route.name), logger);
-
   const tracing = await startTracing(env.OTEL_EXPORTER_OTLP_ENDPOINT, logger);
   const ledger = createEventLedger(client, env.QUEUE_PREFIX, env.DEDUPE_TTL_SECONDS, env.LEDGER_SHARDS);
   if (reachable) {
@@ -151,6 +149,11 @@ export async function startService(config: Config, logger: Logger, role: Role): 
   const unregisterRedisGauges = registerRedisGauges(client, new Map(routes.map((route) => [route.name, circuitKey(env.QUEUE_PREFIX, route.name)])));
   // Shutdown order: stop taking webhooks first, then finish deliveries and reconciles.
   const closers: Array<() => Promise<void>> = [];
+  // Jobs an earlier release left under the shared hash tag: a worker role drains them,
+  // every role reports what is left (docs/deploy.md, Upgrading).
+  let legacyDrain: Closable | undefined;
+  const drainLegacy = (drain?: LegacyDrainOptions["drain"]) =>
+    drainLegacyLayout({ redis: client, queuePrefix: env.QUEUE_PREFIX, routes: routes.map((route) => route.name), logger, drain });
   let publicServer: Serving | undefined;
   /**
    * Closes what was started, in order: every step runs even when one before it fails (its
@@ -159,6 +162,7 @@ export async function startService(config: Config, logger: Logger, role: Role): 
   const teardown = async (admin?: Serving) => {
     const steps: Array<() => Promise<unknown>> = [
       ...closers,
+      async () => legacyDrain?.close(),
       async () => (unregisterQueueGauges(), unregisterRedisGauges()),
       async () => admin?.close(env.SHUTDOWN_TIMEOUT_MS),
       () => queues.close(),
@@ -204,12 +208,10 @@ export async function startService(config: Config, logger: Logger, role: Role): 
     const dispatchConnection = createRedis(redis.url, "worker", "streamkeeper-dispatch");
     const reconcileConnection = createRedis(redis.url, "worker", "streamkeeper-reconcile");
     for (const connection of [dispatchConnection, reconcileConnection]) connection.on("error", (error) => logger.debug({ err: error }, "redis connection error"));
-    const dispatcher = createDispatcher({
+    const dispatcherOptions = {
       connection: dispatchConnection,
       queuePrefix: env.QUEUE_PREFIX,
-      routes,
       ledger: createEventLedger(ledgerConnection, env.QUEUE_PREFIX, env.DEDUPE_TTL_SECONDS, env.LEDGER_SHARDS),
-      logger,
       backoffBaseMs: env.DISPATCH_BACKOFF_BASE_MS,
       backoffMaxMs: env.DISPATCH_BACKOFF_MAX_MS,
       retryWindowMs: env.DISPATCH_RETRY_WINDOW_SECONDS * 1000,
@@ -220,8 +222,16 @@ export async function startService(config: Config, logger: Logger, role: Role): 
       telemetry: tracing.bullmq,
       entityVersions: createEntityVersions(ledgerConnection, env.QUEUE_PREFIX, env.DEDUPE_TTL_SECONDS),
       logRepeatsEveryMs,
+    };
+    const dispatcher = createDispatcher({ ...dispatcherOptions, routes, logger });
+    const reconcileOptions = { env, tenant, connection: reconcileConnection, ledger, store, telemetry: tracing.bullmq, serviceName: serviceLabel(serviceConfig) };
+    const reconciler = createReconcileWorker({ ...reconcileOptions, logger });
+    // What an earlier release left under its key layout runs through the same processors.
+    const earlier = logger.child({ keyLayout: "earlier release" });
+    legacyDrain = await drainLegacy({
+      route: (name) => createDispatcher({ ...dispatcherOptions, routes: routes.filter((route) => route.name === name), logger: earlier, legacyLayout: true }),
+      reconcile: () => createReconcileWorker({ ...reconcileOptions, logger: earlier, legacyLayout: true }),
     });
-    const reconciler = createReconcileWorker({ env, tenant, connection: reconcileConnection, ledger, store, logger, telemetry: tracing.bullmq, serviceName: serviceLabel(serviceConfig) });
     // The sweep writes its checkpoints on a connection that waits out a Redis outage, and takes
     // its lease on one that fails fast, so an outage is noticed and said at the next tick.
     const sweepState = createSweepState(tenantConnection, env.QUEUE_PREFIX, { lease: client });
@@ -229,7 +239,7 @@ export async function startService(config: Config, logger: Logger, role: Role): 
     const unregisterSweepGauges = registerSweepGauges((now) => sweepStatus.describe(lookbackMs, now));
     closers.push(async () => {
       unregisterSweepGauges();
-      await Promise.all([dispatcher.close(), reconciler.close(), sweeper.close()]);
+      await Promise.all([dispatcher.close(), reconciler.close(), sweeper.close(), legacyDrain?.close()]);
       await Promise.all([dispatchConnection, reconcileConnection, ledgerConnection].map((connection) => closeRedis(connection)));
     });
     const scope = sweepScopeOf(env);
@@ -251,6 +261,7 @@ export async function startService(config: Config, logger: Logger, role: Role): 
     }
     // Off otherwise, said once at start by reportWhatIsOff.
   }
+  legacyDrain ??= await drainLegacy();
 
   const adminApp = createAdminApp({
     ready,
@@ -289,22 +300,4 @@ export async function startService(config: Config, logger: Logger, role: Role): 
       return closing;
     },
   };
-}
-
-/**
- * Jobs an earlier release queued under the shared hash tag are invisible to this one
- * (queue-names.ts): said at start, loudly, with what to do, rather than lost in silence.
- */
-async function reportLegacyDeliveryJobs(client: RedisClient, queuePrefix: string, routes: string[], logger: Logger): Promise<void> {
-  const found = await legacyDeliveryJobs(client, queuePrefix, routes).catch((error: unknown) => {
-    logger.warn({ err: error }, "could not look for delivery jobs of the earlier key layout");
-    return {} as Record<string, number>;
-  });
-  for (const route of routes) legacyDeliveryJobsGauge.set({ route }, found[route] ?? 0);
-  for (const [route, jobs] of Object.entries(found)) {
-    logger.error(
-      { route, jobs },
-      "delivery jobs of this route are stored under the key layout of an earlier release, which this one does not deliver: run the earlier release's `--role worker` on this Redis until they are gone (dead letters: replay them with it first), see docs/deploy.md, Upgrading",
-    );
-  }
 }

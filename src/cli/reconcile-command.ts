@@ -10,7 +10,7 @@ import { createEventStore } from "../queue/event-store.js";
 import { countStoredEvents } from "../metrics/count-stored-events.js";
 import { routesMatching } from "../routes/route.js";
 import { createFanOut } from "../queue/fan-out.js";
-import { bullPrefix, reconcileQueueName } from "../queue/queue-names.js";
+import { reconcileQueueBullPrefix, reconcileQueueName } from "../queue/queue-names.js";
 import { closeRedis, createRedis, untilReady, type RedisClient } from "../queue/redis-connection.js";
 import { resolveRedis } from "../queue/resolve-redis.js";
 import { createReconcileQueue, type EnqueuedJob, type ReconcileQueueHandle } from "../reconcile/create-reconcile-queue.js";
@@ -98,7 +98,7 @@ async function reconcile(args: string[], options: Omit<ReconcileOptions, "stream
     }
     const eventsConnection = createRedis(redis.url, "worker", "streamkeeper-cli-events");
     eventsConnection.on("error", () => {});
-    const events = new QueueEvents(reconcileQueueName, { connection: eventsConnection, prefix: bullPrefix(config.env.QUEUE_PREFIX) });
+    const events = new QueueEvents(reconcileQueueName, { connection: eventsConnection, prefix: reconcileQueueBullPrefix(config.env.QUEUE_PREFIX) });
     events.on("error", () => {});
     closers.unshift(async () => (await events.close(), eventsConnection.disconnect()));
     await events.waitUntilReady();

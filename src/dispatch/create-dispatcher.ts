@@ -4,6 +4,7 @@ import { createRepeatLog } from "../repeat-log.js";
 import type { DeliveryJobData } from "../queue/delivery-job.js";
 import type { EntityVersions } from "../queue/entity-versions.js";
 import type { EventLedger } from "../queue/event-ledger.js";
+import { legacyBullPrefix } from "../queue/legacy-queue-layout.js";
 import { circuitKey, deliveryQueueBullPrefix, deliveryQueueName } from "../queue/queue-names.js";
 import type { RedisClient } from "../queue/redis-connection.js";
 import { settlesWithin } from "../settles-within.js";
@@ -51,6 +52,11 @@ export interface DispatcherOptions {
   entityVersions?: EntityVersions;
   /** LOG_REPEAT_INTERVAL_SECONDS in ms: Redis errors are logged once per interval with their count. @defaultValue 60000 */
   logRepeatsEveryMs?: number;
+  /**
+   * Work the routes' queues of the layout before per-route hash tags instead
+   * (legacy-queue-layout.ts), to drain what an earlier release left there. @defaultValue false
+   */
+  legacyLayout?: boolean;
 }
 
 export interface Dispatcher {
@@ -89,12 +95,15 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
       hold: (ms) => worker.rateLimit(ms),
       logger,
     });
+    const processJob = createDeliveryProcessor({ route, client: clients[index]!, ledger, logger, shutdown: shutdown.signal, staleGuard: staleGuards[index], circuit, retryWindowMs: options.retryWindowMs });
     const worker: Worker<DeliveryJobData, DeliveryResult> = new Worker<DeliveryJobData, DeliveryResult>(
       deliveryQueueName(route.name),
-      createDeliveryProcessor({ route, client: clients[index]!, ledger, logger, shutdown: shutdown.signal, staleGuard: staleGuards[index], circuit, retryWindowMs: options.retryWindowMs }),
+      // A job of the earlier layout reads the ledger before it sends, as a re-run does: the
+      // same event may have come again since the upgrade and been delivered in this layout.
+      options.legacyLayout ? (job, token) => ((job.data = { ...job.data, recheck: true }), processJob(job, token)) : processJob,
       {
         connection,
-        prefix: deliveryQueueBullPrefix(options.queuePrefix, route.name),
+        prefix: options.legacyLayout ? legacyBullPrefix(options.queuePrefix) : deliveryQueueBullPrefix(options.queuePrefix, route.name),
         concurrency: route.concurrency,
         limiter: rateLimiter(route.ratePerSecond),
         // Spelled out: an `undefined` here would replace BullMQ's default.

@@ -1,25 +1,93 @@
 import type { Cluster, Redis } from "ioredis";
-import { bullPrefix, deliveryQueueName } from "./queue-names.js";
+import { bullPrefix, deliveryQueueBullPrefix, deliveryQueueName, reconcileQueueBullPrefix, reconcileQueueName } from "./queue-names.js";
 
 /**
- * Delivery jobs a release before per-route hash tags left under the shared `{QUEUE_PREFIX}`
- * tag, per route: waiting, active, delayed, prioritized, paused and failed (dead letters).
- * This release neither sees nor delivers them (docs/deploy.md, "Upgrading").
+ * The BullMQ prefix every queue had before per-queue hash tags: the shared `{QUEUE_PREFIX}`
+ * tag. Only the drain of what an earlier release left there (drain-legacy-layout.ts) uses it.
  */
-export async function legacyDeliveryJobs(redis: Redis | Cluster, queuePrefix: string, routes: string[]): Promise<Record<string, number>> {
-  const found: Record<string, number> = {};
-  for (const route of routes) {
-    const key = (suffix: string) => `${bullPrefix(queuePrefix)}:${deliveryQueueName(route)}:${suffix}`;
-    const counts = await Promise.all([
-      redis.llen(key("wait")),
-      redis.llen(key("active")),
-      redis.llen(key("paused")),
-      redis.zcard(key("delayed")),
-      redis.zcard(key("prioritized")),
-      redis.zcard(key("failed")),
-    ]);
-    const total = counts.reduce((sum, count) => sum + count, 0);
-    if (total > 0) found[route] = total;
+export function legacyBullPrefix(queuePrefix: string): string {
+  return bullPrefix(queuePrefix);
+}
+
+export interface LegacyJobs {
+  /** Waiting, active, delayed, prioritized or paused: jobs still to be run. */
+  live: number;
+  /** Failed for good: for a route queue, its dead letters. */
+  failed: number;
+}
+
+/** The jobs one queue (`deliver-<route>` or `reconcile`) holds under the earlier layout. */
+export async function legacyJobs(redis: Redis | Cluster, queuePrefix: string, queueName: string): Promise<LegacyJobs> {
+  const key = (suffix: string) => `${legacyBullPrefix(queuePrefix)}:${queueName}:${suffix}`;
+  const [wait, active, paused, delayed, prioritized, failed] = await Promise.all([
+    redis.llen(key("wait")),
+    redis.llen(key("active")),
+    redis.llen(key("paused")),
+    redis.zcard(key("delayed")),
+    redis.zcard(key("prioritized")),
+    redis.zcard(key("failed")),
+  ]);
+  return { live: wait + active + paused + delayed + prioritized, failed };
+}
+
+// On the new queue's slot: a dead letter as it was (its hash whole, scored by when it
+// failed), unless the queue already has a job of that id (then that job is the event's).
+const adoptScript = `
+if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
+redis.call('HSET', KEYS[1], unpack(ARGV, 3))
+redis.call('ZADD', KEYS[2], ARGV[2], ARGV[1])
+return 1
+`;
+
+// On the old slot: forget the job only while it is still a dead letter there (an earlier
+// release's replay may have taken it back to its queue meanwhile).
+const forgetScript = `
+if redis.call('ZREM', KEYS[1], ARGV[1]) == 1 then redis.call('DEL', KEYS[2], KEYS[3]) end
+return 0
+`;
+
+type AdoptCommands = {
+  streamkeeperLegacyAdopt(jobKey: string, failedKey: string, jobId: string, failedAt: string, ...fields: string[]): Promise<number>;
+  streamkeeperLegacyForget(failedKey: string, jobKey: string, logsKey: string, jobId: string): Promise<number>;
+};
+
+/**
+ * Moves a route's dead letters of the earlier layout into the failed set of its queue,
+ * as they are (event, attempts, failed reason, failed at), so `dead-letters list|replay`,
+ * the dashboard and the queue gauges see them like any other. Two slots, so two steps:
+ * copy, then forget the old one. A crash in between leaves the dead letter in both places;
+ * the next pass finds the copy there and only forgets the old one. Answers how many moved.
+ */
+export async function moveLegacyDeadLetters(redis: Redis | Cluster, queuePrefix: string, route: string): Promise<number> {
+  redis.defineCommand("streamkeeperLegacyAdopt", { numberOfKeys: 2, lua: adoptScript });
+  redis.defineCommand("streamkeeperLegacyForget", { numberOfKeys: 3, lua: forgetScript });
+  const commands = redis as unknown as AdoptCommands;
+  const queue = deliveryQueueName(route);
+  const oldKey = (suffix: string) => `${legacyBullPrefix(queuePrefix)}:${queue}:${suffix}`;
+  const newKey = (suffix: string) => `${deliveryQueueBullPrefix(queuePrefix, route)}:${queue}:${suffix}`;
+  let moved = 0;
+  for (;;) {
+    // A page at a time from the head: each one handled leaves the set.
+    const page = await redis.zrange(oldKey("failed"), 0, "199");
+    if (page.length === 0) return moved;
+    for (const jobId of page) {
+      const job = await redis.hgetall(oldKey(jobId));
+      // BullMQ scores its failed set by the job's finishedOn.
+      const failedAt = job.finishedOn ?? String(Date.now());
+      if (Object.keys(job).length > 0) moved += await commands.streamkeeperLegacyAdopt(newKey(jobId), newKey("failed"), jobId, failedAt, ...Object.entries(job).flat());
+      await commands.streamkeeperLegacyForget(oldKey("failed"), oldKey(jobId), oldKey(`${jobId}:logs`), jobId);
+    }
   }
-  return found;
+}
+
+/**
+ * Reconcile job ids are BullMQ's counter, which the reconcile queue's new place starts
+ * afresh: it is moved past the old one, so a job id given out before the upgrade
+ * (`GET /admin/reconcile/:jobId`) never names another job after it.
+ */
+export async function adoptLegacyReconcileJobIds(redis: Redis | Cluster, queuePrefix: string): Promise<void> {
+  const last = await redis.get(`${legacyBullPrefix(queuePrefix)}:${reconcileQueueName}:id`);
+  if (last === null) return;
+  const counter = `${reconcileQueueBullPrefix(queuePrefix)}:${reconcileQueueName}:id`;
+  await redis.eval("if tonumber(redis.call('GET', KEYS[1]) or '0') < tonumber(ARGV[1]) then redis.call('SET', KEYS[1], ARGV[1]) end return 0", 1, counter, last);
 }

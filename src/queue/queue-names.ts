@@ -1,8 +1,11 @@
 /**
- * The hash tag of the keys that belong to no route or shard: the reconcile queue, the
- * readiness key, the reconcile pace (`{streamkeeper}`). Each delivery queue, each ledger
- * shard and each entity-version shard has a tag of its own (below), so a Redis Cluster
- * spreads them over its masters while every script still touches one slot (STACK-NOTES.md).
+ * The hash tag of the few keys that belong to no queue, shard or state of their own: the
+ * readiness key, the route circuits, the ledger's shard count, the published service
+ * configuration (`{streamkeeper}`); and of every key of the layout before per-route hash tags
+ * (legacy-queue-layout.ts). Each delivery queue, the reconcile queue, each ledger shard,
+ * each entity-version shard, the sweep, the stream watch and the reconcile pace have a tag
+ * of their own (below), so a Redis Cluster spreads them over its masters while every script
+ * and MULTI still touches one slot (STACK-NOTES.md).
  */
 export function bullPrefix(queuePrefix: string): string {
   return `{${queuePrefix}}`;
@@ -29,6 +32,29 @@ export function routeOfQueue(queueName: string): string | undefined {
 }
 
 export const reconcileQueueName = "reconcile";
+
+/** The BullMQ prefix of the reconcile queue: a hash tag of its own, like each route's queue. */
+export function reconcileQueueBullPrefix(queuePrefix: string): string {
+  return `{${queuePrefix}:${reconcileQueueName}}`;
+}
+
+/**
+ * A key of the sweep's state (sweep/create-sweep-state.ts): lease, checkpoints, findings.
+ * One tag for all of it, since its scripts and transactions touch several of these keys.
+ */
+export function sweepKey(queuePrefix: string, name: string): string {
+  return `{${queuePrefix}:sweep}:${name}`;
+}
+
+/** A key of the stream watch's state (streams/stream-health-store.ts): its claim and findings. */
+export function streamWatchKey(queuePrefix: string, name: string): string {
+  return `{${queuePrefix}:stream-watch}:${name}`;
+}
+
+/** The tenant call pace every process shares (reconcile/create-call-pacer.ts): one key, its own tag. */
+export function reconcilePaceKey(queuePrefix: string): string {
+  return `{${queuePrefix}:reconcile-pace}`;
+}
 
 /**
  * One time bucket of one id shard of the ledger (event-ledger.ts). The shard is the hash

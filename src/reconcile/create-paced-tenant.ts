@@ -1,7 +1,7 @@
 import type { Cluster, Redis } from "ioredis";
 import { ConfigError, requireTenant, type Config } from "../config.js";
 import type { Logger } from "../logger.js";
-import { bullPrefix } from "../queue/queue-names.js";
+import { reconcilePaceKey } from "../queue/queue-names.js";
 import { createTenantClient, type TenantClient } from "../tenant/create-tenant-client.js";
 import { createCallPacer } from "./create-call-pacer.js";
 import { pacedFetch } from "./paced-fetch.js";
@@ -34,7 +34,7 @@ export function createPacedTenant(options: PacedTenantOptions): PacedTenant {
     throw error;
   }
   const { env } = config;
-  const pacer = createCallPacer(options.redis, `${bullPrefix(env.QUEUE_PREFIX)}:reconcile-pace`, {
+  const pacer = createCallPacer(options.redis, reconcilePaceKey(env.QUEUE_PREFIX), {
     share: env.RECONCILE_RATE_SHARE,
     capPerSecond: env.RECONCILE_RATE_PER_SECOND,
   });

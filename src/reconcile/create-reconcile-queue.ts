@@ -1,6 +1,6 @@
 import { Queue, type Job , type Telemetry } from "bullmq";
 import type { Cluster, Redis } from "ioredis";
-import { bullPrefix, reconcileQueueName } from "../queue/queue-names.js";
+import { reconcileQueueBullPrefix, reconcileQueueName } from "../queue/queue-names.js";
 import type { ReconcileJobData, ReconcileOutcome, ReconcileResult } from "./reconcile-job.js";
 
 export type ReconcileQueueHandle = Queue<ReconcileJobData, ReconcileResult>;
@@ -38,7 +38,7 @@ const keepSeconds = 7 * 24 * 3600;
 export function createReconcileQueue(connection: Redis | Cluster, queuePrefix: string, telemetry?: Telemetry): ReconcileQueue {
   const queue: ReconcileQueueHandle = new Queue<ReconcileJobData, ReconcileResult>(reconcileQueueName, {
     connection,
-    prefix: bullPrefix(queuePrefix),
+    prefix: reconcileQueueBullPrefix(queuePrefix),
     skipWaitingForReady: true,
     telemetry,
     defaultJobOptions: {

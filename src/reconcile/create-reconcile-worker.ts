@@ -5,7 +5,8 @@ import { createRepeatLog } from "../repeat-log.js";
 import { reconcileTotal } from "../metrics/registry.js";
 import type { EventLedger } from "../queue/event-ledger.js";
 import type { EventStore } from "../queue/event-store.js";
-import { bullPrefix, reconcileQueueName } from "../queue/queue-names.js";
+import { legacyBullPrefix } from "../queue/legacy-queue-layout.js";
+import { reconcileQueueBullPrefix, reconcileQueueName } from "../queue/queue-names.js";
 import type { RedisClient } from "../queue/redis-connection.js";
 import { TenantRateLimitError } from "../tenant/tenant-api-error.js";
 import { createReconciler, type ReconcilerDeps } from "./create-reconciler.js";
@@ -29,6 +30,8 @@ export interface ReconcileWorkerOptions {
   telemetry?: Telemetry;
   /** Who answers, in an outcome that names the process: "the service (role all, pid 42 on host)". @defaultValue "this process" */
   serviceName?: string;
+  /** Work the reconcile queue of the layout before its own hash tag (legacy-queue-layout.ts), to drain it. @defaultValue false */
+  legacyLayout?: boolean;
 }
 
 export interface ReconcileWorker {
@@ -44,7 +47,7 @@ export interface ReconcileWorker {
  */
 export function createReconcileWorker(options: ReconcileWorkerOptions): ReconcileWorker {
   const { env, logger, connection } = options;
-  const prefix = bullPrefix(env.QUEUE_PREFIX);
+  const prefix = options.legacyLayout ? legacyBullPrefix(env.QUEUE_PREFIX) : reconcileQueueBullPrefix(env.QUEUE_PREFIX);
   // An outage raises these on every reconnect attempt: a line per interval with the count.
   const logRedisError = createRepeatLog(logger, "warn", "reconcile: Redis error; reconnecting", env.LOG_REPEAT_INTERVAL_SECONDS * 1000);
 

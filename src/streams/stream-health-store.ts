@@ -1,5 +1,5 @@
 import type { Cluster, Redis } from "ioredis";
-import { bullPrefix } from "../queue/queue-names.js";
+import { streamWatchKey } from "../queue/queue-names.js";
 import type { AutoEnableStreak } from "./auto-enable-backoff.js";
 
 /** What the last check found of one swept stream. */
@@ -29,8 +29,8 @@ export interface StreamHealthStore {
  * (no worker left, Redis flushed) shows as absent series, not as a stale "enabled".
  */
 export function createStreamHealthStore(redis: Redis | Cluster, queuePrefix: string, intervalMs: number): StreamHealthStore {
-  const claimKey = `${bullPrefix(queuePrefix)}:stream-watch:claim`;
-  const healthKey = `${bullPrefix(queuePrefix)}:stream-watch:health`;
+  const claimKey = streamWatchKey(queuePrefix, "claim");
+  const healthKey = streamWatchKey(queuePrefix, "health");
   return {
     async claim() {
       if ((await redis.set(claimKey, process.pid, "PX", intervalMs, "NX")) === "OK") return 0;

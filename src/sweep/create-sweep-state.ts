@@ -1,5 +1,5 @@
 import type { Cluster, Redis } from "ioredis";
-import { bullPrefix } from "../queue/queue-names.js";
+import { sweepKey } from "../queue/queue-names.js";
 
 /** What `GET /admin/sweep` shows of one stream (CONTRACT.md). */
 export interface StreamSweepStatus {
@@ -73,18 +73,17 @@ type StateCommands = {
 };
 
 /**
- * The sweep's state in Redis, under the queue prefix's hash tag (one Cluster slot): a
+ * The sweep's state in Redis, under a hash tag of its own (one Cluster slot, queue-names.ts): a
  * lease naming the one sweeper, a "not before" key spacing sweeps by the interval across
  * processes, and per stream a hash (checkpoint, last run, figures) and a sorted set of
  * the failed deliveries we still lack, scored by when first seen.
  */
 export function createSweepState(redis: Redis | Cluster, queuePrefix: string, options: { lease?: Redis | Cluster } = {}): SweepState {
-  const base = `${bullPrefix(queuePrefix)}:sweep`;
-  const leaseKey = `${base}:lease`;
-  const dueKey = `${base}:due`;
-  const streamsKey = `${base}:streams`;
-  const streamKey = (streamId: string) => `${base}:stream:${streamId}`;
-  const unrecoveredKey = (streamId: string) => `${base}:unrecovered:${streamId}`;
+  const leaseKey = sweepKey(queuePrefix, "lease");
+  const dueKey = sweepKey(queuePrefix, "due");
+  const streamsKey = sweepKey(queuePrefix, "streams");
+  const streamKey = (streamId: string) => sweepKey(queuePrefix, `stream:${streamId}`);
+  const unrecoveredKey = (streamId: string) => sweepKey(queuePrefix, `unrecovered:${streamId}`);
   // The lease on its own connection when given one that fails fast: a sweeper then learns
   // Redis is away at its next tick (and says so) instead of waiting on a queued command.
   const leaseRedis = options.lease ?? redis;

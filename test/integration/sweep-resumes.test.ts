@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import { Redis } from "ioredis";
 import { afterAll, describe, expect, inject, it } from "vitest";
 import { startEmulator } from "../../src/emulator/start-emulator.js";
-import { bullPrefix } from "../../src/queue/queue-names.js";
+import { sweepKey } from "../../src/queue/queue-names.js";
 import { freePort } from "../../src/queue/redis-server.js";
 import { startServiceProcess } from "../chaos/start-service-process.js";
 import { startSinkServer } from "../helpers/sink-server.js";
@@ -46,8 +46,8 @@ describe("sweep: resuming from a checkpoint after a long downtime", () => {
     // Swept before, then down: one stream 10 minutes, the other two hours (beyond the 1 h of ids kept).
     const queuePrefix = `test-${randomUUID()}`;
     const started = Date.now();
-    await redis.hset(`${bullPrefix(queuePrefix)}:sweep:stream:${recent}`, "checkpoint", started - 10 * minuteMs);
-    await redis.hset(`${bullPrefix(queuePrefix)}:sweep:stream:${ancient}`, "checkpoint", started - 120 * minuteMs);
+    await redis.hset(sweepKey(queuePrefix, `stream:${recent}`), "checkpoint", started - 10 * minuteMs);
+    await redis.hset(sweepKey(queuePrefix, `stream:${ancient}`), "checkpoint", started - 120 * minuteMs);
     const env = {
       ...sweepingEnv({ redisUrl: inject("redisUrl"), queuePrefix, publicUrl, sinkUrl: sink.url, tenant: tenantEnv(emulator) }),
       RECONCILE_SWEEP_LOOKBACK_SECONDS: "1",

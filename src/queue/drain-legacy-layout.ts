@@ -1,0 +1,107 @@
+import type { Cluster, Redis } from "ioredis";
+import type { Logger } from "../logger.js";
+import { legacyDeliveryJobsGauge } from "../metrics/registry.js";
+import { createRepeatLog } from "../repeat-log.js";
+import { adoptLegacyReconcileJobIds, legacyJobs, moveLegacyDeadLetters } from "./legacy-queue-layout.js";
+import { deliveryQueueName, reconcileQueueName } from "./queue-names.js";
+
+/** A worker on a queue of the earlier layout, closed once that queue has nothing left to run. */
+export interface Closable {
+  close(): Promise<void>;
+}
+
+export interface LegacyDrainOptions {
+  /** Any connection of the process; a failed look is logged and tried again at the next. */
+  redis: Redis | Cluster;
+  queuePrefix: string;
+  /** Route names. */
+  routes: string[];
+  logger: Logger;
+  /**
+   * What works the earlier layout's queues, with the same processors as this layout's (a
+   * worker role): a dispatcher of one route, the reconcile worker. Without it (a receiver)
+   * the process only reports what is left there.
+   */
+  drain?: { route(route: string): Closable; reconcile(): Closable };
+  /** How often to look while nothing is left to drain. @defaultValue 60000 */
+  idleCheckMs?: number;
+  /** How often to look while a drain runs, to close it soon after its queue empties. @defaultValue 5000 */
+  drainingCheckMs?: number;
+}
+
+/**
+ * Releases before per-queue hash tags kept every queue under the shared `{QUEUE_PREFIX}`
+ * tag (legacy-queue-layout.ts). A worker role drains what one left there, with no one in
+ * the loop: for each queue with jobs still to run, a worker on the old prefix with the
+ * queue's own processor, closed once nothing is left to run; a route's dead letters are
+ * moved into its queue's failed set. It keeps looking (an earlier release's receivers may
+ * still be queueing there during a rolling upgrade). Every role sets
+ * `streamkeeper_legacy_delivery_jobs{route}` to what is left. Resolves after the first look.
+ */
+export async function drainLegacyLayout(options: LegacyDrainOptions): Promise<Closable> {
+  const { redis, queuePrefix, routes, logger, drain } = options;
+  const running = new Map<string, Closable>();
+  const reported = new Set<string>();
+  const logLookFailed = createRepeatLog(logger, "warn", "could not look for jobs of the earlier key layout; looking again later", 60_000);
+  let closed = false;
+  let timer: NodeJS.Timeout | undefined;
+  let looking: Promise<void> = Promise.resolve();
+
+  const drainQueue = async (queue: string, live: number, start: () => Closable, route?: string) => {
+    const worker = running.get(queue);
+    if (live > 0 && !worker) {
+      running.set(queue, start());
+      logger.warn({ queue, route, jobs: live }, "an earlier release left jobs under its key layout; running them here until none are left (docs/deploy.md, Upgrading)");
+    } else if (live === 0 && worker) {
+      running.delete(queue);
+      await worker.close();
+      logger.info({ queue, route }, "the earlier key layout's queue is drained; its worker here stopped");
+    }
+  };
+
+  const lookOnce = async () => {
+    for (const route of routes) {
+      const queue = deliveryQueueName(route);
+      const { live, failed: found } = await legacyJobs(redis, queuePrefix, queue);
+      let failed = found;
+      if (drain && failed > 0) {
+        const moved = await moveLegacyDeadLetters(redis, queuePrefix, route);
+        failed = Math.max(0, failed - moved);
+        if (moved > 0) logger.warn({ route, moved }, "dead letters of the earlier key layout moved to this route's queue: see `streamkeeper dead-letters list`, replay them with `dead-letters replay`");
+      }
+      if (drain) await drainQueue(queue, live, () => drain.route(route), route);
+      legacyDeliveryJobsGauge.set({ route }, live + failed);
+      if (!drain && live + failed > 0 && !reported.has(route)) {
+        // Said once per process: the workers of this release drain them.
+        reported.add(route);
+        logger.warn({ route, jobs: live + failed }, "delivery jobs of this route are stored under the key layout of an earlier release; the workers of this release drain them (docs/deploy.md, Upgrading)");
+      }
+    }
+    if (!drain) return;
+    await adoptLegacyReconcileJobIds(redis, queuePrefix);
+    const { live } = await legacyJobs(redis, queuePrefix, reconcileQueueName);
+    await drainQueue(reconcileQueueName, live, drain.reconcile);
+  };
+
+  const look = () => {
+    looking = lookOnce().catch((error: unknown) => logLookFailed({ err: error }));
+    void looking.then(() => {
+      if (closed) return;
+      timer = setTimeout(look, running.size > 0 ? (options.drainingCheckMs ?? 5000) : (options.idleCheckMs ?? 60_000));
+      timer.unref();
+    });
+    return looking;
+  };
+  await look();
+
+  return {
+    async close() {
+      closed = true;
+      clearTimeout(timer);
+      await looking;
+      const workers = [...running.values()];
+      running.clear();
+      await Promise.all(workers.map((worker) => worker.close()));
+    },
+  };
+}
