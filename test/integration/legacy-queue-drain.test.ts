@@ -1,0 +1,109 @@
+import { Queue, Worker } from "bullmq";
+import { afterAll, describe, expect, it, inject } from "vitest";
+import { randomUUID } from "node:crypto";
+import { collectDeadLetters } from "../helpers/collect-dead-letters.js";
+import { replayDeadLetters } from "../../src/admin/replay-dead-letters.js";
+import { startEmulator, type Emulator } from "../../src/emulator/start-emulator.js";
+import { legacyJobs } from "../../src/queue/legacy-queue-layout.js";
+import { jobIdFor } from "../../src/queue/job-id.js";
+import { bullPrefix, deliveryQueueName, reconcileQueueBullPrefix, reconcileQueueName } from "../../src/queue/queue-names.js";
+import { createRedis } from "../../src/queue/redis-connection.js";
+import { freePort } from "../../src/queue/redis-server.js";
+import { userEvent } from "../helpers/fixtures.js";
+import { inspectStore } from "../helpers/inspect-store.js";
+import { startSinkServer, type SinkServer } from "../helpers/sink-server.js";
+import { startTestService, type TestService } from "../helpers/start-test-service.js";
+import { createStream, emit, settled, tenantEnv } from "./emulator-test-kit.js";
+
+/**
+ * An upgrade with jobs left under the single-hash-tag layout of an earlier release, in
+ * every state it could leave them, and no one in the loop: the new worker role delivers
+ * them, recovers the reconcile job, and moves the dead letter where `dead-letters` sees it.
+ */
+describe("upgrading with jobs left under the earlier key layout", () => {
+  const redisUrl = inject("redisUrl");
+  const redis = createRedis(redisUrl, "worker");
+  const cleanup: Array<() => Promise<unknown>> = [];
+  let service: TestService | undefined;
+  let sink: SinkServer;
+  let emulator: Emulator;
+  afterAll(async () => {
+    await service?.close();
+    for (const close of cleanup.reverse()) await close();
+    redis.disconnect();
+  });
+
+  it("when an earlier release left waiting, delayed, prioritized, stalled, failed and reconcile jobs, then a worker of this release delivers each once, moves the dead letter to this layout and the gauge reads 0", async () => {
+    const prefix = `test-${randomUUID()}`;
+    sink = await startSinkServer();
+    cleanup.push(() => sink.close());
+    emulator = await startEmulator({ timeScale: 0.001 });
+    cleanup.push(() => emulator.close());
+    // A push that failed before the upgrade: only the earlier release's reconcile job recovers it.
+    const brokenStream = await createStream(emulator, `http://127.0.0.1:${await freePort()}/webhooks`, { types: ["user.deleted"] });
+    const lost = await emit(emulator, "user.deleted", { object: { user_id: "auth0|lost" } });
+    expect((await settled(emulator, lost)).status).toBe("failed");
+
+    // What an earlier release queued: every queue under the shared `{prefix}` tag.
+    const old = { connection: redis, prefix: bullPrefix(prefix) };
+    const deliveries = new Queue(deliveryQueueName("default"), old);
+    const reconciles = new Queue(reconcileQueueName, old);
+    const oldWorker = new Worker(deliveryQueueName("default"), null, { ...old, connection: createRedis(redisUrl, "worker"), lockDuration: 1000 });
+    cleanup.push(() => Promise.all([deliveries.close(), reconciles.close()]));
+    const add = (event = userEvent(), options = {}) =>
+      deliveries.add(event.type, { event, origin: "webhook", receivedAt: Date.now() }, { jobId: jobIdFor(event.id), attempts: 1, ...options }).then(() => event.id);
+    // A dead letter, and a job whose worker died mid-delivery (active, its lock left to expire).
+    const deadLetter = await add();
+    const failing = (await oldWorker.getNextJob("old-release"))!;
+    await failing.moveToFailed(new Error("downstream answered 400"), "old-release");
+    const stalled = await add();
+    expect((await oldWorker.getNextJob("old-release"))?.data.event.id).toBe(stalled);
+    await oldWorker.close();
+    await oldWorker.disconnect();
+    const waiting = await add();
+    const prioritized = await add(userEvent(), { priority: 10 });
+    const delayed = await add(userEvent(), { delay: 2000 });
+    const reconcileJob = await reconciles.add("reconcile", { eventId: lost, streamId: brokenStream, force: false });
+    expect(await legacyJobs(redis, prefix, deliveryQueueName("default"))).toEqual({ live: 4, failed: 1 });
+
+    service = await startTestService(
+      { ...tenantEnv(emulator), QUEUE_PREFIX: prefix, DOWNSTREAM_URL: sink.url, DISPATCH_LOCK_DURATION_MS: "1000", RECONCILE_SWEEP_INTERVAL_SECONDS: "0", STREAM_WATCH_INTERVAL_SECONDS: "0" },
+      "worker",
+    );
+    const drained = [stalled, waiting, prioritized, delayed, lost];
+    const ids = () => sink.requests.map((request) => String(request.headers["webhook-id"]));
+    await sink.until(() => drained.every((id) => ids().includes(id)), 45_000);
+
+    // The drain stops once nothing is left to run; the dead letter moved; the gauge says 0.
+    const metricsDeadline = Date.now() + 45_000;
+    let metrics = "";
+    while (!(metrics = await (await fetch(`${service.adminUrl}/metrics`)).text()).includes('streamkeeper_legacy_delivery_jobs{route="default"} 0')) {
+      if (Date.now() > metricsDeadline) throw new Error(`the gauge never read 0: ${metrics.match(/streamkeeper_legacy_delivery_jobs.*/g)?.join(", ")}`);
+      await new Promise((resolve) => setTimeout(resolve, 100));
+    }
+    expect(await legacyJobs(redis, prefix, deliveryQueueName("default"))).toEqual({ live: 0, failed: 0 });
+    expect(await legacyJobs(redis, prefix, reconcileQueueName)).toMatchObject({ live: 0 });
+    expect((await reconciles.getJob(reconcileJob.id!))?.returnvalue).toMatchObject({ eventId: lost, outcome: "recovered" });
+    // Job ids of the reconcile queue go on from the earlier release's.
+    expect(Number(await redis.get(`${reconcileQueueBullPrefix(prefix)}:${reconcileQueueName}:id`))).toBeGreaterThanOrEqual(Number(reconcileJob.id));
+
+    const store = await inspectStore(service.config, redisUrl);
+    try {
+      const letters = await collectDeadLetters(store.queues);
+      expect(letters).toEqual([expect.objectContaining({ route: "default", eventId: deadLetter, failedReason: "downstream answered 400", attempts: 1 })]);
+      // Replayed like any dead letter of this layout: delivered once.
+      expect(await replayDeadLetters(store.queues, { ids: [`default/${letters[0]!.jobId}`] })).toEqual({ replayed: 1, unknown: [] });
+      await sink.until(() => ids().includes(deadLetter), 45_000);
+      const deadline = Date.now() + 45_000;
+      while (Object.values(await store.queues.forRoute("default").getJobCounts("waiting", "active", "delayed", "prioritized")).some((count) => count > 0)) {
+        if (Date.now() > deadline) throw new Error("delivery jobs still pending");
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+    } finally {
+      await store.close();
+    }
+    expect(ids().sort()).toEqual([...drained, deadLetter].sort()); // each once, none missing
+    const recovered = sink.requests.find((request) => request.headers["webhook-id"] === lost)!;
+    expect(recovered.headers["x-streamkeeper-origin"]).toBe("reconcile");
+  });
+});
