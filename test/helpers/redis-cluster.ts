@@ -12,6 +12,8 @@ export interface RedisClusterHandle {
   nodes: RedisServer[];
   /** Starts node `index` again on its port, dir and bus port (after a `nodes[index].kill()`): it rejoins with its slots and data. */
   restart(index: number): Promise<void>;
+  /** The index in `nodes` of the node that serves a key's hash slot. */
+  nodeOf(key: string): Promise<number>;
   /** Stops every node and removes the temp dir. */
   stop(): Promise<void>;
 }
@@ -92,6 +94,17 @@ export async function startRedisCluster(size = 3): Promise<RedisClusterHandle> {
     nodes,
     async restart(index) {
       nodes[index] = await startNode(index, nodes[index]!.port);
+    },
+    async nodeOf(key) {
+      const admin = new Redis(nodes[0]!.port, "127.0.0.1", { maxRetriesPerRequest: 1 });
+      try {
+        const slot = Number(await admin.call("CLUSTER", "KEYSLOT", key));
+        const ranges = (await admin.call("CLUSTER", "SLOTS")) as Array<[number, number, [string, number]]>;
+        const [, , [, port]] = ranges.find(([first, last]) => first <= slot && slot <= last)!;
+        return nodes.findIndex((node) => node.port === port);
+      } finally {
+        admin.disconnect();
+      }
     },
     async stop() {
       await Promise.all(nodes.map((node) => node.stop()));

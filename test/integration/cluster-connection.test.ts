@@ -47,36 +47,25 @@ describe("REDIS_URL for a Redis Cluster", () => {
 describe("the receiver on a three-master Redis Cluster", () => {
   let cluster: RedisClusterHandle;
   let service: TestService;
-  let admin: Redis;
   const acknowledged: string[] = [];
 
   beforeAll(async () => {
     cluster = await startRedisCluster(3);
-    admin = new Redis(cluster.nodes[0]!.port, "127.0.0.1", { maxRetriesPerRequest: 1, lazyConnect: true });
     // A prefix whose shared tag and route queue sit on different masters, as most do: the
     // case a command sent to one node for both would break.
     let prefix = `test-${randomUUID()}`;
-    while ((await nodeOf(bullPrefix(prefix))) === (await nodeOf(deliveryQueueBullPrefix(prefix, "default")))) prefix = `test-${randomUUID()}`;
+    while ((await cluster.nodeOf(bullPrefix(prefix))) === (await cluster.nodeOf(deliveryQueueBullPrefix(prefix, "default")))) prefix = `test-${randomUUID()}`;
     service = await startTestService({ REDIS_URL: cluster.url, DOWNSTREAM_URL: "http://127.0.0.1:9/", QUEUE_PREFIX: prefix }, "receiver");
   }, 60_000);
 
   afterAll(async () => {
-    admin?.disconnect();
     await service?.close();
     await cluster?.stop();
   });
 
   /** The index of the node that serves the hash slot of the route's queue: every event needs it. */
   async function ownerOfPrefix(): Promise<number> {
-    return nodeOf(deliveryQueueBullPrefix(service.config.env.QUEUE_PREFIX, "default"));
-  }
-
-  /** The index of the node that serves a key's hash slot. */
-  async function nodeOf(key: string): Promise<number> {
-    const slot = Number(await admin.call("CLUSTER", "KEYSLOT", key));
-    const ranges = (await admin.call("CLUSTER", "SLOTS")) as Array<[number, number, [string, number]]>;
-    const [, , [, port]] = ranges.find(([first, last]) => first <= slot && slot <= last)!;
-    return cluster.nodes.findIndex((node) => node.port === port);
+    return cluster.nodeOf(deliveryQueueBullPrefix(service.config.env.QUEUE_PREFIX, "default"));
   }
 
   it("when events arrive, some twice, then each is stored once, the keys spread over the masters and each queue's keys sit in one slot", async () => {

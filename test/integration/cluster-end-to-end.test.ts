@@ -1,4 +1,7 @@
+import { randomUUID } from "node:crypto";
+import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { bullPrefix, reconcileQueueBullPrefix } from "../../src/queue/queue-names.js";
 import { startEmulator, type Emulator } from "../../src/emulator/start-emulator.js";
 import { userEvent } from "../helpers/fixtures.js";
 import { inspectStore } from "../helpers/inspect-store.js";
@@ -26,9 +29,13 @@ describe("end to end on a three-master Redis Cluster", () => {
     cluster = await startRedisCluster(3);
     emulator = await startEmulator({ timeScale: 0.01 });
     sink = await startSinkServer();
+    // A prefix whose reconcile queue and shared tag sit on different masters, as most do.
+    let prefix = `test-${randomUUID()}`;
+    while ((await cluster.nodeOf(bullPrefix(prefix))) === (await cluster.nodeOf(reconcileQueueBullPrefix(prefix)))) prefix = `test-${randomUUID()}`;
     service = await startTestService(
       {
         REDIS_URL: cluster.url,
+        QUEUE_PREFIX: prefix,
         DOWNSTREAM_URL: sink.url,
         MGMT_API_BASE_URL: emulator.apiBaseUrl,
         MGMT_TOKEN_URL: emulator.tokenUrl,
@@ -109,6 +116,33 @@ describe("end to end on a three-master Redis Cluster", () => {
     expect(recovered).toHaveLength(failed.length);
     for (const request of recovered) expect(request.headers["x-streamkeeper-origin"]).toBe("reconcile");
     expect(liveStream).not.toBe(brokenStream);
+  });
+
+  it("when reconcile has run, then the reconcile queue's keys sit in one slot of their own, off the shared tag's master, and the keys spread over every master", async () => {
+    const prefix = service.config.env.QUEUE_PREFIX;
+    const counts = await Promise.all(
+      cluster.nodes.map(async (node) => {
+        const redis = new Redis(node.port, "127.0.0.1", { maxRetriesPerRequest: 1 });
+        try {
+          const count = async (pattern: string) => (await redis.keys(pattern)).length;
+          return {
+            all: await count(`{${prefix}*`),
+            shared: await count(`${bullPrefix(prefix)}*`),
+            reconcile: await count(`${reconcileQueueBullPrefix(prefix)}*`),
+            reconcileUnderShared: await count(`${bullPrefix(prefix)}:reconcile*`),
+          };
+        } finally {
+          redis.disconnect();
+        }
+      }),
+    );
+    const reconcileNode = await cluster.nodeOf(reconcileQueueBullPrefix(prefix));
+    expect(counts[reconcileNode]!.reconcile).toBeGreaterThan(10); // its jobs, id counter, events, meta
+    expect(counts.filter((count) => count.reconcile > 0)).toHaveLength(1);
+    expect(reconcileNode).not.toBe(await cluster.nodeOf(bullPrefix(prefix)));
+    expect(counts.every((count) => count.reconcileUnderShared === 0)).toBe(true);
+    expect(counts.every((count) => count.all > 0)).toBe(true);
+    console.info(`cluster keys per master: ${counts.map((count, index) => `#${index} ${count.all} (shared tag ${count.shared}, reconcile queue ${count.reconcile})`).join("; ")}`);
   });
 
   /** POST /admin/reconcile, then polls each job to its outcome. */
