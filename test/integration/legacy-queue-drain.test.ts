@@ -75,10 +75,10 @@ describe("upgrading with jobs left under the earlier key layout", () => {
     await sink.until(() => drained.every((id) => ids().includes(id)), 45_000);
 
     // The drain stops once nothing is left to run; the dead letter moved; the gauge says 0.
-    const metricsDeadline = Date.now() + 45_000;
-    let metrics = "";
-    while (!(metrics = await (await fetch(`${service.adminUrl}/metrics`)).text()).includes('streamkeeper_legacy_delivery_jobs{route="default"} 0')) {
-      if (Date.now() > metricsDeadline) throw new Error(`the gauge never read 0: ${metrics.match(/streamkeeper_legacy_delivery_jobs.*/g)?.join(", ")}`);
+    const gauge = async () => (await (await fetch(`${service!.adminUrl}/metrics`)).text()).match(/streamkeeper_legacy_delivery_jobs\{route="default"\} (\d+)/)?.[1];
+    const gaugeDeadline = Date.now() + 45_000;
+    for (let reads = await gauge(); reads !== "0"; reads = await gauge()) {
+      if (Date.now() > gaugeDeadline) throw new Error(`streamkeeper_legacy_delivery_jobs still reads ${reads}`);
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
     expect(await legacyJobs(redis, prefix, deliveryQueueName("default"))).toEqual({ live: 0, failed: 0 });
