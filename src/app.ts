@@ -37,6 +37,7 @@ import { reportWhatIsOff } from "./service-config/report-what-is-off.js";
 import { describeServiceConfig, serviceLabel } from "./service-config/service-config.js";
 import { registerSweepGauges } from "./metrics/register-sweep-gauges.js";
 import { createSweepRouter } from "./http/sweep-router.js";
+import { adoptLegacySweepState } from "./sweep/adopt-legacy-sweep-state.js";
 import { createSweepState } from "./sweep/create-sweep-state.js";
 import { createSweeper } from "./sweep/create-sweeper.js";
 import { createWindowRunner } from "./sweep/create-window-runner.js";
@@ -232,6 +233,11 @@ export async function startService(config: Config, logger: Logger, role: Role): 
       route: (name) => createDispatcher({ ...dispatcherOptions, routes: routes.filter((route) => route.name === name), logger: earlier, legacyLayout: true }),
       reconcile: () => createReconcileWorker({ ...reconcileOptions, logger: earlier, legacyLayout: true }),
     });
+    // Before the first sweep: an earlier release's checkpoints, kept under the shared tag.
+    await adoptLegacySweepState(client, env.QUEUE_PREFIX).then(
+      (streams) => streams > 0 && logger.info({ streams }, "sweep checkpoints of the earlier key layout moved to this one"),
+      (error: unknown) => logger.warn({ err: error }, "could not move the earlier key layout's sweep checkpoints; a sweep reads the streams it lacks a checkpoint for from RECONCILE_SWEEP_LOOKBACK_SECONDS back, and the next start tries again"),
+    );
     // The sweep writes its checkpoints on a connection that waits out a Redis outage, and takes
     // its lease on one that fails fast, so an outage is noticed and said at the next tick.
     const sweepState = createSweepState(tenantConnection, env.QUEUE_PREFIX, { lease: client });
