@@ -43,7 +43,7 @@ export const settings = {
     "above 0, a 202 waits until that many replicas acknowledged the write (Redis WAIT, at most 1 s), else 503 with Retry-After; not with Redis Cluster",
   ],
   DATA_DIR: [z.string().default("./.streamkeeper"), "embedded Redis data (append-only file on) and generated credentials"],
-  QUEUE_PREFIX: [z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, "use letters, digits, _ or - only").default("streamkeeper"), "prefix of every Redis key; each route queue, ledger shard and version shard gets its own hash tag from it (docs/deploy.md)"],
+  QUEUE_PREFIX: [z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, "use letters, digits, _ or - only").default("streamkeeper"), "prefix of every Redis key; each route queue, the reconcile queue, each ledger and version shard and the sweep state gets its own hash tag from it (docs/deploy.md)"],
   WEBHOOK_AUTH: [z.enum(["basic", "bearer", "custom_header", "none"]).default("basic"), "how the tenant authenticates: basic, bearer, custom_header or none (none only when set explicitly)"],
   WEBHOOK_USERNAME: [optional, "user name for basic; with WEBHOOK_PASSWORD also unset, credentials are generated into DATA_DIR"],
   WEBHOOK_PASSWORD: [optional, "password for basic"],

@@ -160,7 +160,7 @@ export const mgmtApiRateLimitRemaining = new Gauge({
 export const legacyDeliveryJobsGauge = new Gauge({
   name: "streamkeeper_legacy_delivery_jobs",
   labelNames: ["route"] as const,
-  help: "delivery jobs found at start under the key layout of a release before per-route hash tags: this release does not deliver them (docs/deploy.md, Upgrading)",
+  help: "delivery jobs still under the key layout of a release before per-queue hash tags: a worker of this release drains them and moves their dead letters (docs/deploy.md, Upgrading); 0 normally",
   registers: [registry],
 });
 
