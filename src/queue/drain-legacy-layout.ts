@@ -23,11 +23,11 @@ export interface LegacyDrainOptions {
    * the process only reports what is left there.
    */
   drain?: { route(route: string): Closable; reconcile(): Closable };
-  /** How often to look while nothing is left to drain. @defaultValue 60000 */
-  idleCheckMs?: number;
-  /** How often to look while a drain runs, to close it soon after its queue empties. @defaultValue 5000 */
-  drainingCheckMs?: number;
 }
+
+/** How often to look while a drain runs (to stop it soon after its queue empties), and otherwise. */
+const drainingCheckMs = 5000;
+const idleCheckMs = 60_000;
 
 /**
  * Releases before per-queue hash tags kept every queue under the shared `{QUEUE_PREFIX}`
@@ -87,7 +87,7 @@ export async function drainLegacyLayout(options: LegacyDrainOptions): Promise<Cl
     looking = lookOnce().catch((error: unknown) => logLookFailed({ err: error }));
     void looking.then(() => {
       if (closed) return;
-      timer = setTimeout(look, running.size > 0 ? (options.drainingCheckMs ?? 5000) : (options.idleCheckMs ?? 60_000));
+      timer = setTimeout(look, running.size > 0 ? drainingCheckMs : idleCheckMs);
       timer.unref();
     });
     return looking;
