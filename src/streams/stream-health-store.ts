@@ -1,5 +1,6 @@
 import type { Cluster, Redis } from "ioredis";
 import { streamWatchKey } from "../queue/queue-names.js";
+import { createRedisLease } from "../queue/redis-lease.js";
 import type { AutoEnableStreak } from "./auto-enable-backoff.js";
 
 /** What the last check found of one swept stream. */
@@ -29,14 +30,12 @@ export interface StreamHealthStore {
  * (no worker left, Redis flushed) shows as absent series, not as a stale "enabled".
  */
 export function createStreamHealthStore(redis: Redis | Cluster, queuePrefix: string, intervalMs: number): StreamHealthStore {
-  const claimKey = streamWatchKey(queuePrefix, "claim");
   const healthKey = streamWatchKey(queuePrefix, "health");
+  // A lease never renewed nor given back: it ends with the interval it claims.
+  const claim = createRedisLease(redis, streamWatchKey(queuePrefix, "claim"));
+  const owner = String(process.pid);
   return {
-    async claim() {
-      if ((await redis.set(claimKey, process.pid, "PX", intervalMs, "NX")) === "OK") return 0;
-      // -2: it expired between the two calls; try again at once.
-      return Math.max(1, await redis.pttl(claimKey));
-    },
+    claim: () => claim.acquire(owner, intervalMs),
 
     async read() {
       const fields = await redis.hgetall(healthKey);

@@ -1,5 +1,6 @@
 import type { Cluster, Redis } from "ioredis";
 import { sweepKey } from "../queue/queue-names.js";
+import { createRedisLease, leaseLua } from "../queue/redis-lease.js";
 
 /** What `GET /admin/sweep` shows of one stream (CONTRACT.md). */
 export interface StreamSweepStatus {
@@ -38,27 +39,16 @@ export interface SweepState {
   describe(lookbackMs: number, now: number): Promise<StreamSweepStatus[]>;
 }
 
-const acquireScript = `
-if redis.call('EXISTS', KEYS[1]) == 1 or redis.call('EXISTS', KEYS[2]) == 1 then return 0 end
-redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+// The lease and the "not before" key in one step: a sweep starts only when both let it.
+const acquireScript = `${leaseLua}
+if redis.call('EXISTS', KEYS[2]) == 1 or lease_take(KEYS[1], ARGV[1], ARGV[2]) > 0 then return 0 end
 if tonumber(ARGV[3]) > 0 then redis.call('SET', KEYS[2], '1', 'PX', ARGV[3]) end
 return 1
 `;
 
-const renewScript = `
-if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
-redis.call('PEXPIRE', KEYS[1], ARGV[2])
-return 1
-`;
-
-const releaseScript = `
-if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('DEL', KEYS[1]) end
-return 0
-`;
-
 // Never moves a checkpoint back: a late write of an older window must not undo a newer one.
-const advanceScript = `
-if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
+const advanceScript = `${leaseLua}
+if not lease_holds(KEYS[1], ARGV[1]) then return 0 end
 local current = tonumber(redis.call('HGET', KEYS[2], 'checkpoint') or '0')
 if tonumber(ARGV[2]) > current then redis.call('HSET', KEYS[2], 'checkpoint', ARGV[2]) end
 redis.call('SADD', KEYS[3], ARGV[3])
@@ -67,8 +57,6 @@ return 1
 
 type StateCommands = {
   streamkeeperSweepAcquire(lease: string, due: string, owner: string, leaseMs: number, intervalMs: number): Promise<number>;
-  streamkeeperSweepRenew(lease: string, owner: string, leaseMs: number): Promise<number>;
-  streamkeeperSweepRelease(lease: string, owner: string): Promise<number>;
   streamkeeperSweepAdvance(lease: string, stream: string, streams: string, owner: string, endMs: number, streamId: string): Promise<number>;
 };
 
@@ -88,8 +76,7 @@ export function createSweepState(redis: Redis | Cluster, queuePrefix: string, op
   // Redis is away at its next tick (and says so) instead of waiting on a queued command.
   const leaseRedis = options.lease ?? redis;
   leaseRedis.defineCommand("streamkeeperSweepAcquire", { numberOfKeys: 2, lua: acquireScript });
-  leaseRedis.defineCommand("streamkeeperSweepRenew", { numberOfKeys: 1, lua: renewScript });
-  leaseRedis.defineCommand("streamkeeperSweepRelease", { numberOfKeys: 1, lua: releaseScript });
+  const lease = createRedisLease(leaseRedis, leaseKey);
   redis.defineCommand("streamkeeperSweepAdvance", { numberOfKeys: 3, lua: advanceScript });
   const commands = redis as unknown as StateCommands;
   const leaseCommands = leaseRedis as unknown as StateCommands;
@@ -97,8 +84,8 @@ export function createSweepState(redis: Redis | Cluster, queuePrefix: string, op
 
   return {
     acquire: async (owner, leaseMs, intervalMs) => (await leaseCommands.streamkeeperSweepAcquire(leaseKey, dueKey, owner, leaseMs, intervalMs)) === 1,
-    renew: async (owner, leaseMs) => (await leaseCommands.streamkeeperSweepRenew(leaseKey, owner, leaseMs)) === 1,
-    release: async (owner) => void (await leaseCommands.streamkeeperSweepRelease(leaseKey, owner)),
+    renew: (owner, leaseMs) => lease.renew(owner, leaseMs),
+    release: async (owner) => void (await lease.release(owner)),
     async checkpoint(streamId) {
       const value = await redis.hget(streamKey(streamId), "checkpoint");
       return value ? Number(value) : undefined;
