@@ -1,5 +1,6 @@
 import type { Cluster, Redis } from "ioredis";
 import type { EntityVersion } from "../events/entity-version.js";
+import { leaseLua } from "./redis-lease.js";
 
 /** What `enter` found: the state may go (the lease is ours), it is stale, or another delivery of the entity holds the lease. */
 export type Entry = { outcome: "go" } | { outcome: "stale" } | { outcome: "busy"; leaseLeftMs: number };
@@ -74,21 +75,18 @@ end
 
 // KEYS: lease, previous, current and next window's hash (one hash tag, one slot).
 // ARGV: entity, owner, leaseMs, age, change.
-// Returns 0 (go, the lease is ours), -1 (stale) or the ms left on another's lease.
-const enterScript = `${versionFunctions}
-local holder = redis.call('GET', KEYS[1])
-if holder and holder ~= ARGV[2] then
-  return math.max(redis.call('PTTL', KEYS[1]), 1)
-end
+// Returns 0 (go, the lease is ours), -1 (stale) or the ms left on another's lease. Stale is
+// told before the lease is looked at: versions only move forward, so a state older than
+// the one recorded stays stale whatever the holder delivers, and need not wait for it.
+const enterScript = `${versionFunctions}${leaseLua}
 if not next_version(stored(ARGV[1]), tonumber(ARGV[4]), ARGV[5]) then return -1 end
-redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
-return 0
+return lease_take(KEYS[1], ARGV[2], ARGV[3])
 `;
 
 // KEYS: as enter. ARGV: entity, owner, received (1/0), age, change, the current window's
 // expiry (unix seconds). The version only moves forward: should the lease have expired
 // and another delivery have recorded a newer state meanwhile, that one stays.
-const leaveScript = `${versionFunctions}
+const leaveScript = `${versionFunctions}${leaseLua}
 if ARGV[3] == '1' then
   local version = next_version(stored(ARGV[1]), tonumber(ARGV[4]), ARGV[5])
   if version then
@@ -96,11 +94,7 @@ if ARGV[3] == '1' then
     redis.call('EXPIREAT', KEYS[3], ARGV[6])
   end
 end
-if redis.call('GET', KEYS[1]) == ARGV[2] then
-  redis.call('DEL', KEYS[1])
-  return 1
-end
-return 0
+return lease_release(KEYS[1], ARGV[2])
 `;
 
 type Commands = {

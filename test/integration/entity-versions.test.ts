@@ -83,6 +83,18 @@ describe("entity versions", () => {
     expect(await deliver(v(user, 200))).toBe("go");
   });
 
+  it("when another delivery holds the entity and a state is older than the one recorded, then it is stale at once, not busy (it would stay stale whatever the holder delivers)", async () => {
+    const user = entity();
+    expect(await deliver(v(user, 200))).toBe("go");
+    const holder = randomUUID();
+    expect(await versions.enter("crm", v(user, 300), holder, 10_000)).toEqual({ outcome: "go" });
+    expect(await versions.enter("crm", v(user, 100), randomUUID(), 10_000)).toEqual({ outcome: "stale" });
+    // A stale answer takes nothing: the holder still holds the entity and gives it back.
+    expect((await versions.enter("crm", v(user, 400), randomUUID(), 10_000)).outcome).toBe("busy");
+    expect(await versions.leave("crm", v(user, 300), holder, true)).toBe(true);
+    expect(await deliver(v(user, 250))).toBe("stale");
+  });
+
   it("when the holder crashed, then its lease expires and the entity flows again; the late holder's record never moves the version back", async () => {
     const user = entity();
     const crashed = randomUUID();
