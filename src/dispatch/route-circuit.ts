@@ -73,6 +73,15 @@ redis.call('DEL', KEYS[1])
 if openedAt then return now - tonumber(openedAt) end
 return -1`;
 
+// Defined commands (EVALSHA): the scripts' text goes to Redis once per connection, not
+// with every delivery. ioredis copies a connection's defined commands onto each pipeline it
+// builds (event-ledger.ts); on the dispatcher's connection these three add little to BullMQ's dozens.
+type CircuitCommands = {
+  streamkeeperCircuitAdmit(key: string): Promise<[number, number]>;
+  streamkeeperCircuitFailed(key: string, failures: number, probeMinMs: number, probeMaxMs: number, probe: "1" | "0"): Promise<[number, number, number]>;
+  streamkeeperCircuitAnswered(key: string): Promise<number>;
+};
+
 export interface RouteCircuitDeps {
   route: string;
   /** circuitKey(queuePrefix, route) */
@@ -97,6 +106,10 @@ export interface RouteCircuitDeps {
  * worker's concurrency of requests right after another process opened the circuit.
  */
 export function createRouteCircuit({ route, key, redis, settings, hold, logger }: RouteCircuitDeps): RouteCircuit {
+  redis.defineCommand("streamkeeperCircuitAdmit", { numberOfKeys: 1, lua: admitScript });
+  redis.defineCommand("streamkeeperCircuitFailed", { numberOfKeys: 1, lua: failedScript });
+  redis.defineCommand("streamkeeperCircuitAnswered", { numberOfKeys: 1, lua: answeredScript });
+  const commands = redis as unknown as CircuitCommands;
   const healthyForMs = Math.min(1000, settings.probeMinMs);
   /** until when this process may skip reading the state (closed, no failure) */
   let healthyUntil = 0;
@@ -113,7 +126,7 @@ export function createRouteCircuit({ route, key, redis, settings, hold, logger }
   return {
     async admit() {
       if (settings.failures === 0 || Date.now() < healthyUntil) return "send";
-      const [state, value] = (await redis.eval(admitScript, 1, key)) as [number, number];
+      const [state, value] = await commands.streamkeeperCircuitAdmit(key);
       if (state === 0) {
         troubled = value > 0;
         if (!troubled) healthyUntil = Date.now() + healthyForMs;
@@ -129,9 +142,9 @@ export function createRouteCircuit({ route, key, redis, settings, hold, logger }
       if (settings.failures === 0) return false;
       troubled = true;
       healthyUntil = 0;
-      const [state, waitMs, failures] = (await redis.eval(
-        failedScript, 1, key, settings.failures, settings.probeMinMs, settings.probeMaxMs, admission === "probe" ? "1" : "0",
-      )) as [number, number, number];
+      const [state, waitMs, failures] = await commands.streamkeeperCircuitFailed(
+        key, settings.failures, settings.probeMinMs, settings.probeMaxMs, admission === "probe" ? "1" : "0",
+      );
       if (state === 0) return false;
       if (state === 2) {
         logger.warn(
@@ -147,7 +160,7 @@ export function createRouteCircuit({ route, key, redis, settings, hold, logger }
     answered() {
       if (settings.failures === 0 || !troubled) return;
       troubled = false;
-      redis.eval(answeredScript, 1, key).then(
+      commands.streamkeeperCircuitAnswered(key).then(
         (openForMs) => {
           if (Number(openForMs) >= 0) logger.info({ route, openForMs }, "route circuit closed: the downstream answered; the route sends again");
         },
