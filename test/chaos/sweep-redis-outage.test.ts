@@ -1,4 +1,3 @@
-import { randomUUID } from "node:crypto";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -49,7 +48,7 @@ describe("chaos: Redis away for three of the tenant's retry windows", () => {
       auth: { method: "basic", username: testCredentials.username, password: testCredentials.password },
       types: ["user.updated"],
     });
-    const service = await startServiceProcess("all", sweepingEnv({ redisUrl: redis.url, queuePrefix: `chaos-${randomUUID()}`, publicUrl, sinkUrl: sink.url, tenant: tenantEnv(emulator) }), { port });
+    const service = await startServiceProcess("all", sweepingEnv({ publicUrl, sinkUrl: sink.url, tenant: tenantEnv(emulator) }, { REDIS_URL: redis.url }), { port });
     cleanup.push(() => service.stop());
     await until("the first sweep", async () => (await sweepStatus(service)).streams[0]?.lastRunAt !== null);
 

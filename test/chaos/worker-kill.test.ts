@@ -1,8 +1,9 @@
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterAll, describe, expect, inject, it } from "vitest";
+import { afterAll, describe, expect, it } from "vitest";
 import { inspectStore } from "../helpers/inspect-store.js";
+import { serviceProcessEnv } from "../helpers/service-process-env.js";
 import { startTestService, testCredentials } from "../helpers/start-test-service.js";
 import { startChaosSink, type ChaosSink } from "./chaos-sink.js";
 import { recordChaosResult } from "./record-chaos-result.js";
@@ -41,17 +42,15 @@ describe("chaos: worker process killed during delivery", () => {
     await writeFile(routesFile, JSON.stringify(Object.entries(sinks).map(([name, sink]) => ({ name, match: "*", url: sink.url, concurrency }))));
     const receiver = await startTestService({ ROUTES_FILE: routesFile }, "receiver");
     cleanup.push(() => receiver.close());
-    const workerEnv = {
-      REDIS_URL: inject("redisUrl"),
+    const workerEnv = serviceProcessEnv({
       QUEUE_PREFIX: receiver.config.env.QUEUE_PREFIX,
       ROUTES_FILE: routesFile,
       DATA_DIR: dir,
-      LOG_LEVEL: "warn",
       // The shortest lock the setting allows: the next worker takes orphaned jobs over within about 2 s.
       DISPATCH_LOCK_DURATION_MS: "1000",
       DISPATCH_BACKOFF_BASE_MS: "50",
       SHUTDOWN_TIMEOUT_MS: "2000",
-    };
+    });
     const store = await inspectStore(receiver.config);
     cleanup.push(() => store.close());
     let worker: ServiceProcess = await startServiceProcess("worker", workerEnv);

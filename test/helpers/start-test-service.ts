@@ -1,13 +1,12 @@
-import { randomUUID } from "node:crypto";
 import { mkdtemp } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { inject } from "vitest";
 import { startService, type Role, type Service } from "../../src/app.js";
 import { loadConfig, type Config } from "../../src/config.js";
 import { createLogger, type Logger } from "../../src/logger.js";
+import { serviceProcessEnv, testCredentials } from "./service-process-env.js";
 
-export const testCredentials = { username: "tenant", password: "s3cret-webhook-password" };
+export { testCredentials };
 
 export interface TestService extends Service {
   config: Config;
@@ -21,23 +20,18 @@ export interface TestService extends Service {
  * replaces the silent one (a test that reads the logs).
  */
 export async function startTestService(env: Record<string, string> = {}, role: Role = "all", logger?: Logger): Promise<TestService> {
-  const config = loadConfig({
-    REDIS_URL: inject("redisUrl"),
-    QUEUE_PREFIX: `test-${randomUUID()}`,
-    PORT: "0",
-    HOST: "127.0.0.1",
-    ADMIN_PORT: "0",
-    DATA_DIR: await mkdtemp(join(tmpdir(), "sk-data-")),
-    WEBHOOK_USERNAME: testCredentials.username,
-    WEBHOOK_PASSWORD: testCredentials.password,
-    LOG_LEVEL: "silent",
-    SHUTDOWN_TIMEOUT_MS: "2000",
-    DISPATCH_BACKOFF_BASE_MS: "20",
-    // The service refuses to start without a route; tests that deliver nothing get one
-    // that answers nothing (the discard port on loopback: connection refused).
-    ...(env.ROUTES_FILE || env.DOWNSTREAM_URL ? {} : { DOWNSTREAM_URL: "http://127.0.0.1:9/" }),
-    ...env,
-  });
+  const config = loadConfig(
+    serviceProcessEnv({
+      PORT: "0",
+      HOST: "127.0.0.1",
+      ADMIN_PORT: "0",
+      DATA_DIR: await mkdtemp(join(tmpdir(), "sk-data-")),
+      LOG_LEVEL: "silent",
+      SHUTDOWN_TIMEOUT_MS: "2000",
+      DISPATCH_BACKOFF_BASE_MS: "20",
+      ...env,
+    }),
+  );
   const service = await startService(config, logger ?? createLogger(config.env.LOG_LEVEL), role);
   const authorization = `Basic ${Buffer.from(`${testCredentials.username}:${testCredentials.password}`).toString("base64")}`;
   return {

@@ -1,12 +1,12 @@
-import { randomUUID } from "node:crypto";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startEmulator, type Emulator } from "../../src/emulator/start-emulator.js";
 import { freePort } from "../../src/queue/redis-server.js";
 import { runCli } from "../chaos/run-cli.js";
 import { startServiceProcess, type ServiceProcess } from "../chaos/start-service-process.js";
+import { serviceProcessEnv } from "../helpers/service-process-env.js";
 import { startTestService, type TestService } from "../helpers/start-test-service.js";
 import { control, createStream, emit, settled, startSink, tenantEnv, type Sink } from "./emulator-test-kit.js";
 
@@ -27,17 +27,10 @@ beforeAll(async () => {
   dataDir = await mkdtemp(join(tmpdir(), "sk-connect-"));
   shellDir = await mkdtemp(join(tmpdir(), "sk-connect-shell-"));
   // Credentials A: only the service has them.
-  service = await startServiceProcess("all", {
-    ...tenantEnv(emu),
-    REDIS_URL: inject("redisUrl"),
-    QUEUE_PREFIX: `connect-${randomUUID()}`,
-    DATA_DIR: dataDir,
-    ADMIN_TOKEN: adminToken,
-    WEBHOOK_USERNAME: "service-a",
-    WEBHOOK_PASSWORD: "password-of-service-a",
-    DOWNSTREAM_URL: sink.url,
-    LOG_LEVEL: "warn",
-  });
+  service = await startServiceProcess(
+    "all",
+    serviceProcessEnv({ ...tenantEnv(emu), DATA_DIR: dataDir, ADMIN_TOKEN: adminToken, WEBHOOK_USERNAME: "service-a", WEBHOOK_PASSWORD: "password-of-service-a", DOWNSTREAM_URL: sink.url }),
+  );
 });
 
 afterAll(async () => {

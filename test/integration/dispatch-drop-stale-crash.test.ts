@@ -1,13 +1,13 @@
-import { randomUUID } from "node:crypto";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterAll, describe, expect, inject, it } from "vitest";
+import { afterAll, describe, expect, it } from "vitest";
 import type { CloudEvent } from "../../src/events/cloud-event.js";
 import { startServiceProcess, type ServiceProcess } from "../chaos/start-service-process.js";
 import { userEvent } from "../helpers/fixtures.js";
 import { startSinkServer, type SinkAnswer } from "../helpers/sink-server.js";
 import { testCredentials } from "../helpers/start-test-service.js";
+import { serviceProcessEnv } from "../helpers/service-process-env.js";
 
 const authorization = `Basic ${Buffer.from(`${testCredentials.username}:${testCredentials.password}`).toString("base64")}`;
 
@@ -42,20 +42,15 @@ describe("dropStale: a crashed worker does not block its entity", () => {
     cleanup.push(() => sink.close());
     const routesFile = join(dir, "routes.json");
     await writeFile(routesFile, JSON.stringify([{ name: "fresh", match: "user.*", url: sink.url, dropStale: true, timeoutMs: 1000 }]));
-    const env = {
-      REDIS_URL: inject("redisUrl"),
-      QUEUE_PREFIX: `test-${randomUUID()}`,
+    const env = serviceProcessEnv({
       ROUTES_FILE: routesFile,
       DATA_DIR: dir,
-      WEBHOOK_USERNAME: testCredentials.username,
-      WEBHOOK_PASSWORD: testCredentials.password,
-      LOG_LEVEL: "warn",
       SHUTDOWN_TIMEOUT_MS: "1000",
       DISPATCH_BACKOFF_BASE_MS: "20",
       DISPATCH_BACKOFF_MAX_MS: "200",
       // The shortest lock allowed: the killed worker's job is taken over within about 2 s.
       DISPATCH_LOCK_DURATION_MS: "1000",
-    };
+    });
     const receiver = await startServiceProcess("receiver", env);
     cleanup.push(() => receiver.kill());
     const post = async (event: CloudEvent) => {

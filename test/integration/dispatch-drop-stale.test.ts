@@ -1,13 +1,13 @@
-import { randomUUID } from "node:crypto";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { CloudEvent } from "../../src/events/cloud-event.js";
 import { startServiceProcess, type ServiceProcess } from "../chaos/start-service-process.js";
 import { userEvent } from "../helpers/fixtures.js";
 import { startSinkServer, type SinkServer } from "../helpers/sink-server.js";
 import { testCredentials } from "../helpers/start-test-service.js";
+import { serviceProcessEnv } from "../helpers/service-process-env.js";
 
 const authorization = `Basic ${Buffer.from(`${testCredentials.username}:${testCredentials.password}`).toString("base64")}`;
 const adminToken = "drop-stale-admin";
@@ -64,19 +64,15 @@ describe("dropStale: a route never goes back in time for a user, across worker p
         { name: "plain", match: "user.*", url: plain.url, concurrency: 8 },
       ]),
     );
-    const env = {
-      REDIS_URL: inject("redisUrl"),
-      QUEUE_PREFIX: `test-${randomUUID()}`,
+    const env = serviceProcessEnv({
       ROUTES_FILE: routesFile,
       DATA_DIR: dir,
-      WEBHOOK_USERNAME: testCredentials.username,
-      WEBHOOK_PASSWORD: testCredentials.password,
       ADMIN_TOKEN: adminToken,
       LOG_LEVEL: "warn",
       SHUTDOWN_TIMEOUT_MS: "3000",
       DISPATCH_BACKOFF_BASE_MS: "20",
       DISPATCH_BACKOFF_MAX_MS: "200",
-    };
+    });
     [receiver, ...workers] = await Promise.all([startServiceProcess("receiver", env), startServiceProcess("worker", env), startServiceProcess("worker", env)]);
   }, 120_000);
 

@@ -1,12 +1,12 @@
-import { randomUUID } from "node:crypto";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startServiceProcess, type ServiceProcess } from "../chaos/start-service-process.js";
 import { userEvent } from "../helpers/fixtures.js";
 import { startSinkServer, type SinkRequest, type SinkServer } from "../helpers/sink-server.js";
 import { testCredentials } from "../helpers/start-test-service.js";
+import { serviceProcessEnv } from "../helpers/service-process-env.js";
 
 const authorization = `Basic ${Buffer.from(`${testCredentials.username}:${testCredentials.password}`).toString("base64")}`;
 const ids = (requests: SinkRequest[]) => requests.map((request) => String(request.headers["webhook-id"]));
@@ -51,13 +51,9 @@ describe("downstream outage: the circuit breaker", () => {
         { name: "steady", match: "*", url: steady.url, concurrency: 8 },
       ]),
     );
-    service = await startServiceProcess("all", {
-      REDIS_URL: inject("redisUrl"),
-      QUEUE_PREFIX: `test-${randomUUID()}`,
+    service = await startServiceProcess("all", serviceProcessEnv({
       ROUTES_FILE: routesFile,
       DATA_DIR: dataDir,
-      WEBHOOK_USERNAME: testCredentials.username,
-      WEBHOOK_PASSWORD: testCredentials.password,
       LOG_LEVEL: "info",
       ADMIN_TOKEN: "t",
       SHUTDOWN_TIMEOUT_MS: "2000",
@@ -66,7 +62,7 @@ describe("downstream outage: the circuit breaker", () => {
       DISPATCH_CIRCUIT_FAILURES: "3",
       DISPATCH_CIRCUIT_PROBE_MIN_MS: "100",
       DISPATCH_CIRCUIT_PROBE_MAX_MS: "1000",
-    });
+    }));
   }, 90_000);
 
   afterAll(async () => {

@@ -1,12 +1,12 @@
-import { randomUUID } from "node:crypto";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startServiceProcess, type ServiceProcess } from "../chaos/start-service-process.js";
 import { userEvent } from "../helpers/fixtures.js";
 import { startSinkServer, type SinkServer } from "../helpers/sink-server.js";
 import { testCredentials } from "../helpers/start-test-service.js";
+import { serviceProcessEnv } from "../helpers/service-process-env.js";
 
 const authorization = `Basic ${Buffer.from(`${testCredentials.username}:${testCredentials.password}`).toString("base64")}`;
 
@@ -42,16 +42,7 @@ describe("route ratePerSecond across two worker processes", () => {
     sink = await startSinkServer();
     const routesFile = join(dataDir, "routes.json");
     await writeFile(routesFile, JSON.stringify([{ name: "limited", match: "*", url: sink.url, concurrency: 8, ratePerSecond: 10 }]));
-    const env = {
-      REDIS_URL: inject("redisUrl"),
-      QUEUE_PREFIX: `test-${randomUUID()}`,
-      ROUTES_FILE: routesFile,
-      DATA_DIR: dataDir,
-      WEBHOOK_USERNAME: testCredentials.username,
-      WEBHOOK_PASSWORD: testCredentials.password,
-      LOG_LEVEL: "warn",
-      SHUTDOWN_TIMEOUT_MS: "2000",
-    };
+    const env = serviceProcessEnv({ ROUTES_FILE: routesFile, DATA_DIR: dataDir, SHUTDOWN_TIMEOUT_MS: "2000" });
     running.push(...(await Promise.all((["receiver", "worker", "worker"] as const).map((role) => startServiceProcess(role, env)))));
   }, 90_000);
 

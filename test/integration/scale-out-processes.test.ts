@@ -1,5 +1,4 @@
 import { spawn, type ChildProcess } from "node:child_process";
-import { randomUUID } from "node:crypto";
 import { once } from "node:events";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -11,6 +10,7 @@ import { userEvent } from "../helpers/fixtures.js";
 import { inspectStore } from "../helpers/inspect-store.js";
 import { startRedisCluster } from "../helpers/redis-cluster.js";
 import { startSinkServer, type SinkRequest, type SinkServer } from "../helpers/sink-server.js";
+import { serviceProcessEnv } from "../helpers/service-process-env.js";
 import { testCredentials } from "../helpers/start-test-service.js";
 
 const authorization = `Basic ${Buffer.from(`${testCredentials.username}:${testCredentials.password}`).toString("base64")}`;
@@ -61,19 +61,15 @@ describe.each([
         { name: "everything", match: "*", url: everything.url, concurrency: 8 },
       ]),
     );
-    env = {
+    env = serviceProcessEnv({
       REDIS_URL: redis.url,
-      QUEUE_PREFIX: `test-${randomUUID()}`,
       ROUTES_FILE: routesFile,
       DATA_DIR: dataDir,
       HOST: "127.0.0.1",
       ADMIN_HOST: "127.0.0.1",
-      WEBHOOK_USERNAME: testCredentials.username,
-      WEBHOOK_PASSWORD: testCredentials.password,
-      LOG_LEVEL: "warn",
       SHUTDOWN_TIMEOUT_MS: "3000",
       DISPATCH_BACKOFF_BASE_MS: "20",
-    };
+    });
     const roles = ["receiver", "receiver", "worker", "worker"] as const;
     running.push(...(await Promise.all(roles.map((role) => startProcess(outDir, role, env)))));
   }, 120_000);

@@ -11,6 +11,7 @@ import { startServiceProcess, type ServiceProcess } from "../chaos/start-service
 import { userEvent } from "../helpers/fixtures.js";
 import { testCredentials } from "../helpers/start-test-service.js";
 import { startSink, type Sink } from "./emulator-test-kit.js";
+import { serviceProcessEnv } from "../helpers/service-process-env.js";
 
 const adminToken = "config-admin-token";
 const version = (JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8")) as { version: string }).version;
@@ -28,16 +29,7 @@ beforeAll(async () => {
   sink = await startSink(() => 400);
   dir = await mkdtemp(join(tmpdir(), "sk-svc-config-"));
   const downstream = sink.url.replace("http://", "http://user:route-password@");
-  service = await startServiceProcess("all", {
-    REDIS_URL: inject("redisUrl"),
-    QUEUE_PREFIX: prefix,
-    DATA_DIR: dir,
-    ADMIN_TOKEN: adminToken,
-    WEBHOOK_USERNAME: testCredentials.username,
-    WEBHOOK_PASSWORD: testCredentials.password,
-    DOWNSTREAM_URL: downstream,
-    LOG_LEVEL: "info",
-  });
+  service = await startServiceProcess("all", serviceProcessEnv({ QUEUE_PREFIX: prefix, DATA_DIR: dir, ADMIN_TOKEN: adminToken, DOWNSTREAM_URL: downstream, LOG_LEVEL: "info" }));
   const routesFile = join(dir, "shell-routes.json");
   await writeFile(routesFile, JSON.stringify([{ name: "shell-only", match: "*", url: "http://127.0.0.1:9/elsewhere" }]));
   shellEnv = { REDIS_URL: inject("redisUrl"), QUEUE_PREFIX: prefix, DATA_DIR: dir, ROUTES_FILE: routesFile, ADMIN_URL: "http://127.0.0.1:9" };

@@ -1,10 +1,10 @@
-import { randomUUID } from "node:crypto";
-import { afterEach, describe, expect, inject, it } from "vitest";
+import { afterEach, describe, expect, it } from "vitest";
 import { startEmulator, type Emulator } from "../../src/emulator/start-emulator.js";
 import { freePort } from "../../src/queue/redis-server.js";
 import { startServiceProcess, type ServiceProcess } from "../chaos/start-service-process.js";
 import { startSinkServer, type SinkRequest, type SinkServer } from "../helpers/sink-server.js";
 import { call, createStream, emit, getToken, settled, tenantEnv } from "./emulator-test-kit.js";
+import { serviceProcessEnv } from "../helpers/service-process-env.js";
 
 const webhookAuth = { method: "basic", username: "tenant", password: "stream-health-pw" } as const;
 /** Small, so a few failed deliveries disable the stream (the tenant's is 500). */
@@ -52,10 +52,8 @@ describe("stream health: a disabled stream is seen, and with STREAM_AUTO_ENABLE 
     const ours = await createStream(emulator, `${publicUrl}/webhooks`, { auth: webhookAuth });
     // Points elsewhere: never ours, so never watched (nor enabled) by this service.
     const elsewhere = await createStream(emulator, sink.url, { auth: webhookAuth, types: ["user.deleted"] });
-    const env = {
+    const env = serviceProcessEnv({
       ...tenantEnv(emulator),
-      REDIS_URL: inject("redisUrl"),
-      QUEUE_PREFIX: `health-${randomUUID().slice(0, 8)}`,
       WEBHOOK_AUTH: "basic",
       WEBHOOK_USERNAME: webhookAuth.username,
       WEBHOOK_PASSWORD: webhookAuth.password,
@@ -65,7 +63,7 @@ describe("stream health: a disabled stream is seen, and with STREAM_AUTO_ENABLE 
       STREAM_AUTO_ENABLE: String(autoEnable),
       RECONCILE_SWEEP_INTERVAL_SECONDS: "1",
       LOG_LEVEL: "info",
-    };
+    });
     const enabledSeries = `streamkeeper_stream_enabled{stream="${ours}"}`;
 
     let service = await startServiceProcess("all", env, { port });

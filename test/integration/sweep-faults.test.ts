@@ -1,5 +1,4 @@
-import { randomUUID } from "node:crypto";
-import { afterEach, describe, expect, inject, it } from "vitest";
+import { afterEach, describe, expect, it } from "vitest";
 import { startEmulator } from "../../src/emulator/start-emulator.js";
 import { freePort } from "../../src/queue/redis-server.js";
 import { startFaultProxy } from "../chaos/start-fault-proxy.js";
@@ -28,7 +27,7 @@ describe("sweep under faults", () => {
     const { lost } = await failWhileDown(emulator, publicUrl, 130);
     // A slow pace (2 calls/s), so the first sweep's 24 one-hour windows of the default
     // day of lookback take about 12 s: time to kill it midway.
-    const env = { ...sweepingEnv({ redisUrl: inject("redisUrl"), queuePrefix: `test-${randomUUID()}`, publicUrl, sinkUrl: sink.url, tenant: tenantEnv(emulator) }), RECONCILE_RATE_PER_SECOND: "2" };
+    const env = sweepingEnv({ publicUrl, sinkUrl: sink.url, tenant: tenantEnv(emulator) }, { RECONCILE_RATE_PER_SECOND: "2" });
     const first = await startServiceProcess("all", env, { port });
     cleanup.push(() => first.kill());
     let killedAt: number | undefined;
@@ -82,7 +81,7 @@ describe("sweep under faults", () => {
     const publicUrl = `http://127.0.0.1:${port}`;
     const { lost } = await failWhileDown(emulator, publicUrl, 130);
     const tenant = { ...tenantEnv(emulator), MGMT_API_BASE_URL: `${proxy.url}/api/v2`, MGMT_AUDIENCE: emulator.audience };
-    const service = await startServiceProcess("all", sweepingEnv({ redisUrl: inject("redisUrl"), queuePrefix: `test-${randomUUID()}`, publicUrl, sinkUrl: sink.url, tenant }), { port });
+    const service = await startServiceProcess("all", sweepingEnv({ publicUrl, sinkUrl: sink.url, tenant }), { port });
     cleanup.push(() => service.stop());
 
     await sink.until((requests) => byEventId(requests).size >= 130, 120_000);

@@ -1,5 +1,4 @@
-import { randomUUID } from "node:crypto";
-import { afterAll, describe, expect, inject, it } from "vitest";
+import { afterAll, describe, expect, it } from "vitest";
 import { startEmulator } from "../../src/emulator/start-emulator.js";
 import { freePort } from "../../src/queue/redis-server.js";
 import { startFaultProxy } from "../chaos/start-fault-proxy.js";
@@ -35,7 +34,7 @@ describe("sweep: a delivery that fails after its window was read", () => {
     cleanup.push(() => proxy.close());
     const auth = { method: "basic" as const, username: testCredentials.username, password: testCredentials.password };
     const streamId = await createStream(emulator, `${proxy.url}/webhooks`, { auth, types: ["user.created"] });
-    const service = await startServiceProcess("all", sweepingEnv({ redisUrl: inject("redisUrl"), queuePrefix: `test-${randomUUID()}`, publicUrl: proxy.url, sinkUrl: sink.url, tenant: tenantEnv(emulator) }), { port });
+    const service = await startServiceProcess("all", sweepingEnv({ publicUrl: proxy.url, sinkUrl: sink.url, tenant: tenantEnv(emulator) }), { port });
     cleanup.push(() => service.stop());
     await until("the first sweep", async () => (await sweepStatus(service)).streams[0]?.lastRunAt != null);
     expect((await sweepStatus(service)).streams.map((stream) => stream.streamId)).toEqual([streamId]);

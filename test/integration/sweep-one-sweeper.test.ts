@@ -1,5 +1,4 @@
-import { randomUUID } from "node:crypto";
-import { afterAll, describe, expect, inject, it } from "vitest";
+import { afterAll, describe, expect, it } from "vitest";
 import { startEmulator } from "../../src/emulator/start-emulator.js";
 import { freePort } from "../../src/queue/redis-server.js";
 import { startServiceProcess, type ServiceProcess } from "../chaos/start-service-process.js";
@@ -38,11 +37,7 @@ describe("sweep: one sweeper across processes", () => {
     const { lost } = await failWhileDown(emulator, publicUrl, 130);
     // A slow pace (5 calls/s across both), so a first sweep takes seconds: long enough for
     // two unguarded sweepers to overlap.
-    const env = {
-      ...sweepingEnv({ redisUrl: inject("redisUrl"), queuePrefix: `test-${randomUUID()}`, publicUrl, sinkUrl: sink.url, tenant: tenantEnv(emulator) }),
-      RECONCILE_RATE_PER_SECOND: "5",
-      LOG_LEVEL: "debug",
-    };
+    const env = sweepingEnv({ publicUrl, sinkUrl: sink.url, tenant: tenantEnv(emulator) }, { RECONCILE_RATE_PER_SECOND: "5", LOG_LEVEL: "debug" });
     const workers = [await startServiceProcess("worker", env), await startServiceProcess("worker", env)];
     for (const worker of workers) cleanup.push(() => worker.stop());
 

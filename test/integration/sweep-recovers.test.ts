@@ -7,6 +7,7 @@ import { startSinkServer } from "../helpers/sink-server.js";
 import { testCredentials } from "../helpers/start-test-service.js";
 import { createStream, emit, tenantEnv } from "./emulator-test-kit.js";
 import { adminToken, byEventId, failedCount, sweepStatus, until } from "./sweep-test-kit.js";
+import { serviceProcessEnv } from "../helpers/service-process-env.js";
 
 /**
  * The sweep (CONTRACT.md, "Finding failed deliveries without being told") against the
@@ -93,16 +94,7 @@ describe("sweep: failed deliveries recovered with no one asking", () => {
   it("when neither PUBLIC_URL nor RECONCILE_SWEEP_STREAMS is set, then there is no sweep, said once at start naming both settings", async () => {
     const emulator = await startEmulator({ timeScale: 0.001 });
     cleanup.push(() => emulator.close());
-    const service = await startServiceProcess("worker", {
-      ...tenantEnv(emulator),
-      REDIS_URL: inject("redisUrl"),
-      QUEUE_PREFIX: `test-${randomUUID()}`,
-      ADMIN_TOKEN: adminToken,
-      // A route to nowhere: a service refuses to start without one.
-      DOWNSTREAM_URL: "http://127.0.0.1:9/",
-      RECONCILE_SWEEP_INTERVAL_SECONDS: "1",
-      LOG_LEVEL: "info",
-    });
+    const service = await startServiceProcess("worker", serviceProcessEnv({ ...tenantEnv(emulator), ADMIN_TOKEN: adminToken, RECONCILE_SWEEP_INTERVAL_SECONDS: "1", LOG_LEVEL: "info" }));
     cleanup.push(() => service.stop());
     // Logged after the sweep is set up (in order), so the sweep's line is there by then.
     await until("the start logged", async () => service.output().includes("admin surface (metrics, probes, admin API) listening"));

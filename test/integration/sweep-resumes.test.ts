@@ -48,12 +48,10 @@ describe("sweep: resuming from a checkpoint after a long downtime", () => {
     const started = Date.now();
     await redis.hset(sweepKey(queuePrefix, `stream:${recent}`), "checkpoint", started - 10 * minuteMs);
     await redis.hset(sweepKey(queuePrefix, `stream:${ancient}`), "checkpoint", started - 120 * minuteMs);
-    const env = {
-      ...sweepingEnv({ redisUrl: inject("redisUrl"), queuePrefix, publicUrl, sinkUrl: sink.url, tenant: tenantEnv(emulator) }),
-      RECONCILE_SWEEP_LOOKBACK_SECONDS: "1",
-      DEDUPE_TTL_SECONDS: "3600",
-      COMPLETED_JOB_RETENTION_SECONDS: "60",
-    };
+    const env = sweepingEnv(
+      { publicUrl, sinkUrl: sink.url, tenant: tenantEnv(emulator) },
+      { QUEUE_PREFIX: queuePrefix, RECONCILE_SWEEP_LOOKBACK_SECONDS: "1", DEDUPE_TTL_SECONDS: "3600", COMPLETED_JOB_RETENTION_SECONDS: "60" },
+    );
     const service = await startServiceProcess("all", env, { port });
     cleanup.push(() => service.stop());
 

@@ -4,6 +4,7 @@ import type { ServiceProcess } from "../chaos/start-service-process.js";
 import type { SinkRequest } from "../helpers/sink-server.js";
 import { testCredentials } from "../helpers/start-test-service.js";
 import { control, createStream, emit, type ControlDelivery } from "./emulator-test-kit.js";
+import { serviceProcessEnv } from "../helpers/service-process-env.js";
 
 /** Helpers shared by the sweep's tests (not a test file itself). */
 
@@ -57,21 +58,18 @@ export async function failWhileDown(emulator: Emulator, publicUrl: string, count
   return { streamId, lost };
 }
 
-/** The settings of a service process that sweeps the streams pointing at `publicUrl`. */
-export function sweepingEnv(options: { redisUrl: string; queuePrefix: string; publicUrl: string; sinkUrl: string; tenant: Record<string, string> }): Record<string, string> {
-  return {
+/** The settings of a service process that sweeps the streams pointing at `publicUrl`; `env` adds or overrides any. */
+export function sweepingEnv(options: { publicUrl: string; sinkUrl: string; tenant: Record<string, string> }, env: Record<string, string> = {}): Record<string, string> {
+  return serviceProcessEnv({
     ...options.tenant,
-    REDIS_URL: options.redisUrl,
-    QUEUE_PREFIX: options.queuePrefix,
-    WEBHOOK_USERNAME: testCredentials.username,
-    WEBHOOK_PASSWORD: testCredentials.password,
     DOWNSTREAM_URL: options.sinkUrl,
     ADMIN_TOKEN: adminToken,
     PUBLIC_URL: options.publicUrl,
     RECONCILE_SWEEP_INTERVAL_SECONDS: "1",
     DISPATCH_BACKOFF_BASE_MS: "20",
     LOG_LEVEL: "info",
-  };
+    ...env,
+  });
 }
 
 /** One counter's value from a /metrics text (0 when absent). */
