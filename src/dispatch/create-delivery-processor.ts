@@ -48,8 +48,10 @@ export function createDeliveryProcessor({ route, client, ledger, logger, shutdow
     // admits an id once (the ledger), under a job id derived from it, so only a job that
     // ran before (a retry, or one a crashed worker left) or one stored over a record of
     // earlier deliveries (`recheck`) can follow such a 2xx: a first run skips the read,
-    // a round trip on every delivery's critical path.
-    if (!force && (recheck || job.attemptsStarted > 1)) {
+    // a round trip on every delivery's critical path. "Ran before" is a finished attempt or
+    // a stall, not attemptsStarted: BullMQ counts every move to active in it, also each
+    // dropStale wait and circuit hold, which sent nothing.
+    if (!force && (recheck || job.attemptsMade > 0 || job.stalledCounter > 0)) {
       const at = await ledger.deliveredAt(event.id, route.name);
       if (at !== undefined) {
         logger.info({ ...context, deliveredAt: new Date(at).toISOString() }, "event already delivered to this route; not sent again");

@@ -77,6 +77,37 @@ describe("dropStale: states and untouched paths", () => {
     expect(keys.some((key) => key.includes(":versions:fresh:"))).toBe(true);
   });
 
+  // A wait puts the job back without an attempt, yet BullMQ counts it in attemptsStarted
+  // (every move to active does): the run after a wait must not be taken for a re-run.
+  it("when a job waited behind its entity's lease, then its next run is still a first run: it reads no delivered mark (one planted for it is not looked at) and is sent", async () => {
+    const waiter = (second: number) => userEvent({ time: at(second), data: { object: { user_id: "auth0|waits", updated_at: at(second) } } });
+    const [first, second] = [waiter(10), waiter(20)];
+    let release: () => void = () => {};
+    const held = new Promise<void>((resolve) => (release = resolve));
+    // The first state is held at the downstream until the test lets it go: its entity's lease stays taken meanwhile.
+    const answer = sink.answer;
+    sink.answer = async (request) => (request.headers["webhook-id"] === first.id ? (await held, {}) : answer(request));
+    try {
+      await harness.store.store(first, { origin: "webhook" });
+      await sink.until((requests) => requests.some((request) => request.headers["webhook-id"] === first.id));
+      await harness.store.store(second, { origin: "webhook" });
+      // A mark only a re-run reads: were the wait taken for a started attempt, the job would end as already delivered, unsent.
+      await harness.ledger.markDelivered(second.id, "fresh", Date.now());
+      const queue = harness.queues.forRoute("fresh");
+      await until(async () => ((await queue.getJob(jobIdFor(second.id)))?.attemptsStarted ?? 0) >= 2);
+
+      release();
+      await until(async () => (await queue.getJob(jobIdFor(second.id)))?.returnvalue?.status !== undefined);
+      const job = (await queue.getJob(jobIdFor(second.id)))!;
+      // "delivered" is returned only after the route answered 2xx: it was sent.
+      expect(job.returnvalue.status).toBe("delivered");
+      expect(job.attemptsMade).toBe(1); // the one delivery; the waits spent none
+    } finally {
+      release();
+      sink.answer = answer;
+    }
+  });
+
   it("when a dropStale route is given to a dispatcher without entity versions, then it says what to pass", () => {
     expect(() => harness.startDispatcher({ entityVersions: undefined })).toThrow(/route fresh has dropStale .* pass createEntityVersions/);
   });
