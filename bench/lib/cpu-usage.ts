@@ -15,6 +15,39 @@ export function cpuSeconds(pid: number): number | undefined {
   }
 }
 
+/** Read and write system calls a process has made so far (every thread), from /proc/<pid>/io. */
+export function syscalls(pid: number): number | undefined {
+  try {
+    const io = readFileSync(`/proc/${pid}/io`, "utf8");
+    const field = (name: string) => Number(new RegExp(`^${name}: (\\d+)`, "m").exec(io)?.[1] ?? NaN);
+    const total = field("syscr") + field("syscw");
+    return Number.isNaN(total) ? undefined : total;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * What each process spent from now until `per(events)`: CPU microseconds and read/write
+ * system calls per event. Calls are counted, not timed, so they hold still on a busy machine,
+ * and show what batching saves (each is a trip through the kernel, on loopback also the
+ * other end's wakeup).
+ */
+export function startCostMeter(pids: Record<string, number>): { per(events: number): Record<string, { cpuUs: number; syscalls: number }> } {
+  const before = Object.entries(pids).map(([name, pid]) => [name, pid, cpuSeconds(pid), syscalls(pid)] as const);
+  return {
+    per(events) {
+      const costs: Record<string, { cpuUs: number; syscalls: number }> = {};
+      for (const [name, pid, cpuFrom, callsFrom] of before) {
+        const [cpuTo, callsTo] = [cpuSeconds(pid), syscalls(pid)];
+        if (cpuFrom === undefined || cpuTo === undefined || callsFrom === undefined || callsTo === undefined || events === 0) continue;
+        costs[name] = { cpuUs: Math.round(((cpuTo - cpuFrom) / events) * 1e6), syscalls: Math.round(((callsTo - callsFrom) / events) * 100) / 100 };
+      }
+      return costs;
+    },
+  };
+}
+
 /**
  * Starts a CPU meter on some processes; `read()` returns, per name, the cores each kept
  * busy on average since the start (CPU seconds over wall seconds), and `other`: the rest

@@ -119,6 +119,14 @@ export function formatResults(results: BenchResults): string {
     `- ${s.BENCH_CONNECTIONS} connections, ${s.BENCH_DURATION_S} s per measured run after ${s.BENCH_WARMUP_S} s of warm-up; real-shaped \`user.updated\` events with unique ids, basic auth.`,
     `- Latency: acknowledgement time (ingest rows; paced runs count from each request's due time), sink receive time minus send time (pipeline rows). autocannon's overallRate sends each connection's share of a second back to back, so its rate runs are bursts of ${s.BENCH_CONNECTIONS} concurrent requests.`,
     `- Ingest runs \`--role receiver\` with one route (events are stored and queued, not delivered). Pipeline runs one route (${s.BENCH_ROUTE_CONCURRENCY ? `\`concurrency: ${s.BENCH_ROUTE_CONCURRENCY}\`` : "`DOWNSTREAM_URL`, default concurrency 10"}) to a node:http sink in its own process; "lost" is stored minus delivered.`,
+    ...results.pipelines.flatMap((pipeline) =>
+      pipeline.status === "measured" && pipeline.throughput.redisCallsPerEvent
+        ? [
+            `- Per delivered event, pipeline ${pipeline.topology} as fast as it goes, from its start until the sink had every event: ${Object.entries(pipeline.throughput.costPerEvent ?? {}).map(([name, cost]) => `${name} ${n(cost.cpuUs)} µs CPU and ${n(cost.syscalls, 1)} read/write system calls`).join("; ")}.`,
+            `- Redis commands per delivered event, same run: ${Object.entries(pipeline.throughput.redisCallsPerEvent).map(([command, calls]) => `${command} ${n(calls, 2)}`).join(", ")}.`,
+          ]
+        : [],
+    ),
     `- Cores busy: CPU seconds over wall seconds per process during the measured run (sum ≤ ${machine.cpus}); "other" is the rest of the machine (the bench runner, other people's work): well above 0.05, the run shared the cores.`,
     "",
   ].join("\n");

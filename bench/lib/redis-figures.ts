@@ -52,3 +52,11 @@ export async function countLedgerIds(redis: Redis, queuePrefix: string): Promise
   } while (cursor !== "0");
   return count;
 }
+
+/** INFO commandstats: calls so far per command (`evalsha`, `hset`, ...), and the Lua scripts' share under `evalsha`/`eval`. */
+export async function commandCalls(redis: Redis): Promise<Record<string, number>> {
+  const info = await redis.info("commandstats");
+  const calls: Record<string, number> = {};
+  for (const match of info.matchAll(/^cmdstat_([^:]+):calls=(\d+)/gm)) calls[match[1]!] = Number(match[2]);
+  return calls;
+}

@@ -4,7 +4,8 @@ import type { Redis } from "ioredis";
 import type { BenchSettings } from "../bench-settings.js";
 import type { LoadOptions, LoadResult } from "../lib/load-types.js";
 import type { SinkStats } from "../processes/sink-server.js";
-import { countLedgerIds } from "../lib/redis-figures.js";
+import { startCostMeter } from "../lib/cpu-usage.js";
+import { commandCalls, countLedgerIds } from "../lib/redis-figures.js";
 import { runLoad } from "../lib/run-load.js";
 import { benchAuthorization, startServiceProcess, type ServiceProcess } from "../lib/start-service-process.js";
 
@@ -22,6 +23,10 @@ export interface DrainResult {
   seconds: number;
   eventsPerSecond: number;
   endToEndMs: SinkStats["window"]["latencyMs"];
+  /** Redis commands per delivered event (INFO commandstats over the run and its drain), the bench's own reads excluded as far as they are not per event */
+  redisCallsPerEvent: Record<string, number>;
+  /** per process, from the run's start until the sink had every event: CPU µs and read/write system calls per delivered event */
+  costPerEvent: Record<string, { cpuUs: number; syscalls: number }>;
 }
 
 /** `all`: one `start --role all` process, as `npm start` runs it; `split`: a `--role receiver` and a `--role worker` process. */
@@ -102,9 +107,13 @@ export async function runPipeline(context: PipelineContext, topology: Topology):
     const drain = async (options: LoadOptions): Promise<DrainResult> => {
       await sink.mark();
       const before = await sink.stats();
+      const callsBefore = await commandCalls(redis);
+      const costs = startCostMeter(watch);
       const result = await runLoad(options);
       await drainAll();
       const after = await sink.stats();
+      const callsAfter = await commandCalls(redis);
+      const costPerEvent = costs.per(after.window.unique);
       const eventsStored = await stored();
       const seconds = ((after.window.lastAt ?? result.startedAt) - result.startedAt) / 1000;
       return {
@@ -116,6 +125,8 @@ export async function runPipeline(context: PipelineContext, topology: Topology):
         seconds: Math.round(seconds * 100) / 100,
         eventsPerSecond: seconds > 0 ? Math.round(after.window.unique / seconds) : 0,
         endToEndMs: after.window.latencyMs,
+        redisCallsPerEvent: perEvent(callsBefore, callsAfter, after.window.unique),
+        costPerEvent,
       };
     };
     log(`pipeline (${topology}): as fast as it goes, then drain to the sink`);
@@ -133,6 +144,15 @@ export async function runPipeline(context: PipelineContext, topology: Topology):
   } finally {
     for (const service of Object.values(processes)) await service.stop();
   }
+}
+
+/** Calls per event of each command called at least once per 100 events, most first. */
+function perEvent(before: Record<string, number>, after: Record<string, number>, events: number): Record<string, number> {
+  const rows = Object.entries(after)
+    .map(([command, calls]) => [command, Math.round(((calls - (before[command] ?? 0)) / Math.max(1, events)) * 100) / 100] as const)
+    .filter(([, perEvent]) => perEvent >= 0.01)
+    .sort((a, b) => b[1] - a[1]);
+  return Object.fromEntries(rows);
 }
 
 /** One route `default` for every event to the sink: DOWNSTREAM_URL, or a routes file when BENCH_ROUTE_CONCURRENCY is set. */
