@@ -1,6 +1,7 @@
 import { createHash } from "node:crypto";
 import type { Cluster, Redis } from "ioredis";
 import type { Origin } from "../events/cloud-event.js";
+import { createEndOfTurn } from "./end-of-turn.js";
 import { ledgerScript } from "./ledger-script.js";
 import { ledgerBucketKey, ledgerShardsKey } from "./queue-names.js";
 
@@ -82,6 +83,8 @@ type LedgerCommands = {
 export function createEventLedger(redis: Redis | Cluster, queuePrefix: string, ttlSeconds: number, shards = defaultLedgerShards): EventLedger {
   redis.defineCommand("streamkeeperLedger", { lua: ledgerScript });
   const commands = redis as unknown as LedgerCommands;
+  // On a pipelining connection, the calls of one turn share a write (end-of-turn.ts).
+  const endOfTurn = redis.options.enableAutoPipelining ? createEndOfTurn() : <T>(call: () => Promise<T>) => call();
   const bucketSeconds = Math.min(86_400, ttlSeconds);
   const buckets = Math.floor(ttlSeconds / bucketSeconds) + 1;
 
@@ -109,7 +112,7 @@ export function createEventLedger(redis: Redis | Cluster, queuePrefix: string, t
     const keys: string[] = [];
     for (let i = 0; i < buckets; i += 1) keys.push(ledgerBucketKey(queuePrefix, shard, newest - i));
     const dictionaries = keys.map((key) => `${key}:names`);
-    return commands.streamkeeperLedger(keys.length * 2, ...keys, ...dictionaries, op, digest.subarray(4, 12), now, ttlSeconds, bucketSeconds, ...args);
+    return endOfTurn(() => commands.streamkeeperLedger(keys.length * 2, ...keys, ...dictionaries, op, digest.subarray(4, 12), now, ttlSeconds, bucketSeconds, ...args));
   };
 
   const lookup = async (eventId: string): Promise<LedgerState> => {
