@@ -16,7 +16,8 @@ const schema = z.object({
   BENCH_OUTAGE_RATE: z.coerce.number().positive().default(50).describe("events/s arriving during the outage run"),
   BENCH_PIPELINE_TOPOLOGIES: z.string().default("all,split").describe("pipeline runs: all (one --role all process), split (a receiver and a worker process)"),
   BENCH_MEMORY_EVENTS: z.coerce.number().int().min(1).default(100_000).describe("events stored, delivered and their jobs removed in the memory scenario"),
-  BENCH_SCENARIOS: z.string().default("ingest,pipeline,reconcile,stale-guard,outage,memory").describe("which scenarios to run, comma-separated"),
+  BENCH_DRAIN_EVENTS: z.coerce.number().int().min(1).default(20_000).describe("queued deliveries each worker drains in the worker-drain scenario"),
+  BENCH_SCENARIOS: z.string().default("ingest,pipeline,worker-drain,reconcile,stale-guard,outage,memory").describe("which scenarios to run, comma-separated"),
   BENCH_CPU_PROFILE: z.stringbool().default(false).describe("write a CPU profile of each service process into bench/results/"),
   BENCH_OUTPUT: z.string().default("latest").describe("results file name under bench/results/ (.json and .md)"),
 });

@@ -15,6 +15,7 @@ import { runMemory, type MemoryResults } from "./scenarios/run-memory.js";
 import { runPipeline, type PipelineResults, type Topology } from "./scenarios/run-pipeline.js";
 import { runReconcile, type ReconcileResults } from "./scenarios/run-reconcile.js";
 import { runStaleGuard, type StaleGuardResults } from "./scenarios/run-stale-guard.js";
+import { runWorkerDrain, type WorkerDrainResults } from "./scenarios/run-worker-drain.js";
 
 export interface BenchResults {
   startedAt: string;
@@ -34,6 +35,8 @@ export interface BenchResults {
   ingest?: IngestResults;
   /** one per BENCH_PIPELINE_TOPOLOGIES entry */
   pipelines: PipelineResults[];
+  /** the worker alone: queued deliveries drained by the service and by two floors */
+  workerDrain?: WorkerDrainResults;
   reconcile?: ReconcileResults;
   /** the cost of a dropStale route's guard per delivery, against a plain route */
   staleGuard?: StaleGuardResults;
@@ -41,7 +44,7 @@ export interface BenchResults {
   /** Redis bytes per event: per job, and the ledger's once the jobs are gone */
   memory?: MemoryResults;
   /** each target: true met, false missed, undefined not measured */
-  targets: { ingestRatio?: boolean; ackP99?: boolean; ackP99Paced?: boolean; pipeline: Partial<Record<Topology, boolean>>; reconcile?: boolean };
+  targets: { ingestRatio?: boolean; ackP99?: boolean; ackP99Paced?: boolean; pipeline: Partial<Record<Topology, boolean>>; workerCpu?: boolean; reconcile?: boolean };
 }
 
 const resultsDir = fileURLToPath(new URL("./results/", import.meta.url));
@@ -94,6 +97,11 @@ async function main() {
         const { throughput, fixedRate } = pipeline;
         results.targets.pipeline[topology] = throughput.eventsPerSecond >= 2500 && throughput.lost === 0 && fixedRate.lost === 0;
       }
+    }
+    if (scenarios.has("worker-drain")) {
+      results.workerDrain = await runWorkerDrain({ redis, redisUrl: redisServer.url, redisPid: redisServer.process.pid!, sinkUrl: sink.info.url, sinkPid: sink.process.pid!, dataDir: dir, events: settings.BENCH_DRAIN_EVENTS, cpuProfileDir, log });
+      const worker = results.workerDrain.runs.service.costPerEvent.worker;
+      results.targets.workerCpu = worker ? worker.cpuUs <= 200 : undefined;
     }
     if (scenarios.has("reconcile")) {
       results.reconcile = await runReconcile({ settings, redis, redisUrl: redisServer.url, dataDir: dir, sinkUrl: sink.info.url, cpuProfileDir, log });

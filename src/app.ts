@@ -104,11 +104,7 @@ export async function startService(config: Config, logger: Logger, role: Role): 
   }
 
   const tracing = await startTracing(env.OTEL_EXPORTER_OTLP_ENDPOINT, logger);
-  // The ledger's own connection, pipelined: the ledger calls of the requests handled in one
-  // turn share a write (end-of-turn.ts), which BullMQ's connection must not do.
-  const ledgerClient = createRedis(redis.url, "client", `streamkeeper-${role}-ledger-client`, { autoPipelining: true });
-  ledgerClient.on("error", (error) => logger.debug({ err: error }, "redis connection error"));
-  const ledger = createEventLedger(ledgerClient, env.QUEUE_PREFIX, env.DEDUPE_TTL_SECONDS, env.LEDGER_SHARDS);
+  const ledger = createEventLedger(client, env.QUEUE_PREFIX, env.DEDUPE_TTL_SECONDS, env.LEDGER_SHARDS);
   if (reachable) {
     const shards = await ledger.shards().catch(() => env.LEDGER_SHARDS);
     if (shards !== env.LEDGER_SHARDS) {
@@ -174,7 +170,6 @@ export async function startService(config: Config, logger: Logger, role: Role): 
       () => reconcileQueue.close(),
       () => closeRedis(tenantConnection),
       () => closeRedis(client),
-      () => closeRedis(ledgerClient),
       () => redis.release(),
       () => tracing.shutdown(),
     ];
@@ -206,9 +201,8 @@ export async function startService(config: Config, logger: Logger, role: Role): 
   }
   if (role !== "receiver") {
     // The dispatcher records deliveries on a connection that waits out a slow Redis: the
-    // fail-fast ingress client would make a 2xx unrecorded, and so sent again. Pipelined:
-    // the marks of the deliveries that end in one turn share a write.
-    const ledgerConnection = createRedis(redis.url, "worker", `streamkeeper-${role}-ledger`, { autoPipelining: true });
+    // fail-fast ingress client would make a 2xx unrecorded, and so sent again.
+    const ledgerConnection = createRedis(redis.url, "worker", `streamkeeper-${role}-ledger`);
     ledgerConnection.on("error", (error) => logger.debug({ err: error }, "redis connection error"));
     // The dispatcher's and the reconcile worker's own connections (their workers' commands),
     // made here like every connection of the process; outages are logged by their workers.

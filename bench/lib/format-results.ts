@@ -51,6 +51,14 @@ export function formatResults(results: BenchResults): string {
     rows.push([`Pipeline, ${where}: POST → sink, as fast as it goes`, `**${n(t.eventsPerSecond)} events/s** (${n(t.delivered)} events in ${n(t.seconds, 1)} s)`, ms(t.endToEndMs.p50), ms(t.endToEndMs.p99), lost(t), coresPerEvent(t.load, t.eventsPerSecond), `≥ 2,500 events/s, nothing lost: ${verdict(results.targets.pipeline[pipeline.topology])}`]);
     rows.push([`Pipeline, ${where}: ${n(s.BENCH_PIPELINE_RATE)} events/s evenly paced`, `${n(f.eventsPerSecond)} events/s`, ms(f.endToEndMs.p50), ms(f.endToEndMs.p99), lost(f), coresPerEvent(f.load, f.eventsPerSecond), ""]);
   }
+  const drain = results.workerDrain;
+  if (drain) {
+    const what = { service: "`--role worker`", floorPost: "floor: BullMQ worker + one POST per job, nothing else", floorNoop: "floor: BullMQ worker, processor does nothing" } as const;
+    for (const [variant, run] of Object.entries(drain.runs) as Array<[keyof typeof what, (typeof drain.runs)["service"]]>) {
+      const costs = Object.entries(run.costPerEvent).map(([name, cost]) => `${name} ${n(cost.cpuUs)} µs, ${n(cost.syscalls, 1)} syscalls`).join(" · ");
+      rows.push([`Worker drain: ${n(drain.events)} queued deliveries, ${what[variant]}`, `${n(run.eventsPerSecond)} events/s`, "-", "-", "-", `per delivery: ${costs}`, variant === "service" ? `worker ≤ 200 µs CPU per delivery: ${verdict(results.targets.workerCpu)}` : ""]);
+    }
+  }
   const reconcile = results.reconcile;
   if (reconcile?.status === "measured") {
     const share = reconcile.rateShare ?? 1;

@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto";
 import type { Cluster, Redis } from "ioredis";
 import type { Origin } from "../events/cloud-event.js";
-import { createEndOfTurn } from "./end-of-turn.js";
+import { createBatchPerTurn } from "./batch-per-turn.js";
 import { ledgerScript } from "./ledger-script.js";
 import { ledgerBucketKey, ledgerShardsKey } from "./queue-names.js";
 
@@ -83,8 +83,18 @@ type LedgerCommands = {
 export function createEventLedger(redis: Redis | Cluster, queuePrefix: string, ttlSeconds: number, shards = defaultLedgerShards): EventLedger {
   redis.defineCommand("streamkeeperLedger", { lua: ledgerScript });
   const commands = redis as unknown as LedgerCommands;
-  // On a pipelining connection, the calls of one turn share a write (end-of-turn.ts).
-  const endOfTurn = redis.options.enableAutoPipelining ? createEndOfTurn() : <T>(call: () => Promise<T>) => call();
+  // The calls of one turn go in one script call (a batch); on a cluster one per shard,
+  // since a script reaches one slot.
+  type Call = { shard: number; keys: string[]; args: Array<string | number | Buffer> };
+  const send = createBatchPerTurn<Call, unknown>(
+    async (calls) => {
+      if (calls.length === 1) return [await commands.streamkeeperLedger(calls[0]!.keys.length, ...calls[0]!.keys, ...calls[0]!.args)];
+      const keys = calls.flatMap((call) => call.keys);
+      const args = calls.flatMap((call) => [call.keys.length, call.args.length, ...call.args]);
+      return (await commands.streamkeeperLedger(keys.length, ...keys, "batch", calls.length, ...args)) as unknown[];
+    },
+    { groupOf: "isCluster" in redis && redis.isCluster ? (call) => String(call.shard) : undefined },
+  );
   const bucketSeconds = Math.min(86_400, ttlSeconds);
   const buckets = Math.floor(ttlSeconds / bucketSeconds) + 1;
 
@@ -112,7 +122,7 @@ export function createEventLedger(redis: Redis | Cluster, queuePrefix: string, t
     const keys: string[] = [];
     for (let i = 0; i < buckets; i += 1) keys.push(ledgerBucketKey(queuePrefix, shard, newest - i));
     const dictionaries = keys.map((key) => `${key}:names`);
-    return endOfTurn(() => commands.streamkeeperLedger(keys.length * 2, ...keys, ...dictionaries, op, digest.subarray(4, 12), now, ttlSeconds, bucketSeconds, ...args));
+    return send({ shard, keys: [...keys, ...dictionaries], args: [op, digest.subarray(4, 12), now, ttlSeconds, bucketSeconds, ...args] });
   };
 
   const lookup = async (eventId: string): Promise<LedgerState> => {

@@ -13,12 +13,15 @@
  * added or removed later never changes what an older record means.
  */
 export const ledgerScript = `
-local op = ARGV[1]
-local field = ARGV[2]
-local now = tonumber(ARGV[3])
-local ttl = tonumber(ARGV[4])
-local bucketSeconds = tonumber(ARGV[5])
-local n = #KEYS / 2
+-- One call's keys and arguments (K, A), and what they say; set by \`start\` before each op.
+local K, A, op, field, now, ttl, bucketSeconds, n
+local dictWritten = false
+local function start(keys, args)
+  K, A = keys, args
+  op, field, now, ttl, bucketSeconds = A[1], A[2], tonumber(A[3]), tonumber(A[4]), tonumber(A[5])
+  n = #K / 2
+  dictWritten = false
+end
 
 local function put48(x)
   local high = math.floor(x / 16777216)
@@ -87,7 +90,7 @@ end
 -- the record, decoded only when asked (a lookup reads the header alone).
 local function find(full)
   for i = 1, n do
-    local v = redis.call('HGET', KEYS[i], field)
+    local v = redis.call('HGET', K[i], field)
     if v and now - get48(v, 2) <= ttl * 1000 then
       if full then return i, decode(v) end
       return i, { flags = v:byte(1) }
@@ -115,18 +118,17 @@ end
 
 -- The dictionary lives as long as its bucket: its expiry follows whenever it was written
 -- or the bucket's moved, and only then (a TTL call less on most writes).
-local dictWritten = false
 local function write(i, r)
-  redis.call('HSET', KEYS[i], field, encode(r))
-  local extended = keepExpiring(KEYS[i], r.at)
-  if dictWritten or extended then keepExpiring(KEYS[n + i], r.at) end
+  redis.call('HSET', K[i], field, encode(r))
+  local extended = keepExpiring(K[i], r.at)
+  if dictWritten or extended then keepExpiring(K[n + i], r.at) end
 end
 
 -- The indices of names in bucket i's dictionary ('r' routes, 's' types and streams), in
 -- one read, each missing one added. 0 for '' and when a string table is full: that
 -- string is then not kept.
 local function intern(i, names)
-  local dict = KEYS[n + i]
+  local dict = K[n + i]
   local fields = {}
   for k, entry in ipairs(names) do fields[k] = entry[1] .. entry[2] end
   local found = redis.call('HMGET', dict, unpack(fields))
@@ -155,7 +157,7 @@ end
 
 local function nameOf(i, kind, idx)
   if idx == 0 then return '' end
-  return redis.call('HGET', KEYS[n + i], string.upper(kind) .. idx) or ''
+  return redis.call('HGET', K[n + i], string.upper(kind) .. idx) or ''
 end
 
 local function routeEntry(r, idx)
@@ -169,105 +171,132 @@ local function fresh(at)
   return { flags = 0, at = at, type = 0, stream = 0, dups = 0, replays = 0, routes = {} }
 end
 
-if op == 'lookup' then
-  local _, r = find(false)
-  if not r then return 0 end
-  if bit.band(r.flags, 1) ~= 0 then return 1 end
-  return 2
-end
+local function run()
+  if op == 'lookup' then
+    local _, r = find(false)
+    if not r then return 0 end
+    if bit.band(r.flags, 1) ~= 0 then return 1 end
+    return 2
+  end
 
-if op == 'claim' then
-  -- ARGV: receivedAt, origin, type, stream, force, route names...
-  local receivedAt = tonumber(ARGV[6])
-  local force = ARGV[10] == '1'
-  local i, r = find(true)
-  if r and bit.band(r.flags, 1) ~= 0 then
-    if not force then
-      r.dups = math.min(r.dups + 1, 255)
-      r.lastDup = receivedAt
+  if op == 'claim' then
+    -- ARGV: receivedAt, origin, type, stream, force, route names...
+    local receivedAt = tonumber(A[6])
+    local force = A[10] == '1'
+    local i, r = find(true)
+    if r and bit.band(r.flags, 1) ~= 0 then
+      if not force then
+        r.dups = math.min(r.dups + 1, 255)
+        r.lastDup = receivedAt
+        write(i, r)
+        return 0
+      end
+      r.replays = math.min(r.replays + 1, 255)
       write(i, r)
-      return 0
+      return 1
     end
-    r.replays = math.min(r.replays + 1, 255)
+    if not r then i = 1; r = fresh(receivedAt) end
+    r.flags = bit.bor(1, A[7] == 'reconcile' and 2 or 0)
+    r.at = receivedAt
+    local names = { { 's', A[8] }, { 's', A[9] } }
+    for k = 11, #A do names[#names + 1] = { 'r', A[k] } end
+    local indices = intern(i, names)
+    r.type = indices[1]
+    r.stream = indices[2]
+    -- The matched routes in their order, then the marks of any other route.
+    local routes = {}
+    local taken = {}
+    for k = 11, #A do
+      local idx = indices[k - 8]
+      local earlier = routeEntry(r, idx)
+      routes[#routes + 1] = { idx = idx, marks = bit.bor(1, earlier and earlier.marks or 0), at = earlier and earlier.at }
+      taken[idx] = true
+    end
+    for _, route in ipairs(r.routes) do
+      if not taken[route.idx] then routes[#routes + 1] = route end
+    end
+    r.routes = routes
     write(i, r)
     return 1
   end
-  if not r then i = 1; r = fresh(receivedAt) end
-  r.flags = bit.bor(1, ARGV[7] == 'reconcile' and 2 or 0)
-  r.at = receivedAt
-  local names = { { 's', ARGV[8] }, { 's', ARGV[9] } }
-  for k = 11, #ARGV do names[#names + 1] = { 'r', ARGV[k] } end
-  local indices = intern(i, names)
-  r.type = indices[1]
-  r.stream = indices[2]
-  -- The matched routes in their order, then the marks of any other route.
-  local routes = {}
-  local taken = {}
-  for k = 11, #ARGV do
-    local idx = indices[k - 8]
-    local earlier = routeEntry(r, idx)
-    routes[#routes + 1] = { idx = idx, marks = bit.bor(1, earlier and earlier.marks or 0), at = earlier and earlier.at }
-    taken[idx] = true
+
+  if op == 'duplicate' then
+    -- ARGV: at. A record that expired since the lookup is not recreated.
+    local i, r = find(true)
+    if not r then return 0 end
+    r.dups = math.min(r.dups + 1, 255)
+    r.lastDup = tonumber(A[6])
+    write(i, r)
+    return 1
   end
-  for _, route in ipairs(r.routes) do
-    if not taken[route.idx] then routes[#routes + 1] = route end
+
+  if op == 'mark' then
+    -- ARGV: route, at, mark (2 delivered, 4 stale). Without a record, one without an
+    -- arrival (a 'delivered_only' record) starts in the newest bucket.
+    local at = tonumber(A[7])
+    local i, r = find(true)
+    if not r then i = 1; r = fresh(at) end
+    local idx = intern(i, { { 'r', A[6] } })[1]
+    local route = routeEntry(r, idx)
+    if not route then
+      route = { idx = idx, marks = 0 }
+      r.routes[#r.routes + 1] = route
+    end
+    route.marks = bit.bor(route.marks, tonumber(A[8]))
+    route.at = at
+    write(i, r)
+    return 1
   end
-  r.routes = routes
-  write(i, r)
-  return 1
-end
 
-if op == 'duplicate' then
-  -- ARGV: at. A record that expired since the lookup is not recreated.
-  local i, r = find(true)
-  if not r then return 0 end
-  r.dups = math.min(r.dups + 1, 255)
-  r.lastDup = tonumber(ARGV[6])
-  write(i, r)
-  return 1
-end
-
-if op == 'mark' then
-  -- ARGV: route, at, mark (2 delivered, 4 stale). Without a record, one without an
-  -- arrival (a 'delivered_only' record) starts in the newest bucket.
-  local at = tonumber(ARGV[7])
-  local i, r = find(true)
-  if not r then i = 1; r = fresh(at) end
-  local idx = intern(i, { { 'r', ARGV[6] } })[1]
-  local route = routeEntry(r, idx)
-  if not route then
-    route = { idx = idx, marks = 0 }
-    r.routes[#r.routes + 1] = route
+  if op == 'deliveredAt' then
+    -- ARGV: route. -1 when not delivered.
+    local i, r = find(true)
+    if not r then return -1 end
+    local idx = redis.call('HGET', K[n + i], 'r' .. A[6])
+    local route = idx and routeEntry(r, tonumber(idx))
+    if route and bit.band(route.marks, 2) ~= 0 then return route.at end
+    return -1
   end
-  route.marks = bit.bor(route.marks, tonumber(ARGV[8]))
-  route.at = at
-  write(i, r)
-  return 1
-end
 
-if op == 'deliveredAt' then
-  -- ARGV: route. -1 when not delivered.
-  local i, r = find(true)
-  if not r then return -1 end
-  local idx = redis.call('HGET', KEYS[n + i], 'r' .. ARGV[6])
-  local route = idx and routeEntry(r, tonumber(idx))
-  if route and bit.band(route.marks, 2) ~= 0 then return route.at end
-  return -1
-end
-
-if op == 'get' then
-  -- { at, origin, type, stream, duplicates, lastDuplicateAt or -1, replays, then per
-  --   route: name, marks, mark time or -1 }
-  local i, r = find(true)
-  if not r or bit.band(r.flags, 1) == 0 then return nil end
-  local out = { r.at, bit.band(r.flags, 2) ~= 0 and 'reconcile' or 'webhook', nameOf(i, 's', r.type), nameOf(i, 's', r.stream), r.dups, r.lastDup or -1, r.replays }
-  for _, route in ipairs(r.routes) do
-    out[#out + 1] = nameOf(i, 'r', route.idx)
-    out[#out + 1] = route.marks
-    out[#out + 1] = route.at or -1
+  if op == 'get' then
+    -- { at, origin, type, stream, duplicates, lastDuplicateAt or -1, replays, then per
+    --   route: name, marks, mark time or -1 }
+    local i, r = find(true)
+    if not r or bit.band(r.flags, 1) == 0 then return nil end
+    local out = { r.at, bit.band(r.flags, 2) ~= 0 and 'reconcile' or 'webhook', nameOf(i, 's', r.type), nameOf(i, 's', r.stream), r.dups, r.lastDup or -1, r.replays }
+    for _, route in ipairs(r.routes) do
+      out[#out + 1] = nameOf(i, 'r', route.idx)
+      out[#out + 1] = route.marks
+      out[#out + 1] = route.at or -1
+    end
+    return out
   end
-  return out
+
+  return redis.error_reply('unknown ledger op ' .. op)
 end
 
-return redis.error_reply('unknown ledger op ' .. op)
+-- One op (ARGV as above), or a batch: 'batch', the op count, then per op its key count,
+-- its argument count and its arguments; KEYS holds every op's keys in turn. A batch
+-- answers each op's reply in its order (an error as that op's reply, not the batch's).
+if ARGV[1] ~= 'batch' then
+  start(KEYS, ARGV)
+  return run()
+end
+local replies = {}
+local nextKey, nextArg = 1, 3
+for j = 1, tonumber(ARGV[2]) do
+  local keyCount, argCount = tonumber(ARGV[nextArg]), tonumber(ARGV[nextArg + 1])
+  nextArg = nextArg + 2
+  local keys, args = {}, {}
+  for x = 1, keyCount do keys[x] = KEYS[nextKey + x - 1] end
+  for x = 1, argCount do args[x] = ARGV[nextArg + x - 1] end
+  nextKey, nextArg = nextKey + keyCount, nextArg + argCount
+  start(keys, args)
+  local ok, reply = pcall(run)
+  if not ok then reply = { err = type(reply) == 'table' and reply.err or tostring(reply) } end
+  -- nil would end the reply array here; false is a nil reply.
+  if reply == nil then reply = false end
+  replies[j] = reply
+end
+return replies
 `;

@@ -12,16 +12,6 @@ export type ConnectionPurpose = "worker" | "client";
 /** A standalone Redis or a Redis Cluster: BullMQ and the ledger take either. */
 export type RedisClient = Redis | Cluster;
 
-export interface ConnectionOptions {
-  /**
-   * Commands issued in one tick go out in one write (ioredis `enableAutoPipelining`;
-   * on a cluster, one per node). For a connection of our own scripts only: BullMQ's are
-   * not known to be safe with it, and each pipeline copies every script defined on the
-   * connection. @defaultValue false
-   */
-  autoPipelining?: boolean;
-}
-
 /**
  * REDIS_URL forms:
  * - `redis://[user:password@]host:port[/db]`, `rediss://...` (TLS): one Redis;
@@ -31,7 +21,7 @@ export interface ConnectionOptions {
  *   managed cluster's configuration endpoint). The cluster choice lives in the URL, so
  *   every process and command that is given REDIS_URL connects the same way.
  */
-export function createRedis(url: string, purpose: ConnectionPurpose, name = "streamkeeper", { autoPipelining = false }: ConnectionOptions = {}): RedisClient {
+export function createRedis(url: string, purpose: ConnectionPurpose, name = "streamkeeper"): RedisClient {
   const perPurpose: RedisOptions =
     purpose === "worker"
       ? { maxRetriesPerRequest: null, enableReadyCheck: true }
@@ -42,7 +32,6 @@ export function createRedis(url: string, purpose: ConnectionPurpose, name = "str
       // Cluster-wide readiness: "ready" only once CLUSTER INFO says cluster_state:ok.
       enableReadyCheck: true,
       enableOfflineQueue: purpose === "worker",
-      enableAutoPipelining: autoPipelining,
       // A dead node leaves the pool; the slots refresh (every 5 s) takes it back once it
       // answers again (cluster-connection.test.ts). With every node gone, reconnect like this:
       clusterRetryStrategy: (times) => Math.min(100 * times, 2000),
@@ -64,7 +53,6 @@ export function createRedis(url: string, purpose: ConnectionPurpose, name = "str
   }
   const common: RedisOptions = {
     ...perPurpose,
-    enableAutoPipelining: autoPipelining,
     connectionName: name,
     lazyConnect: false,
     ...(purpose === "client" ? { enableOfflineQueue: false } : {}),
