@@ -14,7 +14,7 @@ const schema = z.object({
   BENCH_RECONCILE_RATE: z.coerce.number().positive().default(100).describe("emulator rate limit and RECONCILE_RATE_PER_SECOND"),
   BENCH_OUTAGE_S: z.coerce.number().positive().default(60).describe("how long the downstream answers 503 in the outage run"),
   BENCH_OUTAGE_RATE: z.coerce.number().positive().default(50).describe("events/s arriving during the outage run"),
-  BENCH_PIPELINE_TOPOLOGIES: z.string().default("all,split").describe("pipeline runs: all (one --role all process), split (a receiver and a worker process)"),
+  BENCH_PIPELINE_TOPOLOGIES: z.string().default("all,split,floor").describe("pipeline runs: all (one --role all process), split (a receiver and a worker process), floor (the bench's floor server and floor worker: Express + one BullMQ add, BullMQ + one POST; the stack's own bound)"),
   BENCH_MEMORY_EVENTS: z.coerce.number().int().min(1).default(100_000).describe("events stored, delivered and their jobs removed in the memory scenario"),
   BENCH_DRAIN_EVENTS: z.coerce.number().int().min(1).default(20_000).describe("queued deliveries each worker drains in the worker-drain scenario"),
   BENCH_SCENARIOS: z.string().default("ingest,pipeline,worker-drain,reconcile,stale-guard,outage,memory").describe("which scenarios to run, comma-separated"),
@@ -22,7 +22,7 @@ const schema = z.object({
   BENCH_OUTPUT: z.string().default("latest").describe("results file name under bench/results/ (.json and .md)"),
 });
 
-export type BenchSettings = z.output<typeof schema> & { scenarios: Set<string>; topologies: Array<"all" | "split"> };
+export type BenchSettings = z.output<typeof schema> & { scenarios: Set<string>; topologies: Array<"all" | "split" | "floor"> };
 
 export function loadBenchSettings(env: Record<string, string | undefined> = process.env): BenchSettings {
   const raw = Object.fromEntries(Object.keys(schema.shape).map((key) => [key, env[key] === "" ? undefined : env[key]]));
@@ -36,7 +36,7 @@ export function loadBenchSettings(env: Record<string, string | undefined> = proc
   }
   const list = (value: string) => value.split(",").map((name) => name.trim()).filter(Boolean);
   const topologies = list(parsed.data.BENCH_PIPELINE_TOPOLOGIES);
-  const unknown = topologies.filter((name) => name !== "all" && name !== "split");
-  if (unknown.length > 0) throw new Error(`bad bench setting: BENCH_PIPELINE_TOPOLOGIES: ${unknown.join(", ")} unknown; use all, split or both`);
-  return { ...parsed.data, scenarios: new Set(list(parsed.data.BENCH_SCENARIOS)), topologies: topologies as Array<"all" | "split"> };
+  const unknown = topologies.filter((name) => name !== "all" && name !== "split" && name !== "floor");
+  if (unknown.length > 0) throw new Error(`bad bench setting: BENCH_PIPELINE_TOPOLOGIES: ${unknown.join(", ")} unknown; use all, split, floor or several`);
+  return { ...parsed.data, scenarios: new Set(list(parsed.data.BENCH_SCENARIOS)), topologies: topologies as Array<"all" | "split" | "floor"> };
 }

@@ -93,7 +93,7 @@ async function main() {
     for (const topology of scenarios.has("pipeline") ? topologies : []) {
       const pipeline = await runPipeline({ settings, redis, redisUrl: redisServer.url, redisPid: redisServer.process.pid!, sinkPid: sink.process.pid!, dataDir: dir, sinkUrl: sink.info.url, cpuProfileDir, log }, topology);
       results.pipelines.push(pipeline);
-      if (pipeline.status === "measured") {
+      if (pipeline.status === "measured" && topology !== "floor") {
         const { throughput, fixedRate } = pipeline;
         results.targets.pipeline[topology] = throughput.eventsPerSecond >= 2500 && throughput.lost === 0 && fixedRate.lost === 0;
       }

@@ -1,5 +1,6 @@
 import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
+import { fileURLToPath } from "node:url";
 import type { Redis } from "ioredis";
 import type { BenchSettings } from "../bench-settings.js";
 import type { LoadOptions, LoadResult } from "../lib/load-types.js";
@@ -7,6 +8,7 @@ import type { SinkStats } from "../processes/sink-server.js";
 import { startCostMeter } from "../lib/cpu-usage.js";
 import { commandCalls, countLedgerIds } from "../lib/redis-figures.js";
 import { runLoad } from "../lib/run-load.js";
+import { startChild, tsxArgs } from "../lib/start-child.js";
 import { benchAuthorization, startServiceProcess, type ServiceProcess } from "../lib/start-service-process.js";
 
 export interface DrainResult {
@@ -23,14 +25,21 @@ export interface DrainResult {
   seconds: number;
   eventsPerSecond: number;
   endToEndMs: SinkStats["window"]["latencyMs"];
-  /** Redis commands per delivered event (INFO commandstats over the run and its drain), the bench's own reads excluded as far as they are not per event */
-  redisCallsPerEvent: Record<string, number>;
+  /** Redis commands per delivered event and the µs Redis spent in them (INFO commandstats over the run and its drain) */
+  redisCallsPerEvent: Record<string, { calls: number; usec: number }>;
   /** per process, from the run's start until the sink had every event: CPU µs and read/write system calls per delivered event */
   costPerEvent: Record<string, { cpuUs: number; syscalls: number }>;
 }
 
-/** `all`: one `start --role all` process, as `npm start` runs it; `split`: a `--role receiver` and a `--role worker` process. */
-export type Topology = "all" | "split";
+/**
+ * `all`: one `start --role all` process, as `npm start` runs it; `split`: a `--role receiver`
+ * and a `--role worker` process; `floor`: split's shape with the bench's floor server and
+ * floor worker (Express + one BullMQ add; BullMQ + one POST), the most the stack allows.
+ */
+export type Topology = "all" | "split" | "floor";
+
+const floorServer = fileURLToPath(new URL("../processes/floor-server.ts", import.meta.url));
+const floorWorker = fileURLToPath(new URL("../processes/floor-worker.ts", import.meta.url));
 
 export type PipelineResults =
   | {
@@ -72,10 +81,11 @@ export async function runPipeline(context: PipelineContext, topology: Topology):
   const env = await routeEnv(context);
   const start = (role: "all" | "receiver" | "worker") =>
     startServiceProcess({ role, redisUrl: context.redisUrl, queuePrefix, dataDir: context.dataDir, env, cpuProfileDir: context.cpuProfileDir });
-  const processes: Record<string, ServiceProcess> = {};
+  const processes: Record<string, Pick<ServiceProcess, "pid" | "publicUrl" | "peakRssBytes" | "stop">> = {};
   try {
     if (topology === "all") processes.all = await start("all");
-    else [processes.receiver, processes.worker] = [await start("receiver"), await start("worker")];
+    else if (topology === "split") [processes.receiver, processes.worker] = [await start("receiver"), await start("worker")];
+    else [processes.receiver, processes.worker] = await startFloor(context, queuePrefix);
     const ingress = processes.all ?? processes.receiver!;
     const watch: Record<string, number> = { redis: context.redisPid, sink: context.sinkPid };
     for (const [name, service] of Object.entries(processes)) watch[name === "all" ? "service" : name] = service.pid;
@@ -90,11 +100,18 @@ export async function runPipeline(context: PipelineContext, topology: Topology):
       ...overrides,
     });
     const sink = createSinkProbe(context.sinkUrl);
-    const stored = () => countLedgerIds(redis, queuePrefix);
+    // The floor keeps no ledger: what it acknowledged is what it stored.
+    let acknowledged = 0;
+    const runLoadCounted = async (options: LoadOptions) => {
+      const result = await runLoad(options);
+      acknowledged += result.eventsAcknowledged;
+      return result;
+    };
+    const stored = () => (topology === "floor" ? Promise.resolve(acknowledged) : countLedgerIds(redis, queuePrefix));
 
     // Warm-up at a moderate rate; it also tells whether this build delivers at all.
     await sink.reset();
-    await runLoad(load({ durationS: Math.max(1, settings.BENCH_WARMUP_S), overallRate: settings.BENCH_PIPELINE_RATE, paced: true }));
+    await runLoadCounted(load({ durationS: Math.max(1, settings.BENCH_WARMUP_S), overallRate: settings.BENCH_PIPELINE_RATE, paced: true }));
     if (!(await sink.until(1, 10_000))) {
       return { status: "pending", topology, reason: "no event reached the sink within 10 s: this build does not dispatch yet" };
     }
@@ -109,7 +126,7 @@ export async function runPipeline(context: PipelineContext, topology: Topology):
       const before = await sink.stats();
       const callsBefore = await commandCalls(redis);
       const costs = startCostMeter(watch);
-      const result = await runLoad(options);
+      const result = await runLoadCounted(options);
       await drainAll();
       const after = await sink.stats();
       const callsAfter = await commandCalls(redis);
@@ -146,12 +163,26 @@ export async function runPipeline(context: PipelineContext, topology: Topology):
   }
 }
 
-/** Calls per event of each command called at least once per 100 events, most first. */
-function perEvent(before: Record<string, number>, after: Record<string, number>, events: number): Record<string, number> {
+/** The floor server and floor worker, shaped like service processes for the run above. */
+async function startFloor(context: PipelineContext, queuePrefix: string) {
+  const asProcess = (child: Awaited<ReturnType<typeof startChild<{ url?: string }>>>) => ({
+    pid: child.process.pid!,
+    publicUrl: child.info.url ?? "",
+    peakRssBytes: child.peakRssBytes,
+    stop: () => child.stop(),
+  });
+  const server = await startChild<{ url?: string }>(tsxArgs(floorServer, [context.redisUrl, queuePrefix]));
+  const worker = await startChild<{ url?: string }>(tsxArgs(floorWorker, [context.redisUrl, queuePrefix, `${context.sinkUrl}/deliver`, "post"]));
+  return [asProcess(server), asProcess(worker)] as const;
+}
+
+/** Calls and µs per event of each command called at least once per 100 events, most time first. */
+function perEvent(before: Record<string, { calls: number; usec: number }>, after: Record<string, { calls: number; usec: number }>, events: number) {
+  const per = (value: number) => Math.round((value / Math.max(1, events)) * 100) / 100;
   const rows = Object.entries(after)
-    .map(([command, calls]) => [command, Math.round(((calls - (before[command] ?? 0)) / Math.max(1, events)) * 100) / 100] as const)
-    .filter(([, perEvent]) => perEvent >= 0.01)
-    .sort((a, b) => b[1] - a[1]);
+    .map(([command, { calls, usec }]) => [command, { calls: per(calls - (before[command]?.calls ?? 0)), usec: per(usec - (before[command]?.usec ?? 0)) }] as const)
+    .filter(([, cost]) => cost.calls >= 0.01)
+    .sort((a, b) => b[1].usec - a[1].usec);
   return Object.fromEntries(rows);
 }
 

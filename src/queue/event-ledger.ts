@@ -1,4 +1,4 @@
-import { createHash } from "node:crypto";
+import { hash } from "node:crypto";
 import type { Cluster, Redis } from "ioredis";
 import type { Origin } from "../events/cloud-event.js";
 import { createBatchPerTurn } from "./batch-per-turn.js";
@@ -96,7 +96,7 @@ export function createEventLedger(redis: Redis | Cluster, queuePrefix: string, t
     { groupOf: "isCluster" in redis && redis.isCluster ? (call) => String(call.shard) : undefined },
   );
   const bucketSeconds = Math.min(86_400, ttlSeconds);
-  const buckets = Math.floor(ttlSeconds / bucketSeconds) + 1;
+  const bucketCount = Math.floor(ttlSeconds / bucketSeconds) + 1;
 
   // The shard count is the ledger's, not the process's: the first process to write fixes
   // it in Redis, and every process and CLI command reads it there, whatever LEDGER_SHARDS
@@ -114,15 +114,24 @@ export function createEventLedger(redis: Redis | Cluster, queuePrefix: string, t
       shardCount = undefined; // Redis was down: ask again on the next call.
       throw error;
     }));
+  // A shard's window of buckets, then their dictionaries: the same all day, so built once a
+  // day. A lookup reads no dictionary and is sent the buckets alone.
+  const windows = new Map<number, { newest: number; all: string[]; buckets: string[] }>();
+  const windowKeys = (shard: number, newest: number, op: string) => {
+    let known = windows.get(shard);
+    if (known?.newest !== newest) {
+      const buckets = Array.from({ length: bucketCount }, (_, i) => ledgerBucketKey(queuePrefix, shard, newest - i));
+      known = { newest, buckets, all: [...buckets, ...buckets.map((key) => `${key}:names`)] };
+      windows.set(shard, known);
+    }
+    return op === "lookup" ? known.buckets : known.all;
+  };
   const call = async (op: string, eventId: string, ...args: Array<string | number>) => {
-    const digest = createHash("sha256").update(eventId).digest();
+    const digest = hash("sha256", eventId, "buffer");
     const shard = digest.readUInt32BE(0) % (await ledgerShards());
     const now = Date.now();
-    const newest = Math.floor(now / (bucketSeconds * 1000));
-    const keys: string[] = [];
-    for (let i = 0; i < buckets; i += 1) keys.push(ledgerBucketKey(queuePrefix, shard, newest - i));
-    const dictionaries = keys.map((key) => `${key}:names`);
-    return send({ shard, keys: [...keys, ...dictionaries], args: [op, digest.subarray(4, 12), now, ttlSeconds, bucketSeconds, ...args] });
+    const keys = windowKeys(shard, Math.floor(now / (bucketSeconds * 1000)), op);
+    return send({ shard, keys, args: [op, digest.toString("hex", 4, 12), now, ttlSeconds, bucketSeconds, ...args] });
   };
 
   const lookup = async (eventId: string): Promise<LedgerState> => {

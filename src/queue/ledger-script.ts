@@ -1,8 +1,10 @@
 /**
  * The ledger's one Lua script (event-ledger.ts says what it stores and why). Every call
  * names one shard's buckets within the dedupe window, newest first, then their
- * dictionaries: all under one hash tag, so one slot. ARGV: op, field (8 bytes of the id's
- * digest), now (ms), ttl (s), bucket length (s), then the op's own arguments.
+ * dictionaries (a lookup: the buckets alone): all under one hash tag, so one slot. ARGV: op, field (8 bytes of the id's
+ * digest, sent as 16 hex digits: a binary argument would put ioredis's whole command,
+ * a batch of them, on its slow Buffer path), now (ms), ttl (s), bucket length (s), then
+ * the op's own arguments.
  *
  * A record: flags (1 byte: 1 arrived, 2 reconcile, 4 has lastDuplicateAt, 8 has counts),
  * its time (6 bytes, ms: the arrival, or the first mark of a record without one), type
@@ -16,10 +18,16 @@ export const ledgerScript = `
 -- One call's keys and arguments (K, A), and what they say; set by \`start\` before each op.
 local K, A, op, field, now, ttl, bucketSeconds, n
 local dictWritten = false
+local function unhex(h)
+  local out = {}
+  for k = 1, #h, 2 do out[#out + 1] = tonumber(h:sub(k, k + 1), 16) end
+  return string.char(unpack(out))
+end
 local function start(keys, args)
   K, A = keys, args
-  op, field, now, ttl, bucketSeconds = A[1], A[2], tonumber(A[3]), tonumber(A[4]), tonumber(A[5])
-  n = #K / 2
+  op, field, now, ttl, bucketSeconds = A[1], unhex(A[2]), tonumber(A[3]), tonumber(A[4]), tonumber(A[5])
+  -- A lookup is sent the buckets alone (it reads no dictionary).
+  n = op == 'lookup' and #K or #K / 2
   dictWritten = false
 end
 
