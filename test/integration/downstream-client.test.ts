@@ -1,0 +1,56 @@
+import { afterEach, describe, expect, it } from "vitest";
+import { createDownstreamClient } from "../../src/dispatch/downstream-client.js";
+import { testRoute } from "../helpers/dispatch-harness.js";
+import { startSinkServer, type SinkServer } from "../helpers/sink-server.js";
+
+describe("downstream client", () => {
+  const sinks: SinkServer[] = [];
+  afterEach(async () => {
+    await Promise.all(sinks.splice(0).map((sink) => sink.close()));
+  });
+  const sinkAt = async (...args: Parameters<typeof startSinkServer>) => {
+    const sink = await startSinkServer(...args);
+    sinks.push(sink);
+    return sink;
+  };
+
+  it("when the route URL carries user info and a query, then the POST goes to its path and query with those as basic credentials, unless the route sets its own", async () => {
+    const sink = await sinkAt();
+    const url = new URL(sink.url);
+    url.username = "hook";
+    url.password = "p@ss word";
+    url.pathname = "/in";
+    url.search = "?key=k1";
+    const client = createDownstreamClient(testRoute("creds", url.toString()));
+    expect(await client.post({ "content-type": "application/json" }, '{"id":"1"}')).toEqual({ status: 200 });
+    expect(await client.post({ authorization: "Bearer own" }, '{"id":"2"}')).toEqual({ status: 200 });
+    client.close();
+    const [first, second] = sink.requests;
+    expect(first).toMatchObject({ method: "POST", url: "/in?key=k1", body: '{"id":"1"}' });
+    expect(first!.headers.authorization).toBe(`Basic ${Buffer.from("hook:p@ss word").toString("base64")}`);
+    expect(first!.headers["content-length"]).toBe("10");
+    expect(second!.headers.authorization).toBe("Bearer own");
+  });
+
+  it("when the downstream answers an error, then its status, Retry-After and the start of its body come back, cleaned of the route's secrets", async () => {
+    const sink = await sinkAt(() => ({ status: 429, headers: { "retry-after": "7" }, body: `slow down, token-123 ${"x".repeat(500)}` }));
+    const client = createDownstreamClient(testRoute("errors", sink.url, { headers: { authorization: "Bearer token-123" } }));
+    const result = await client.post({}, "{}");
+    client.close();
+    expect(result).toMatchObject({ status: 429, retryAfter: "7" });
+    expect("detail" in result && result.detail).toMatch(/^slow down, \S+ x+$/);
+    expect(JSON.stringify(result)).not.toContain("token-123");
+    expect(("detail" in result && result.detail)?.length).toBeLessThanOrEqual(200);
+  });
+
+  it("when requests are in flight and abortAll is called, then each resolves at once with an error, and nothing is left hanging", async () => {
+    const sink = await sinkAt(() => new Promise(() => {})); // never answers
+    const client = createDownstreamClient(testRoute("held", sink.url, { timeoutMs: 60_000, concurrency: 2 }));
+    const pending = [client.post({}, "{}"), client.post({}, "{}")];
+    await sink.untilReceived(2);
+    client.abortAll();
+    const results = await Promise.all(pending);
+    client.close();
+    for (const result of results) expect(result).toEqual({ error: expect.stringMatching(/shutdown/) });
+  });
+});

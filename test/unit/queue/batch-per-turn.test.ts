@@ -1,0 +1,35 @@
+import { describe, expect, it } from "vitest";
+import { createBatchPerTurn } from "../../../src/queue/batch-per-turn.js";
+
+describe("createBatchPerTurn", () => {
+  it("when calls are made in one turn, then they are sent together at its end, in order, each answered with its own reply", async () => {
+    const sent: number[][] = [];
+    const double = createBatchPerTurn<number, number>(async (calls) => (sent.push(calls), calls.map((call) => call * 2)));
+    const replies = Promise.all([1, 2, 3].map(double));
+    expect(sent).toEqual([]); // nothing leaves before the turn ends
+    expect(await replies).toEqual([2, 4, 6]);
+    expect(sent).toEqual([[1, 2, 3]]);
+    expect(await double(4)).toBe(8);
+    expect(sent).toEqual([[1, 2, 3], [4]]);
+  });
+
+  it("when calls fall in several groups or exceed maxBatch, then each group is sent apart, in batches of at most maxBatch", async () => {
+    const sent: string[][] = [];
+    const echo = createBatchPerTurn<string, string>(async (calls) => (sent.push(calls), calls), { groupOf: (call) => call[0]!, maxBatch: 2 });
+    expect(await Promise.all(["a1", "b1", "a2", "a3", "b2"].map(echo))).toEqual(["a1", "b1", "a2", "a3", "b2"]);
+    expect(sent).toEqual([["a1", "a2"], ["a3"], ["b1", "b2"]]);
+  });
+
+  it("when one call of a batch fails on its own, then only that call rejects; when the send fails, every call of its batch rejects", async () => {
+    const picky = createBatchPerTurn<number, number>(async (calls) => calls.map((call) => (call < 0 ? new Error(`negative: ${call}`) : call)));
+    const results = await Promise.allSettled([1, -1, 2].map(picky));
+    expect(results.map((result) => result.status)).toEqual(["fulfilled", "rejected", "fulfilled"]);
+    expect((results[1] as PromiseRejectedResult).reason.message).toBe("negative: -1");
+
+    const down = createBatchPerTurn<number, number>(async () => {
+      throw new Error("Redis is down");
+    });
+    const failed = await Promise.allSettled([1, 2].map(down));
+    expect(failed.map((result) => result.status === "rejected" && result.reason.message)).toEqual(["Redis is down", "Redis is down"]);
+  });
+});
