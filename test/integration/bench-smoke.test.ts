@@ -9,6 +9,7 @@ import { createDeliveryQueues } from "../../src/queue/delivery-queues.js";
 import { jobIdFor } from "../../src/queue/job-id.js";
 import { createRedis, untilReady } from "../../src/queue/redis-connection.js";
 import { userEvent } from "../helpers/fixtures.js";
+import { startSinkServer } from "../helpers/sink-server.js";
 
 /**
  * The bench harness works: its load process drives real requests with unique,
@@ -76,6 +77,27 @@ describe("bench harness", () => {
     } finally {
       redis.disconnect();
       await floor.stop();
+    }
+  });
+
+  it("when jobs wait in a route queue, then the floor worker POSTs each event to the sink once and leaves the queue empty", async () => {
+    const prefix = `test-${randomUUID()}`;
+    const sink = await startSinkServer();
+    const redis = createRedis(inject("redisUrl"), "client");
+    const worker = await startChild(tsxArgs(new URL("../../bench/processes/floor-worker.ts", import.meta.url).pathname, [inject("redisUrl"), prefix, sink.url, "post"]));
+    try {
+      await untilReady(redis);
+      const queues = createDeliveryQueues(redis, prefix, [{ name: "default", match: ["*"], url: sink.url, headers: {}, timeoutMs: 1000, maxAttemptsPerEvent: 1, concurrency: 1 }], { ageSeconds: 60, count: 1000 });
+      const events = Array.from({ length: 5 }, () => userEvent());
+      for (const event of events) await queues.forRoute("default").add(event.type, { event, origin: "webhook", receivedAt: Date.now() }, { jobId: jobIdFor(event.id) });
+      const received = await sink.untilReceived(5);
+      expect(received.map((request) => request.headers["webhook-id"]).sort()).toEqual(events.map((event) => event.id).sort());
+      await expect.poll(async () => Object.values(await queues.forRoute("default").getJobCounts("wait", "active", "delayed")).reduce((sum, count) => sum + count, 0), { timeout: 30_000 }).toBe(0);
+      await queues.close();
+    } finally {
+      await worker.stop();
+      redis.disconnect();
+      await sink.close();
     }
   });
 });
