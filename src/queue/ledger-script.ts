@@ -1,10 +1,11 @@
 /**
  * The ledger's one Lua script (event-ledger.ts says what it stores and why). Every call
  * names one shard's buckets within the dedupe window, newest first, then their
- * dictionaries (a lookup: the buckets alone): all under one hash tag, so one slot. ARGV: op, field (8 bytes of the id's
- * digest, sent as 16 hex digits: a binary argument would put ioredis's whole command,
- * a batch of them, on its slow Buffer path), now (ms), ttl (s), bucket length (s), then
- * the op's own arguments.
+ * dictionaries (a lookup: the buckets alone): all under one hash tag, so one slot.
+ * ARGV: op, field (8 bytes of the id's digest, sent as 16 hex digits: a binary argument
+ * would put ioredis's whole command, a batch of them, on its slow Buffer path), now (ms),
+ * ttl (s), bucket length (s), then the op's own arguments. A batch of ops is one call
+ * (at the end of this script).
  *
  * A record: flags (1 byte: 1 arrived, 2 reconcile, 4 has lastDuplicateAt, 8 has counts),
  * its time (6 bytes, ms: the arrival, or the first mark of a record without one), type
