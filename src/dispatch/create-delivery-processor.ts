@@ -64,15 +64,16 @@ export function createDeliveryProcessor({ route, client, ledger, logger, shutdow
     if (admission === "hold") throw Worker.RateLimitError();
 
     const body = JSON.stringify(event);
+    const webhookId = headerSafe(event.id);
     const headers: Record<string, string> = {
       ...routeHeaders,
       "content-type": "application/cloudevents+json",
       "user-agent": "streamkeeper",
       "x-streamkeeper-origin": origin,
       // The same on every attempt, so the downstream can drop a repeat (CONTRACT.md).
-      "webhook-id": event.id,
+      "webhook-id": webhookId,
       // Signed per attempt: verifiers reject timestamps older than a few minutes.
-      ...(route.secret ? signWebhook(route.secret, event.id, Math.floor(Date.now() / 1000), body) : {}),
+      ...(route.secret ? signWebhook(route.secret, webhookId, Math.floor(Date.now() / 1000), body) : {}),
     };
     const send = async () => {
       const endTimer = dispatchDuration.startTimer(labels);
@@ -92,7 +93,8 @@ export function createDeliveryProcessor({ route, client, ledger, logger, shutdow
     }
 
     const decision = decide(result);
-    if (decision.action !== "retry") circuit?.answered();
+    // Only an answer closes the circuit, not a request that could not be sent.
+    if (decision.action !== "retry" && "status" in result) circuit?.answered();
     if (decision.action === "delivered") {
       const at = Date.now();
       // Recorded while BullMQ completes the job, not before: the record serves only a
@@ -127,6 +129,15 @@ export function createDeliveryProcessor({ route, client, ledger, logger, shutdow
     }
     throw new RetryableDeliveryError(decision.reason, decision.retryAfterMs);
   };
+}
+
+/**
+ * The event id as a header can carry it: as it is when it is visible ASCII (every id a
+ * tenant makes), else percent-encoded UTF-8, so an id with other characters is still
+ * delivered, under one stable webhook-id, instead of failing every attempt.
+ */
+function headerSafe(id: string): string {
+  return /^[\x21-\x7e]+$/.test(id) ? id : encodeURIComponent(id);
 }
 
 /**

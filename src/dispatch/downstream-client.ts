@@ -1,4 +1,4 @@
-import type { IncomingHttpHeaders } from "node:http";
+import { validateHeaderName, validateHeaderValue, type IncomingHttpHeaders } from "node:http";
 import { Pool } from "undici";
 import { redactSecrets } from "../redact-secrets.js";
 import type { AttemptResult } from "./retry-policy.js";
@@ -21,9 +21,10 @@ const timeoutCodes = new Set(["UND_ERR_CONNECT_TIMEOUT", "UND_ERR_HEADERS_TIMEOU
 /**
  * The HTTP client of one route: an undici pool of `concurrency` keep-alive connections, so
  * steady delivery reuses connections instead of a TCP (and TLS) handshake per event. undici
- * rather than node:http: about half the CPU per request (docs/benchmarks.md). Connecting,
- * waiting for the answer and reading an error answer are each bounded by the route's
- * `timeoutMs` (undici's own timers, no timer of ours per request).
+ * rather than node:http: about half the CPU per request (docs/benchmarks.md). Each attempt
+ * has one deadline, `timeoutMs` from its start until the answer (for an error answer,
+ * until its body was read), as the dropStale lease assumes (stale-guard.ts); undici's own
+ * per-phase timeouts stay as a backstop, and bound a 2xx's body read in the background.
  */
 export function createDownstreamClient(route: Route): DownstreamClient {
   const url = new URL(route.url);
@@ -32,31 +33,36 @@ export function createDownstreamClient(route: Route): DownstreamClient {
   const path = `${url.pathname}${url.search}`;
   // node:http sent a URL's user info as basic credentials; so do we, unless the route has its own.
   const userInfo = url.username || url.password ? `Basic ${Buffer.from(`${safeDecode(url.username)}:${safeDecode(url.password)}`).toString("base64")}` : undefined;
+  const inFlight = new Set<AbortController>();
   // Failed reasons go to logs, dead letters and the dashboard: never with the route's
   // credentials. The URL is named without user info or query (keys often ride there),
   // and an error body is cleaned of what we sent, since some downstreams echo it back
   // (found by test/integration/secrets-never-leak.test.ts).
   const where = `${url.protocol}//${url.host}${url.pathname}`;
   const secrets = routeSecrets(route, url);
-  const failure = (error: NodeJS.ErrnoException): AttemptResult => ({
-    error: timeoutCodes.has(error.code ?? "")
-      ? `no answer within ${timeoutMs} ms (the route's timeoutMs)`
-      : `POST ${where} failed: ${redactSecrets(error.code?.startsWith("UND_ERR") ? error.message : (error.code ?? error.message), secrets)}`,
-  });
+  const failure = (error: NodeJS.ErrnoException, deadline: AbortController): AttemptResult => {
+    if (deadline.signal.reason === shutdownCut) return { error: "cut by the shutdown deadline before an answer came" };
+    if (deadline.signal.aborted || timeoutCodes.has(error.code ?? "")) return { error: `no answer within ${timeoutMs} ms (the route's timeoutMs)` };
+    return { error: `POST ${where} failed: ${redactSecrets(error.code?.startsWith("UND_ERR") ? error.message : (error.code ?? error.message), secrets)}` };
+  };
   return {
     async post(headers, body) {
+      const sent = userInfo && !("authorization" in headers) ? { ...headers, authorization: userInfo } : headers;
+      // undici never frees the connection slot of a request it refused for its headers: a
+      // few such requests would stall the route for good. So they never reach it.
+      const refused = unsendableHeader(sent);
+      if (refused) return { error: refused, permanent: true };
+      const deadline = new AbortController();
+      const timer = setTimeout(() => deadline.abort(), timeoutMs);
+      inFlight.add(deadline);
       try {
-        const answer = await pool.request({
-          path,
-          method: "POST",
-          headers: userInfo && !("authorization" in headers) ? { ...headers, authorization: userInfo } : headers,
-          body,
-        });
+        const answer = await pool.request({ path, method: "POST", headers: sent, body, signal: deadline.signal });
         const status = answer.statusCode;
         if (status >= 200 && status < 300) {
           // The status is the answer: a slow body must not turn a delivered event into a
           // timeout and a repeat. Read it in the background (the connection goes back to the
           // pool), bounded by bodyTimeout.
+          clearTimeout(timer);
           answer.body.dump().catch(() => {});
           return { status };
         }
@@ -69,15 +75,36 @@ export function createDownstreamClient(route: Route): DownstreamClient {
         }
         return { status, retryAfter: header(answer.headers, "retry-after"), detail: oneLine(redactSecrets(detail, secrets)) || undefined };
       } catch (error) {
-        return failure(error as NodeJS.ErrnoException);
+        return failure(error as NodeJS.ErrnoException, deadline);
+      } finally {
+        clearTimeout(timer);
+        inFlight.delete(deadline);
       }
     },
     abortAll() {
-      // Every request in flight fails at once (each resolves its `{ error }`); the pool is done.
-      pool.destroy(new Error("shutdown: deliveries still running at its deadline were cut")).catch(() => {});
+      for (const deadline of inFlight) deadline.abort(shutdownCut);
     },
     close: () => void pool.close().catch(() => {}),
   };
+}
+
+/** The abort reason of `abortAll`, told apart from a deadline. */
+const shutdownCut = new Error("shutdown deadline");
+
+/**
+ * Why a header cannot be sent, in our words; undefined when all can. node:http's checks
+ * (token names, values without control characters or characters above U+00FF) are undici's.
+ */
+function unsendableHeader(headers: Record<string, string>): string | undefined {
+  for (const [name, value] of Object.entries(headers)) {
+    try {
+      validateHeaderName(name);
+      validateHeaderValue(name, value);
+    } catch {
+      return `the ${name} header cannot be sent: its ${/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/.test(name) ? "value has a character HTTP headers cannot carry" : "name is not a valid header name"}; fix the route's headers or the event`;
+    }
+  }
+  return undefined;
 }
 
 function header(headers: IncomingHttpHeaders, name: string): string | undefined {

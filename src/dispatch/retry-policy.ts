@@ -1,9 +1,12 @@
 import { jitteredBackoff, parseRetryAfter } from "../retry-after.js";
 
-/** What one delivery attempt came back with: an HTTP answer, or none (network error, timeout). */
+/**
+ * What one delivery attempt came back with: an HTTP answer, or none (network error,
+ * timeout; `permanent`: the request could not even be sent as it is, so never will be).
+ */
 export type AttemptResult =
   | { status: number; retryAfter?: string; detail?: string }
-  | { error: string };
+  | { error: string; permanent?: true };
 
 export type Decision =
   | { action: "delivered" }
@@ -17,7 +20,7 @@ export type Decision =
 export function decide(result: AttemptResult, now = Date.now()): Decision {
   // 1. No answer: connection refused or reset, DNS, timeout. The event may not have
   //    arrived; the downstream drops a repeat by its webhook-id, so retry.
-  if ("error" in result) return { action: "retry", reason: result.error };
+  if ("error" in result) return result.permanent ? { action: "fail", reason: result.error } : { action: "retry", reason: result.error };
   const { status, detail } = result;
   const answered = `downstream answered ${status}${detail ? `: ${detail}` : ""}`;
   // 2. Any 2xx is success.

@@ -7,6 +7,7 @@
  */
 export function createBatchPerTurn<Call, Reply>(
   send: (calls: Call[]) => Promise<Array<Reply | Error>>,
+  // 64: past a few dozen calls a batch saves little more, and one script call must not hold Redis long.
   { groupOf = () => "", maxBatch = 64 }: { groupOf?: (call: Call) => string; maxBatch?: number } = {},
 ): (call: Call) => Promise<Reply> {
   type Waiting = { call: Call; resolve(reply: Reply): void; reject(error: unknown): void };
@@ -17,10 +18,12 @@ export function createBatchPerTurn<Call, Reply>(
     for (const waiting of due.values()) {
       for (let start = 0; start < waiting.length; start += maxBatch) {
         const batch = waiting.slice(start, start + maxBatch);
-        send(batch.map(({ call }) => call)).then(
-          (replies) => batch.forEach(({ resolve, reject }, index) => (replies[index] instanceof Error ? reject(replies[index]) : resolve(replies[index] as Reply))),
-          (error: unknown) => batch.forEach(({ reject }) => reject(error)),
-        );
+        const rejectAll = (error: unknown) => batch.forEach(({ reject }) => reject(error));
+        send(batch.map(({ call }) => call)).then((replies) => {
+          // A reply of another shape would answer calls with nothing: a claim would read as a duplicate.
+          if (!Array.isArray(replies) || replies.length !== batch.length) return rejectAll(new Error(`a batch of ${batch.length} calls got ${Array.isArray(replies) ? replies.length : "no list of"} replies`));
+          batch.forEach(({ resolve, reject }, index) => (replies[index] instanceof Error ? reject(replies[index]) : resolve(replies[index] as Reply)));
+        }, rejectAll);
       }
     }
   };

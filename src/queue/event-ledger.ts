@@ -60,11 +60,11 @@ export interface EventLedger {
 /** LEDGER_SHARDS's default: callers that do not pass it must read the same shards. */
 export const defaultLedgerShards = 1024;
 
-// One script, one round trip per call, atomic like the MULTI it replaces. A MULTI costs
-// far more here: ioredis copies every script defined on the connection (BullMQ's, dozens)
-// onto each pipeline it builds (docs/benchmarks.md).
+// One script, each op atomic like the MULTI it replaced, and the ops of one turn in one
+// call. Not a MULTI or a pipeline: ioredis copies every script defined on the connection
+// (BullMQ's, dozens) onto each pipeline it builds (docs/benchmarks.md).
 type LedgerCommands = {
-  streamkeeperLedger(...args: Array<string | number | Buffer>): Promise<unknown>;
+  streamkeeperLedger(...args: Array<string | number>): Promise<unknown>;
 };
 
 /**
@@ -73,11 +73,13 @@ type LedgerCommands = {
  * own made it most of Redis at any sustained rate. Records live in time buckets (a day,
  * or the TTL when shorter) split into `shards` by the id's digest: small hashes that Redis
  * keeps listpack-encoded (up to 512 entries of 64 bytes by default, 128 on some managed
- * services); a lookup scans them, so LEDGER_SHARDS aims at ~100 ids per shard and day. A bucket expires as a whole, TTL plus its
- * length after its first write, so nothing scans for expired ids; a record older than the
+ * services); a lookup scans them, so LEDGER_SHARDS aims at ~100 ids per shard and day. A
+ * bucket expires as a whole, TTL plus its length after its first write, so nothing scans for expired ids; a record older than the
  * TTL still in a live bucket reads as absent. A lookup reads the window's buckets of one
- * shard in one script: the shard is the hash tag, so on a cluster the ledger spreads over
- * every master and each call stays in one slot. The field is 8 bytes of the id's SHA-256
+ * shard: the shard is the hash tag, so on a cluster the ledger spreads over every master
+ * and each call stays in one slot. On a single Redis the calls of one event-loop turn go
+ * in one script call across shards (batch-per-turn.ts); on a cluster only those of one
+ * shard, so there nearly every call goes alone. The field is 8 bytes of the id's SHA-256
  * (with the shard, 74 bits: no two ids of a window share one in practice).
  */
 export function createEventLedger(redis: Redis | Cluster, queuePrefix: string, ttlSeconds: number, shards = defaultLedgerShards): EventLedger {
@@ -85,7 +87,7 @@ export function createEventLedger(redis: Redis | Cluster, queuePrefix: string, t
   const commands = redis as unknown as LedgerCommands;
   // The calls of one turn go in one script call (a batch); on a cluster one per shard,
   // since a script reaches one slot.
-  type Call = { shard: number; keys: string[]; args: Array<string | number | Buffer> };
+  type Call = { shard: number; keys: string[]; args: Array<string | number> };
   const send = createBatchPerTurn<Call, unknown>(
     async (calls) => {
       if (calls.length === 1) return [await commands.streamkeeperLedger(calls[0]!.keys.length, ...calls[0]!.keys, ...calls[0]!.args)];

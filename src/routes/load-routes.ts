@@ -1,4 +1,5 @@
 import { readFile } from "node:fs/promises";
+import { validateHeaderName, validateHeaderValue } from "node:http";
 import { parse as parseYaml } from "yaml";
 import { z } from "zod";
 import { ConfigError, type Config } from "../config.js";
@@ -15,7 +16,15 @@ const routeSchema = z
       .transform((value) => (Array.isArray(value) ? value : [value]))
       .pipe(z.array(z.string().regex(/^(\*|[A-Za-z0-9_.-]+(\.\*)?)$/, "use *, a prefix such as user.*, or an exact event type"))),
     url: z.url({ protocol: /^https?$/, error: "give an http(s) URL" }),
-    headers: z.record(z.string(), z.string()).default({}),
+    headers: z
+      .record(z.string(), z.string())
+      .default({})
+      .superRefine((headers, context) => {
+        for (const [name, value] of Object.entries(headers)) {
+          const problem = headerProblem(name, value);
+          if (problem) context.addIssue({ code: "custom", message: problem, path: [name] });
+        }
+      }),
     secret: z.string().min(1).optional(),
     timeoutMs: numberSchema({ whole: true, min: 1, max: 300_000, unit: "milliseconds" }).default(10_000),
     maxAttemptsPerEvent: numberSchema({ whole: true, min: 1, max: 1_000_000, unit: "attempts", note: "leave it out to retry for DISPATCH_RETRY_WINDOW_SECONDS" }).optional(),
@@ -25,6 +34,25 @@ const routeSchema = z
     ratePerSecond: numberSchema({ above: 0, max: 100_000, unit: "deliveries per second", example: "10", note: "leave it out for no limit" }).optional(),
   })
   .strict();
+
+/** Headers the HTTP client sets itself, per request, and refuses from a caller. */
+const clientOwnedHeaders = new Set(["connection", "keep-alive", "transfer-encoding", "upgrade", "expect", "host", "content-length", "te"]);
+
+/** Why a route header cannot be sent, in our words; undefined when it can. */
+function headerProblem(name: string, value: string): string | undefined {
+  if (clientOwnedHeaders.has(name.toLowerCase())) return `${name} is set per request by the HTTP client; remove it from the route's headers`;
+  try {
+    validateHeaderName(name);
+  } catch {
+    return "is not a valid header name: use letters, digits and - (e.g. X-Api-Key)";
+  }
+  try {
+    validateHeaderValue(name, value);
+  } catch {
+    return "has a character a header cannot carry (a line break, a control character, or one above U+00FF)";
+  }
+  return undefined;
+}
 
 /** Parses routes from YAML or JSON text: a list of routes, or `{ routes: [...] }`. Errors name the route and the field. */
 export function parseRoutes(text: string, origin: string): Route[] {

@@ -166,6 +166,19 @@ describe("dispatch: delivery", () => {
     release();
   });
 
+  it("when an event id has characters a header cannot carry, then it is delivered under its percent-encoded id, signed as such", async () => {
+    const downstream = await sink();
+    const secret = `whsec_${Buffer.from("a secret of thirty-two bytes!!!!").toString("base64")}`;
+    harness = await createDispatchHarness(redisUrl, [testRoute("unicode", downstream.url, { secret })]);
+    harness.startDispatcher();
+    const event = { ...userEvent(), id: "evt_事件 1" };
+    await harness.store.store(event, { origin: "webhook" });
+    const [request] = await downstream.untilReceived(1);
+    expect(request!.headers["webhook-id"]).toBe("evt_%E4%BA%8B%E4%BB%B6%201");
+    expect(JSON.parse(request!.body).id).toBe("evt_事件 1");
+    expect(() => new Webhook(secret).verify(request!.body, request!.headers as Record<string, string>)).not.toThrow();
+  });
+
   it("when a route has a secret, then every attempt is signed and the standardwebhooks package verifies it", async () => {
     const secret = `whsec_${Buffer.from("0123456789abcdef0123456789abcdef").toString("base64")}`;
     const downstream = await sink((request) => (request.index === 0 ? { status: 500 } : {}));

@@ -1,3 +1,5 @@
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import { afterEach, describe, expect, it } from "vitest";
 import { createDownstreamClient } from "../../src/dispatch/downstream-client.js";
 import { testRoute } from "../helpers/dispatch-harness.js";
@@ -53,5 +55,32 @@ describe("downstream client", () => {
     const results = await Promise.all(pending);
     client.close();
     for (const result of results) expect(result).toEqual({ error: expect.stringMatching(/shutdown/) });
+  });
+
+  it("when an error answer's body drips in slower than timeoutMs, then the attempt ends at its deadline, as one with no answer", async () => {
+    const server = createServer((_req, res) => {
+      res.writeHead(503, { "content-type": "text/plain" });
+      const drip = setInterval(() => res.write("."), 100);
+      res.on("close", () => clearInterval(drip));
+    });
+    await new Promise<void>((ok) => server.listen(0, "127.0.0.1", ok));
+    try {
+      const client = createDownstreamClient(testRoute("dripping", `http://127.0.0.1:${(server.address() as AddressInfo).port}/`, { timeoutMs: 500 }));
+      expect(await client.post({}, "{}")).toEqual({ error: "no answer within 500 ms (the route's timeoutMs)" });
+      client.close();
+    } finally {
+      server.closeAllConnections();
+      await new Promise((ok) => server.close(ok));
+    }
+  });
+
+  it("when a header cannot be sent, then the attempt fails for good at once, and the route's next requests still go out", async () => {
+    const sink = await sinkAt();
+    const client = createDownstreamClient(testRoute("odd", sink.url, { concurrency: 2 }));
+    const refused = await Promise.all([1, 2, 3].map(() => client.post({ "webhook-id": "evt_事件" }, "{}")));
+    for (const result of refused) expect(result).toEqual({ error: expect.stringMatching(/^the webhook-id header cannot be sent: its value has a character/), permanent: true });
+    expect(await Promise.all([1, 2, 3].map(() => client.post({ "webhook-id": "evt_1" }, "{}")))).toEqual([{ status: 200 }, { status: 200 }, { status: 200 }]);
+    client.close();
+    expect(sink.requests).toHaveLength(3);
   });
 });

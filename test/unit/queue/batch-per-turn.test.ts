@@ -32,4 +32,10 @@ describe("createBatchPerTurn", () => {
     const failed = await Promise.allSettled([1, 2].map(down));
     expect(failed.map((result) => result.status === "rejected" && result.reason.message)).toEqual(["Redis is down", "Redis is down"]);
   });
+
+  it("when the reply does not answer every call, then every call of the batch rejects rather than resolving with nothing", async () => {
+    const short = createBatchPerTurn<number, number>(async (calls) => calls.slice(1));
+    const results = await Promise.allSettled([1, 2].map(short));
+    expect(results.map((result) => result.status === "rejected" && result.reason.message)).toEqual(["a batch of 2 calls got 1 replies", "a batch of 2 calls got 1 replies"]);
+  });
 });

@@ -25,6 +25,10 @@ describe("routes file messages in the project's words", () => {
     ["maxAttemptsPerEvent: 0", "routes.yaml: route users field maxAttemptsPerEvent: give a whole number of attempts from 1 to 1000000; leave it out to retry for DISPATCH_RETRY_WINDOW_SECONDS"],
     ["concurrency: 1001", "routes.yaml: route users field concurrency: give a whole number of deliveries at a time from 1 to 1000"],
     ["concurrency: -1.5", "routes.yaml: route users field concurrency: give a whole number of deliveries at a time from 1 to 1000"],
+    ["headers: { Expect: 100-continue }", "routes.yaml: route users field headers.Expect: Expect is set per request by the HTTP client; remove it from the route's headers"],
+    ["headers: { Connection: close }", "routes.yaml: route users field headers.Connection: Connection is set per request by the HTTP client; remove it from the route's headers"],
+    ['headers: { "X Key": abc }', "routes.yaml: route users field headers.X Key: is not a valid header name: use letters, digits and - (e.g. X-Api-Key)"],
+    ['headers: { X-Key: "a\\nb" }', "routes.yaml: route users field headers.X-Key: has a character a header cannot carry (a line break, a control character, or one above U+00FF)"],
   ])("when a route has %s, then the problem reads word for word", (field, message) => {
     expect(problemsOf(field)).toEqual([message]);
   });
