@@ -86,16 +86,34 @@ export function createEventLedger(redis: Redis | Cluster, queuePrefix: string, t
   redis.defineCommand("streamkeeperLedger", { lua: ledgerScript });
   const commands = redis as unknown as LedgerCommands;
   // The calls of one turn go in one script call (a batch); on a cluster one per shard,
-  // since a script reaches one slot.
+  // since a script reaches one slot. A single endpoint may enforce slots as well (a proxy
+  // in front of a cluster, or a cluster node reached directly): it answers CROSSSLOT to a
+  // batch across shards, and from then on this ledger batches per shard there too.
   type Call = { shard: number; keys: string[]; args: Array<string | number> };
+  let perShard = "isCluster" in redis && redis.isCluster;
+  const run = async (calls: Call[]): Promise<unknown[]> => {
+    if (calls.length === 1) return [await commands.streamkeeperLedger(calls[0]!.keys.length, ...calls[0]!.keys, ...calls[0]!.args)];
+    const keys = calls.flatMap((call) => call.keys);
+    const args = calls.flatMap((call) => [call.keys.length, call.args.length, ...call.args]);
+    return (await commands.streamkeeperLedger(keys.length, ...keys, "batch", calls.length, ...args)) as unknown[];
+  };
   const send = createBatchPerTurn<Call, unknown>(
     async (calls) => {
-      if (calls.length === 1) return [await commands.streamkeeperLedger(calls[0]!.keys.length, ...calls[0]!.keys, ...calls[0]!.args)];
-      const keys = calls.flatMap((call) => call.keys);
-      const args = calls.flatMap((call) => [call.keys.length, call.args.length, ...call.args]);
-      return (await commands.streamkeeperLedger(keys.length, ...keys, "batch", calls.length, ...args)) as unknown[];
+      try {
+        return await run(calls);
+      } catch (error) {
+        if (perShard || !String(error).includes("CROSSSLOT")) throw error;
+        perShard = true;
+        const replies: unknown[] = [];
+        const shards = new Map<number, number[]>();
+        calls.forEach((call, index) => shards.set(call.shard, [...(shards.get(call.shard) ?? []), index]));
+        await Promise.all(
+          [...shards.values()].map(async (indexes) => (await run(indexes.map((index) => calls[index]!))).forEach((reply, k) => (replies[indexes[k]!] = reply))),
+        );
+        return replies;
+      }
     },
-    { groupOf: "isCluster" in redis && redis.isCluster ? (call) => String(call.shard) : undefined },
+    { groupOf: (call) => (perShard ? String(call.shard) : "") },
   );
   const bucketSeconds = Math.min(86_400, ttlSeconds);
   const bucketCount = Math.floor(ttlSeconds / bucketSeconds) + 1;

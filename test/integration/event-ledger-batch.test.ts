@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createEventLedger, type Arrival } from "../../src/queue/event-ledger.js";
 import { createRedis, untilReady } from "../../src/queue/redis-connection.js";
 import { startRedisServer, type RedisServer } from "../../src/queue/redis-server.js";
+import { startRedisCluster } from "../helpers/redis-cluster.js";
 
 const arrival = (routes: string[]): Arrival => ({ receivedAt: Date.now(), origin: "webhook", streamId: "est_1", type: "user.updated", routes });
 
@@ -64,5 +65,21 @@ describe("event ledger batches", () => {
     expect(results.map((result) => result.status)).toEqual(["fulfilled", "fulfilled", "rejected", "fulfilled", "fulfilled"]);
     expect(String((results[2] as PromiseRejectedResult).reason)).toMatch(/more than 255 route names/);
     expect(await Promise.all(ids.map((id) => ledger.has(id)))).toEqual([true, true, false, true, true]);
+  });
+
+  it("when a single endpoint enforces slots (a cluster node reached directly, like a slot-checking proxy), then a batch across shards falls back to one per shard, and every call lands", async () => {
+    const cluster = await startRedisCluster(1);
+    const direct = createRedis(cluster.nodes[0]!.url, "client") as Redis;
+    try {
+      await untilReady(direct);
+      const ledger = createEventLedger(direct, `test-${randomUUID()}`, 3600);
+      await ledger.shards();
+      const ids = Array.from({ length: 20 }, () => `evt_${randomUUID()}`);
+      expect(await Promise.all(ids.map((id) => ledger.claim(id, arrival(["a"]), false)))).toEqual(ids.map(() => true));
+      expect(await Promise.all(ids.map((id) => ledger.lookup(id)))).toEqual(ids.map(() => "arrived"));
+    } finally {
+      direct.disconnect();
+      await cluster.stop();
+    }
   });
 });
