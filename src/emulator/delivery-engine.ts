@@ -1,3 +1,4 @@
+import { setMaxListeners } from "node:events";
 import { setTimeout as sleep } from "node:timers/promises";
 import type { Delivery, DeliveryStore, TenantEvent } from "./delivery-store.js";
 import { newId } from "./new-id.js";
@@ -31,6 +32,9 @@ export interface DeliveryEngine {
 
 export function createDeliveryEngine(options: DeliveryEngineOptions): DeliveryEngine {
   const stop = new AbortController();
+  // Every attempt in flight listens on it (send-webhook.ts) and removes its listener when
+  // done: more than ten at once is the normal case, not the leak Node's warning suspects.
+  setMaxListeners(0, stop.signal);
   const rounds = new Set<Promise<void>>();
 
   function start(delivery: Delivery): void {
