@@ -74,8 +74,8 @@ type LedgerCommands = {
  * or the TTL when shorter) split into `shards` by the id's digest: small hashes that Redis
  * keeps listpack-encoded (up to 512 entries of 64 bytes by default, 128 on some managed
  * services); a lookup scans them, so LEDGER_SHARDS aims at ~100 ids per shard and day. A
- * bucket expires as a whole, TTL plus its length after its first write, so nothing scans for expired ids; a record older than the
- * TTL still in a live bucket reads as absent. A lookup reads the window's buckets of one
+ * bucket expires as a whole, TTL plus its length after its first write, so nothing scans
+ * for expired ids; a record older than the TTL still in a live bucket reads as absent. A lookup reads the window's buckets of one
  * shard: the shard is the hash tag, so on a cluster the ledger spreads over every master
  * and each call stays in one slot. On a single Redis the calls of one event-loop turn go
  * in one script call across shards (batch-per-turn.ts); on a cluster only those of one
@@ -102,7 +102,8 @@ export function createEventLedger(redis: Redis | Cluster, queuePrefix: string, t
       try {
         return await run(calls);
       } catch (error) {
-        if (perShard || !String(error).includes("CROSSSLOT")) throw error;
+        // Also a batch grouped before the switch: it is sent again per shard like the first.
+        if (!String(error).includes("CROSSSLOT") || new Set(calls.map((call) => call.shard)).size === 1) throw error;
         perShard = true;
         const replies: unknown[] = [];
         const shards = new Map<number, number[]>();
