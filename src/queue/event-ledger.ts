@@ -75,9 +75,9 @@ type LedgerCommands = {
  * keeps listpack-encoded (up to 512 entries of 64 bytes by default, 128 on some managed
  * services); a lookup scans them, so LEDGER_SHARDS aims at ~100 ids per shard and day. A
  * bucket expires as a whole, TTL plus its length after its first write, so nothing scans
- * for expired ids; a record older than the TTL still in a live bucket reads as absent. A lookup reads the window's buckets of one
- * shard: the shard is the hash tag, so on a cluster the ledger spreads over every master
- * and each call stays in one slot. On a single Redis the calls of one event-loop turn go
+ * for expired ids; a record older than the TTL still in a live bucket reads as absent. A
+ * lookup reads the window's buckets of one shard: the shard is the hash tag, so on a
+ * cluster the ledger spreads over every master and each call stays in one slot. On a single Redis the calls of one event-loop turn go
  * in one script call across shards (batch-per-turn.ts); on a cluster only those of one
  * shard, so there nearly every call goes alone. The field is 8 bytes of the id's SHA-256
  * (with the shard, 74 bits: no two ids of a window share one in practice).
