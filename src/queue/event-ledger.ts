@@ -68,19 +68,20 @@ type LedgerCommands = {
 };
 
 /**
- * The ledger keeps one compact record per id, at most ~40 bytes of Redis (docs/benchmarks.md),
- * because it holds every id of the dedupe window: ~390 bytes per event as a hash of its
- * own made it most of Redis at any sustained rate. Records live in time buckets (a day,
- * or the TTL when shorter) split into `shards` by the id's digest: small hashes that Redis
- * keeps listpack-encoded (up to 512 entries of 64 bytes by default, 128 on some managed
- * services); a lookup scans them, so LEDGER_SHARDS aims at ~100 ids per shard and day. A
- * bucket expires as a whole, TTL plus its length after its first write, so nothing scans
- * for expired ids; a record older than the TTL still in a live bucket reads as absent. A
- * lookup reads the window's buckets of one shard: the shard is the hash tag, so on a
- * cluster the ledger spreads over every master and each call stays in one slot. On a single Redis the calls of one event-loop turn go
- * in one script call across shards (batch-per-turn.ts); on a cluster only those of one
- * shard, so there nearly every call goes alone. The field is 8 bytes of the id's SHA-256
- * (with the shard, 74 bits: no two ids of a window share one in practice).
+ * The ledger keeps one compact record per id, at most ~40 bytes of Redis
+ * (docs/benchmarks.md), because it holds every id of the dedupe window: ~390 bytes per
+ * event as a hash of its own made it most of Redis at any sustained rate. Records live in
+ * time buckets (a day, or the TTL when shorter) split into `shards` by the id's digest:
+ * small hashes that Redis keeps listpack-encoded (up to 512 entries of 64 bytes by
+ * default, 128 on some managed services); a lookup scans them, so LEDGER_SHARDS aims at
+ * ~100 ids per shard and day. A bucket expires as a whole, TTL plus its length after its
+ * first write, so nothing scans for expired ids; a record older than the TTL still in a
+ * live bucket reads as absent. A lookup reads the window's buckets of one shard: the
+ * shard is the hash tag, so on a cluster the ledger spreads over every master and each
+ * call stays in one slot. On a single Redis the calls of one event-loop turn go in one
+ * script call across shards (batch-per-turn.ts); on a cluster only those of one shard, so
+ * there nearly every call goes alone. The field is 8 bytes of the id's SHA-256 (with the
+ * shard, 74 bits: no two ids of a window share one in practice).
  */
 export function createEventLedger(redis: Redis | Cluster, queuePrefix: string, ttlSeconds: number, shards = defaultLedgerShards): EventLedger {
   redis.defineCommand("streamkeeperLedger", { lua: ledgerScript });
