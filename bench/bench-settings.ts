@@ -17,7 +17,11 @@ const schema = z.object({
   BENCH_PIPELINE_TOPOLOGIES: z.string().default("all,split,floor").describe("pipeline runs: all (one --role all process), split (a receiver and a worker process), floor (the bench's floor server and floor worker: Express + one BullMQ add, BullMQ + one POST; the stack's own bound)"),
   BENCH_MEMORY_EVENTS: z.coerce.number().int().min(1).default(100_000).describe("events stored, delivered and their jobs removed in the memory scenario"),
   BENCH_DRAIN_EVENTS: z.coerce.number().int().min(1).default(20_000).describe("queued deliveries each worker drains in the worker-drain scenario"),
-  BENCH_SCENARIOS: z.string().default("ingest,pipeline,worker-drain,reconcile,stale-guard,outage,memory").describe("which scenarios to run, comma-separated"),
+  BENCH_SOAK_RATE: z.coerce.number().int().min(1).default(1000).describe("events/s of the soak scenario, evenly paced"),
+  BENCH_SOAK_WARMUP_S: z.coerce.number().min(0).default(60).describe("unmeasured load before the soak's samples, so completed-job retention and BullMQ's events stream reach their caps"),
+  BENCH_SOAK_S: z.coerce.number().positive().default(300).describe("length of the soak's measured run"),
+  BENCH_SOAK_SAMPLE_S: z.coerce.number().positive().default(10).describe("seconds between the soak's samples of Redis memory and service RSS"),
+  BENCH_SCENARIOS: z.string().default("ingest,pipeline,worker-drain,reconcile,stale-guard,outage,memory").describe("which scenarios to run, comma-separated; soak (6+ minutes) only when named"),
   BENCH_CPU_PROFILE: z.stringbool().default(false).describe("write a CPU profile of each service process into bench/results/"),
   BENCH_OUTPUT: z.string().default("latest").describe("results file name under bench/results/ (.json and .md)"),
 });

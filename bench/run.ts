@@ -14,6 +14,7 @@ import { runOutage, type OutageResults } from "./scenarios/run-outage.js";
 import { runMemory, type MemoryResults } from "./scenarios/run-memory.js";
 import { runPipeline, type PipelineResults, type Topology } from "./scenarios/run-pipeline.js";
 import { runReconcile, type ReconcileResults } from "./scenarios/run-reconcile.js";
+import { runSoak, type SoakResults } from "./scenarios/run-soak.js";
 import { runStaleGuard, type StaleGuardResults } from "./scenarios/run-stale-guard.js";
 import { runWorkerDrain, type WorkerDrainResults } from "./scenarios/run-worker-drain.js";
 
@@ -43,8 +44,10 @@ export interface BenchResults {
   outage?: OutageResults;
   /** Redis bytes per event: per job, and the ledger's once the jobs are gone */
   memory?: MemoryResults;
+  /** Redis memory and service RSS over a sustained paced run (receiver + worker) */
+  soak?: SoakResults;
   /** each target: true met, false missed, undefined not measured */
-  targets: { ingestRatio?: boolean; ackP99?: boolean; ackP99Paced?: boolean; pipeline: Partial<Record<Topology, boolean>>; workerCpu?: boolean; reconcile?: boolean };
+  targets: { ingestRatio?: boolean; ackP99?: boolean; ackP99Paced?: boolean; pipeline: Partial<Record<Topology, boolean>>; workerCpu?: boolean; reconcile?: boolean; soak?: boolean };
 }
 
 const resultsDir = fileURLToPath(new URL("./results/", import.meta.url));
@@ -116,6 +119,14 @@ async function main() {
     }
     if (scenarios.has("stale-guard")) {
       results.staleGuard = await runStaleGuard({ redis, redisUrl: redisServer.url, dataDir: dir, sinkUrl: sink.info.url, log });
+    }
+    if (scenarios.has("soak")) {
+      results.soak = await runSoak({ settings, redis, redisUrl: redisServer.url, redisPid: redisServer.process.pid!, sinkPid: sink.process.pid!, dataDir: dir, sinkUrl: sink.info.url, cpuProfileDir, log });
+      if (results.soak.status === "measured") {
+        // The ledger grows with every new id for the dedupe window by design: judged on the rest.
+        const { usedMemoryLessLedger, lost, load } = results.soak;
+        results.targets.soak = usedMemoryLessLedger.spread <= 0.1 && lost === 0 && load.errors === 0;
+      }
     }
     if (scenarios.has("outage")) {
       results.outage = await runOutage({ settings, redis, redisUrl: redisServer.url, dataDir: dir, log });

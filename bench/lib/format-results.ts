@@ -1,10 +1,13 @@
 import type { BenchResults } from "../run.js";
+import type { SeriesSummary, SoakResults } from "../scenarios/run-soak.js";
 import type { LoadResult } from "./load-types.js";
 
 const n = (value: number | undefined, digits = 0) =>
   value === undefined ? "-" : value.toLocaleString("en-US", { maximumFractionDigits: digits, minimumFractionDigits: digits });
 const ms = (value: number | undefined) => (value === undefined ? "-" : `${n(value, 1)} ms`);
-const mib = (bytes: number | undefined) => (bytes === undefined ? "-" : `${n(bytes / 1024 / 1024, 1)} MiB`);
+const mib = (bytes: number | undefined, digits = 1) => (bytes === undefined ? "-" : `${n(bytes / 1024 / 1024, digits)} MiB`);
+/** Redis in the soak: a few MiB, where a tenth of a MiB is a few per cent. */
+const mib2 = (bytes: number | undefined) => mib(bytes, 2);
 const verdict = (met: boolean | undefined) => (met === undefined ? "pending" : met ? "met" : "**missed**");
 const errors = (load: LoadResult) =>
   `${n(load.errors)}${load.errors > 0 ? ` (${Object.entries(load.statusCodes).filter(([code]) => !code.startsWith("2")).map(([code, count]) => `${code}: ${count}`).join(", ") || "connection errors"})` : ""}`;
@@ -24,6 +27,10 @@ const coresPerEvent = (load: LoadResult, eventsPerSecond: number) =>
     .map(([name, value]) => (name === "other" || name === "load" ? `${name} ${n(value, 2)}` : `${name} ${n(value, 2)} (${n((value / eventsPerSecond) * 1e6)} µs/event)`))
     .join(" · ");
 const order = (name: string) => ["ceiling", "floor", "service", "receiver", "worker", "redis", "sink", "load", "other"].indexOf(name);
+const percent = (ratio: number) => `${n(ratio * 100, 1)} %`;
+/** `first → last (min-max, spread, slope)` of a soak series. */
+const series = (figure: SeriesSummary, unit: (value: number) => string) =>
+  `${unit(figure.first)} → ${unit(figure.last)} (min ${unit(figure.min)}, max ${unit(figure.max)}, spread ${percent(figure.spread)}, slope ${figure.slopePerMinute >= 0 ? "+" : "−"}${unit(Math.abs(figure.slopePerMinute))}/min)`;
 const topologyName = { all: "one `--role all` process", split: "`--role receiver` + `--role worker` processes", floor: "floor: Express + one BullMQ add, BullMQ worker + one POST, nothing else" };
 
 /** The Markdown table of one run (bench/results/latest.md, quoted in docs/benchmarks.md). */
@@ -100,6 +107,22 @@ export function formatResults(results: BenchResults): string {
     ]);
   }
 
+  const soak = results.soak;
+  if (soak?.status === "measured") {
+    const { load } = soak;
+    rows.push([
+      `Soak, \`--role receiver\` + \`--role worker\`: ${n(soak.rate)} events/s evenly paced for ${n(soak.durationS)} s after ${n(soak.warmupS)} s of warm-up, default settings`,
+      `${n(soak.deliveredPerSecond)} events/s delivered, ${n(load.eventsPerSecond)} acknowledged (the generator's own send lag: p99 ${ms(load.sendLagMs?.p99)})`,
+      ms(soak.endToEndMs.p50),
+      ms(soak.endToEndMs.p99),
+      `${errors(load)}; lost ${n(soak.lost)}${soak.repeats > 0 ? `; ${n(soak.repeats)} repeats` : ""}`,
+      coresPerEvent(load, soak.deliveredPerSecond),
+      `memory flat within 10 % after warm-up (\`used_memory\` less the ledger: ${percent(soak.usedMemoryLessLedger.spread)}), nothing lost: ${verdict(results.targets.soak)}`,
+    ]);
+  } else if (soak) {
+    rows.push(["Soak", `pending: ${soak.reason}`, "-", "-", "-", "-", "memory flat within 10 %: pending"]);
+  }
+
   const memory: string[] = [];
   if (ingest) {
     memory.push(`| Service peak RSS, \`--role receiver\` (ingest runs) | ${mib(ingest.service.peakRssBytes)} |`);
@@ -115,6 +138,14 @@ export function formatResults(results: BenchResults): string {
   for (const pipeline of results.pipelines) {
     if (pipeline.status !== "measured") continue;
     for (const [name, bytes] of Object.entries(pipeline.peakRssBytes)) memory.push(`| Service peak RSS, \`--role ${name}\` (pipeline runs, ${pipeline.topology}) | ${mib(bytes)} |`);
+  }
+
+  if (soak?.status === "measured") {
+    memory.push(`| Soak: Redis \`used_memory\` (less AOF and client buffers), sampled every ${n(s.BENCH_SOAK_SAMPLE_S)} s | ${series(soak.usedMemory, mib2)}; ${n(soak.usedMemoryPerNewEvent, 1)} B per event stored meanwhile |`);
+    memory.push(`| Soak: the ledger's keys (\`MEMORY USAGE\`), the dedupe window: grows with every new id by design | ${series(soak.ledgerBytes, mib2)}; ${n(soak.ledgerBytesPerNewEvent, 1)} B per event stored meanwhile; deleting them at the end gave back ${n(soak.ledgerShareOfMemoryUsage, 3)} × their \`MEMORY USAGE\` of \`used_memory\` |`);
+    memory.push(`| Soak: **\`used_memory\` less the ledger** (its \`MEMORY USAGE\` × ${n(soak.ledgerShareOfMemoryUsage, 3)}; what the target is judged on) | ${series(soak.usedMemoryLessLedger, mib2)} |`);
+    memory.push(`| Soak: every other key (\`MEMORY USAGE\`: jobs, BullMQ's lists, sets and events stream) | ${series(soak.otherKeysBytes, mib2)} |`);
+    for (const [name, rss] of Object.entries(soak.rssBytes)) memory.push(`| Soak: RSS, \`--role ${name}\` | ${series(rss, mib)}; peak ${mib(soak.peakRssBytes[name])} |`);
   }
 
   return [
@@ -137,6 +168,41 @@ export function formatResults(results: BenchResults): string {
         : [],
     ),
     `- Cores busy: CPU seconds over wall seconds per process during the measured run (sum ≤ ${machine.cpus}); "other" is the rest of the machine (the bench runner, other people's work): well above 0.05, the run shared the cores.`,
+    ...(soak?.status === "measured" ? ["", ...soakDetails(soak)] : []),
     "",
   ].join("\n");
+}
+
+/**
+ * The soak's samples, and which key shapes grew: the ledger by design, anything else is
+ * what the "flat" target is about.
+ */
+function soakDetails(soak: Extract<SoakResults, { status: "measured" }>): string[] {
+  const { samples } = soak;
+  const names = Object.keys(soak.rssBytes);
+  const lines = [
+    `Soak samples (seconds after the warm-up; "stored" is the ledger's ids, every event since the warm-up began; "backlog" stored minus delivered):`,
+    "",
+    `| s | \`used_memory\` | ledger keys | \`used_memory\` less ledger | other keys | stored | delivered | backlog | ${names.map((name) => `RSS ${name}`).join(" | ")} |`,
+    `|${"---|".repeat(8 + names.length)}`,
+    ...samples.map((sample) =>
+      `| ${n(sample.atS, 1)} | ${mib2(sample.usedMemory)} | ${mib2(sample.ledgerBytes)} | ${mib2(sample.usedMemoryLessLedger)} | ${mib2(sample.otherKeysBytes)} | ${n(sample.stored)} | ${n(sample.delivered)} | ${n(sample.stored - sample.delivered)} | ${names.map((name) => mib(sample.rssBytes[name])).join(" | ")} |`,
+    ),
+    "",
+  ];
+  const [first, last] = [samples[0]!, samples.at(-1)!];
+  const shapes = [...new Set([...Object.keys(first.keyShapes), ...Object.keys(last.keyShapes)])];
+  const none = { keys: 0, bytes: 0 };
+  const growth = shapes
+    .map((shape) => ({ shape, from: first.keyShapes[shape] ?? none, to: last.keyShapes[shape] ?? none }))
+    .sort((a, b) => Math.abs(b.to.bytes - b.from.bytes) - Math.abs(a.to.bytes - a.from.bytes))
+    .slice(0, 12);
+  lines.push(
+    "Soak: `MEMORY USAGE` by key shape, first sample → last (ids, shards and buckets as `*`; the 12 that moved most):",
+    "",
+    "| key shape | keys | bytes | change |",
+    "|---|---|---|---|",
+    ...growth.map(({ shape, from, to }) => `| \`${shape}\` | ${n(from.keys)} → ${n(to.keys)} | ${mib2(from.bytes)} → ${mib2(to.bytes)} | ${to.bytes >= from.bytes ? "+" : "−"}${n(Math.abs(to.bytes - from.bytes) / 1024, 1)} KiB |`),
+  );
+  return lines;
 }

@@ -60,3 +60,51 @@ export async function commandCalls(redis: Redis): Promise<Record<string, { calls
   for (const match of info.matchAll(/^cmdstat_([^:]+):calls=(\d+),usec=(\d+)/gm)) calls[match[1]!] = { calls: Number(match[2]), usec: Number(match[3]) };
   return calls;
 }
+
+/** Keys of one shape (below) and the sum of their `MEMORY USAGE`. */
+export interface KeyShapeMemory {
+  keys: number;
+  bytes: number;
+}
+
+/**
+ * `MEMORY USAGE … SAMPLES 0` (exact: every element counted) of every key, found with SCAN
+ * and summed by the key's shape: each part of its name that holds a digit or runs past 20
+ * characters (ids, shards, buckets) becomes `*`, so `{p:ledger:17}:20414` counts under
+ * `{p:ledger:*}:*` and every job hash under `{p:deliver-default}:deliver-default:*`.
+ * It is the data's own size, without the allocator's rounding and the keyspace's entries
+ * that `used_memory` also holds.
+ */
+export async function memoryByKeyShape(redis: Redis): Promise<Record<string, KeyShapeMemory>> {
+  const shapes: Record<string, KeyShapeMemory> = {};
+  let cursor = "0";
+  do {
+    const [next, keys] = await redis.scan(cursor, "COUNT", 1000);
+    cursor = next;
+    const pipeline = redis.pipeline();
+    for (const key of keys) pipeline.memory("USAGE", key, "SAMPLES", 0);
+    const sizes = (await pipeline.exec()) ?? [];
+    keys.forEach((key, index) => {
+      const [error, bytes] = sizes[index] ?? [];
+      // A key removed between the SCAN and its MEMORY USAGE (a job past its retention) answers null.
+      if (error || typeof bytes !== "number") return;
+      const shape = key.replace(/[^:{}]+/g, (part) => (/\d/.test(part) || part.length > 20 ? "*" : part));
+      const entry = (shapes[shape] ??= { keys: 0, bytes: 0 });
+      entry.keys += 1;
+      entry.bytes += bytes;
+    });
+  } while (cursor !== "0");
+  return shapes;
+}
+
+/** Deletes every key matching a pattern, found with SCAN; returns how many. */
+export async function deleteKeys(redis: Redis, pattern: string): Promise<number> {
+  let cursor = "0";
+  let deleted = 0;
+  do {
+    const [next, keys] = await redis.scan(cursor, "MATCH", pattern, "COUNT", 1000);
+    cursor = next;
+    if (keys.length > 0) deleted += await redis.del(...keys);
+  } while (cursor !== "0");
+  return deleted;
+}

@@ -52,9 +52,18 @@ export async function stopChild(child: ChildProcess, graceMs = 15_000): Promise<
 
 /** VmHWM of a running process (Linux): the most memory it has held at any point. */
 export function peakRssBytes(pid: number | undefined): number | undefined {
+  return statusBytes(pid, "VmHWM");
+}
+
+/** VmRSS of a running process (Linux): the memory it holds now. */
+export function rssBytes(pid: number | undefined): number | undefined {
+  return statusBytes(pid, "VmRSS");
+}
+
+function statusBytes(pid: number | undefined, field: "VmHWM" | "VmRSS"): number | undefined {
   if (pid === undefined) return undefined;
   try {
-    const match = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"));
+    const match = new RegExp(`^${field}:\\s+(\\d+) kB`, "m").exec(readFileSync(`/proc/${pid}/status`, "utf8"));
     return match ? Number(match[1]) * 1024 : undefined;
   } catch {
     return undefined;

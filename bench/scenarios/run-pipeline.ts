@@ -6,6 +6,7 @@ import type { BenchSettings } from "../bench-settings.js";
 import type { LoadOptions, LoadResult } from "../lib/load-types.js";
 import type { SinkStats } from "../processes/sink-server.js";
 import { startCostMeter } from "../lib/cpu-usage.js";
+import { createSinkProbe } from "../lib/create-sink-probe.js";
 import { commandCalls, countLedgerIds } from "../lib/redis-figures.js";
 import { runLoad } from "../lib/run-load.js";
 import { startChild, tsxArgs } from "../lib/start-child.js";
@@ -116,9 +117,7 @@ export async function runPipeline(context: PipelineContext, topology: Topology):
       return { status: "pending", topology, reason: "no event reached the sink within 10 s: this build does not dispatch yet" };
     }
     const drainMs = settings.BENCH_DRAIN_TIMEOUT_S * 1000;
-    // Count the ledger only once the load stopped: a SCAN per poll would slow Redis down.
-    // A second count catches requests that were still being stored at the first.
-    const drainAll = async () => (await sink.until(await stored(), drainMs)) && (await sink.until(await stored(), drainMs));
+    const drainAll = () => sink.untilAllOf(stored, drainMs);
     await drainAll();
 
     const drain = async (options: LoadOptions): Promise<DrainResult> => {
@@ -194,27 +193,4 @@ async function routeEnv(context: PipelineContext): Promise<Record<string, string
   const routesFile = join(context.dataDir, "bench-routes.json");
   await writeFile(routesFile, JSON.stringify([{ name: "default", match: "*", url, concurrency }]));
   return { ROUTES_FILE: routesFile };
-}
-
-function createSinkProbe(sinkUrl: string) {
-  const stats = async () => (await (await fetch(`${sinkUrl}/_bench/stats`)).json()) as SinkStats;
-  return {
-    stats,
-    async mark() {
-      await fetch(`${sinkUrl}/_bench/mark`, { method: "POST" });
-    },
-    /** Forgets every id: each pipeline run compares the sink with its own, freshly flushed, ledger. */
-    async reset() {
-      await fetch(`${sinkUrl}/_bench/reset`, { method: "POST" });
-    },
-    /** Polls until the sink has `unique` distinct ids (true) or `timeoutMs` passes (false). */
-    async until(unique: number, timeoutMs: number): Promise<boolean> {
-      const deadline = Date.now() + timeoutMs;
-      while (Date.now() < deadline) {
-        if ((await stats()).unique >= unique) return true;
-        await new Promise((resolve) => setTimeout(resolve, 200));
-      }
-      return false;
-    },
-  };
 }
