@@ -29,6 +29,8 @@ export interface SoakSample {
   rssBytes: Record<string, number | undefined>;
   /** `MEMORY USAGE` by key shape (memoryByKeyShape) */
   keyShapes: Record<string, KeyShapeMemory>;
+  /** how long taking this sample took: its SCAN and MEMORY USAGE calls load Redis meanwhile */
+  tookMs: number;
 }
 
 /** First, last, extremes, (max - min) / min and the least-squares slope of one figure over the samples. */
@@ -133,11 +135,12 @@ export async function runSoak(context: SoakContext): Promise<SoakResults> {
     log(`soak: ${rate} events/s for ${settings.BENCH_SOAK_S} s, Redis sampled every ${settings.BENCH_SOAK_SAMPLE_S} s`);
     await sink.mark();
     const sampler = startSampler(async (atS): Promise<RawSample> => {
+      const began = performance.now();
       const [usedMemory, keyShapes, ledgerIds, sinkStats] = await Promise.all([usedMemoryForData(redis), memoryByKeyShape(redis), stored(), sink.stats()]);
       const sum = (ledger: boolean) => Object.entries(keyShapes).reduce((total, [shape, { bytes }]) => (isLedger(shape) === ledger ? total + bytes : total), 0);
       const ledgerBytes = sum(true);
       const rss = Object.fromEntries(Object.entries(processes).map(([name, service]) => [name, rssBytes(service.pid)]));
-      return { atS, usedMemory, ledgerBytes, otherKeysBytes: sum(false), stored: ledgerIds, delivered: sinkStats.unique, rssBytes: rss, keyShapes };
+      return { atS, usedMemory, ledgerBytes, otherKeysBytes: sum(false), stored: ledgerIds, delivered: sinkStats.unique, rssBytes: rss, keyShapes, tookMs: Math.round(performance.now() - began) };
     }, settings.BENCH_SOAK_SAMPLE_S * 1000);
     const watch = { receiver: processes.receiver.pid, worker: processes.worker.pid, redis: context.redisPid, sink: context.sinkPid };
     const measured = await runLoad(load(settings.BENCH_SOAK_S, watch));
