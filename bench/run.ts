@@ -124,8 +124,8 @@ async function main() {
       results.soak = await runSoak({ settings, redis, redisUrl: redisServer.url, redisPid: redisServer.process.pid!, sinkPid: sink.process.pid!, dataDir: dir, sinkUrl: sink.info.url, cpuProfileDir, log });
       if (results.soak.status === "measured") {
         // The ledger grows with every new id for the dedupe window by design: judged on the rest.
-        const { usedMemoryLessLedger, lost, load } = results.soak;
-        results.targets.soak = usedMemoryLessLedger.spread <= 0.1 && lost === 0 && load.errors === 0;
+        const { usedMemoryLessLedger, lost, load, paceKept } = results.soak;
+        results.targets.soak = usedMemoryLessLedger.spread <= 0.1 && lost === 0 && load.errors === 0 && paceKept;
       }
     }
     if (scenarios.has("outage")) {

@@ -112,12 +112,12 @@ export function formatResults(results: BenchResults): string {
     const { load } = soak;
     rows.push([
       `Soak, \`--role receiver\` + \`--role worker\`: ${n(soak.rate)} events/s evenly paced for ${n(soak.durationS)} s after ${n(soak.warmupS)} s of warm-up, default settings`,
-      `${n(soak.deliveredPerSecond)} events/s delivered, ${n(load.eventsPerSecond)} acknowledged (the generator's own send lag: p99 ${ms(load.sendLagMs?.p99)})`,
+      `${n(soak.deliveredPerSecond)} events/s delivered, ${n(load.eventsPerSecond)} acknowledged: ${soak.paceKept ? "pace kept" : `**pace not kept** (under 95 % of ${n(soak.rate)})`} (the generator's own send lag: p99 ${ms(load.sendLagMs?.p99)})`,
       ms(soak.endToEndMs.p50),
       ms(soak.endToEndMs.p99),
       `${errors(load)}; lost ${n(soak.lost)}${soak.repeats > 0 ? `; ${n(soak.repeats)} repeats` : ""}`,
       coresPerEvent(load, soak.deliveredPerSecond),
-      `memory flat within 10 % after warm-up (\`used_memory\` less the ledger: ${percent(soak.usedMemoryLessLedger.spread)}), nothing lost: ${verdict(results.targets.soak)}`,
+      `memory flat within 10 % after warm-up (\`used_memory\` less the ledger: ${percent(soak.usedMemoryLessLedger.spread)}), nothing lost, pace kept: ${verdict(results.targets.soak)}`,
     ]);
   } else if (soak) {
     rows.push(["Soak", `pending: ${soak.reason}`, "-", "-", "-", "-", "memory flat within 10 %: pending"]);

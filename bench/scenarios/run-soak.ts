@@ -52,6 +52,8 @@ export type SoakResults =
       load: LoadResult;
       /** distinct events the sink got during the measured run, per second of it */
       deliveredPerSecond: number;
+      /** acknowledged and delivered each at 95 % of `rate` or more: else the machine could not keep the rate, and the figures hold for less */
+      paceKept: boolean;
       /** stored minus delivered once the sink had every event or the drain timed out: must be 0 */
       lost: number;
       stored: number;
@@ -155,13 +157,15 @@ export async function runSoak(context: SoakContext): Promise<SoakResults> {
     const [first, last] = [samples[0]!, samples.at(-1)!];
     const series = (figure: (sample: SoakSample) => number) => summarize(samples.map((sample) => [sample.atS, figure(sample)]));
     const newEvents = last.stored - first.stored;
+    const deliveredPerSecond = Math.round(window.unique / measured.durationS);
     return {
       status: "measured",
       rate,
       warmupS: settings.BENCH_SOAK_WARMUP_S,
       durationS: settings.BENCH_SOAK_S,
       load: measured,
-      deliveredPerSecond: Math.round(window.unique / measured.durationS),
+      deliveredPerSecond,
+      paceKept: measured.eventsPerSecond >= 0.95 * rate && deliveredPerSecond >= 0.95 * rate,
       lost: storedAtEnd - after.unique,
       stored: storedAtEnd,
       repeats: after.repeats,
