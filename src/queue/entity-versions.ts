@@ -54,9 +54,11 @@ local function stored(field)
 end
 -- The version to keep once this state is delivered, or nil when it is stale:
 -- - nothing known yet: it goes;
--- - deleted: only a create newer than the delete goes (the id lives again: social and
---   custom-database users keep their user_id when re-created); updates never do, whatever
---   their time, since delivering one would bring a deleted user back downstream;
+-- - deleted: a create newer than the delete goes (the id lives again: social and
+--   custom-database users keep their user_id when re-created), and so does a newer delete
+--   (the id was re-created and deleted again: its create may still be on its way, and
+--   must then find this delete as the newest state); updates never do, whatever their
+--   time, since delivering one would bring a deleted user back downstream;
 -- - alive: a delete always goes (the newest state), anything else unless it is older.
 local function next_version(current, age, change)
   if not current then
@@ -65,6 +67,7 @@ local function next_version(current, age, change)
   end
   if current < 0 then
     if change == 'c' and age > -current then return age end
+    if change == 'd' and age > -current then return -age end
     return nil
   end
   if change == 'd' then return -math.max(current, age) end

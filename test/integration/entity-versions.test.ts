@@ -47,18 +47,34 @@ describe("entity versions", () => {
     expect(await deliver(v(entity(), 100), "crm")).toBe("go");
   });
 
-  it("when a delete was delivered, then no later update goes, whatever its time, nor a second delete, nor an older create; a newer create (a re-created user) does", async () => {
+  it("when a delete was delivered, then no later update goes, whatever its time, nor an older delete or create; a newer create (a re-created user) or a newer delete does", async () => {
     const user = entity();
     expect(await deliver(v(user, 200))).toBe("go");
     expect(await deliver(v(user, 150, "deleted"))).toBe("go"); // older than the update, still the newest state
     expect(await deliver(v(user, 100))).toBe("stale");
     expect(await deliver(v(user, 900))).toBe("stale");
-    expect(await deliver(v(user, 900, "deleted"))).toBe("stale");
-    expect(await deliver(v(user, 150, "created"))).toBe("stale"); // not newer than the delete (kept at 200)
+    expect(await deliver(v(user, 200, "deleted"))).toBe("stale"); // not newer than the delete (kept at 200)
+    expect(await deliver(v(user, 150, "created"))).toBe("stale");
     expect(await deliver(v(user, 200, "created"))).toBe("stale");
     expect(await deliver(v(user, 201, "created"))).toBe("go");
     expect(await deliver(v(user, 150))).toBe("stale");
     expect(await deliver(v(user, 300))).toBe("go");
+    expect(await deliver(v(user, 400, "deleted"))).toBe("go");
+    expect(await deliver(v(user, 500, "deleted"))).toBe("go"); // deleted again after a re-create whose own event is late
+    expect(await deliver(v(user, 450, "created"))).toBe("stale"); // that late create: the delete is newer
+  });
+
+  it("when a user is re-created and deleted again while the create holds the entity, then the second delete waits for it and goes, not stale", async () => {
+    const user = entity();
+    expect(await deliver(v(user, 5, "deleted"))).toBe("go");
+    const holder = randomUUID();
+    expect(await versions.enter("crm", v(user, 10, "created"), holder, 10_000)).toEqual({ outcome: "go" });
+    const second = randomUUID();
+    expect((await versions.enter("crm", v(user, 12, "deleted"), second, 10_000)).outcome).toBe("busy");
+    expect(await versions.leave("crm", v(user, 10, "created"), holder, true)).toBe(true);
+    expect(await versions.enter("crm", v(user, 12, "deleted"), second, 10_000)).toEqual({ outcome: "go" });
+    expect(await versions.leave("crm", v(user, 12, "deleted"), second, true)).toBe(true);
+    expect(await deliver(v(user, 11))).toBe("stale");
   });
 
   it("when a state answered non-2xx, then it records nothing: an older one still goes", async () => {
