@@ -59,7 +59,12 @@ export async function drainLegacyLayout(options: LegacyDrainOptions): Promise<Cl
     }
   };
 
+  /** dead letters of the earlier layout left for the next look (a look moves a bounded number) */
+  let deadLettersLeft = false;
   const lookOnce = async () => {
+    deadLettersLeft = false;
+    // Every role, before it serves: a receiver gives out reconcile job ids too.
+    await adoptLegacyReconcileJobIds(redis, queuePrefix);
     for (const route of routes) {
       const queue = deliveryQueueName(route);
       const { live, failed: found } = await legacyJobs(redis, queuePrefix, queue);
@@ -67,6 +72,7 @@ export async function drainLegacyLayout(options: LegacyDrainOptions): Promise<Cl
       if (drain && failed > 0) {
         const moved = await moveLegacyDeadLetters(redis, queuePrefix, route);
         failed = Math.max(0, failed - moved);
+        if (failed > 0) deadLettersLeft = true;
         if (moved > 0) logger.warn({ route, moved }, "dead letters of the earlier key layout moved to this route's queue: see `streamkeeper dead-letters list`, replay them with `dead-letters replay`");
       }
       if (drain) await drainQueue(queue, live, () => drain.route(route), route);
@@ -78,7 +84,6 @@ export async function drainLegacyLayout(options: LegacyDrainOptions): Promise<Cl
       }
     }
     if (!drain) return;
-    await adoptLegacyReconcileJobIds(redis, queuePrefix);
     const { live } = await legacyJobs(redis, queuePrefix, reconcileQueueName);
     await drainQueue(reconcileQueueName, live, drain.reconcile);
   };
@@ -87,7 +92,7 @@ export async function drainLegacyLayout(options: LegacyDrainOptions): Promise<Cl
     looking = lookOnce().catch((error: unknown) => logLookFailed({ err: error }));
     void looking.then(() => {
       if (closed) return;
-      timer = setTimeout(look, running.size > 0 ? drainingCheckMs : idleCheckMs);
+      timer = setTimeout(look, running.size > 0 || deadLettersLeft ? drainingCheckMs : idleCheckMs);
       timer.unref();
     });
     return looking;

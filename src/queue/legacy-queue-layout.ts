@@ -56,9 +56,12 @@ type AdoptCommands = {
  * as they are (event, attempts, failed reason, failed at), so `dead-letters list|replay`,
  * the dashboard and the queue gauges see them like any other. Two slots, so two steps:
  * copy, then forget the old one. A crash in between leaves the dead letter in both places;
- * the next pass finds the copy there and only forgets the old one. Answers how many moved.
+ * the next pass finds the copy there and only forgets the old one. Each copy is marked
+ * `recheck`, so a replay reads the ledger before sending: the same dead letter replayed by
+ * an earlier release meanwhile is not delivered twice once its 2xx is recorded. At most
+ * `max` a call, so a look stays short; answers how many moved.
  */
-export async function moveLegacyDeadLetters(redis: Redis | Cluster, queuePrefix: string, route: string): Promise<number> {
+export async function moveLegacyDeadLetters(redis: Redis | Cluster, queuePrefix: string, route: string, max = 2000): Promise<number> {
   redis.defineCommand("streamkeeperLegacyAdopt", { numberOfKeys: 2, lua: adoptScript });
   redis.defineCommand("streamkeeperLegacyForget", { numberOfKeys: 3, lua: forgetScript });
   const commands = redis as unknown as AdoptCommands;
@@ -66,28 +69,42 @@ export async function moveLegacyDeadLetters(redis: Redis | Cluster, queuePrefix:
   const oldKey = (suffix: string) => `${legacyBullPrefix(queuePrefix)}:${queue}:${suffix}`;
   const newKey = (suffix: string) => `${deliveryQueueBullPrefix(queuePrefix, route)}:${queue}:${suffix}`;
   let moved = 0;
-  for (;;) {
+  for (let handled = 0; handled < max; ) {
     // A page at a time from the head: each one handled leaves the set.
-    const page = await redis.zrange(oldKey("failed"), 0, "199");
+    const page = await redis.zrange(oldKey("failed"), 0, String(Math.min(200, max - handled) - 1));
     if (page.length === 0) return moved;
+    handled += page.length;
     for (const jobId of page) {
       const job = await redis.hgetall(oldKey(jobId));
       // BullMQ scores its failed set by the job's finishedOn.
       const failedAt = job.finishedOn ?? String(Date.now());
+      if (job.data !== undefined) job.data = withRecheck(job.data);
       if (Object.keys(job).length > 0) moved += await commands.streamkeeperLegacyAdopt(newKey(jobId), newKey("failed"), jobId, failedAt, ...Object.entries(job).flat());
       await commands.streamkeeperLegacyForget(oldKey("failed"), oldKey(jobId), oldKey(`${jobId}:logs`), jobId);
     }
+  }
+  return moved;
+}
+
+/** A job's data (JSON) with `recheck` set (delivery-job.ts); left as it is when it is not an object. */
+function withRecheck(data: string): string {
+  try {
+    const parsed: unknown = JSON.parse(data);
+    return parsed && typeof parsed === "object" && !Array.isArray(parsed) ? JSON.stringify({ ...parsed, recheck: true }) : data;
+  } catch {
+    return data;
   }
 }
 
 /**
  * Reconcile job ids are BullMQ's counter, which the reconcile queue's new place starts
- * afresh: it is moved past the old one, so a job id given out before the upgrade
- * (`GET /admin/reconcile/:jobId`) never names another job after it.
+ * afresh: every role moves it a million past the old one at each look, so ids given out
+ * by an earlier release, before the upgrade or by its processes still running during it,
+ * do not name another job after it (`GET /admin/reconcile/:jobId`).
  */
 export async function adoptLegacyReconcileJobIds(redis: Redis | Cluster, queuePrefix: string): Promise<void> {
   const last = await redis.get(`${legacyBullPrefix(queuePrefix)}:${reconcileQueueName}:id`);
   if (last === null) return;
   const counter = `${reconcileQueueBullPrefix(queuePrefix)}:${reconcileQueueName}:id`;
-  await redis.eval("if tonumber(redis.call('GET', KEYS[1]) or '0') < tonumber(ARGV[1]) then redis.call('SET', KEYS[1], ARGV[1]) end return 0", 1, counter, last);
+  await redis.eval("if tonumber(redis.call('GET', KEYS[1]) or '0') < tonumber(ARGV[1]) then redis.call('SET', KEYS[1], tonumber(ARGV[1]) + 1000000) end return 0", 1, counter, last);
 }

@@ -87,12 +87,15 @@ describe("upgrading with jobs left under the earlier key layout", () => {
     expect(await legacyJobs(redis, prefix, reconcileQueueName)).toMatchObject({ live: 0 });
     expect((await reconciles.getJob(reconcileJob.id!))?.returnvalue).toMatchObject({ eventId: lost, outcome: "recovered" });
     // Job ids of the reconcile queue go on from the earlier release's.
-    expect(Number(await redis.get(`${reconcileQueueBullPrefix(prefix)}:${reconcileQueueName}:id`))).toBeGreaterThanOrEqual(Number(reconcileJob.id));
+    // Past the old counter by a margin: ids the earlier release still gives out meanwhile do not collide.
+    expect(Number(await redis.get(`${reconcileQueueBullPrefix(prefix)}:${reconcileQueueName}:id`))).toBeGreaterThanOrEqual(Number(reconcileJob.id) + 1_000_000);
 
     const store = await inspectStore(service.config, redisUrl);
     try {
       const letters = await collectDeadLetters(store.queues);
       expect(letters).toEqual([expect.objectContaining({ route: "default", eventId: deadLetter, failedReason: "downstream answered 400", attempts: 1 })]);
+      // Marked to read the ledger before it sends: an earlier release may have replayed it meanwhile.
+      expect((await store.queues.forRoute("default").getJob(letters[0]!.jobId))?.data.recheck).toBe(true);
       // Replayed like any dead letter of this layout: delivered once.
       expect(await replayDeadLetters(store.queues, { ids: [`default/${letters[0]!.jobId}`] })).toEqual({ replayed: 1, unknown: [] });
       await sink.until(() => ids().includes(deadLetter), 45_000);
