@@ -1,5 +1,4 @@
 import type { Redis } from "ioredis";
-import type { BenchSettings } from "../bench-settings.js";
 import { createSinkProbe } from "../lib/create-sink-probe.js";
 import type { LoadOptions, LoadResult } from "../lib/load-types.js";
 import { ledgerKeyPattern } from "../../src/queue/queue-names.js";
@@ -8,6 +7,7 @@ import { runLoad } from "../lib/run-load.js";
 import { rssBytes } from "../lib/start-child.js";
 import { benchAuthorization, startServiceProcess, type ServiceProcess } from "../lib/start-service-process.js";
 import type { SinkStats } from "../processes/sink-server.js";
+import type { PipelineContext } from "./run-pipeline.js";
 
 /** One look at Redis and the service processes during the measured run. */
 export interface SoakSample {
@@ -79,18 +79,8 @@ export type SoakResults =
     }
   | { status: "pending"; reason: string };
 
-export interface SoakContext {
-  settings: BenchSettings;
-  redis: Redis;
-  redisUrl: string;
-  redisPid: number;
-  sinkPid: number;
-  dataDir: string;
-  /** the sink process (bench/processes/sink-server.ts) */
-  sinkUrl: string;
-  cpuProfileDir?: string;
-  log(message: string): void;
-}
+/** The same processes and settings as a pipeline run. */
+export type SoakContext = PipelineContext;
 
 const streamId = "est_38ANnv8pQhqsZrX2VFbftv";
 const queuePrefix = "bench-soak";
