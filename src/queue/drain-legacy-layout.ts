@@ -47,12 +47,19 @@ export async function drainLegacyLayout(options: LegacyDrainOptions): Promise<Cl
   let timer: NodeJS.Timeout | undefined;
   let looking: Promise<void> = Promise.resolve();
 
+  // Queues seen empty once: the count is several reads, and a job moving between two of
+  // its sets meanwhile is missed, so a worker stops only on the second empty look in a row.
+  const seenEmpty = new Set<string>();
   const drainQueue = async (queue: string, live: number, start: () => Closable, route?: string) => {
     const worker = running.get(queue);
+    if (live > 0) seenEmpty.delete(queue);
     if (live > 0 && !worker) {
       running.set(queue, start());
       logger.warn({ queue, route, jobs: live }, "an earlier release left jobs under its key layout; running them here until none are left (docs/deploy.md, Upgrading)");
+    } else if (live === 0 && worker && !seenEmpty.has(queue)) {
+      seenEmpty.add(queue);
     } else if (live === 0 && worker) {
+      seenEmpty.delete(queue);
       running.delete(queue);
       await worker.close();
       logger.info({ queue, route }, "the earlier key layout's queue is drained; its worker here stopped");

@@ -82,8 +82,8 @@ describe("upgrading with jobs left under the earlier key layout", () => {
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
     expect(await legacyJobs(redis, prefix, deliveryQueueName("default"))).toEqual({ live: 0, failed: 0 });
-    // Its worker on the old prefix was closed in the same look that set the gauge.
-    expect(await deliveries.getWorkersCount()).toBe(0);
+    // Its worker on the old prefix is closed at the next look that still finds it empty.
+    await expect.poll(() => deliveries.getWorkersCount(), { timeout: 30_000, interval: 200 }).toBe(0);
     expect(await legacyJobs(redis, prefix, reconcileQueueName)).toMatchObject({ live: 0 });
     expect((await reconciles.getJob(reconcileJob.id!))?.returnvalue).toMatchObject({ eventId: lost, outcome: "recovered" });
     // Job ids of the reconcile queue go on from the earlier release's.
