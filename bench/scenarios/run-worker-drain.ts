@@ -6,7 +6,7 @@ import { createEventLedger } from "../../src/queue/event-ledger.js";
 import { createEventStore } from "../../src/queue/event-store.js";
 import { createFanOut } from "../../src/queue/fan-out.js";
 import { routesMatching, type Route } from "../../src/routes/route.js";
-import type { SinkStats } from "../processes/sink-server.js";
+import { createSinkProbe } from "../lib/create-sink-probe.js";
 import { startCostMeter } from "../lib/cpu-usage.js";
 import { startChild, tsxArgs } from "../lib/start-child.js";
 import { startServiceProcess } from "../lib/start-service-process.js";
@@ -84,7 +84,8 @@ async function drainOnce(context: WorkerDrainContext, variant: DrainVariant): Pr
   try {
     // Let the start's own work (module loading, first connections) finish before measuring.
     await new Promise((resolve) => setTimeout(resolve, 1500));
-    await fetch(`${context.sinkUrl}/_bench/reset`, { method: "POST" });
+    const sink = createSinkProbe(context.sinkUrl);
+    await sink.reset();
     const meter = startCostMeter({ worker: pid, redis: context.redisPid, sink: context.sinkPid });
     const started = performance.now();
     await queue.resume();
@@ -96,7 +97,7 @@ async function drainOnce(context: WorkerDrainContext, variant: DrainVariant): Pr
     const seconds = (performance.now() - started) / 1000;
     const costPerEvent = meter.per(events);
     if (variant !== "floorNoop") {
-      const stats = (await (await fetch(`${context.sinkUrl}/_bench/stats`)).json()) as SinkStats;
+      const stats = await sink.stats();
       if (stats.unique < events) throw new Error(`worker drain (${variant}): the sink got ${stats.unique} of ${events} events`);
     }
     return { seconds: Math.round(seconds * 100) / 100, eventsPerSecond: Math.round(events / seconds), costPerEvent };
