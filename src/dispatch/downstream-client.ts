@@ -1,7 +1,8 @@
-import { validateHeaderName, validateHeaderValue, type IncomingHttpHeaders } from "node:http";
+import type { IncomingHttpHeaders } from "node:http";
 import { Pool } from "undici";
 import { redactSecrets } from "../redact-secrets.js";
 import type { AttemptResult } from "./retry-policy.js";
+import { headerFault } from "../routes/header-fault.js";
 import type { Route } from "../routes/route.js";
 
 export interface DownstreamClient {
@@ -91,18 +92,11 @@ export function createDownstreamClient(route: Route): DownstreamClient {
 /** The abort reason of `abortAll`, told apart from a deadline. */
 const shutdownCut = new Error("shutdown deadline");
 
-/**
- * Why a header cannot be sent, in our words; undefined when all can. node:http's checks
- * (token names, values without control characters or characters above U+00FF) are undici's.
- */
+/** Why a header cannot be sent, in our words; undefined when all can. */
 function unsendableHeader(headers: Record<string, string>): string | undefined {
   for (const [name, value] of Object.entries(headers)) {
-    try {
-      validateHeaderName(name);
-      validateHeaderValue(name, value);
-    } catch {
-      return `the ${name} header cannot be sent: its ${/^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/.test(name) ? "value has a character HTTP headers cannot carry" : "name is not a valid header name"}; fix the route's headers or the event`;
-    }
+    const fault = headerFault(name, value);
+    if (fault) return `the ${name} header cannot be sent: its ${fault === "value" ? "value has a character HTTP headers cannot carry" : "name is not a valid header name"}; fix the route's headers or the event`;
   }
   return undefined;
 }

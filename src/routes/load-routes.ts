@@ -1,11 +1,11 @@
 import { readFile } from "node:fs/promises";
-import { validateHeaderName, validateHeaderValue } from "node:http";
 import { parse as parseYaml } from "yaml";
 import { z } from "zod";
 import { ConfigError, type Config } from "../config.js";
 import { tenantEventTypes } from "../events/event-types.js";
 import { nearestName } from "../nearest-name.js";
 import { numberSchema } from "../number-schema.js";
+import { headerFault } from "./header-fault.js";
 import { routeMatches, type Route } from "./route.js";
 
 const routeSchema = z
@@ -41,16 +41,9 @@ const clientOwnedHeaders = new Set(["connection", "keep-alive", "transfer-encodi
 /** Why a route header cannot be sent, in our words; undefined when it can. */
 function headerProblem(name: string, value: string): string | undefined {
   if (clientOwnedHeaders.has(name.toLowerCase())) return `${name} is set per request by the HTTP client; remove it from the route's headers`;
-  try {
-    validateHeaderName(name);
-  } catch {
-    return "is not a valid header name: use letters, digits and - (e.g. X-Api-Key)";
-  }
-  try {
-    validateHeaderValue(name, value);
-  } catch {
-    return "has a character a header cannot carry (a line break, a control character, or one above U+00FF)";
-  }
+  const fault = headerFault(name, value);
+  if (fault === "name") return "is not a valid header name: use letters, digits and - (e.g. X-Api-Key)";
+  if (fault === "value") return "has a character a header cannot carry (a line break, a control character, or one above U+00FF)";
   return undefined;
 }
 
