@@ -50,7 +50,21 @@ describe("stream watcher", () => {
     const token = await getToken(emulator);
     const setStatus = async (status: string) => expect((await call(emulator, "PATCH", `/api/v2/event-streams/${streamId}`, { token, body: { status } })).status).toBe(200);
     const status = async () => ((await call(emulator, "GET", `/api/v2/event-streams/${streamId}`, { token })).body as { status: string }).status;
-    return { emulator, redis, publicUrl, streamId, tenant, setStatus, status, queuePrefix: `watch-${randomUUID().slice(0, 8)}` };
+    const queuePrefix = `watch-${randomUUID().slice(0, 8)}`;
+    /** A watcher of this tenant's streams on this Redis; a test gives what it changes. */
+    const watchTenant = (options: Partial<Parameters<typeof createStreamWatcher>[0]>) =>
+      watch({
+        listStreams: () => tenant.eventStreams({ take: 100 }),
+        enableStream: (id) => tenant.updateEventStream(id, { status: "enabled" }),
+        ready: async () => true,
+        scope: { publicUrl },
+        redis,
+        queuePrefix,
+        intervalMs: 1000,
+        autoEnable: false,
+        ...options,
+      });
+    return { streamId, tenant, setStatus, status, watchTenant };
   }
 
   function watch(options: Omit<Parameters<typeof createStreamWatcher>[0], "logger" | "logRepeatsEveryMs"> & Partial<Parameters<typeof createStreamWatcher>[0]>): StreamWatcher {
@@ -60,21 +74,11 @@ describe("stream watcher", () => {
   }
 
   it("when a disabled stream is found while the service cannot store events, then it is enabled only once it can", async () => {
-    const { redis, publicUrl, streamId, tenant, setStatus, status, queuePrefix } = await setUp();
+    const { streamId, setStatus, status, watchTenant } = await setUp();
     await setStatus("disabled");
     let canStore = false;
     let asked = 0;
-    watch({
-      listStreams: () => tenant.eventStreams({ take: 100 }),
-      enableStream: (id) => tenant.updateEventStream(id, { status: "enabled" }),
-      ready: async () => (asked++, canStore),
-      scope: { publicUrl },
-      redis,
-      queuePrefix,
-      intervalMs: 5000,
-      autoEnable: true,
-      readyPollMs: 20,
-    });
+    watchTenant({ ready: async () => (asked++, canStore), intervalMs: 5000, autoEnable: true, readyPollMs: 20 });
     await until("the gauge shows the stream disabled", async () => (await value("streamkeeper_stream_enabled", { stream: streamId })) === 0);
     await until("readiness asked again and again", async () => asked >= 3);
     expect(await status()).toBe("disabled");
@@ -84,21 +88,16 @@ describe("stream watcher", () => {
   });
 
   it("when the tenant disables the stream again after an auto-enable, then the next enable waits at least two intervals, and the backoff shows meanwhile", async () => {
-    const { redis, publicUrl, streamId, tenant, setStatus, status, queuePrefix } = await setUp();
+    const { streamId, tenant, setStatus, status, watchTenant } = await setUp();
     await setStatus("disabled");
     const intervalMs = 1500;
     const enabledAt: number[] = [];
-    watch({
-      listStreams: () => tenant.eventStreams({ take: 100 }),
+    watchTenant({
       enableStream: async (id) => {
         const stream = await tenant.updateEventStream(id, { status: "enabled" });
         enabledAt.push(Date.now());
         return stream;
       },
-      ready: async () => true,
-      scope: { publicUrl },
-      redis,
-      queuePrefix,
       intervalMs,
       autoEnable: true,
     });
@@ -112,22 +111,11 @@ describe("stream watcher", () => {
   });
 
   it("when a stream stays disabled over several checks, then it is logged once at once, not at every check (the rest are counted into one line per LOG_REPEAT_INTERVAL_SECONDS)", async () => {
-    const { redis, publicUrl, streamId, tenant, setStatus, queuePrefix } = await setUp();
+    const { streamId, tenant, setStatus, watchTenant } = await setUp();
     await setStatus("disabled");
     const { logger, lines } = capturedLogger();
     const lists = { count: 0 };
-    watch({
-      listStreams: () => (lists.count++, tenant.eventStreams({ take: 100 })),
-      enableStream: (id) => tenant.updateEventStream(id, { status: "enabled" }),
-      ready: async () => true,
-      scope: { publicUrl },
-      redis,
-      queuePrefix,
-      intervalMs: 200,
-      autoEnable: false,
-      logger,
-      logRepeatsEveryMs: 600_000,
-    });
+    watchTenant({ listStreams: () => (lists.count++, tenant.eventStreams({ take: 100 })), intervalMs: 200, logger, logRepeatsEveryMs: 600_000 });
     // Checks run one after the other: the fourth list means three checks saw the stream disabled.
     await until("four checks", async () => lists.count >= 4);
     const disabled = lines.filter((line) => String(line.msg).startsWith("stream is disabled"));
@@ -136,22 +124,11 @@ describe("stream watcher", () => {
   });
 
   it("when three watchers share the service's Redis, then the tenant's stream list is read once per interval, not three times", async () => {
-    const { redis, publicUrl, tenant, queuePrefix } = await setUp();
+    const { tenant, watchTenant } = await setUp();
     const intervalMs = 1000;
     const lists = { count: 0 };
     const started = Date.now();
-    for (let i = 0; i < 3; i++) {
-      watch({
-        listStreams: () => (lists.count++, tenant.eventStreams({ take: 100 })),
-        enableStream: (id) => tenant.updateEventStream(id, { status: "enabled" }),
-        ready: async () => true,
-        scope: { publicUrl },
-        redis,
-        queuePrefix,
-        intervalMs,
-        autoEnable: false,
-      });
-    }
+    for (let i = 0; i < 3; i++) watchTenant({ listStreams: () => (lists.count++, tenant.eventStreams({ take: 100 })), intervalMs });
     await until("three checks", async () => lists.count >= 3);
     // One claim per interval: three checks take at least two whole intervals, whoever makes them.
     expect(Date.now() - started).toBeGreaterThanOrEqual(2 * intervalMs);
