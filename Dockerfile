@@ -31,6 +31,8 @@ WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm install --omit=dev --no-audit --no-fund && npm cache clean --force
 COPY --from=build /app/dist ./dist
+# The operator view's page (/admin/), served as it is from the repository.
+COPY web ./web
 RUN mkdir -p /data && chown node:node /data
 VOLUME ["/data"]
 USER node

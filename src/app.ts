@@ -45,6 +45,14 @@ import { createStreamConnector } from "./streams/create-stream-connector.js";
 import { createStreamWatcher } from "./streams/create-stream-watcher.js";
 import { sweepScopeOf } from "./streams/swept-streams.js";
 import { startTracing } from "./telemetry/start-tracing.js";
+import { describeOverview } from "./admin/describe-overview.js";
+import { createFreshnessReader } from "./freshness/create-freshness-reader.js";
+import { createFreshnessRecorder, type FreshnessRecorder } from "./freshness/create-freshness-recorder.js";
+import { auditAdminWrites } from "./http/audit-admin-writes.js";
+import { createOperatorViewRouter } from "./http/operator-view-router.js";
+import { readCircuits, readQueueFigures } from "./metrics/read-overview-gauges.js";
+import { createStreamHealthStore } from "./streams/stream-health-store.js";
+import { sweepPlan } from "./streams/swept-streams.js";
 
 export type Role = "all" | "receiver" | "worker";
 
@@ -209,6 +217,7 @@ export async function startService(config: Config, logger: Logger, role: Role): 
     const dispatchConnection = createRedis(redis.url, "worker", "streamkeeper-dispatch");
     const reconcileConnection = createRedis(redis.url, "worker", "streamkeeper-reconcile");
     for (const connection of [dispatchConnection, reconcileConnection]) connection.on("error", (error) => logger.debug({ err: error }, "redis connection error"));
+    const freshness: FreshnessRecorder = createFreshnessRecorder({ redis: ledgerConnection, queuePrefix: env.QUEUE_PREFIX, logger });
     const dispatcherOptions = {
       connection: dispatchConnection,
       queuePrefix: env.QUEUE_PREFIX,
@@ -223,6 +232,8 @@ export async function startService(config: Config, logger: Logger, role: Role): 
       telemetry: tracing.bullmq,
       entityVersions: createEntityVersions(ledgerConnection, env.QUEUE_PREFIX, env.DEDUPE_TTL_SECONDS),
       logRepeatsEveryMs,
+      // The operator view's freshness and delivery_lag_seconds (docs/operating.md, "Freshness").
+      freshness,
     };
     const dispatcher = createDispatcher({ ...dispatcherOptions, routes, logger });
     const reconcileOptions = { env, tenant, connection: reconcileConnection, ledger, store, telemetry: tracing.bullmq, serviceName: serviceLabel(serviceConfig) };
@@ -246,6 +257,7 @@ export async function startService(config: Config, logger: Logger, role: Role): 
     closers.push(async () => {
       unregisterSweepGauges();
       await Promise.all([dispatcher.close(), reconciler.close(), sweeper.close(), legacyDrain?.close()]);
+      await freshness.close();
       await Promise.all([dispatchConnection, reconcileConnection, ledgerConnection].map((connection) => closeRedis(connection)));
     });
     const scope = sweepScopeOf(env);
@@ -269,12 +281,27 @@ export async function startService(config: Config, logger: Logger, role: Role): 
   }
   legacyDrain ??= await drainLegacy();
 
+  // The operator view reads on the fail-fast client: the page answers while Redis is away.
+  const streamHealth = createStreamHealthStore(client, env.QUEUE_PREFIX, Math.max(1, env.STREAM_WATCH_INTERVAL_SECONDS) * 1000);
+  const freshnessReader = createFreshnessReader(client, env.QUEUE_PREFIX);
   const adminApp = createAdminApp({
     ready,
     adminToken: env.ADMIN_TOKEN,
     logger,
     describeEvent: (eventId) => describeEvent(eventId, { ledger, queues }),
     routers: [
+      auditAdminWrites(logger),
+      createOperatorViewRouter(() =>
+        describeOverview({
+          routes,
+          sweepPlan: sweepPlan(env, !("unavailable" in tenant)),
+          queueFigures: readQueueFigures,
+          circuits: readCircuits,
+          sweepStatus: (now) => sweepStatus.describe(lookbackMs, now),
+          streamHealth: () => streamHealth.read(),
+          freshness: freshnessReader,
+        }),
+      ),
       createDashboardRouter([...queues.all(), reconcileQueue.queue]),
       createReconcileRouter(reconcileQueue),
       createConfigRouter(serviceConfig),

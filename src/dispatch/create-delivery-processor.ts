@@ -3,6 +3,7 @@ import type { Logger } from "../logger.js";
 import { dispatchDuration, dispatchTotal } from "../metrics/registry.js";
 import type { DeliveryJobData } from "../queue/delivery-job.js";
 import type { EventLedger } from "../queue/event-ledger.js";
+import type { FreshnessRecorder } from "../freshness/create-freshness-recorder.js";
 import type { DownstreamClient } from "./downstream-client.js";
 import { decide } from "./retry-policy.js";
 import type { RouteCircuit } from "./route-circuit.js";
@@ -24,6 +25,8 @@ export interface DeliveryProcessorDeps {
   circuit?: RouteCircuit;
   /** DISPATCH_RETRY_WINDOW_SECONDS in ms: a failure this long after the job's first one is its last. None: attempts alone decide. */
   retryWindowMs?: number;
+  /** Observes delivery_lag_seconds and the operator view's freshness at each 2xx (create-freshness-recorder.ts); none: not measured. */
+  freshness?: FreshnessRecorder;
 }
 
 export type DeliveryResult = { status: "delivered"; at: number } | { status: "already_delivered"; at: number } | { status: "stale"; at: number };
@@ -33,7 +36,7 @@ export type DeliveryResult = { status: "delivered"; at: number } | { status: "al
  * `RetryableDeliveryError` retries it with the worker's backoff, `UnrecoverableError`
  * fails it at once; a failed job is the dead letter.
  */
-export function createDeliveryProcessor({ route, client, ledger, logger, shutdown, staleGuard, circuit, retryWindowMs }: DeliveryProcessorDeps) {
+export function createDeliveryProcessor({ route, client, ledger, logger, shutdown, staleGuard, circuit, retryWindowMs, freshness }: DeliveryProcessorDeps) {
   // Lower-case once, so a route header cannot duplicate one of ours in another case.
   const routeHeaders = Object.fromEntries(Object.entries(route.headers).map(([name, value]) => [name.toLowerCase(), value]));
   const labels = { route: route.name };
@@ -82,7 +85,11 @@ export function createDeliveryProcessor({ route, client, ledger, logger, shutdow
       return answer;
     };
     const result = staleGuard ? await staleGuard(job, token, context, send) : await send();
-    if (result === "stale") return { status: "stale", at: Date.now() };
+    if (result === "stale") {
+      const at = Date.now();
+      freshness?.skippedStale(route.name, at);
+      return { status: "stale", at };
+    }
 
     // A 2xx that came back as the deadline hit is recorded below, never sent again.
     if (shutdown.aborted && "error" in result) {
@@ -106,6 +113,7 @@ export function createDeliveryProcessor({ route, client, ledger, logger, shutdow
         logger.warn({ ...context, err: error }, "delivered, but recording the delivery failed; a re-run of this job would send it again"),
       );
       dispatchTotal.inc({ ...labels, outcome: "delivered" });
+      freshness?.delivered(route, origin, event.time, at);
       if (logger.isLevelEnabled("debug")) logger.debug({ ...context, status: "status" in result ? result.status : undefined }, "event delivered");
       return { status: "delivered", at };
     }

@@ -4,6 +4,7 @@ import { createRepeatLog } from "../repeat-log.js";
 import type { DeliveryJobData } from "../queue/delivery-job.js";
 import type { EntityVersions } from "../queue/entity-versions.js";
 import type { EventLedger } from "../queue/event-ledger.js";
+import type { FreshnessRecorder } from "../freshness/create-freshness-recorder.js";
 import { legacyBullPrefix } from "../queue/legacy-queue-layout.js";
 import { circuitKey, deliveryQueueBullPrefix, deliveryQueueName } from "../queue/queue-names.js";
 import type { RedisClient } from "../queue/redis-connection.js";
@@ -57,6 +58,8 @@ export interface DispatcherOptions {
    * (legacy-queue-layout.ts), to drain what an earlier release left there. @defaultValue false
    */
   legacyLayout?: boolean;
+  /** Freshness at each 2xx (create-freshness-recorder.ts); the caller closes it after `close()`. */
+  freshness?: FreshnessRecorder;
 }
 
 export interface Dispatcher {
@@ -95,7 +98,7 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
       hold: (ms) => worker.rateLimit(ms),
       logger,
     });
-    const processJob = createDeliveryProcessor({ route, client: clients[index]!, ledger, logger, shutdown: shutdown.signal, staleGuard: staleGuards[index], circuit, retryWindowMs: options.retryWindowMs });
+    const processJob = createDeliveryProcessor({ route, client: clients[index]!, ledger, logger, shutdown: shutdown.signal, staleGuard: staleGuards[index], circuit, retryWindowMs: options.retryWindowMs, freshness: options.freshness });
     const worker: Worker<DeliveryJobData, DeliveryResult> = new Worker<DeliveryJobData, DeliveryResult>(
       deliveryQueueName(route.name),
       // A job of the earlier layout reads the ledger before it sends, as a re-run does: the

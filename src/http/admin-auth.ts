@@ -18,7 +18,8 @@ export function adminAuth(adminToken: string | undefined) {
       const password = decoded.slice(decoded.indexOf(":") + 1);
       if (decoded.includes(":") && isAdminToken(password)) return next();
     }
-    const browser = req.path.startsWith("/queues");
+    // The pages a person opens (the operator view at /admin/, the queue dashboard) ask the browser for a login.
+    const browser = req.path.startsWith("/queues") || req.path === "/";
     sendProblem(res, 401, "send Authorization: Bearer <ADMIN_TOKEN> (or HTTP Basic with ADMIN_TOKEN as the password)", {
       "WWW-Authenticate": browser ? 'Basic realm="streamkeeper admin", charset="UTF-8"' : 'Bearer realm="streamkeeper admin"',
     });

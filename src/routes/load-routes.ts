@@ -32,6 +32,8 @@ const routeSchema = z
     // Absent means off; left out of parsed routes that do not set it.
     dropStale: z.boolean({ error: "give true or false (without quotes)" }).optional(),
     ratePerSecond: numberSchema({ above: 0, max: 100_000, unit: "deliveries per second", example: "10", note: "leave it out for no limit" }).optional(),
+    // The route's freshness objective (docs/operating.md, "Freshness"); absent means none.
+    freshnessSeconds: numberSchema({ above: 0, max: 86_400, unit: "seconds", example: "5", note: "99% of live events delivered within this many seconds of their time; leave it out for no objective" }).optional(),
   })
   .strict();
 

@@ -19,6 +19,11 @@ export interface Route {
   dropStale?: boolean;
   /** At most this many deliveries per second, across every worker process (CONTRACT.md "Route delivery controls"). */
   ratePerSecond?: number;
+  /**
+   * The route's freshness objective: 99% of live events delivered within this many seconds
+   * of their `time` (CONTRACT.md "Route delivery controls"; docs/operating.md, "Freshness").
+   */
+  freshnessSeconds?: number;
 }
 
 /** `*` matches every type, `user.*` every type under `user.`, anything else itself. */

@@ -1,0 +1,122 @@
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, describe, expect, it } from "vitest";
+import type { Overview } from "../../src/admin/describe-overview.js";
+import { capturedLogger } from "../helpers/captured-logger.js";
+import { userEvent } from "../helpers/fixtures.js";
+import { startSinkServer, type SinkServer } from "../helpers/sink-server.js";
+import { startTestService, type TestService } from "../helpers/start-test-service.js";
+
+const adminToken = "overview-admin-token";
+const bearer = { authorization: `Bearer ${adminToken}` };
+
+/**
+ * GET /admin/overview and the page's files against the real service (role all), a real
+ * Redis and real downstreams: a fast route with an objective it meets, a slow one (events
+ * already 3 s old when they arrive) that misses it, and one with no objective.
+ */
+describe("operator view: the overview endpoint and the page's files", () => {
+  const cleanup: Array<() => Promise<unknown>> = [];
+  afterAll(async () => {
+    for (const step of cleanup.reverse()) await step().catch(() => {});
+  });
+  let service: TestService;
+  let sink: SinkServer;
+  const captured = capturedLogger();
+
+  async function overview(): Promise<Overview> {
+    const answer = await fetch(`${service.adminUrl}/admin/overview`, { headers: bearer });
+    expect(answer.status).toBe(200);
+    return (await answer.json()) as Overview;
+  }
+
+  it("when events are delivered, then each route shows its deliveries and its freshness against its objective", async () => {
+    sink = await startSinkServer();
+    cleanup.push(() => sink.close());
+    const dir = await mkdtemp(join(tmpdir(), "sk-overview-"));
+    cleanup.push(() => rm(dir, { recursive: true, force: true }));
+    const routesFile = join(dir, "routes.yaml");
+    await writeFile(
+      routesFile,
+      [
+        `- { name: crm, match: "user.*", url: "${sink.url}crm", freshnessSeconds: 2 }`,
+        `- { name: audit, match: "*", url: "${sink.url}audit", freshnessSeconds: 30, ratePerSecond: 50 }`,
+        `- { name: search, match: "organization.*", url: "${sink.url}search" }`,
+      ].join("\n"),
+    );
+    service = await startTestService({ ROUTES_FILE: routesFile, ADMIN_TOKEN: adminToken }, "all", captured.logger);
+    cleanup.push(() => service.close());
+
+    // Ten live events: five fresh, five dated 10 s ago (so late for crm's 2 s, in time for audit's 30 s).
+    const old = new Date(Date.now() - 10_000).toISOString();
+    const events = Array.from({ length: 10 }, (_, index) => userEvent(index < 5 ? {} : { time: old }));
+    for (const event of events) expect((await service.post("/webhooks", JSON.stringify(event))).status).toBe(202);
+    await sink.until((requests) => requests.length === 20);
+
+    // The counts reach Redis within a second of the deliveries (create-freshness-recorder.ts).
+    await expect.poll(async () => (await overview()).routes.find((route) => route.name === "crm")?.freshness.last5m?.count).toBe(10);
+    const seen = await overview();
+    const crm = seen.routes.find((route) => route.name === "crm")!;
+    const audit = seen.routes.find((route) => route.name === "audit")!;
+    const search = seen.routes.find((route) => route.name === "search")!;
+    expect(crm.freshness).toMatchObject({ objectiveSeconds: 2, last5m: { count: 10, missed: 5, verdict: "missed" }, lastDay: { count: 10, missed: 5, verdict: "missed" } });
+    // p50 between the fresh and the old half, p99 the old ones' ~10 s (buckets are within 10%).
+    expect(crm.freshness.last5m!.p99).toBeGreaterThanOrEqual(9);
+    expect(crm.freshness.last5m!.p99).toBeLessThanOrEqual(12);
+    expect(audit.freshness).toMatchObject({ objectiveSeconds: 30, last5m: { count: 10, missed: 0, verdict: "met" } });
+    expect(audit.ratePerSecond).toBe(50);
+    expect(search.freshness).toMatchObject({ objectiveSeconds: null, last5m: { count: 0, verdict: "no_objective" } });
+    expect(crm.deliveredPerMinute).toBeGreaterThan(0);
+    expect(search.deliveredPerMinute).toBe(0);
+    for (const route of [crm, audit, search]) expect(route).toMatchObject({ backlog: 0, deadLetters: 0, circuit: "closed", staleLastDay: 0 });
+    expect(seen.recovery.reconcile).toMatchObject({ waiting: 0, active: 0, failed: 0 });
+    // No tenant settings: no sweep, and the page says why.
+    expect(seen.sweep).toMatchObject({ on: false, whyOff: expect.stringMatching(/TENANT_DOMAIN/) });
+    expect(seen.streams).toEqual([]);
+    expect(seen.unavailable).toEqual([]);
+
+    // The Prometheus side: the histogram per route and origin, and the misses counter.
+    const metrics = await (await fetch(`${service.adminUrl}/metrics`)).text();
+    expect(metrics).toContain('streamkeeper_delivery_lag_seconds_count{route="crm",origin="webhook"} 10');
+    expect(metrics).toContain('streamkeeper_delivery_freshness_missed_total{route="crm"} 5');
+    expect(metrics).not.toContain('streamkeeper_delivery_freshness_missed_total{route="audit"}');
+  });
+
+  it("when a browser opens /admin/ without a login, then it is asked for one; with it, the page and its files come from the service", async () => {
+    const anonymous = await fetch(`${service.adminUrl}/admin/`);
+    expect(anonymous.status).toBe(401);
+    expect(anonymous.headers.get("www-authenticate")).toMatch(/^Basic /);
+    expect((await fetch(`${service.adminUrl}/admin/overview`)).status).toBe(401);
+
+    const basic = { authorization: `Basic ${Buffer.from(`operator:${adminToken}`).toString("base64")}` };
+    const page = await fetch(`${service.adminUrl}/admin/`, { headers: basic });
+    expect(page.status).toBe(200);
+    expect(page.headers.get("content-type")).toMatch(/^text\/html/);
+    expect(page.headers.get("content-security-policy")).toContain("script-src 'self'");
+    const html = await page.text();
+    expect(html).toContain("<h1>Streamkeeper operator view</h1>");
+    expect(html).toContain('href="queues"');
+    for (const file of ["operator-view.js", "operator-view.css"]) {
+      const asset = await fetch(`${service.adminUrl}/admin/${file}`, { headers: basic });
+      expect(asset.status).toBe(200);
+      expect((await asset.text()).length).toBeGreaterThan(100);
+    }
+    // Without the slash, the page's relative links would break: redirected.
+    const bare = await fetch(`${service.adminUrl}/admin`, { headers: basic, redirect: "manual" });
+    expect(bare.status).toBe(308);
+    expect(bare.headers.get("location")).toBe("/admin/");
+  });
+
+  it("when a write is asked of the admin API, then it is logged with what was asked", async () => {
+    const answer = await fetch(`${service.adminUrl}/admin/reconcile`, {
+      method: "POST",
+      headers: { ...bearer, "content-type": "application/json" },
+      body: JSON.stringify({ eventIds: ["evt_q273LFcsfrNovuzswy8qBz"] }),
+    });
+    expect(answer.status).toBeLessThan(500);
+    const logged = captured.lines.find((line) => line.msg === "admin write asked");
+    expect(logged).toMatchObject({ level: 30, method: "POST", path: "/admin/reconcile", asked: { eventIds: ["evt_q273LFcsfrNovuzswy8qBz"] } });
+    expect(JSON.stringify(captured.lines)).not.toContain(adminToken);
+  });
+});

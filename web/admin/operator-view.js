@@ -1,0 +1,436 @@
+/* global document, window, fetch, URLSearchParams, sessionStorage, setTimeout */
+// The operator view (docs/operating.md, "Operator view"): polls GET /admin/overview every
+// few seconds and renders it; search, timeline, replay and dead letters call the admin
+// API as CONTRACT.md shapes it, and say so plainly where this version lacks an endpoint.
+// Everything from the server is put in the page as text, never as HTML.
+
+const params = new URLSearchParams(window.location.search);
+const refreshSeconds = Math.min(60, Math.max(1, Number(params.get("refresh")) || 5));
+const api = ""; // relative to /admin/
+let routes = [];
+
+// ---------- small helpers ----------
+
+function el(tag, attributes = {}, ...children) {
+  const node = document.createElement(tag);
+  for (const [name, value] of Object.entries(attributes)) {
+    if (value === undefined || value === null || value === false) continue;
+    if (name === "class") node.className = value;
+    else if (name.startsWith("on")) node.addEventListener(name.slice(2), value);
+    else node.setAttribute(name, value === true ? "" : String(value));
+  }
+  for (const child of children.flat()) {
+    if (child === undefined || child === null) continue;
+    node.append(child instanceof window.Node ? child : String(child));
+  }
+  return node;
+}
+
+function cell(value, className) {
+  return el("td", { class: className }, value === null || value === undefined ? "unknown" : value);
+}
+
+function seconds(value) {
+  if (value === null || value === undefined) return "–";
+  if (value < 1) return `${Math.round(value * 1000)} ms`;
+  if (value < 120) return `${Math.round(value * 10) / 10} s`;
+  if (value < 7200) return `${Math.round(value / 60)} min`;
+  return `${Math.round(value / 360) / 10} h`;
+}
+
+function when(iso) {
+  return iso ? new Date(iso).toLocaleString() : "never";
+}
+
+class Unavailable extends Error {}
+
+/** Calls the admin API; a 404 or 503 from an endpoint this version lacks is `Unavailable`. */
+async function call(method, path, body) {
+  const response = await fetch(`${api}${path}`, {
+    method,
+    headers: body === undefined ? { accept: "application/json" } : { accept: "application/json", "content-type": "application/json" },
+    body: body === undefined ? undefined : JSON.stringify(body),
+    credentials: "same-origin",
+  });
+  const text = await response.text();
+  let json;
+  try {
+    json = text ? JSON.parse(text) : undefined;
+  } catch {
+    json = undefined;
+  }
+  if (response.ok) return json;
+  const detail = (json && (json.detail || json.title)) || `${response.status} ${response.statusText}`;
+  if ((response.status === 404 && /no route for/.test(detail)) || response.status === 503) throw new Unavailable(detail);
+  const error = new Error(detail);
+  error.status = response.status;
+  throw error;
+}
+
+function explain(error, what) {
+  if (error instanceof Unavailable) return el("p", { class: "unavailable" }, `${what} is not available in this version (or the archive is off or unreachable): ${error.message}`);
+  if (error.status === 403) return el("p", { class: "problem" }, `Not allowed: ${error.message}. Writes need ADMIN_TOKEN.`);
+  return el("p", { class: "problem" }, `${what} failed: ${error.message}`);
+}
+
+function replaceChildren(id, ...children) {
+  document.getElementById(id).replaceChildren(...children);
+}
+
+// ---------- the overview ----------
+
+function renderStreams(overview) {
+  const { sweep, streams } = overview;
+  const summary = sweep.on
+    ? `Sweep on${sweep.streams ? ` for streams ${sweep.streams.join(", ")}` : ""}${sweep.publicUrl ? ` pointing at ${sweep.publicUrl}` : ""}.`
+    : `Sweep off: ${sweep.whyOff}. Failed deliveries are not recovered by themselves.`;
+  replaceChildren("sweep-summary", summary);
+  const rows = streams.map((stream) =>
+    el(
+      "tr",
+      { "data-stream": stream.streamId },
+      el("th", { scope: "row" }, stream.streamId),
+      cell(stream.status === null ? "not read yet" : stream.status === "disabled" ? "disabled: the tenant sends and keeps nothing" : "enabled", stream.status === "disabled" ? "bad status" : stream.status === "enabled" ? "ok status" : "muted status"),
+      cell(seconds(stream.sweepLagSeconds), "number"),
+      cell(stream.found, "number"),
+      cell(stream.recovered, "number"),
+      cell(stream.unrecovered, stream.unrecovered > 0 ? "number bad" : "number"),
+      cell(when(stream.lastRunAt)),
+      cell(stream.lastError ?? "none", stream.lastError ? "bad" : "muted"),
+    ),
+  );
+  if (rows.length === 0) rows.push(el("tr", {}, el("td", { colspan: 8, class: "muted" }, "No stream swept or watched yet.")));
+  document.querySelector("#streams tbody").replaceChildren(...rows);
+}
+
+function freshnessText(window) {
+  if (!window) return "unknown";
+  if (window.count === 0) return "no live events";
+  return `${seconds(window.p50)} / ${seconds(window.p99)} (${window.count})`;
+}
+
+function objectiveText(route) {
+  const { objectiveSeconds, last5m, lastDay } = route.freshness;
+  if (objectiveSeconds === null) return ["none set", "muted"];
+  const verdict = last5m?.verdict === "no_events" ? lastDay?.verdict : last5m?.verdict;
+  if (verdict === "missed") {
+    const late = last5m?.verdict === "missed" ? last5m : lastDay;
+    return [`${seconds(objectiveSeconds)}: missed (${late.missed} of ${late.count} late)`, "bad"];
+  }
+  if (verdict === "met") return [`${seconds(objectiveSeconds)}: met`, "ok"];
+  return [`${seconds(objectiveSeconds)}: no live events`, "muted"];
+}
+
+function renderRoutes(overview) {
+  routes = overview.routes;
+  const rows = overview.routes.map((route) => {
+    const [objective, objectiveClass] = objectiveText(route);
+    return el(
+      "tr",
+      { "data-route": route.name },
+      el("th", { scope: "row" }, route.name),
+      cell(route.deliveredPerMinute, "number"),
+      cell(route.backlog, "number"),
+      cell(seconds(route.oldestWaitingSeconds), route.oldestWaitingSeconds > 300 ? "number warn" : "number"),
+      cell(route.circuit === "open" ? "open: not sending, probing" : route.circuit, route.circuit === "open" ? "bad circuit" : "circuit"),
+      cell(route.ratePerSecond === null ? "none" : `${route.ratePerSecond}/s`),
+      cell(route.deadLetters, route.deadLetters > 0 ? "number bad" : "number"),
+      cell(route.staleLastDay, "number"),
+      cell(freshnessText(route.freshness.last5m), "freshness-5m"),
+      cell(freshnessText(route.freshness.lastDay), "freshness-day"),
+      cell(objective, `${objectiveClass} objective`),
+    );
+  });
+  document.querySelector("#routes tbody").replaceChildren(...rows);
+  const select = document.querySelector("#replay select[name=route]");
+  const names = overview.routes.map((route) => route.name);
+  if ([...select.options].map((option) => option.value).join() !== names.join()) {
+    select.replaceChildren(...names.map((name) => el("option", { value: name }, name)));
+  }
+}
+
+function renderRecovery(overview) {
+  const reconcile = overview.recovery.reconcile;
+  replaceChildren(
+    "reconcile-summary",
+    reconcile === null
+      ? "Reconcile queue: unknown right now."
+      : `Reconcile jobs (recoveries from the tenant's delivery history): ${reconcile.waiting} waiting, ${reconcile.active} running, ${reconcile.delayed} retrying, ${reconcile.failed} failed; oldest waiting ${seconds(reconcile.oldestWaitingSeconds)}.`,
+  );
+}
+
+async function refresh() {
+  try {
+    const overview = await call("GET", "overview");
+    renderStreams(overview);
+    renderRoutes(overview);
+    renderRecovery(overview);
+    await refreshReplays();
+    const problem = document.getElementById("problem");
+    problem.hidden = overview.unavailable.length === 0;
+    problem.textContent = overview.unavailable.length ? `Not readable right now (Redis unreachable?): ${overview.unavailable.join(", ")}. Shown as unknown.` : "";
+    replaceChildren("refreshed", `Updated ${new Date(overview.generatedAt).toLocaleTimeString()}, every ${refreshSeconds} s.`);
+  } catch (error) {
+    const problem = document.getElementById("problem");
+    problem.hidden = false;
+    problem.textContent = `The service did not answer: ${error.message}. Retrying every ${refreshSeconds} s.`;
+  } finally {
+    document.body.dataset.refreshes = String(Number(document.body.dataset.refreshes) + 1);
+    setTimeout(refresh, refreshSeconds * 1000);
+  }
+}
+
+// ---------- replays started from this page ----------
+
+function trackedReplays() {
+  try {
+    return JSON.parse(sessionStorage.getItem("streamkeeper-replays") || "[]");
+  } catch {
+    return [];
+  }
+}
+
+function track(replay) {
+  sessionStorage.setItem("streamkeeper-replays", JSON.stringify([replay, ...trackedReplays()].slice(0, 20)));
+}
+
+async function refreshReplays() {
+  const rows = [];
+  for (const replay of trackedReplays()) {
+    let state;
+    try {
+      state = await call("GET", `replays/${encodeURIComponent(replay.replayId)}`);
+    } catch (error) {
+      state = { state: error instanceof Unavailable ? "not available" : `error: ${error.message}` };
+    }
+    const cancel = state.state === "running" ? el("button", { type: "button", onclick: () => cancelReplay(replay.replayId) }, `Cancel replay ${replay.replayId}`) : "";
+    rows.push(
+      el(
+        "tr",
+        { "data-replay": replay.replayId },
+        el("th", { scope: "row" }, replay.replayId),
+        cell(replay.route),
+        cell(state.state, state.state === "done" ? "ok replay-state" : state.state === "failed" ? "bad replay-state" : "replay-state"),
+        cell(state.matched ?? replay.matched, "number"),
+        cell(state.sent, "number"),
+        cell(state.delivered, "number"),
+        cell(state.failed, "number"),
+        el("td", {}, cancel),
+      ),
+    );
+  }
+  if (rows.length === 0) rows.push(el("tr", {}, el("td", { colspan: 8, class: "muted" }, "None started from this page in this tab.")));
+  document.querySelector("#replays tbody").replaceChildren(...rows);
+}
+
+async function cancelReplay(replayId) {
+  try {
+    await call("DELETE", `replays/${encodeURIComponent(replayId)}`);
+  } catch (error) {
+    replaceChildren("replay-message", explain(error, "Cancelling a replay"));
+  }
+  await refreshReplays();
+}
+
+async function startReplay(request, messageId) {
+  const answer = await call("POST", "replays", request);
+  track({ replayId: answer.replayId, route: request.route, matched: answer.matched });
+  replaceChildren(messageId, `Replay ${answer.replayId} started: ${answer.matched} events to ${request.route}. Its progress is under Recovery and replays.`);
+  await refreshReplays();
+}
+
+// ---------- replay a window ----------
+
+let counted;
+
+function replayRequest(form) {
+  const data = new window.FormData(form);
+  const request = { route: data.get("route"), since: data.get("since").trim() };
+  for (const name of ["until", "type", "entity", "stream"]) if (data.get(name).trim()) request[name] = data.get(name).trim();
+  if (data.get("rate").trim()) request.rate = Number(data.get("rate"));
+  return request;
+}
+
+function setUpReplayForm() {
+  const form = document.getElementById("replay");
+  const start = document.getElementById("replay-start");
+  form.addEventListener("input", () => {
+    counted = undefined;
+    start.disabled = true;
+    start.textContent = "Start replay";
+  });
+  form.addEventListener("submit", async (submitted) => {
+    submitted.preventDefault();
+    const request = replayRequest(form);
+    try {
+      const answer = await call("POST", "replays", { ...request, dryRun: true });
+      counted = request;
+      start.disabled = false;
+      start.textContent = `Start replay of ${answer.matched} events to ${request.route}`;
+      replaceChildren("replay-message", `Dry run: ${answer.matched} events match; nothing was sent.`);
+    } catch (error) {
+      replaceChildren("replay-message", explain(error, "Replay"));
+    }
+  });
+  start.addEventListener("click", async () => {
+    if (!counted) return;
+    try {
+      await startReplay(counted, "replay-message");
+      start.disabled = true;
+      counted = undefined;
+    } catch (error) {
+      replaceChildren("replay-message", explain(error, "Replay"));
+    }
+  });
+}
+
+// ---------- search and timeline ----------
+
+function setUpSearch() {
+  const form = document.getElementById("search");
+  form.addEventListener("submit", async (submitted) => {
+    submitted.preventDefault();
+    const query = new URLSearchParams();
+    for (const [name, value] of new window.FormData(form)) if (String(value).trim()) query.set(name, String(value).trim());
+    query.set("limit", "50");
+    try {
+      const answer = await call("GET", `events?${query}`);
+      renderResults(answer.events ?? []);
+    } catch (error) {
+      replaceChildren("search-results", explain(error, "Search"));
+    }
+  });
+}
+
+function entityOf(event) {
+  return event.entity ?? event.entityId ?? event.data?.object?.user_id ?? event.data?.object?.id ?? null;
+}
+
+function renderResults(events) {
+  if (events.length === 0) return replaceChildren("search-results", el("p", {}, "No event matches."));
+  const rows = events.map((event) => {
+    const id = event.id ?? event.eventId;
+    const outcomes = event.outcomes ?? event.routes ?? {};
+    const outcomeText = Array.isArray(outcomes)
+      ? outcomes.map((entry) => `${entry.route}: ${entry.outcome ?? entry.state}`).join(", ")
+      : Object.entries(outcomes).map(([route, outcome]) => `${route}: ${outcome}`).join(", ");
+    return el(
+      "tr",
+      {},
+      el("th", { scope: "row" }, el("button", { type: "button", onclick: () => openTimeline(id) }, id)),
+      cell(when(event.time)),
+      cell(event.type),
+      cell(entityOf(event) ?? "none"),
+      cell(event.origin),
+      cell(outcomeText || "none"),
+    );
+  });
+  const head = el("tr", {}, ...["Event (open its timeline)", "Time", "Type", "Entity", "Origin", "Outcome per route"].map((name) => el("th", { scope: "col" }, name)));
+  replaceChildren("search-results", el("table", {}, el("caption", {}, `${events.length} events`), el("thead", {}, head), el("tbody", {}, rows)));
+}
+
+async function openTimeline(eventId) {
+  try {
+    const event = await call("GET", `events/${encodeURIComponent(eventId)}`);
+    renderTimeline(eventId, event);
+    document.querySelector("#timeline h3")?.focus();
+  } catch (error) {
+    replaceChildren("timeline", explain(error, "The event's timeline"));
+  }
+}
+
+function renderTimeline(eventId, event) {
+  const timeline = event.timeline ?? {};
+  const arrival = timeline.arrival ?? event.arrival ?? {};
+  const failedFirst = arrival.tenantFailedFirst ?? arrival.failedFirst ?? arrival.tenantFailed;
+  const items = [
+    el("li", {}, `Arrived ${when(arrival.at ?? arrival.when ?? arrival.receivedAt)} by ${arrival.origin ?? "unknown"}${failedFirst ? ", after the tenant had failed to deliver it" : ""}.`),
+  ];
+  const perRoute = timeline.routes ?? event.routes ?? [];
+  for (const route of Array.isArray(perRoute) ? perRoute : Object.entries(perRoute).map(([name, value]) => ({ route: name, ...value }))) {
+    const attempts = (route.attempts instanceof Array ? route.attempts : []).map((attempt) =>
+      el("li", {}, `${when(attempt.at ?? attempt.time)}: ${attempt.status ?? attempt.error ?? "sent"}${attempt.origin ? ` (${attempt.origin})` : ""}`),
+    );
+    items.push(el("li", { "data-timeline-route": route.route ?? route.name }, `Route ${route.route ?? route.name}: ${route.outcome ?? route.state ?? "unknown"}`, attempts.length ? el("ol", {}, attempts) : ""));
+  }
+  const routeSelect = el("select", { name: "route" }, routes.map((route) => el("option", { value: route.name }, route.name)));
+  const message = el("p", { id: "timeline-message", "aria-live": "polite" });
+  const time = event.time ?? arrival.time;
+  const entity = entityOf(event);
+  const replayOne = async () => {
+    const at = Date.parse(time);
+    if (Number.isNaN(at)) return void message.replaceChildren("This event has no time: replay it with a window instead.");
+    const request = { route: routeSelect.value, since: new Date(at).toISOString(), until: new Date(at + 1).toISOString(), type: event.type };
+    if (entity) request.entity = entity;
+    await startReplay(request, "timeline-message").catch((error) => message.replaceChildren(explain(error, "Replay")));
+  };
+  const replayEntity = async () => {
+    const since = new Date(Date.now() - 30 * 86_400_000).toISOString();
+    await startReplay({ route: routeSelect.value, since, entity }, "timeline-message").catch((error) => message.replaceChildren(explain(error, "Replay")));
+  };
+  replaceChildren(
+    "timeline",
+    el(
+      "div",
+      { class: "timeline" },
+      el("h3", { tabindex: "-1" }, `Timeline of ${eventId} (${event.type ?? "type unknown"})`),
+      el("ol", {}, items),
+      el("label", {}, "Replay to route ", routeSelect),
+      el("button", { type: "button", onclick: replayOne }, "Replay this event"),
+      " ",
+      entity ? el("button", { type: "button", onclick: replayEntity }, `Replay every event of ${entity} (30 days)`) : "",
+      message,
+    ),
+  );
+}
+
+// ---------- dead letters ----------
+
+function setUpDeadLetters() {
+  document.getElementById("list-dead-letters").addEventListener("click", listDeadLetters);
+}
+
+async function listDeadLetters() {
+  try {
+    const { deadLetters } = await call("GET", "dead-letters");
+    renderDeadLetters(deadLetters ?? []);
+  } catch (error) {
+    replaceChildren("dead-letters", explain(error, "The dead-letter list"));
+  }
+}
+
+function renderDeadLetters(deadLetters) {
+  if (deadLetters.length === 0) return replaceChildren("dead-letters", el("p", {}, "No dead letters."));
+  const rows = deadLetters.map((letter) =>
+    el(
+      "tr",
+      {},
+      el("td", {}, el("input", { type: "checkbox", value: letter.jobId, "aria-label": `Select ${letter.eventId} of route ${letter.route}` })),
+      el("th", { scope: "row" }, letter.eventId),
+      cell(letter.route),
+      cell(letter.type),
+      cell(letter.failedReason),
+      cell(when(letter.failedAt)),
+      cell(letter.attempts, "number"),
+    ),
+  );
+  const head = el("tr", {}, ...["Select", "Event", "Route", "Type", "Why it failed", "Failed at", "Attempts"].map((name) => el("th", { scope: "col" }, name)));
+  const table = el("table", {}, el("caption", {}, `${deadLetters.length} dead letters`), el("thead", {}, head), el("tbody", {}, rows));
+  const message = el("p", { "aria-live": "polite" });
+  const retry = async () => {
+    const jobIds = [...table.querySelectorAll("input[type=checkbox]:checked")].map((box) => box.value);
+    if (jobIds.length === 0) return void message.replaceChildren("Select the dead letters to retry first.");
+    try {
+      const { replayed } = await call("POST", "dead-letters/replay", { jobIds });
+      message.replaceChildren(`${replayed} dead letters queued again, with fresh attempts.`);
+    } catch (error) {
+      message.replaceChildren(explain(error, "Retrying dead letters"));
+    }
+  };
+  replaceChildren("dead-letters", table, el("button", { type: "button", onclick: retry }, "Retry selected"), message);
+}
+
+setUpReplayForm();
+setUpSearch();
+setUpDeadLetters();
+refresh();
