@@ -131,7 +131,7 @@ function renderRoutes(overview) {
       el("th", { scope: "row" }, route.name),
       cell(route.deliveredPerMinute, "number"),
       cell(route.backlog, "number"),
-      cell(seconds(route.oldestWaitingSeconds), route.oldestWaitingSeconds > 300 ? "number warn" : "number"),
+      cell(route.oldestWaitingSeconds === 0 ? "none waiting" : seconds(route.oldestWaitingSeconds), route.oldestWaitingSeconds > 300 ? "number warn" : "number"),
       cell(route.circuit === "open" ? "open: not sending, probing" : route.circuit, route.circuit === "open" ? "bad circuit" : "circuit"),
       cell(route.ratePerSecond === null ? "none" : `${route.ratePerSecond}/s`),
       cell(route.deadLetters, route.deadLetters > 0 ? "number bad" : "number"),
