@@ -19,6 +19,8 @@ describe("routes file messages in the project's words", () => {
     ["dropStale: 1", "routes.yaml: route users field dropStale: give true or false (without quotes)"],
     ["ratePerSecond: 0", "routes.yaml: route users field ratePerSecond: give a number of deliveries per second above 0 and up to 100000, e.g. 10; leave it out for no limit"],
     ["ratePerSecond: fast", "routes.yaml: route users field ratePerSecond: give a number of deliveries per second above 0 and up to 100000, e.g. 10; leave it out for no limit"],
+    ["freshnessSeconds: 0", "routes.yaml: route users field freshnessSeconds: give a number of seconds above 0 and up to 86400, e.g. 5; 99% of live events delivered within this many seconds of their time; leave it out for no objective"],
+    ['freshnessSeconds: "5s"', "routes.yaml: route users field freshnessSeconds: give a number of seconds above 0 and up to 86400, e.g. 5; 99% of live events delivered within this many seconds of their time; leave it out for no objective"],
     ["timeoutMs: 0", "routes.yaml: route users field timeoutMs: give a whole number of milliseconds from 1 to 300000"],
     ["timeoutMs: 2.5", "routes.yaml: route users field timeoutMs: give a whole number of milliseconds from 1 to 300000"],
     ['timeoutMs: "5000"', "routes.yaml: route users field timeoutMs: give a whole number of milliseconds from 1 to 300000"],
