@@ -17,6 +17,7 @@ import { runReconcile, type ReconcileResults } from "./scenarios/run-reconcile.j
 import { runSoak, type SoakResults } from "./scenarios/run-soak.js";
 import { runStaleGuard, type StaleGuardResults } from "./scenarios/run-stale-guard.js";
 import { runWorkerDrain, type WorkerDrainResults } from "./scenarios/run-worker-drain.js";
+import { runOperatorView, type OperatorViewResults } from "./scenarios/run-operator-view.js";
 
 export interface BenchResults {
   startedAt: string;
@@ -46,8 +47,10 @@ export interface BenchResults {
   memory?: MemoryResults;
   /** Redis memory and service RSS over a sustained paced run (receiver + worker) */
   soak?: SoakResults;
+  /** the operator view's requests against 100 routes */
+  operatorView?: OperatorViewResults;
   /** each target: true met, false missed, undefined not measured */
-  targets: { ingestRatio?: boolean; ackP99?: boolean; ackP99Paced?: boolean; pipeline: Partial<Record<Topology, boolean>>; workerCpu?: boolean; reconcile?: boolean; soak?: boolean };
+  targets: { ingestRatio?: boolean; ackP99?: boolean; ackP99Paced?: boolean; pipeline: Partial<Record<Topology, boolean>>; workerCpu?: boolean; reconcile?: boolean; soak?: boolean; operatorView?: boolean };
 }
 
 const resultsDir = fileURLToPath(new URL("./results/", import.meta.url));
@@ -116,6 +119,11 @@ async function main() {
     }
     if (scenarios.has("memory")) {
       results.memory = await runMemory({ redis, events: settings.BENCH_MEMORY_EVENTS, log });
+    }
+    if (scenarios.has("operator-view")) {
+      results.operatorView = await runOperatorView({ redis, redisUrl: redisServer.url, dataDir: dir, sinkUrl: sink.info.url, log });
+      const view = results.operatorView;
+      results.targets.operatorView = view.status === "measured" ? Math.max(view.coldOverviewMs, view.overview.p99Ms, view.overviewConcurrent.p99Ms, view.pageFiles.p99Ms) < 200 : undefined;
     }
     if (scenarios.has("stale-guard")) {
       results.staleGuard = await runStaleGuard({ redis, redisUrl: redisServer.url, dataDir: dir, sinkUrl: sink.info.url, log });

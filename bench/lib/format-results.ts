@@ -94,6 +94,21 @@ export function formatResults(results: BenchResults): string {
     rows.push(["dropStale guard", `pending: ${guard.reason}`, "-", "-", "-", "-", ""]);
   }
 
+  const view = results.operatorView;
+  if (view?.status === "measured") {
+    rows.push([
+      `Operator view: GET /admin/overview, ${n(view.routes)} routes, a day of freshness history (${n(view.sketchFieldsPerKey)} fields per hash)`,
+      `p50 ${ms(view.overview.p50Ms)}, **p99 ${ms(view.overview.p99Ms)}**, max ${ms(view.overview.maxMs)} (${n(view.overview.requests)} in a row); 5 pages polling at once: p99 ${ms(view.overviewConcurrent.p99Ms)}; first (cold) ${ms(view.coldOverviewMs)}; page files p99 ${ms(view.pageFiles.p99Ms)}`,
+      "-",
+      "-",
+      "0",
+      `${n(view.overviewBytes / 1024, 1)} KiB per answer`,
+      `every request < 200 ms: ${verdict(results.targets.operatorView)}`,
+    ]);
+  } else if (view) {
+    rows.push(["Operator view", `pending: ${view.reason}`, "-", "-", "-", "-", "every request < 200 ms: pending"]);
+  }
+
   const outage = results.outage;
   if (outage) {
     rows.push([

@@ -30,50 +30,60 @@ export interface FreshnessReader {
 /** The last 5 minutes: the current minute and the 5 before it. The last day: the current hour and the 24 before it. */
 const minutesRead = 6;
 const hoursRead = 25;
-/** Past hours no longer change once their last flushes landed (a second, with margin): read once. */
+/** A period no longer changes once its last flushes landed (a second after it ends, with margin). */
 const settleMs = 10_000;
 
 type Tally = Map<string, { buckets: Map<number, number>; missed: number; delivered: number; stale: number }>;
 
+/** The current hour changes the day's figures little: read it again at most this often. */
+const currentHourMs = 10_000;
+
 /**
- * Reads the freshness sketch (create-freshness-recorder.ts) in one round trip of 7 HGETALLs
- * whatever the number of routes or events: the last 6 minutes and the current hour; the
- * 24 hours before it are read once per hour and kept. Windows are whole minutes and hours, so "5 minutes" is 5 to 6 and "a day" 24
- * to 25 hours (docs/operating.md, "Freshness").
+ * Reads the freshness sketch (create-freshness-recorder.ts) whatever the number of routes or
+ * events without reading it all each time: a minute or hour that ended (and whose last
+ * flushes landed) never changes, so each is read once and the sums of the 5 minutes and the
+ * 24 hours before the current ones are kept; a read then fetches the current minute, and the
+ * current hour every 10 s. Windows are whole minutes and hours, so "5 minutes" is 5 to 6
+ * and "a day" 24 to 25 hours (docs/operating.md, "Freshness").
  */
 export function createFreshnessReader(redis: Redis | Cluster, queuePrefix: string): FreshnessReader {
-  let pastHours: { hour: number; tally: Tally } | undefined;
+  const minutes = createPeriodSums(60_000, minutesRead - 1, (minute) => freshnessMinuteKey(queuePrefix, minute));
+  const hours = createPeriodSums(3_600_000, hoursRead - 1, (hour) => freshnessHourKey(queuePrefix, hour));
+  let currentHour: { hour: number; at: number; day: Tally } | undefined;
 
-  const readKeys = async (keys: string[]): Promise<Tally> => {
+  const readKeys = async (keys: string[]): Promise<Tally[]> => {
+    if (keys.length === 0) return [];
     const pipeline = redis.pipeline();
     for (const key of keys) pipeline.hgetall(key);
     const replies = (await pipeline.exec()) ?? [];
-    const tally: Tally = new Map();
-    for (const [error, reply] of replies) {
+    return replies.map(([error, reply]) => {
       if (error) throw error;
+      const tally: Tally = new Map();
       for (const [field, value] of Object.entries(reply as Record<string, string>)) add(tally, field, Number(value));
-    }
-    return tally;
+      return tally;
+    });
   };
 
   return {
     async read(routes, now) {
       const minute = Math.floor(now / 60_000);
       const hour = Math.floor(minute / 60);
-      const settled = pastHours?.hour === hour && now - hour * 3_600_000 >= settleMs;
-      const [recent, currentHour, past] = await Promise.all([
-        readKeys(Array.from({ length: minutesRead }, (_, back) => freshnessMinuteKey(queuePrefix, minute - back))),
-        readKeys([freshnessHourKey(queuePrefix, hour)]),
-        settled ? pastHours!.tally : readKeys(Array.from({ length: hoursRead - 1 }, (_, back) => freshnessHourKey(queuePrefix, hour - 1 - back))),
+      const hourDue = currentHour?.hour !== hour || now - currentHour.at >= currentHourMs;
+      const [[thisMinute], pastMinutes, day] = await Promise.all([
+        readKeys([freshnessMinuteKey(queuePrefix, minute)]),
+        minutes.before(minute, now, readKeys),
+        hourDue
+          ? Promise.all([readKeys([freshnessHourKey(queuePrefix, hour)]), hours.before(hour, now, readKeys)]).then(([[tally], past]) => merge(past, tally!))
+          : currentHour!.day,
       ]);
-      if (!settled) pastHours = { hour, tally: past };
-      const dayTally = merge(past, currentHour);
+      if (hourDue) currentHour = { hour, at: now, day };
+      const recent = merge(pastMinutes, thisMinute!);
       // The current minute counts for the part of it that has passed.
       const minutesCovered = minutesRead - 1 + (now % 60_000) / 60_000;
       return new Map(
         routes.map((route) => {
           const last5m = recent.get(route);
-          const lastDay = dayTally.get(route);
+          const lastDay = day.get(route);
           return [
             route,
             {
@@ -85,6 +95,31 @@ export function createFreshnessReader(redis: Redis | Cluster, queuePrefix: strin
           ];
         }),
       );
+    },
+  };
+}
+
+/**
+ * The sum of the `count` periods (minutes or hours) before the current one: each period is
+ * read once it is settled (ended `settleMs` ago) and kept, and their sum is kept while the
+ * current period lasts.
+ */
+function createPeriodSums(periodMs: number, count: number, keyOf: (period: number) => string) {
+  const settled = new Map<number, Tally>();
+  let sum: { current: number; tally: Tally } | undefined;
+  return {
+    async before(current: number, now: number, readKeys: (keys: string[]) => Promise<Tally[]>): Promise<Tally> {
+      if (sum?.current === current) return sum.tally;
+      const periods = Array.from({ length: count }, (_, back) => current - count + back);
+      const missing = periods.filter((period) => !settled.has(period));
+      const read = await readKeys(missing.map(keyOf));
+      const isSettled = (period: number) => now >= (period + 1) * periodMs + settleMs;
+      const tallies = new Map(missing.map((period, index) => [period, read[index]!]));
+      for (const [period, tally] of tallies) if (isSettled(period)) settled.set(period, tally);
+      for (const period of settled.keys()) if (period < current - count) settled.delete(period);
+      const total = periods.map((period) => settled.get(period) ?? tallies.get(period)!).reduce(merge, new Map());
+      if (periods.every(isSettled)) sum = { current, tally: total };
+      return total;
     },
   };
 }
@@ -126,5 +161,5 @@ function windowOf(entry: { buckets: Map<number, number>; missed: number } | unde
 
 function round(seconds: number | undefined): number | null {
   if (seconds === undefined) return null;
-  return seconds >= 10 ? Math.round(seconds) : Math.round(seconds * 1000) / 1000;
+  return seconds >= 10 ? Math.round(seconds * 10) / 10 : Math.round(seconds * 1000) / 1000;
 }
