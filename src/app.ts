@@ -46,6 +46,7 @@ import { createStreamWatcher } from "./streams/create-stream-watcher.js";
 import { sweepScopeOf } from "./streams/swept-streams.js";
 import { startTracing } from "./telemetry/start-tracing.js";
 import { describeOverview } from "./admin/describe-overview.js";
+import { shareRecent } from "./admin/share-recent.js";
 import { createFreshnessReader } from "./freshness/create-freshness-reader.js";
 import { reuseRecentReads } from "./freshness/reuse-recent-reads.js";
 import { createFreshnessRecorder, type FreshnessRecorder } from "./freshness/create-freshness-recorder.js";
@@ -287,6 +288,15 @@ export async function startService(config: Config, logger: Logger, role: Role): 
   const freshnessReader = reuseRecentReads(createFreshnessReader(client, env.QUEUE_PREFIX));
   // Read once now, so the first page opened finds the day's hours read (docs/benchmarks.md).
   if (env.ADMIN_TOKEN) freshnessReader.read(routes.map((route) => route.name), Date.now()).catch(() => {});
+  const overviewDeps = {
+    routes,
+    sweepPlan: sweepPlan(env, !("unavailable" in tenant)),
+    queueFigures: readQueueFigures,
+    circuits: readCircuits,
+    sweepStatus: (now: number) => sweepStatus.describe(lookbackMs, now),
+    streamHealth: () => streamHealth.read(),
+    freshness: freshnessReader,
+  };
   const adminApp = createAdminApp({
     ready,
     adminToken: env.ADMIN_TOKEN,
@@ -294,17 +304,8 @@ export async function startService(config: Config, logger: Logger, role: Role): 
     describeEvent: (eventId) => describeEvent(eventId, { ledger, queues }),
     routers: [
       auditAdminWrites(logger),
-      createOperatorViewRouter(() =>
-        describeOverview({
-          routes,
-          sweepPlan: sweepPlan(env, !("unavailable" in tenant)),
-          queueFigures: readQueueFigures,
-          circuits: readCircuits,
-          sweepStatus: (now) => sweepStatus.describe(lookbackMs, now),
-          streamHealth: () => streamHealth.read(),
-          freshness: freshnessReader,
-        }),
-      ),
+      // Shared for a second: several open pages cost one overview (docs/benchmarks.md).
+      createOperatorViewRouter(shareRecent(() => describeOverview(overviewDeps), 1000)),
       createDashboardRouter([...queues.all(), reconcileQueue.queue]),
       createReconcileRouter(reconcileQueue),
       createConfigRouter(serviceConfig),
