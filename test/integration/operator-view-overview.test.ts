@@ -43,6 +43,7 @@ describe("operator view: the overview endpoint and the page's files", () => {
         `- { name: crm, match: "user.*", url: "${sink.url}crm", freshnessSeconds: 2 }`,
         `- { name: audit, match: "*", url: "${sink.url}audit", freshnessSeconds: 30, ratePerSecond: 50 }`,
         `- { name: search, match: "organization.*", url: "${sink.url}search" }`,
+        `- { name: latest, match: "user.*", url: "${sink.url}latest", dropStale: true }`,
       ].join("\n"),
     );
     service = await startTestService({ ROUTES_FILE: routesFile, ADMIN_TOKEN: adminToken }, "all", captured.logger);
@@ -53,7 +54,7 @@ describe("operator view: the overview endpoint and the page's files", () => {
     const old = new Date(oldAt).toISOString();
     const events = Array.from({ length: 10 }, (_, index) => userEvent(index < 5 ? {} : { time: old }));
     for (const event of events) expect((await service.post("/webhooks", JSON.stringify(event))).status).toBe(202);
-    await sink.until((requests) => requests.length === 20);
+    await sink.until((requests) => requests.length === 30);
     // No old event can be older than this when its route answered (the buckets are within 10%).
     const oldestLagSeconds = (Date.now() - oldAt) / 1000;
 
@@ -86,6 +87,18 @@ describe("operator view: the overview endpoint and the page's files", () => {
     expect(metrics).toContain('streamkeeper_delivery_lag_seconds_count{route="crm",origin="webhook"} 10');
     expect(metrics).toContain('streamkeeper_delivery_freshness_missed_total{route="crm"} 5');
     expect(metrics).not.toContain('streamkeeper_delivery_freshness_missed_total{route="audit"}');
+  });
+
+  it("when a dropStale route skips an older state of a user, then the route shows the stale skip", async () => {
+    const user = "auth0|overview-stale";
+    const newer = userEvent({ data: { object: { user_id: user, updated_at: new Date().toISOString() } } });
+    const older = userEvent({ data: { object: { user_id: user, updated_at: new Date(Date.now() - 3_600_000).toISOString() } } });
+    expect((await service.post("/webhooks", JSON.stringify(newer))).status).toBe(202);
+    await sink.until((requests) => requests.some((request) => request.url === "/latest" && request.body.includes(newer.id)));
+    expect((await service.post("/webhooks", JSON.stringify(older))).status).toBe(202);
+    await expect.poll(async () => (await overview()).routes.find((route) => route.name === "latest")?.staleLastDay, { timeout: 60_000 }).toBe(1);
+    expect(sink.requests.some((request) => request.url === "/latest" && request.body.includes(older.id))).toBe(false);
+    expect((await overview()).routes.find((route) => route.name === "crm")?.staleLastDay).toBe(0);
   });
 
   it("when a browser opens /admin/ without a login, then it is asked for one; with it, the page and its files come from the service", async () => {
