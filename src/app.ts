@@ -45,6 +45,10 @@ import { createStreamConnector } from "./streams/create-stream-connector.js";
 import { createStreamWatcher } from "./streams/create-stream-watcher.js";
 import { sweepScopeOf } from "./streams/swept-streams.js";
 import { startTracing } from "./telemetry/start-tracing.js";
+import { createPullRouter } from "./http/pull-router.js";
+import { createPuller } from "./pull/create-puller.js";
+import { parsePullStart } from "./pull/pull-start.js";
+import { createPullState } from "./pull/pull-state.js";
 
 export type Role = "all" | "receiver" | "worker";
 
@@ -145,6 +149,7 @@ export async function startService(config: Config, logger: Logger, role: Role): 
   const lookbackMs = env.RECONCILE_SWEEP_LOOKBACK_SECONDS * 1000;
   // Read on the fail-fast client: GET /admin/sweep and a scrape answer while Redis is away.
   const sweepStatus = createSweepState(client, env.QUEUE_PREFIX);
+  const pullState = createPullState(client, env.QUEUE_PREFIX);
 
   const unregisterQueueGauges = registerQueueGauges(client, () => [...queues.all(), reconcileQueue.queue]);
   const unregisterRedisGauges = registerRedisGauges(client, new Map(routes.map((route) => [route.name, circuitKey(env.QUEUE_PREFIX, route.name)])));
@@ -248,6 +253,21 @@ export async function startService(config: Config, logger: Logger, role: Role): 
       await Promise.all([dispatcher.close(), reconciler.close(), sweeper.close(), legacyDrain?.close()]);
       await Promise.all([dispatchConnection, reconcileConnection, ledgerConnection].map((connection) => closeRedis(connection)));
     });
+    // The tenant's event log, read by one worker of the service (docs/operating.md, Pulling events).
+    if (env.PULL === "on" && "client" in tenant && config.tenant) {
+      const puller = createPuller({
+        state: pullState,
+        store,
+        tenant: tenant.client,
+        apiBaseUrl: config.tenant.apiBaseUrl,
+        eventTypes: env.PULL_EVENT_TYPES,
+        start: parsePullStart(env.PULL_START)!,
+        overlapMs: env.PULL_OVERLAP_SECONDS * 1000,
+        failoverMs: env.PULL_FAILOVER_SECONDS * 1000,
+        logger,
+      });
+      closers.push(() => puller.close());
+    }
     const scope = sweepScopeOf(env);
     if (env.STREAM_WATCH_INTERVAL_SECONDS > 0 && scope && "client" in tenant) {
       const { client: tenantClient } = tenant;
@@ -281,6 +301,7 @@ export async function startService(config: Config, logger: Logger, role: Role): 
       // A worker has no receiver, but shares the receivers' explicit credentials (every role reads the same settings).
       createConnectRouter(createStreamConnector({ config, auth: auth ?? ("generated" in config.webhookAuth ? undefined : config.webhookAuth), tenant, logger })),
       createSweepRouter({ describe: () => sweepStatus.describe(lookbackMs, Date.now()), runWindow: createWindowRunner({ env, tenant, reconciler: listReconciler }) }),
+      createPullRouter(() => pullState.describe(env.PULL === "on")),
     ],
   });
   const admin = await serve(adminApp, env.ADMIN_PORT, env.ADMIN_HOST).catch(abandon("ADMIN_PORT", env.ADMIN_PORT));

@@ -1,0 +1,312 @@
+import { hostname } from "node:os";
+import { randomBytes } from "node:crypto";
+import { setTimeout as sleep } from "node:timers/promises";
+import { InvalidEventError } from "../events/invalid-event-error.js";
+import { validateCloudEvent } from "../events/validate-cloud-event.js";
+import type { Logger } from "../logger.js";
+import { notePullMessage, pullConnected, pullEvents, pullLag, pullReconnects } from "../metrics/pull-metrics.js";
+import type { EventStore } from "../queue/event-store.js";
+import { jitteredBackoff } from "../retry-after.js";
+import type { TenantClient } from "../tenant/create-tenant-client.js";
+import { openEventLog, type EventLogQuery, type EventSourceMessage } from "../tenant/open-event-log.js";
+import { TenantApiError } from "../tenant/tenant-api-error.js";
+import { startTime, type PullStart } from "./pull-start.js";
+import type { PullState, PullStateName } from "./pull-state.js";
+
+export type ReconnectReason = "cycled" | "error" | "expired" | "rate_limited" | "auth";
+
+export interface PullerDeps {
+  state: PullState;
+  /** The counted event store (the webhook's path: dedupe, fan-out, archive). */
+  store: EventStore;
+  tenant: Pick<TenantClient, "accessToken" | "refuseToken" | "secrets">;
+  apiBaseUrl: string;
+  eventTypes?: string[];
+  start: PullStart;
+  overlapMs: number;
+  /** Another worker takes over within this long of the holder's death. */
+  failoverMs: number;
+  logger: Logger;
+  /** First wait after a failed connection; doubles to backoffMaxMs. @defaultValue 1000 */
+  backoffBaseMs?: number;
+  /** @defaultValue 60000 */
+  backoffMaxMs?: number;
+  /** A connection silent this long (no event, marker or comment) is dropped and made again. @defaultValue 90000 */
+  idleMs?: number;
+  fetch?: typeof fetch;
+}
+
+export interface Puller {
+  /** This process's view: its state and last error (GET /admin/pull reads Redis for every process's). */
+  local(): { state: PullStateName; lastError: string | null; holding: boolean };
+  close(): Promise<void>;
+}
+
+/** What one connection came to: why it ended and how long to wait before the next. */
+interface Ending {
+  reason: ReconnectReason;
+  waitMs: number;
+}
+
+/**
+ * Reads the tenant's Events API (real-world.md, "Pulling events") into the event store.
+ * One worker of the service holds a lease and the one connection; the others wait to take
+ * over. Each event is stored (origin `pull`) before its offset is kept, and every message's
+ * offset (`offset-only` markers too) is kept only once what it covers is stored, so a crash
+ * re-reads and the ledger drops the repeat. A record it can never handle (not JSON, not a
+ * CloudEvent) is kept aside with its raw body, counted and logged, and the offset moves past
+ * it. A store that fails (Redis down) ends the connection: reading resumes from the kept
+ * offset. docs/operating.md, "Pulling events", is the operator's side.
+ */
+export function createPuller(deps: PullerDeps): Puller {
+  const { state, logger } = deps;
+  const owner = `${hostname()}:${process.pid}:${randomBytes(3).toString("hex")}`;
+  // The lease outlives a missed renewal or two, and a waiting worker looks often enough to
+  // take over within failoverMs of the holder's last renewal.
+  const leaseMs = Math.max(1, Math.round(deps.failoverMs * 0.6));
+  const renewMs = Math.max(1, Math.round(deps.failoverMs / 5));
+  const pollMs = Math.max(1, Math.round(deps.failoverMs / 10));
+  const backoffBaseMs = deps.backoffBaseMs ?? 1000;
+  const backoffMaxMs = deps.backoffMaxMs ?? 60_000;
+  const idleMs = deps.idleMs ?? 90_000;
+  const closing = new AbortController();
+  let current: PullStateName = "waiting";
+  let lastError: string | null = null;
+  let holding = false;
+  /** Auth refusals are said once per change of what the tenant said. */
+  let lastAuthProblem: string | undefined;
+  /** The time to read from after the kept offset expired (410), while that offset is still the kept one. */
+  let expired: { offset: string | undefined; from: Date } | undefined;
+  /** PULL_START=now, fixed at the first attempt, so a reconnect before the first message misses nothing. */
+  let firstStart: Date | undefined;
+
+  const setState = (next: PullStateName, error: string | null = lastError) => {
+    current = next;
+    lastError = error;
+    if (holding) void state.report(next, error).catch(() => undefined);
+  };
+
+  const wait = (ms: number, signal: AbortSignal) => sleep(ms, undefined, { signal }).catch(() => undefined);
+
+  async function run(): Promise<void> {
+    let failures = 0;
+    while (!closing.signal.aborted) {
+      let left: number;
+      try {
+        left = await state.lease.acquire(owner, leaseMs);
+      } catch (error) {
+        setState("waiting", `cannot reach Redis to hold the pull lease: ${(error as Error).message}`);
+        await wait(jitteredBackoff(backoffBaseMs, failures++, backoffMaxMs), closing.signal);
+        continue;
+      }
+      failures = 0;
+      if (left > 0) {
+        setState("waiting");
+        await wait(Math.min(left, pollMs), closing.signal);
+        continue;
+      }
+      await hold();
+    }
+  }
+
+  /** While this process holds the lease: connect, read, reconnect. */
+  async function hold(): Promise<void> {
+    holding = true;
+    const lost = new AbortController();
+    const signal = AbortSignal.any([closing.signal, lost.signal]);
+    logger.info({ holder: owner }, "pull: this worker holds the Events API connection");
+    notePullMessage();
+    const renewal = setInterval(() => {
+      state.lease.renew(owner, leaseMs).then(
+        (kept) => {
+          if (!kept) {
+            logger.warn({ holder: owner }, "pull: the Events API lease was lost (this worker stalled past it); another worker reads now");
+            lost.abort();
+          }
+        },
+        (error: Error) => {
+          logger.warn({ err: error }, "pull: cannot renew the Events API lease (Redis unreachable); disconnecting until it can be held again");
+          lost.abort();
+        },
+      );
+    }, renewMs);
+    let attempt = 0;
+    try {
+      while (!signal.aborted) {
+        const ending = await readOnce(signal);
+        if (signal.aborted) break;
+        pullReconnects.inc({ reason: ending.reason });
+        attempt = ending.reason === "cycled" ? 0 : attempt + 1;
+        setState(ending.reason === "cycled" ? "connecting" : "waiting");
+        await wait(ending.waitMs || (ending.reason === "cycled" ? 0 : jitteredBackoff(backoffBaseMs, attempt - 1, backoffMaxMs)), signal);
+      }
+    } finally {
+      clearInterval(renewal);
+      pullConnected.set(0);
+      pullLag.reset();
+      if (closing.signal.aborted) {
+        await state.report("waiting", lastError).catch(() => undefined);
+        await state.lease.release(owner).catch(() => undefined);
+      }
+      holding = false;
+      if (!closing.signal.aborted) await wait(pollMs, closing.signal);
+    }
+  }
+
+  /** One connection, from the kept offset, until it ends. */
+  async function readOnce(signal: AbortSignal): Promise<Ending> {
+    setState("connecting");
+    let query: EventLogQuery;
+    try {
+      const position = await state.position();
+      query = { eventTypes: deps.eventTypes };
+      if (expired && expired.offset === position.offset) query.fromTimestamp = expired.from;
+      else if (position.offset !== undefined) query.from = position.offset;
+      else {
+        firstStart ??= startTime(deps.start, Date.now()) ?? new Date();
+        query.fromTimestamp = firstStart;
+      }
+    } catch (error) {
+      return failed("error", `cannot read the kept pull offset from Redis: ${(error as Error).message}`, "error");
+    }
+    let stream;
+    try {
+      stream = await openEventLog({ apiBaseUrl: deps.apiBaseUrl, tenant: deps.tenant, query, signal, fetch: deps.fetch });
+    } catch (error) {
+      if (signal.aborted) return { reason: "error", waitMs: 0 };
+      return await refused(error, query);
+    }
+    lastAuthProblem = undefined;
+    setState("connected", null);
+    pullConnected.set(1);
+    logger.info({ from: query.from ?? query.fromTimestamp?.toISOString() ?? "now" }, "pull: connected to the tenant's Events API");
+    let idle: NodeJS.Timeout | undefined;
+    const watch = () => {
+      clearTimeout(idle);
+      idle = setTimeout(() => stream.close(), idleMs);
+    };
+    watch();
+    try {
+      for await (const message of stream.messages) {
+        watch();
+        notePullMessage();
+        if (message.event === "error") {
+          stream.close();
+          return failed("error", `the tenant ended the Events API stream with an error: ${message.data.slice(0, 300)}`, "warn");
+        }
+        const problem = await handle(message);
+        if (problem) {
+          stream.close();
+          return problem;
+        }
+        if (signal.aborted) break;
+      }
+    } catch (error) {
+      if (signal.aborted) return { reason: "error", waitMs: 0 };
+      return failed("error", `the Events API connection broke: ${(error as Error).message}`, "warn");
+    } finally {
+      clearTimeout(idle);
+      pullConnected.set(0);
+    }
+    // The tenant closes connections every few minutes on purpose (real-world.md): reconnect at once.
+    logger.debug("pull: the Events API stream ended (the tenant's periodic close); reconnecting from the kept offset");
+    return { reason: "cycled", waitMs: 0 };
+  }
+
+  /** Stores one message's content, then keeps its offset; an Ending when reading must stop. */
+  async function handle(message: EventSourceMessage): Promise<Ending | undefined> {
+    let parsed: { offset?: unknown; event?: unknown } | undefined;
+    try {
+      parsed = JSON.parse(message.data) as typeof parsed;
+    } catch {
+      parsed = undefined;
+    }
+    const offset = message.id || (typeof parsed?.offset === "string" ? parsed.offset : undefined);
+    let lastEventAt: string | undefined;
+    try {
+      if (message.event !== "offset-only") {
+        const event = readEvent(parsed);
+        if (typeof event === "string") {
+          await state.keepAside({ offset, reason: event, raw: message.data, at: new Date().toISOString() });
+          pullEvents.inc({ result: "poison" });
+          logger.error({ offset, reason: event, type: message.event }, "pull: an event that cannot be read was kept aside as a pull dead letter (its raw body is in Redis); reading goes on past it");
+        } else {
+          const result = await deps.store.store(event, { origin: "pull" });
+          pullEvents.inc({ result: result.status });
+          lastEventAt = event.time;
+        }
+      }
+      if (offset === undefined) return undefined;
+      if (!(await state.keep(owner, offset, lastEventAt))) {
+        logger.warn({ holder: owner }, "pull: the Events API lease was lost while reading; the new holder resumes from the kept offset");
+        return { reason: "error", waitMs: 0 };
+      }
+      return undefined;
+    } catch (error) {
+      return failed("error", `could not store a pulled event (${(error as Error).message}); reading stopped and resumes from the kept offset`, "error");
+    }
+  }
+
+  /** A non-200 answer or no answer: which reason, what to say, how long to wait. */
+  async function refused(error: unknown, query: EventLogQuery): Promise<Ending> {
+    if (!(error instanceof TenantApiError)) return failed("error", `pull: ${(error as Error).message}`, "error");
+    if (error.status === 401 || error.status === 403) {
+      const said = error.message;
+      setState("waiting", said);
+      // Named once per change; the metric and the backoff go on meanwhile.
+      if (said !== lastAuthProblem) logger.error({ status: error.status, operation: error.operation }, `pull: ${said}; retrying with backoff`);
+      lastAuthProblem = said;
+      return { reason: "auth", waitMs: 0 };
+    }
+    if (error.status === 410 || (error.status === 400 && query.from !== undefined)) {
+      await resumeFromTime(query.from, error);
+      return { reason: "expired", waitMs: 0 };
+    }
+    if (error.status === 429) {
+      setState("waiting", error.message);
+      logger.warn({ retryAfterMs: error.retryAfterMs }, `pull: ${error.message}`);
+      return { reason: "rate_limited", waitMs: error.retryAfterMs ?? 0 };
+    }
+    return failed("error", `pull: ${error.message}`, "warn");
+  }
+
+  /** An expired (or refused) offset: read again from the last stored event's time less the overlap. */
+  async function resumeFromTime(offset: string | undefined, error: TenantApiError) {
+    const position = await state.position().catch(() => ({ lastEventAt: undefined }));
+    const last = position.lastEventAt ? Date.parse(position.lastEventAt) : Number.NaN;
+    const from = new Date((Number.isNaN(last) ? Date.now() : last) - deps.overlapMs);
+    expired = { offset, from };
+    setState("waiting", error.message);
+    logger.warn(
+      { offset, from: from.toISOString(), status: error.status },
+      `pull: the kept offset can no longer be read (${error.status} ${error.tenantMessage}); resuming from ${from.toISOString()} (the last stored event's time less PULL_OVERLAP_SECONDS); the ledger drops the repeats`,
+    );
+  }
+
+  function failed(reason: ReconnectReason, message: string, level: "warn" | "error"): Ending {
+    setState("waiting", message);
+    logger[level](message);
+    return { reason, waitMs: 0 };
+  }
+
+  const running = run().catch((error: unknown) => logger.error({ err: error }, "pull: stopped on an unexpected error; restart the worker"));
+
+  return {
+    local: () => ({ state: current, lastError, holding }),
+    async close() {
+      closing.abort();
+      await running;
+    },
+  };
+}
+
+/** The CloudEvent of a message, or why it cannot be read. */
+function readEvent(parsed: { event?: unknown } | undefined): ReturnType<typeof validateCloudEvent> | string {
+  if (parsed === undefined) return "the message data is not JSON";
+  try {
+    return validateCloudEvent(parsed.event, "event.");
+  } catch (error) {
+    if (error instanceof InvalidEventError) return error.message;
+    throw error;
+  }
+}

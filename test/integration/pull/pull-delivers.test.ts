@@ -1,0 +1,60 @@
+import { afterEach, describe, expect, it } from "vitest";
+import { startEmulator, type Emulator } from "../../../src/emulator/start-emulator.js";
+import { startSinkServer, type SinkServer } from "../../helpers/sink-server.js";
+import { startTestService, type TestService } from "../../helpers/start-test-service.js";
+import { deliveriesById, keptOffset, emitMany, eventsApi, metricValue, metricsOf, pullEnv, pullStatus } from "./pull-test-kit.js";
+
+describe("pulling the tenant's event log", () => {
+  const cleanup: Array<() => Promise<void>> = [];
+  afterEach(async () => {
+    for (const close of cleanup.reverse()) await close();
+    cleanup.length = 0;
+  });
+
+  async function setUp(emulatorOptions: Parameters<typeof startEmulator>[0], env: Record<string, string> = {}) {
+    const emulator: Emulator = await startEmulator(emulatorOptions);
+    cleanup.push(() => emulator.close());
+    const sink: SinkServer = await startSinkServer();
+    cleanup.push(() => sink.close());
+    const service: TestService = await startTestService(pullEnv(emulator, sink.url, env));
+    cleanup.push(() => service.close());
+    return { emulator, sink, service };
+  }
+
+  it("when 2,000 events are emitted while the tenant closes the connection every 2 s, then each is delivered once to the route, with origin pull", async () => {
+    const { emulator, sink, service } = await setUp({ eventsCycleSeconds: 2, eventsHeartbeatSeconds: 0.2 });
+    await expect.poll(async () => (await pullStatus(service.adminUrl)).state, { timeout: 20_000 }).toBe("connected");
+    const before = await metricsOf(service.adminUrl);
+    const ids = await emitMany(emulator, 2000);
+    await sink.until((requests) => new Set(requests.map((request) => request.headers["webhook-id"])).size >= 2000, 120_000);
+    // Anything repeated would follow its first delivery: wait until the kept offset reaches the log's head.
+    const head = (await eventsApi(emulator)).head;
+    await expect.poll(async () => (await keptOffset(service.config.env.QUEUE_PREFIX)) === head, { timeout: 20_000 }).toBe(true);
+    const seen = deliveriesById(sink.requests);
+    expect(seen.size).toBe(2000);
+    expect(ids.every((id) => seen.get(id)?.length === 1 && seen.get(id)![0] === "pull")).toBe(true);
+    const metrics = await metricsOf(service.adminUrl);
+    expect(metricValue(metrics, "streamkeeper_events_received_total", 'type="user.created",origin="pull"') - metricValue(before, "streamkeeper_events_received_total", 'type="user.created",origin="pull"')).toBe(2000);
+    // The emulator closed the connection at least once meanwhile, and the pull came back each time.
+    expect(metricValue(metrics, "streamkeeper_pull_reconnects_total", 'reason="cycled"')).toBeGreaterThanOrEqual(1);
+    expect((await eventsApi(emulator)).maxOpen).toBe(1);
+  });
+
+  it("when a pulled event is not JSON or not a CloudEvent, then it is kept aside with its raw body, counted, and the events after it are delivered", async () => {
+    const { emulator, sink, service } = await setUp({ eventsHeartbeatSeconds: 0.2 });
+    await expect.poll(async () => (await pullStatus(service.adminUrl)).state, { timeout: 20_000 }).toBe("connected");
+    // The metrics registry is the process's: count from here.
+    const before = await metricsOf(service.adminUrl);
+    for (const data of ["{not json", JSON.stringify({ offset: "x", event: { id: "evt_broken", type: "user.created" } })]) {
+      const response = await fetch(`${emulator.url}/emulator/events/raw`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ type: "user.created", data }) });
+      expect(response.status).toBe(202);
+    }
+    const [after] = await emitMany(emulator, 1);
+    await sink.until((requests) => requests.some((request) => request.headers["webhook-id"] === after));
+    const metrics = await metricsOf(service.adminUrl);
+    const counted = (result: string) => metricValue(metrics, "streamkeeper_pull_events_total", `result="${result}"`) - metricValue(before, "streamkeeper_pull_events_total", `result="${result}"`);
+    expect(counted("poison")).toBe(2);
+    expect(counted("stored")).toBe(1);
+    expect(sink.requests.map((request) => request.headers["webhook-id"])).toEqual([after]);
+  });
+});
