@@ -56,8 +56,11 @@ export function controlRoutes(deps: {
     if (!body.success) throw validationError("Payload", body.error);
     const { type, data, count } = body.data;
     const object = "object" in data ? data : { object: data };
-    if (count === undefined) return void res.status(202).json(deps.engine.emit(type, object));
-    res.status(202).json({ ids: Array.from({ length: count }, () => deps.engine.emit(type, object).id) });
+    // With each id, its offset in the tenant's log (GET /api/v2/events).
+    const emitted = () => ({ ...deps.engine.emit(type, object), offset: deps.log.offsetOf(deps.log.head()) });
+    if (count === undefined) return void res.status(202).json(emitted());
+    const all = Array.from({ length: count }, emitted);
+    res.status(202).json({ ids: all.map((event) => event.id), offsets: all.map((event) => event.offset) });
   });
 
   router.get("/deliveries", (req, res) => {
@@ -83,10 +86,16 @@ export function controlRoutes(deps: {
   });
 
   // {"down":true}: every Events API request is dropped unanswered and open streams are cut; false ends it.
+  // {"expire_through":"<offset>"}: the events up to that offset are gone, as retention would drop them (410 after).
   router.put("/events-api", (req, res) => {
-    const body = z.strictObject({ down: z.boolean() }).safeParse(req.body);
+    const body = z.strictObject({ down: z.boolean().optional(), expire_through: z.string().min(1).optional() }).safeParse(req.body);
     if (!body.success) throw validationError("Payload", body.error);
-    deps.eventsApi.down = body.data.down;
+    if (body.data.expire_through !== undefined) {
+      const seq = deps.log.seqOf(body.data.expire_through);
+      if (seq === undefined) throw new ApiError(400, `No such offset: ${body.data.expire_through}; give one the log served.`);
+      deps.log.expireThrough(seq);
+    }
+    if (body.data.down !== undefined) deps.eventsApi.down = body.data.down;
     if (body.data.down) deps.eventsApi.cut();
     res.json({ down: deps.eventsApi.down });
   });

@@ -30,6 +30,8 @@ export interface EventLog {
   /** False when the events after `seq` have partly expired (410). */
   stillHeld(seq: number): boolean;
   offsetOf(seq: number): string;
+  /** Drops the events up to `seq` at once, as retention would (a test of an expired offset). */
+  expireThrough(seq: number): void;
   /** Resolves on the next append, or when `signal` aborts. */
   nextAppend(signal: AbortSignal): Promise<void>;
 }
@@ -98,6 +100,12 @@ export function createEventLog(options: { retentionMs?: number; now?: () => numb
       return seq >= dropped;
     },
     offsetOf,
+    expireThrough(seq) {
+      const count = entries.findIndex((entry) => entry.seq > seq);
+      const drop = count === -1 ? entries.length : count;
+      if (drop > 0) dropped = entries[drop - 1]!.seq;
+      entries.splice(0, drop);
+    },
     nextAppend(signal) {
       return new Promise((resolve) => {
         if (signal.aborted) return resolve();

@@ -73,8 +73,15 @@ export function createPuller(deps: PullerDeps): Puller {
   let current: PullStateName = "waiting";
   let lastError: string | null = null;
   let holding = false;
-  /** Auth refusals are said once per change of what the tenant said. */
-  let lastAuthProblem: string | undefined;
+  /** A failure that repeats is said once per change (auth, tenant down); the metric counts each. */
+  let lastSaid: string | undefined;
+  const sayOnce = (level: "warn" | "error", message: string, fields: Record<string, unknown> = {}) => {
+    // The same failure again (the tenant still down, still refusing): said at debug only.
+    const key = message.replace(/\d+ ms/g, "");
+    if (key === lastSaid) logger.debug(fields, message);
+    else logger[level](fields, message);
+    lastSaid = key;
+  };
   /** The time to read from after the kept offset expired (410), while that offset is still the kept one. */
   let expired: { offset: string | undefined; from: Date } | undefined;
   /** PULL_START=now, fixed at the first attempt, so a reconnect before the first message misses nothing. */
@@ -176,7 +183,7 @@ export function createPuller(deps: PullerDeps): Puller {
       if (signal.aborted) return { reason: "error", waitMs: 0 };
       return await refused(error, query);
     }
-    lastAuthProblem = undefined;
+    lastSaid = undefined;
     setState("connected", null);
     pullConnected.set(1);
     logger.info({ from: query.from ?? query.fromTimestamp?.toISOString() ?? "now" }, "pull: connected to the tenant's Events API");
@@ -251,11 +258,9 @@ export function createPuller(deps: PullerDeps): Puller {
   async function refused(error: unknown, query: EventLogQuery): Promise<Ending> {
     if (!(error instanceof TenantApiError)) return failed("error", `pull: ${(error as Error).message}`, "error");
     if (error.status === 401 || error.status === 403) {
-      const said = error.message;
-      setState("waiting", said);
+      setState("waiting", error.message);
       // Named once per change; the metric and the backoff go on meanwhile.
-      if (said !== lastAuthProblem) logger.error({ status: error.status, operation: error.operation }, `pull: ${said}; retrying with backoff`);
-      lastAuthProblem = said;
+      sayOnce("error", `pull: ${error.message}; retrying with backoff`, { status: error.status, operation: error.operation });
       return { reason: "auth", waitMs: 0 };
     }
     if (error.status === 410 || (error.status === 400 && query.from !== undefined)) {
@@ -285,7 +290,7 @@ export function createPuller(deps: PullerDeps): Puller {
 
   function failed(reason: ReconnectReason, message: string, level: "warn" | "error"): Ending {
     setState("waiting", message);
-    logger[level](message);
+    sayOnce(level, message);
     return { reason, waitMs: 0 };
   }
 

@@ -74,7 +74,9 @@ export async function openEventLog(options: OpenEventLogOptions): Promise<EventL
   if (response.status !== 200 || !response.body) {
     options.signal.removeEventListener("abort", stop);
     const body = await response.text().catch(() => "");
-    if (response.status === 401) tenant.refuseToken(token);
+    // 401: a new key or a revoked token; 403: the scope may have been granted since, and a
+    // token carries the scopes of its issue. Either way the next attempt gets a fresh one.
+    if (response.status === 401 || response.status === 403) tenant.refuseToken(token);
     if (response.status >= 300 && response.status < 400) {
       throw new TenantApiError(`read_events: the tenant answered a redirect (${response.status}) to ${response.headers.get("location") ?? "nowhere"}; calls to the tenant never follow redirects: set MGMT_API_BASE_URL (or TENANT_DOMAIN) to the API's own address`, {
         status: response.status,

@@ -25,13 +25,18 @@ export function pullEnv(emulator: Emulator, sinkUrl: string, env: Record<string,
 
 /** Emits `count` events of `type` in one call to the emulator's control API; their ids in order of emission. */
 export async function emitMany(emulator: Emulator, count: number, type = "user.created"): Promise<string[]> {
+  return (await emitWithOffsets(emulator, count, type)).ids;
+}
+
+/** Emits `count` events; their ids and their offsets in the tenant's log. */
+export async function emitWithOffsets(emulator: Emulator, count: number, type = "user.created"): Promise<{ ids: string[]; offsets: string[] }> {
   const response = await fetch(`${emulator.url}/emulator/events`, {
     method: "POST",
     headers: { "content-type": "application/json" },
     body: JSON.stringify({ type, data: { object: { user_id: "auth0|pulled" } }, count }),
   });
   expect(response.status).toBe(202);
-  return ((await response.json()) as { ids: string[] }).ids;
+  return (await response.json()) as { ids: string[]; offsets: string[] };
 }
 
 export interface EventsApiView {
@@ -47,7 +52,12 @@ export async function eventsApi(emulator: Emulator): Promise<EventsApiView> {
 }
 
 export async function setEventsApiDown(emulator: Emulator, down: boolean): Promise<void> {
-  const response = await fetch(`${emulator.url}/emulator/events-api`, { method: "PUT", headers: { "content-type": "application/json" }, body: JSON.stringify({ down }) });
+  await changeEventsApi(emulator, { down });
+}
+
+/** `{"down"}` or `{"expire_through": offset}` (the emulator's control API). */
+export async function changeEventsApi(emulator: Emulator, change: { down?: boolean; expire_through?: string }): Promise<void> {
+  const response = await fetch(`${emulator.url}/emulator/events-api`, { method: "PUT", headers: { "content-type": "application/json" }, body: JSON.stringify(change) });
   expect(response.status).toBe(200);
 }
 
