@@ -34,6 +34,8 @@ export interface PullerDeps {
   /** A connection silent this long (no event, marker or comment) is dropped and made again. @defaultValue 90000 */
   idleMs?: number;
   fetch?: typeof fetch;
+  /** Messages stored at once (offsets kept in order all the same). @defaultValue 32 */
+  inFlight?: number;
 }
 
 export interface Puller {
@@ -69,6 +71,8 @@ export function createPuller(deps: PullerDeps): Puller {
   const backoffBaseMs = deps.backoffBaseMs ?? 1000;
   const backoffMaxMs = deps.backoffMaxMs ?? 60_000;
   const idleMs = deps.idleMs ?? 90_000;
+  /** Messages stored at once; their offsets are still kept one by one, in order. */
+  const inFlight = deps.inFlight ?? 32;
   const closing = new AbortController();
   let current: PullStateName = "waiting";
   let lastError: string | null = null;
@@ -194,20 +198,35 @@ export function createPuller(deps: PullerDeps): Puller {
     };
     watch();
     try {
+      // Up to `inFlight` messages are stored at once; their offsets are kept strictly in order,
+      // each only once it and every message before it are stored.
+      let stopped: Ending | undefined;
+      let chain = Promise.resolve();
+      const steps: Array<Promise<void>> = [];
       for await (const message of stream.messages) {
         watch();
         notePullMessage();
         if (message.event === "error") {
+          await chain;
           stream.close();
-          return failed("error", `the tenant ended the Events API stream with an error: ${message.data.slice(0, 300)}`, "warn");
+          return stopped ?? failed("error", `the tenant ended the Events API stream with an error: ${message.data.slice(0, 300)}`, "warn");
         }
-        const problem = await handle(message);
-        if (problem) {
+        const content = storeContent(message);
+        content.catch(() => undefined);
+        chain = chain.then(async () => {
+          if (stopped) return;
+          stopped = await keepAfter(content);
+        });
+        steps.push(chain);
+        if (steps.length >= inFlight) await steps.shift();
+        if (stopped) {
           stream.close();
-          return problem;
+          return stopped;
         }
         if (signal.aborted) break;
       }
+      await chain;
+      if (stopped) return stopped;
     } catch (error) {
       if (signal.aborted) return { reason: "error", waitMs: 0 };
       return failed("error", `the Events API connection broke: ${(error as Error).message}`, "warn");
@@ -220,8 +239,8 @@ export function createPuller(deps: PullerDeps): Puller {
     return { reason: "cycled", waitMs: 0 };
   }
 
-  /** Stores one message's content, then keeps its offset; an Ending when reading must stop. */
-  async function handle(message: EventSourceMessage): Promise<Ending | undefined> {
+  /** Stores one message's content (an event, or a poison kept aside); what its offset covers then. */
+  async function storeContent(message: EventSourceMessage): Promise<{ offset?: string; lastEventAt?: string }> {
     let parsed: { offset?: unknown; event?: unknown } | undefined;
     try {
       parsed = JSON.parse(message.data) as typeof parsed;
@@ -229,20 +248,23 @@ export function createPuller(deps: PullerDeps): Puller {
       parsed = undefined;
     }
     const offset = message.id || (typeof parsed?.offset === "string" ? parsed.offset : undefined);
-    let lastEventAt: string | undefined;
+    if (message.event === "offset-only") return { offset };
+    const event = readEvent(parsed);
+    if (typeof event === "string") {
+      await state.keepAside({ offset, reason: event, raw: message.data, at: new Date().toISOString() });
+      pullEvents.inc({ result: "poison" });
+      logger.error({ offset, reason: event, type: message.event }, "pull: an event that cannot be read was kept aside as a pull dead letter (its raw body is in Redis); reading goes on past it");
+      return { offset };
+    }
+    const result = await deps.store.store(event, { origin: "pull" });
+    pullEvents.inc({ result: result.status });
+    return { offset, lastEventAt: event.time };
+  }
+
+  /** Keeps the offset of a stored message (called in message order); an Ending when reading must stop. */
+  async function keepAfter(content: Promise<{ offset?: string; lastEventAt?: string }>): Promise<Ending | undefined> {
     try {
-      if (message.event !== "offset-only") {
-        const event = readEvent(parsed);
-        if (typeof event === "string") {
-          await state.keepAside({ offset, reason: event, raw: message.data, at: new Date().toISOString() });
-          pullEvents.inc({ result: "poison" });
-          logger.error({ offset, reason: event, type: message.event }, "pull: an event that cannot be read was kept aside as a pull dead letter (its raw body is in Redis); reading goes on past it");
-        } else {
-          const result = await deps.store.store(event, { origin: "pull" });
-          pullEvents.inc({ result: result.status });
-          lastEventAt = event.time;
-        }
-      }
+      const { offset, lastEventAt } = await content;
       if (offset === undefined) return undefined;
       if (!(await state.keep(owner, offset, lastEventAt))) {
         logger.warn({ holder: owner }, "pull: the Events API lease was lost while reading; the new holder resumes from the kept offset");
