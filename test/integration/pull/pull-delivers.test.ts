@@ -1,8 +1,12 @@
 import { afterEach, describe, expect, it } from "vitest";
+import { Redis } from "ioredis";
+import { inject } from "vitest";
 import { startEmulator, type Emulator } from "../../../src/emulator/start-emulator.js";
+import { pullKey } from "../../../src/pull/pull-state.js";
+import { runCli } from "../../chaos/run-cli.js";
 import { startSinkServer, type SinkServer } from "../../helpers/sink-server.js";
 import { startTestService, type TestService } from "../../helpers/start-test-service.js";
-import { deliveriesById, keptOffset, emitMany, eventsApi, metricValue, metricsOf, pullEnv, pullStatus } from "./pull-test-kit.js";
+import { adminToken, deliveriesById, keptOffset, emitMany, eventsApi, metricValue, metricsOf, pullEnv, pullStatus } from "./pull-test-kit.js";
 
 describe("pulling the tenant's event log", () => {
   const cleanup: Array<() => Promise<void>> = [];
@@ -56,5 +60,38 @@ describe("pulling the tenant's event log", () => {
     expect(counted("poison")).toBe(2);
     expect(counted("stored")).toBe(1);
     expect(sink.requests.map((request) => request.headers["webhook-id"])).toEqual([after]);
+    // Each kept aside with its raw body and why.
+    const redis = new Redis(inject("redisUrl"));
+    const kept = (await redis.lrange(pullKey(service.config.env.QUEUE_PREFIX, "poison"), 0, -1)).map((text) => JSON.parse(text) as { raw: string; reason: string; offset: string });
+    redis.disconnect();
+    expect(kept.map((poison) => poison.raw).sort()).toEqual(["{not json", JSON.stringify({ offset: "x", event: { id: "evt_broken", type: "user.created" } })].sort());
+    expect(kept.map((poison) => poison.reason).sort()).toEqual(["event.source is required (CloudEvents 1.0)", "the message data is not JSON"].sort());
+  });
+
+  it("when an event arrives by pull, then the event view shows origin pull, and `pull status` prints the state through the service's admin API", async () => {
+    const { emulator, sink, service } = await setUp({ eventsHeartbeatSeconds: 0.2 });
+    await expect.poll(async () => (await pullStatus(service.adminUrl)).state, { timeout: 20_000 }).toBe("connected");
+    const [id] = await emitMany(emulator, 1);
+    await sink.until((requests) => requests.some((request) => request.headers["webhook-id"] === id));
+    const view = await fetch(`${service.adminUrl}/admin/events/${id}`, { headers: { authorization: `Bearer ${adminToken}` } });
+    expect(view.status).toBe(200);
+    expect(((await view.json()) as { arrival: { origin: string } }).arrival.origin).toBe("pull");
+    await expect.poll(async () => (await pullStatus(service.adminUrl)).lastEventAt, { timeout: 10_000 }).not.toBeNull();
+
+    const env = { ADMIN_URL: service.adminUrl, ADMIN_TOKEN: adminToken };
+    const json = await runCli(["pull", "status", "--json"], env);
+    expect(json.code, json.stderr).toBe(0);
+    const status = JSON.parse(json.stdout) as { state: string; holder: string; lastEventAt: string };
+    expect(status.state).toBe("connected");
+    expect(status.holder).toContain(`:${process.pid}:`);
+    const text = await runCli(["pull", "status"], env);
+    expect(text.code, text.stderr).toBe(0);
+    expect(text.stdout).toMatch(/^state\s+connected$/m);
+    expect(text.stdout).toContain(status.lastEventAt);
+
+    // No service there: said in one line, exit 1.
+    const nobody = await runCli(["pull", "status"], { ADMIN_URL: "http://127.0.0.1:9", ADMIN_TOKEN: adminToken });
+    expect(nobody.code).toBe(1);
+    expect(nobody.stderr).toMatch(/^error: no service answers at http:\/\/127\.0\.0\.1:9 .*start it/);
   });
 });
