@@ -6,6 +6,7 @@ import { pullKey } from "../../../src/pull/pull-state.js";
 import { capturedLogger } from "../../helpers/captured-logger.js";
 import { startSinkServer, type SinkServer } from "../../helpers/sink-server.js";
 import { startTestService, type TestService } from "../../helpers/start-test-service.js";
+import { getToken } from "../emulator-test-kit.js";
 import { changeEventsApi, deliveriesById, emitMany, emitWithOffsets, eventsApi, metricValue, metricsOf, pullEnv, pullStatus, setEventsApiDown } from "./pull-test-kit.js";
 
 describe("the pull when the tenant refuses, expires or goes away", () => {
@@ -126,5 +127,25 @@ describe("the pull when the tenant refuses, expires or goes away", () => {
     expect(delta(before, after, "streamkeeper_pull_reconnects_total", 'reason="error"')).toBeGreaterThanOrEqual(refused);
     expect(said(pulling.lines, 40, "cannot reach the tenant")).toHaveLength(1);
     expect(deliveriesById(sink.requests).size).toBe(20);
+  });
+
+  it("when the tenant's connection limit is taken (429 with Retry-After), then the pull waits as told, and connects once a connection is free", async () => {
+    const { emulator, sink } = await emulatorAndSink({ eventsConnections: 1 });
+    // Another consumer of the same tenant holds the plan's one connection.
+    const other = new AbortController();
+    const held = await fetch(`${emulator.apiBaseUrl}/events`, { headers: { authorization: `Bearer ${await getToken(emulator)}`, accept: "text/event-stream" }, signal: other.signal });
+    expect(held.status).toBe(200);
+    const started = Date.now();
+    const pulling = await service(pullEnv(emulator, sink.url));
+    await expect.poll(async () => metricValue(await metricsOf(pulling.adminUrl), "streamkeeper_pull_reconnects_total", 'reason="rate_limited"'), { timeout: 30_000 }).toBeGreaterThanOrEqual(2);
+    const refused = (await eventsApi(emulator)).attempts["429"] ?? 0;
+    // Retry-After: 1 s between attempts at least: never more attempts than seconds elapsed, plus the first.
+    expect(refused).toBeLessThanOrEqual(1 + (Date.now() - started) / 1000);
+    expect((await pullStatus(pulling.adminUrl)).lastError).toContain("rate limited");
+    other.abort();
+    await expect.poll(async () => (await pullStatus(pulling.adminUrl)).state, { timeout: 30_000 }).toBe("connected");
+    const [id] = await emitMany(emulator, 1);
+    await sink.until((requests) => requests.some((request) => request.headers["webhook-id"] === id));
+    expect((await eventsApi(emulator)).maxOpen).toBe(1);
   });
 });
