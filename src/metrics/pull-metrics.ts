@@ -29,12 +29,17 @@ export function notePullMessage(at = Date.now()): void {
   lastMessageAt = at;
 }
 
+/** This process no longer holds the pull: its lag is no longer reported (another worker's is). */
+export function forgetPullMessages(): void {
+  lastMessageAt = undefined;
+}
+
 export const pullLag = new Gauge({
   name: "streamkeeper_pull_lag_seconds",
   help: "Now minus the time the last message (event or offset-only marker) was read from the Events API by this process; absent until the first",
   registers: [registry],
   collect() {
-    if (lastMessageAt === undefined) return;
+    if (lastMessageAt === undefined) return void this.reset();
     this.set((Date.now() - lastMessageAt) / 1000);
   },
 });

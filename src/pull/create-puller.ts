@@ -4,7 +4,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { InvalidEventError } from "../events/invalid-event-error.js";
 import { validateCloudEvent } from "../events/validate-cloud-event.js";
 import type { Logger } from "../logger.js";
-import { notePullMessage, pullConnected, pullEvents, pullLag, pullReconnects } from "../metrics/pull-metrics.js";
+import { forgetPullMessages, notePullMessage, pullConnected, pullEvents, pullReconnects } from "../metrics/pull-metrics.js";
 import type { EventStore } from "../queue/event-store.js";
 import { jitteredBackoff } from "../retry-after.js";
 import type { TenantClient } from "../tenant/create-tenant-client.js";
@@ -154,7 +154,7 @@ export function createPuller(deps: PullerDeps): Puller {
     } finally {
       clearInterval(renewal);
       pullConnected.set(0);
-      pullLag.reset();
+      forgetPullMessages();
       if (closing.signal.aborted) {
         await state.report("waiting", lastError).catch(() => undefined);
         await state.lease.release(owner).catch(() => undefined);

@@ -12,7 +12,7 @@ describe("pull beside push", () => {
   afterEach(async () => {
     for (const step of cleanup.reverse()) await step().catch(() => undefined);
     cleanup.length = 0;
-  });
+  }, 180000);
 
   it("when a stream is disabled for part of the run and 10% of pushes fail with a 4xx, then every event reaches the route once, and events_received_total{origin=pull} is what the push missed", async () => {
     const emulator = await startEmulator({ eventsHeartbeatSeconds: 0.2 });
@@ -70,5 +70,5 @@ describe("pull beside push", () => {
     const seen = deliveriesById(sink.requests);
     expect(ids.filter((id) => seen.get(id)?.length !== 1)).toEqual([]);
     expect(missed.every((id) => seen.get(id)![0] === "pull")).toBe(true);
-  });
+  }, 180000);
 });

@@ -14,7 +14,7 @@ describe("the pull when the tenant refuses, expires or goes away", () => {
   afterEach(async () => {
     for (const close of cleanup.reverse()) await close();
     cleanup.length = 0;
-  });
+  }, 120000);
 
   async function emulatorAndSink(options: Parameters<typeof startEmulator>[0] = {}): Promise<{ emulator: Emulator; sink: SinkServer }> {
     const emulator = await startEmulator({ eventsHeartbeatSeconds: 0.2, ...options });
@@ -61,7 +61,7 @@ describe("the pull when the tenant refuses, expires or goes away", () => {
     const warnings = said(second.lines, 40, "can no longer be read");
     expect(warnings).toHaveLength(1);
     expect(String(warnings[0]!.msg)).toContain("PULL_OVERLAP_SECONDS");
-  });
+  }, 120000);
 
   it("when the credentials are wrong, then one log line names them, the attempts back off, and the pull recovers once the client exists", async () => {
     const { emulator, sink } = await emulatorAndSink();
@@ -86,7 +86,7 @@ describe("the pull when the tenant refuses, expires or goes away", () => {
     const [id] = await emitMany(emulator, 1);
     await sink.until((requests) => requests.some((request) => request.headers["webhook-id"] === id));
     expect((await pullStatus(pulling.adminUrl)).lastError).toBeNull();
-  });
+  }, 120000);
 
   it("when the client lacks read:events, then one log line names the scope, and the pull recovers once it is granted", async () => {
     const { emulator, sink } = await emulatorAndSink();
@@ -106,7 +106,7 @@ describe("the pull when the tenant refuses, expires or goes away", () => {
     await expect.poll(async () => (await pullStatus(pulling.adminUrl)).state, { timeout: 90_000 }).toBe("connected");
     const [id] = await emitMany(emulator, 1);
     await sink.until((requests) => requests.some((request) => request.headers["webhook-id"] === id));
-  });
+  }, 120000);
 
   it("when the tenant is down for a while (60 s scaled to 6 s), then one log line says so, the attempts back off, and the events emitted meanwhile arrive after", async () => {
     const { emulator, sink } = await emulatorAndSink();
@@ -127,7 +127,7 @@ describe("the pull when the tenant refuses, expires or goes away", () => {
     expect(delta(before, after, "streamkeeper_pull_reconnects_total", 'reason="error"')).toBeGreaterThanOrEqual(refused);
     expect(said(pulling.lines, 40, "cannot reach the tenant")).toHaveLength(1);
     expect(deliveriesById(sink.requests).size).toBe(20);
-  });
+  }, 120000);
 
   it("when the tenant's connection limit is taken (429 with Retry-After), then the pull waits as told, and connects once a connection is free", async () => {
     const { emulator, sink } = await emulatorAndSink({ eventsConnections: 1 });
@@ -147,5 +147,5 @@ describe("the pull when the tenant refuses, expires or goes away", () => {
     const [id] = await emitMany(emulator, 1);
     await sink.until((requests) => requests.some((request) => request.headers["webhook-id"] === id));
     expect((await eventsApi(emulator)).maxOpen).toBe(1);
-  });
+  }, 120000);
 });
