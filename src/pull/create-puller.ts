@@ -90,6 +90,8 @@ export function createPuller(deps: PullerDeps): Puller {
   let expired: { offset: string | undefined; from: Date } | undefined;
   /** PULL_START=now, fixed at the first attempt, so a reconnect before the first message misses nothing. */
   let firstStart: Date | undefined;
+  /** Set when a connection was made: the backoff starts afresh after it. */
+  let connectedSince = false;
 
   const setState = (next: PullStateName, error: string | null = lastError) => {
     current = next;
@@ -147,7 +149,8 @@ export function createPuller(deps: PullerDeps): Puller {
         const ending = await readOnce(signal);
         if (signal.aborted) break;
         pullReconnects.inc({ reason: ending.reason });
-        attempt = ending.reason === "cycled" ? 0 : attempt + 1;
+        attempt = ending.reason === "cycled" ? 0 : connectedSince ? 1 : attempt + 1;
+        connectedSince = false;
         setState(ending.reason === "cycled" ? "connecting" : "waiting");
         await wait(ending.waitMs || (ending.reason === "cycled" ? 0 : jitteredBackoff(backoffBaseMs, attempt - 1, backoffMaxMs)), signal);
       }
@@ -188,6 +191,7 @@ export function createPuller(deps: PullerDeps): Puller {
       return await refused(error, query);
     }
     lastSaid = undefined;
+    connectedSince = true;
     setState("connected", null);
     pullConnected.set(1);
     logger.info({ from: query.from ?? query.fromTimestamp?.toISOString() ?? "now" }, "pull: connected to the tenant's Events API");
