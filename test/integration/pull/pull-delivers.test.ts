@@ -13,7 +13,7 @@ describe("pulling the tenant's event log", () => {
   afterEach(async () => {
     for (const close of cleanup.reverse()) await close();
     cleanup.length = 0;
-  }, 180000);
+  }, 240000);
 
   async function setUp(emulatorOptions: Parameters<typeof startEmulator>[0], env: Record<string, string> = {}) {
     const emulator: Emulator = await startEmulator(emulatorOptions);
@@ -42,7 +42,7 @@ describe("pulling the tenant's event log", () => {
     // The emulator closed the connection at least once meanwhile, and the pull came back each time.
     expect(metricValue(metrics, "streamkeeper_pull_reconnects_total", 'reason="cycled"')).toBeGreaterThanOrEqual(1);
     expect((await eventsApi(emulator)).maxOpen).toBe(1);
-  }, 180000);
+  }, 240000);
 
   it("when a pulled event is not JSON or not a CloudEvent, then it is kept aside with its raw body, counted, and the events after it are delivered", async () => {
     const { emulator, sink, service } = await setUp({ eventsHeartbeatSeconds: 0.2 });
@@ -66,7 +66,7 @@ describe("pulling the tenant's event log", () => {
     redis.disconnect();
     expect(kept.map((poison) => poison.raw).sort()).toEqual(["{not json", JSON.stringify({ offset: "x", event: { id: "evt_broken", type: "user.created" } })].sort());
     expect(kept.map((poison) => poison.reason).sort()).toEqual(["event.source is required (CloudEvents 1.0)", "the message data is not JSON"].sort());
-  }, 180000);
+  }, 240000);
 
   it("when an event arrives by pull, then the event view shows origin pull, and `pull status` prints the state through the service's admin API", async () => {
     const { emulator, sink, service } = await setUp({ eventsHeartbeatSeconds: 0.2 });
@@ -93,5 +93,5 @@ describe("pulling the tenant's event log", () => {
     const nobody = await runCli(["pull", "status"], { ADMIN_URL: "http://127.0.0.1:9", ADMIN_TOKEN: adminToken });
     expect(nobody.code).toBe(1);
     expect(nobody.stderr).toMatch(/^error: no service answers at http:\/\/127\.0\.0\.1:9 .*start it/);
-  }, 180000);
+  }, 240000);
 });

@@ -17,7 +17,7 @@ describe("pulling with worker processes that die", () => {
   afterEach(async () => {
     for (const step of cleanup.reverse()) await step().catch(() => undefined);
     cleanup.length = 0;
-  }, 240000);
+  }, 300000);
 
   async function worker(env: Record<string, string>): Promise<ServiceProcess> {
     const started = await startServiceProcess("worker", env);
@@ -61,7 +61,7 @@ describe("pulling with worker processes that die", () => {
     expect((await eventsApi(emulator)).maxOpen).toBe(1);
     const seen = deliveriesById(sink.requests);
     expect([...first.ids, ...second.ids].filter((id) => seen.get(id)?.length !== 1)).toEqual([]);
-  }, 240000);
+  }, 300000);
 
   it("when the pulling worker is SIGKILLed twice mid-stream and Redis is stopped for a while (20 s scaled to 5 s), then every event is delivered, none twice but for deliveries in flight at a kill, and the kept offset is never ahead of what is stored", async () => {
     const dir = await mkdtemp(join(tmpdir(), "sk-pull-redis-"));
@@ -129,5 +129,5 @@ describe("pulling with worker processes that die", () => {
       const firstAt = sink.requests.find((request) => request.headers["webhook-id"] === id)!.receivedAt;
       expect(kills.some((killedAt) => firstAt <= killedAt && killedAt - firstAt < 5000), `${id} repeated without a kill while in flight`).toBe(true);
     }
-  }, 240000);
+  }, 300000);
 });
