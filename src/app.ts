@@ -55,6 +55,10 @@ import { createOperatorViewRouter } from "./http/operator-view-router.js";
 import { readCircuits, readQueueFigures } from "./metrics/read-overview-gauges.js";
 import { createStreamHealthStore } from "./streams/stream-health-store.js";
 import { sweepPlan } from "./streams/swept-streams.js";
+import { createPullRouter } from "./http/pull-router.js";
+import { createPuller } from "./pull/create-puller.js";
+import { parsePullStart } from "./pull/pull-start.js";
+import { createPullState } from "./pull/pull-state.js";
 
 export type Role = "all" | "receiver" | "worker";
 
@@ -155,6 +159,7 @@ export async function startService(config: Config, logger: Logger, role: Role): 
   const lookbackMs = env.RECONCILE_SWEEP_LOOKBACK_SECONDS * 1000;
   // Read on the fail-fast client: GET /admin/sweep and a scrape answer while Redis is away.
   const sweepStatus = createSweepState(client, env.QUEUE_PREFIX);
+  const pullState = createPullState(client, env.QUEUE_PREFIX);
 
   const unregisterQueueGauges = registerQueueGauges(client, () => [...queues.all(), reconcileQueue.queue]);
   const unregisterRedisGauges = registerRedisGauges(client, new Map(routes.map((route) => [route.name, circuitKey(env.QUEUE_PREFIX, route.name)])));
@@ -262,6 +267,21 @@ export async function startService(config: Config, logger: Logger, role: Role): 
       await freshness.close();
       await Promise.all([dispatchConnection, reconcileConnection, ledgerConnection].map((connection) => closeRedis(connection)));
     });
+    // The tenant's event log, read by one worker of the service (docs/operating.md, Pulling events).
+    if (env.PULL === "on" && "client" in tenant && config.tenant) {
+      const puller = createPuller({
+        state: pullState,
+        store,
+        tenant: tenant.client,
+        apiBaseUrl: config.tenant.apiBaseUrl,
+        eventTypes: env.PULL_EVENT_TYPES,
+        start: parsePullStart(env.PULL_START)!,
+        overlapMs: env.PULL_OVERLAP_SECONDS * 1000,
+        failoverMs: env.PULL_FAILOVER_SECONDS * 1000,
+        logger,
+      });
+      closers.push(() => puller.close());
+    }
     const scope = sweepScopeOf(env);
     if (env.STREAM_WATCH_INTERVAL_SECONDS > 0 && scope && "client" in tenant) {
       const { client: tenantClient } = tenant;
@@ -312,6 +332,7 @@ export async function startService(config: Config, logger: Logger, role: Role): 
       // A worker has no receiver, but shares the receivers' explicit credentials (every role reads the same settings).
       createConnectRouter(createStreamConnector({ config, auth: auth ?? ("generated" in config.webhookAuth ? undefined : config.webhookAuth), tenant, logger })),
       createSweepRouter({ describe: () => sweepStatus.describe(lookbackMs, Date.now()), runWindow: createWindowRunner({ env, tenant, reconciler: listReconciler }) }),
+      createPullRouter(() => pullState.describe(env.PULL === "on")),
     ],
   });
   const admin = await serve(adminApp, env.ADMIN_PORT, env.ADMIN_HOST).catch(abandon("ADMIN_PORT", env.ADMIN_PORT));

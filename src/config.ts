@@ -1,6 +1,8 @@
 import { z } from "zod";
 import { numberSchema } from "./number-schema.js";
 import { redactUrlCredentials } from "./redact-secrets.js";
+import { isTenantEventType } from "./events/event-types.js";
+import { parsePullStart, pullStartAccepted } from "./pull/pull-start.js";
 import { isTenantEndpoint } from "./tenant/is-tenant-endpoint.js";
 import { streamIdPattern } from "./tenant/stream-id.js";
 
@@ -88,6 +90,18 @@ export const settings = {
   RECONCILE_SWEEP_OVERLAP_SECONDS: [whole("seconds", 0).default(600), "how far each sweep reads back before the end of the last window it finished, so a delivery that turns failed after its window was read (or a clock skew with the tenant) is still found"],
   STREAM_WATCH_INTERVAL_SECONDS: [whole("seconds", 0, "0 turns it off").default(60), "how often the worker reads the status of every swept stream; 0 off"],
   STREAM_AUTO_ENABLE: [z.stringbool({ error: "give true or false" }).default(false), "enable a swept stream found disabled again, as soon as this service is ready to store events"],
+  PULL: [z.enum(["on", "off"], "give on or off").default("off"), "on: the worker role reads every event from the tenant's Events API (scope read:events) beside or instead of the push (docs/operating.md, Pulling events)"],
+  PULL_EVENT_TYPES: [
+    z
+      .string()
+      .transform((value) => value.split(",").map((type) => type.trim()).filter(Boolean))
+      .pipe(z.array(z.string().refine(isTenantEventType, "give the tenant's event types, such as user.created, separated by commas")).min(1, "give at least one event type, or leave it unset"))
+      .optional(),
+    "comma-separated event types to pull; unset: every type",
+  ],
+  PULL_START: [z.string().refine((value) => parsePullStart(value) !== undefined, pullStartAccepted).default("now"), "where a service with no stored pull offset begins: now, a duration back such as 7d, or an ISO 8601 time (a first backfill)"],
+  PULL_OVERLAP_SECONDS: [whole("seconds", 0).default(300), "after an expired offset (410), reading resumes from the last stored event's time less this; the ledger drops the repeats"],
+  PULL_FAILOVER_SECONDS: [numberSchema({ above: 0, unit: "seconds", example: "10", coerce: true }).default(10), "one worker holds the pull connection; another takes over within this long of its death"],
   OTEL_EXPORTER_OTLP_ENDPOINT: [url, "send OpenTelemetry traces there; off when unset"],
 } as const satisfies Record<string, readonly [z.ZodType, string]>;
 
@@ -145,6 +159,9 @@ export function loadConfig(source: Record<string, string | undefined> = process.
   // ioredis does not expose.
   if (env.REDIS_MIN_REPLICAS > 0 && env.REDIS_URL !== undefined && /^rediss?\+cluster:/.test(env.REDIS_URL)) {
     problems.push("REDIS_MIN_REPLICAS works with one Redis primary, not with Redis Cluster: set it to 0 or use a redis:// URL");
+  }
+  if (env.PULL === "on" && !(tenant?.clientId && tenant.clientSecret)) {
+    problems.push(`PULL=on reads the tenant's Events API: set ${tenantSettings} (a client with read:events), or set PULL=off`);
   }
   if (problems.length > 0) throw new ConfigError(problems);
   return { env, webhookAuth, tenant };

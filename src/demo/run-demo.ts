@@ -22,6 +22,8 @@ interface DemoOptions {
  * which delivers them to a sample downstream; one stream is set up with a wrong password,
  * so Streamkeeper refuses its event (401) and the tenant gives up on it at once; with no
  * one asking, the sweep finds it in the tenant's failed-deliveries list and recovers it.
+ * Last, an event no stream subscribes to (the push never sends it) arrives by the pull of
+ * the tenant's event log (PULL=on, narrowed to that type so the sweep's story stays its own).
  */
 export async function runDemo({ keepRunning, redisUrl, say }: DemoOptions): Promise<boolean> {
   const dataDir = await mkdtemp(join(tmpdir(), "streamkeeper-demo-"));
@@ -59,6 +61,8 @@ export async function runDemo({ keepRunning, redisUrl, say }: DemoOptions): Prom
       MGMT_CLIENT_SECRET: "emulator-secret",
       ADMIN_TOKEN: adminToken,
       DISPATCH_BACKOFF_BASE_MS: "100",
+      PULL: "on",
+      PULL_EVENT_TYPES: "group.created",
       LOG_LEVEL: "error",
     });
     const service = await startService(config, createLogger("error"), "all");
@@ -97,8 +101,14 @@ export async function runDemo({ keepRunning, redisUrl, say }: DemoOptions): Prom
     say(`   ${lost} recovered by the sweep, found without being told (GET /admin/sweep: stream ${broken} found ${sweep.found}, recovered ${sweep.recovered})`);
     say(`   the CLI shows the same window, acting on nothing: streamkeeper reconcile --since 10m --dry-run`);
     const recovered = sink.received.filter((delivery) => delivery.eventId === lost);
-    const ok = recovered.length === 1 && recovered[0]!.origin === "reconcile";
-    say(`9. ${ok ? "done" : "NOT as expected"}: the event that failed at the tenant was recovered and delivered once (origin ${recovered[0]?.origin}); the downstream has ${sink.received.length} events`);
+    const swept = recovered.length === 1 && recovered[0]!.origin === "reconcile";
+
+    const unpushed = await emit(emulator.url, "group.created", { id: `grp_${randomBytes(8).toString("hex")}`, name: "admins" });
+    say(`10. tenant emitted ${unpushed} (group.created): no stream subscribes to it, so the push never sends it`);
+    const pulled = await until(() => sink.received.find((delivery) => delivery.eventId === unpushed), 30_000);
+    say(`    ${unpushed} arrived by the pull of the tenant's event log (PULL=on; origin ${pulled.origin}); streamkeeper pull status shows where it stands`);
+    const ok = swept && pulled.origin === "pull";
+    say(`9. ${ok ? "done" : "NOT as expected"}: the event that failed at the tenant was recovered and delivered once (origin ${recovered[0]?.origin}), the one never pushed was pulled; the downstream has ${sink.received.length} events`);
     say(`   metrics:   ${service.adminUrl}/metrics`);
     say(`   dashboard: ${service.adminUrl}/admin/queues (any user name; the password is the demo's ADMIN_TOKEN, shown only with --keep-running)`);
     say(`   event:     ${service.adminUrl}/admin/events/${lost} (Authorization: Bearer <ADMIN_TOKEN>)`);

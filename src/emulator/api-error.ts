@@ -5,6 +5,7 @@ const reasons: Record<number, string> = {
   403: "Forbidden",
   404: "Not Found",
   409: "Conflict",
+  410: "Gone",
   429: "Too Many Requests",
   500: "Internal Server Error",
 };

@@ -5,6 +5,8 @@ import { ApiError } from "./api-error.js";
 import type { ClientRegistry } from "./client-registry.js";
 import type { DeliveryEngine } from "./delivery-engine.js";
 import type { DeliveryStore } from "./delivery-store.js";
+import type { EventLog } from "./event-log.js";
+import type { EventsApiState } from "./event-routes.js";
 import type { ProfileStore } from "./profile-store.js";
 import { streamCreateBody } from "./stream-schemas.js";
 import type { StreamStore } from "./stream-store.js";
@@ -14,6 +16,8 @@ const eventBody = z.object({
   type: z.enum(tenantEventTypes),
   /** The CloudEvent `data`; anything without an `object` key is taken as the entity itself. */
   data: z.record(z.string(), z.unknown()).default({}),
+  /** More than one: that many events of the type, each its own id (a burst in one call); the answer lists `ids`. */
+  count: z.number().int().min(1).max(10_000).optional(),
 });
 
 const clientBody = z.strictObject({
@@ -22,6 +26,8 @@ const clientBody = z.strictObject({
   scopes: z.array(z.string().regex(/^(create|read|update|delete):[a-z_]+$/, "scopes look like read:event_streams")),
   global: z.boolean().default(false),
 });
+
+const rawEventBody = z.strictObject({ type: z.string().min(1), data: z.string() });
 
 const loopback = new Set(["127.0.0.1", "::1", "::ffff:127.0.0.1"]);
 
@@ -35,6 +41,8 @@ export function controlRoutes(deps: {
   profiles: ProfileStore;
   clients: ClientRegistry;
   engine: DeliveryEngine;
+  log: EventLog;
+  eventsApi: EventsApiState;
 }): Router {
   const router = Router();
   router.use((req, _res, next) => {
@@ -46,8 +54,13 @@ export function controlRoutes(deps: {
   router.post("/events", (req, res) => {
     const body = eventBody.safeParse(req.body);
     if (!body.success) throw validationError("Payload", body.error);
-    const { type, data } = body.data;
-    res.status(202).json(deps.engine.emit(type, "object" in data ? data : { object: data }));
+    const { type, data, count } = body.data;
+    const object = "object" in data ? data : { object: data };
+    // With each id, its offset in the tenant's log (GET /api/v2/events).
+    const emitted = () => ({ ...deps.engine.emit(type, object), offset: deps.log.offsetOf(deps.log.head()) });
+    if (count === undefined) return void res.status(202).json(emitted());
+    const all = Array.from({ length: count }, emitted);
+    res.status(202).json({ ids: all.map((event) => event.id), offsets: all.map((event) => event.offset) });
   });
 
   router.get("/deliveries", (req, res) => {
@@ -56,6 +69,45 @@ export function controlRoutes(deps: {
       .all()
       .filter((delivery) => (streamId === undefined || delivery.event_stream_id === streamId) && (eventId === undefined || delivery.id === eventId));
     res.json({ deliveries: deliveries.map((delivery) => ({ ...delivery, event_id: delivery.id })) });
+  });
+
+  // A message of the Events API whose data is this text as given: what a consumer does with a broken event.
+  router.post("/events/raw", (req, res) => {
+    const body = rawEventBody.safeParse(req.body);
+    if (!body.success) throw validationError("Payload", body.error);
+    deps.log.appendRaw(body.data.type, body.data.data);
+    res.status(202).json({ offset: deps.log.offsetOf(deps.log.head()) });
+  });
+
+  // The Events API as a test sees it: connections open now, at most at once, requests by status.
+  router.get("/events-api", (_req, res) => {
+    const { open, maxOpen, attempts, down } = deps.eventsApi;
+    res.json({ open, maxOpen, attempts, down, head: deps.log.offsetOf(deps.log.head()) });
+  });
+
+  // {"down":true}: every Events API request is dropped unanswered and open streams are cut; false ends it.
+  // {"expire_through":"<offset>"}: the events up to that offset are gone, as retention would drop them (410 after).
+  router.put("/events-api", (req, res) => {
+    const body = z.strictObject({ down: z.boolean().optional(), expire_through: z.string().min(1).optional() }).safeParse(req.body);
+    if (!body.success) throw validationError("Payload", body.error);
+    if (body.data.expire_through !== undefined) {
+      const seq = deps.log.seqOf(body.data.expire_through);
+      if (seq === undefined) throw new ApiError(400, `No such offset: ${body.data.expire_through}; give one the log served.`);
+      deps.log.expireThrough(seq);
+    }
+    if (body.data.down !== undefined) deps.eventsApi.down = body.data.down;
+    if (body.data.down) deps.eventsApi.cut();
+    res.json({ down: deps.eventsApi.down });
+  });
+
+  // A client's scopes changed, as an administrator grants one: tokens issued afterwards carry them.
+  router.patch("/clients/:id", (req, res) => {
+    const body = z.strictObject({ scopes: clientBody.shape.scopes }).safeParse(req.body);
+    if (!body.success) throw validationError("Payload", body.error);
+    const client = deps.clients.get(req.params.id);
+    if (!client) throw new ApiError(404, `No client with id ${req.params.id}; add it with POST /emulator/clients.`);
+    client.scopes = body.data.scopes;
+    res.json({ client_id: client.clientId, scopes: client.scopes, global: client.global });
   });
 
   router.post("/clients", (req, res) => {

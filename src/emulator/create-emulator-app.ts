@@ -6,6 +6,8 @@ import { controlRoutes } from "./control-routes.js";
 import type { DeliveryEngine } from "./delivery-engine.js";
 import { deliveryRoutes } from "./delivery-routes.js";
 import type { DeliveryStore } from "./delivery-store.js";
+import type { EventLog } from "./event-log.js";
+import { eventRoutes, eventsGate, type EventsApiOptions, type EventsApiState } from "./event-routes.js";
 import type { ProfileStore } from "./profile-store.js";
 import { profileRoutes } from "./profile-routes.js";
 import type { RateLimiter } from "./rate-limiter.js";
@@ -23,6 +25,9 @@ export interface EmulatorState {
   deliveries: DeliveryStore;
   profiles: ProfileStore;
   engine: DeliveryEngine;
+  log: EventLog;
+  eventsApi: EventsApiState;
+  eventsOptions: EventsApiOptions;
 }
 
 /** The emulator's HTTP surface: tokens and keys, `/api/v2`, and the `/emulator` control API. */
@@ -31,12 +36,13 @@ export function createEmulatorApp(state: EmulatorState): Express {
   app.disable("x-powered-by");
   app.use(tokenRoutes(state));
   app.use("/emulator", controlRoutes(state));
+  app.use("/api/v2/events", eventsGate(state.eventsApi));
 
   const api = Router();
   api.use(authenticate(state));
   // PATCH takes JSON or form-encoded bodies (tenant-api.md 2); nested fields as destination[type]=webhook.
   api.use(express.json(), express.urlencoded({ extended: true }));
-  api.use(streamRoutes(state.streams), deliveryRoutes(state), profileRoutes(state.profiles));
+  api.use(streamRoutes(state.streams), deliveryRoutes(state), profileRoutes(state.profiles), eventRoutes(state.log, state.eventsOptions, state.eventsApi));
   app.use("/api/v2", api);
 
   app.use(() => {

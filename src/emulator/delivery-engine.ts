@@ -1,6 +1,7 @@
 import { setMaxListeners } from "node:events";
 import { setTimeout as sleep } from "node:timers/promises";
 import type { Delivery, DeliveryStore, TenantEvent } from "./delivery-store.js";
+import type { EventLog } from "./event-log.js";
 import { newId } from "./new-id.js";
 import { sendWebhook } from "./send-webhook.js";
 import type { StoredStream, StreamStore } from "./stream-store.js";
@@ -19,6 +20,8 @@ export interface DeliveryEngineOptions {
   disableAfterConsecutiveFailures: number;
   /** ...or this many failed deliveries in all (real: 5000). */
   disableAfterTotalFailures: number;
+  /** The tenant's log of every emitted event, served by `GET /api/v2/events`. */
+  log?: EventLog;
 }
 
 export interface DeliveryEngine {
@@ -86,6 +89,8 @@ export function createDeliveryEngine(options: DeliveryEngineOptions): DeliveryEn
     emit(type, data) {
       const id = newId("evt_");
       const time = new Date().toISOString();
+      // Every event emitted goes to the log, whatever the streams do (a disabled stream too).
+      options.log?.append({ id, source: `urn:auth0:${options.tenantName}.emulator`, specversion: "1.0", type, time, data, a0tenant: options.tenantName });
       const targets = options.streams
         .all()
         .filter((stream) => stream.status === "enabled" && stream.subscriptions.some((subscription) => subscription.event_type === type));

@@ -3,6 +3,8 @@ import type { EmulatorOptions } from "./start-emulator.js";
 
 const port = z.coerce.number({ error: "give a port number from 0 to 65535" }).int("give a port number from 0 to 65535").min(0, "give a port number from 0 to 65535").max(65535, "give a port number from 0 to 65535");
 const optional = z.string().trim().min(1).optional();
+/** Seconds, fractions allowed so tests run the Events API's periods fast. */
+const seconds = z.coerce.number({ error: "give seconds, e.g. 15 or 0.5" }).positive("give seconds above 0, e.g. 15 or 0.5");
 
 /**
  * The emulator's own settings (CONTRACT.md, "The tenant emulator"). It is not the
@@ -18,6 +20,10 @@ const schema = z.object({
     .int("give a whole number of consecutive failed deliveries, e.g. 500 (the tenant's)")
     .min(1, "give at least 1")
     .default(500),
+  EMULATOR_EVENTS_HEARTBEAT_SECONDS: seconds.default(15),
+  EMULATOR_EVENTS_CYCLE_SECONDS: seconds.default(300),
+  EMULATOR_EVENTS_RETENTION_SECONDS: seconds.optional(),
+  EMULATOR_EVENTS_CONNECTIONS: z.coerce.number({ error: "give a whole number of connections, e.g. 1 (free plan), 4 or 8" }).int("give a whole number of connections, e.g. 1 (free plan), 4 or 8").min(1, "give at least 1").default(1),
   EMULATOR_RATE_LIMIT: z.coerce.number({ error: "give requests per second, e.g. 10, or leave it unset for no limit" }).positive("give a number > 0, or leave it unset for no limit").optional(),
 });
 
@@ -41,6 +47,10 @@ export function emulatorSettings(env: Record<string, string | undefined>, flags:
     disableAfterConsecutiveFailures: parsed.data.EMULATOR_AUTO_DISABLE_AFTER,
     clientId: parsed.data.EMULATOR_CLIENT_ID,
     clientSecret: parsed.data.EMULATOR_CLIENT_SECRET,
+    eventsHeartbeatSeconds: parsed.data.EMULATOR_EVENTS_HEARTBEAT_SECONDS,
+    eventsCycleSeconds: parsed.data.EMULATOR_EVENTS_CYCLE_SECONDS,
+    eventsRetentionSeconds: parsed.data.EMULATOR_EVENTS_RETENTION_SECONDS,
+    eventsConnections: parsed.data.EMULATOR_EVENTS_CONNECTIONS,
   };
   if (flags.port !== undefined) {
     const flag = port.safeParse(flags.port);

@@ -4,6 +4,8 @@ import { allScopes, createClientRegistry } from "./client-registry.js";
 import { createEmulatorApp } from "./create-emulator-app.js";
 import { createDeliveryEngine } from "./delivery-engine.js";
 import { createDeliveryStore } from "./delivery-store.js";
+import { createEventLog } from "./event-log.js";
+import { createEventsApiState } from "./event-routes.js";
 import { createProfileStore } from "./profile-store.js";
 import { createRateLimiter } from "./rate-limiter.js";
 import { createStreamStore } from "./stream-store.js";
@@ -30,6 +32,14 @@ export interface EmulatorOptions {
   disableAfterConsecutiveFailures?: number;
   /** Auto-disable a stream after this many failed deliveries in all. @defaultValue 5000 */
   disableAfterTotalFailures?: number;
+  /** `offset-only` markers of `GET /api/v2/events` this often while no event is due. @defaultValue 15 */
+  eventsHeartbeatSeconds?: number;
+  /** Each Events API connection is closed after this long, as the tenant does. @defaultValue 300 */
+  eventsCycleSeconds?: number;
+  /** Events older than this are gone and an offset before them answers 410. @defaultValue undefined (kept) */
+  eventsRetentionSeconds?: number;
+  /** Open Events API connections allowed at once; 429 beyond. @defaultValue 1 */
+  eventsConnections?: number;
 }
 
 export interface Emulator {
@@ -58,6 +68,8 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
 
   const streams = createStreamStore();
   const deliveries = createDeliveryStore();
+  const log = createEventLog({ retentionMs: options.eventsRetentionSeconds === undefined ? undefined : options.eventsRetentionSeconds * 1000 });
+  const eventsApi = createEventsApiState();
   const engine = createDeliveryEngine({
     streams,
     deliveries,
@@ -66,6 +78,7 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
     webhookTimeoutMs: options.webhookTimeoutMs ?? 10_000,
     disableAfterConsecutiveFailures: options.disableAfterConsecutiveFailures ?? 500,
     disableAfterTotalFailures: options.disableAfterTotalFailures ?? 5000,
+    log,
   });
   const app = createEmulatorApp({
     audience,
@@ -78,6 +91,13 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
     deliveries,
     profiles: createProfileStore(),
     engine,
+    log,
+    eventsApi,
+    eventsOptions: {
+      heartbeatMs: (options.eventsHeartbeatSeconds ?? 15) * 1000,
+      cycleMs: (options.eventsCycleSeconds ?? 300) * 1000,
+      connections: options.eventsConnections ?? 1,
+    },
   });
   server.on("request", app);
 
@@ -87,6 +107,7 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
     tokenUrl: `${url}/oauth/token`,
     audience,
     async close() {
+      eventsApi.cut();
       await engine.close();
       await closeServer(server);
     },

@@ -17,5 +17,5 @@ export interface CloudEvent {
   [extension: string]: unknown;
 }
 
-/** How an event reached us: pushed by the tenant, or recovered from its delivery history. */
-export type Origin = "webhook" | "reconcile";
+/** How an event reached us: pushed by the tenant, recovered from its delivery history, or read from its event log. */
+export type Origin = "webhook" | "reconcile" | "pull";

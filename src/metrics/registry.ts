@@ -27,7 +27,7 @@ export const webhookRequestDuration = new Histogram({
 
 export const eventsReceived = new Counter({
   name: "streamkeeper_events_received_total",
-  help: "Events stored, by type and origin (webhook or reconcile)",
+  help: "Events stored, by type and origin (webhook, reconcile or pull)",
   labelNames: ["type", "origin"] as const,
   registers: [registry],
 });

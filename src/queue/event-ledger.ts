@@ -178,7 +178,7 @@ export function createEventLedger(redis: Redis | Cluster, queuePrefix: string, t
       return {
         eventId,
         receivedAt: Number(receivedAt),
-        origin: origin === "reconcile" ? "reconcile" : "webhook",
+        origin: origin === "reconcile" || origin === "pull" ? origin : "webhook",
         streamId: streamId ? String(streamId) : undefined,
         type: String(type),
         routes,

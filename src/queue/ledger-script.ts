@@ -7,7 +7,7 @@
  * ttl (s), bucket length (s), then the op's own arguments. A batch of ops is one call
  * (at the end of this script).
  *
- * A record: flags (1 byte: 1 arrived, 2 reconcile, 4 has lastDuplicateAt, 8 has counts),
+ * A record: flags (1 byte: 1 arrived, 2 reconcile, 4 has lastDuplicateAt, 8 has counts, 16 pull),
  * its time (6 bytes, ms: the arrival, or the first mark of a record without one), type
  * and stream (1 byte each, indices into the bucket's dictionary, 0 none), when flagged
  * duplicates and replays (1 byte each, saturating) and lastDuplicateAt (6 bytes), then per
@@ -81,7 +81,7 @@ local function decode(v)
 end
 
 local function encode(r)
-  local flags = bit.band(r.flags, 3)
+  local flags = bit.band(r.flags, 19)
   if r.lastDup then flags = bit.bor(flags, 4) end
   if r.dups > 0 or r.replays > 0 then flags = bit.bor(flags, 8) end
   local out = { string.char(flags), put48(r.at), string.char(r.type, r.stream) }
@@ -205,7 +205,7 @@ local function run()
       return 1
     end
     if not r then i = 1; r = fresh(receivedAt) end
-    r.flags = bit.bor(1, A[7] == 'reconcile' and 2 or 0)
+    r.flags = bit.bor(1, A[7] == 'reconcile' and 2 or A[7] == 'pull' and 16 or 0)
     r.at = receivedAt
     local names = { { 's', A[8] }, { 's', A[9] } }
     for k = 11, #A do names[#names + 1] = { 'r', A[k] } end
@@ -272,7 +272,7 @@ local function run()
     --   route: name, marks, mark time or -1 }
     local i, r = find(true)
     if not r or bit.band(r.flags, 1) == 0 then return nil end
-    local out = { r.at, bit.band(r.flags, 2) ~= 0 and 'reconcile' or 'webhook', nameOf(i, 's', r.type), nameOf(i, 's', r.stream), r.dups, r.lastDup or -1, r.replays }
+    local out = { r.at, bit.band(r.flags, 2) ~= 0 and 'reconcile' or bit.band(r.flags, 16) ~= 0 and 'pull' or 'webhook', nameOf(i, 's', r.type), nameOf(i, 's', r.stream), r.dups, r.lastDup or -1, r.replays }
     for _, route in ipairs(r.routes) do
       out[#out + 1] = nameOf(i, 'r', route.idx)
       out[#out + 1] = route.marks

@@ -51,6 +51,12 @@ export interface TenantClient {
   deleteTokenExchangeProfile(id: string): Promise<void>;
   /** The `X-RateLimit-*` headers of the last answer that had them, to pace callers. */
   rateLimit(): RateLimitState | undefined;
+  /** The cached access token (or a fresh one), for a request this client does not make itself (open-event-log.ts). */
+  accessToken(): Promise<string>;
+  /** Forgets a token the tenant refused (401), so the next accessToken() fetches a new one. */
+  refuseToken(token: string): void;
+  /** The client secret and recent tokens, to cut out of what such a request logs. */
+  secrets(): string[];
 }
 
 /** `expires_in` in seconds (real-world.md, "Tokens"). */
@@ -268,6 +274,9 @@ export function createTenantClient(options: TenantClientOptions): TenantClient {
     },
 
     rateLimit: () => (lastRateLimit ? { ...lastRateLimit } : undefined),
+    accessToken: () => tokens.get(),
+    refuseToken: (token) => tokens.invalidate(token),
+    secrets,
   };
 }
 

@@ -17,6 +17,7 @@ const requiredScope: Record<string, string> = {
   update_event_stream: "update:event_streams",
   get_delivery: "read:event_deliveries",
   delete_token_exchange_profile: "delete:token_exchange_profiles",
+  read_events: "read:events",
 };
 
 export interface ErrorAnswer {

@@ -6,7 +6,7 @@ import { describe, expect, it } from "vitest";
 const cli = join(import.meta.dirname, "../../dist/cli/main.js");
 
 describe("streamkeeper demo", () => {
-  it("when run on a machine with only redis-server on PATH, then it tells the story to the end: an event fails at the tenant and the sweep recovers it once, with no reconcile command", async () => {
+  it("when run on a machine with only redis-server on PATH, then it tells the story to the end: an event fails at the tenant and the sweep recovers it once, with no reconcile command, and an event the push never sends arrives by pull", async () => {
     const child = spawn(process.execPath, [cli, "demo"], { env: { PATH: process.env.PATH }, stdio: ["ignore", "pipe", "pipe"] });
     let stdout = "";
     let stderr = "";
@@ -21,6 +21,10 @@ describe("streamkeeper demo", () => {
     expect(stdout).toContain("nobody runs reconcile");
     expect(stdout).toContain(`downstream received ${lost} (organization.created, origin reconcile)`);
     expect(stdout).toMatch(/9\. done: .*delivered once/);
+    // The event no stream subscribes to came by the pull.
+    const unpushed = /10\. tenant emitted (evt_\w+) \(group\.created\)/.exec(stdout)?.[1];
+    expect(unpushed).toBeDefined();
+    expect(stdout).toContain(`downstream received ${unpushed} (group.created, origin pull)`);
     expect(stdout.match(new RegExp(`downstream received ${lost}`, "g"))).toHaveLength(1);
     expect(stdout).toMatch(/dashboard: http:\/\/127\.0\.0\.1:\d+\/admin\/queues/);
   });

@@ -3,12 +3,21 @@ import { EmulatorSettingsError, emulatorSettings } from "../../../src/emulator/e
 
 describe("emulatorSettings", () => {
   it("when nothing is set, then port 4010, time scale 1, no rate limit and auto-disable after 500 failures", () => {
-    expect(emulatorSettings({})).toEqual({ port: 4010, timeScale: 1, rateLimit: undefined, clientId: undefined, clientSecret: undefined, disableAfterConsecutiveFailures: 500 });
+    expect(emulatorSettings({})).toEqual({
+      port: 4010, timeScale: 1, rateLimit: undefined, clientId: undefined, clientSecret: undefined, disableAfterConsecutiveFailures: 500,
+      eventsHeartbeatSeconds: 15, eventsCycleSeconds: 300, eventsRetentionSeconds: undefined, eventsConnections: 1,
+    });
+  });
+
+  it("when the Events API settings are set, then fractions of seconds are taken, and a bad one is named", () => {
+    const env = { EMULATOR_EVENTS_HEARTBEAT_SECONDS: "0.2", EMULATOR_EVENTS_CYCLE_SECONDS: "2", EMULATOR_EVENTS_RETENTION_SECONDS: "1.5", EMULATOR_EVENTS_CONNECTIONS: "4" };
+    expect(emulatorSettings(env)).toMatchObject({ eventsHeartbeatSeconds: 0.2, eventsCycleSeconds: 2, eventsRetentionSeconds: 1.5, eventsConnections: 4 });
+    expect(() => emulatorSettings({ EMULATOR_EVENTS_CONNECTIONS: "0", EMULATOR_EVENTS_CYCLE_SECONDS: "never" })).toThrow(/EMULATOR_EVENTS_CYCLE_SECONDS="never": give seconds.*EMULATOR_EVENTS_CONNECTIONS="0": give at least 1/);
   });
 
   it("when the settings are set, then they are used, and --port wins over EMULATOR_PORT", () => {
     const env = { EMULATOR_PORT: "5000", EMULATOR_CLIENT_ID: "id", EMULATOR_CLIENT_SECRET: "secret", EMULATOR_TIME_SCALE: "0.01", EMULATOR_RATE_LIMIT: "10", EMULATOR_AUTO_DISABLE_AFTER: "3" };
-    expect(emulatorSettings(env)).toEqual({ port: 5000, clientId: "id", clientSecret: "secret", timeScale: 0.01, rateLimit: 10, disableAfterConsecutiveFailures: 3 });
+    expect(emulatorSettings(env)).toMatchObject({ port: 5000, clientId: "id", clientSecret: "secret", timeScale: 0.01, rateLimit: 10, disableAfterConsecutiveFailures: 3 });
     expect(emulatorSettings(env, { port: "0" }).port).toBe(0);
   });
 

@@ -1,0 +1,34 @@
+import type { Command } from "commander";
+import { loadConfig } from "../config.js";
+import type { PullStatus } from "../pull/pull-state.js";
+import { askService, problemDetail } from "./ask-service.js";
+import { CliError } from "./cli-error.js";
+import { runAction } from "./run-action.js";
+
+/** `streamkeeper pull status [--json]` (CONTRACT.md, "Pulling events from the tenant"): GET /admin/pull of the running service. */
+export function registerPullCommand(program: Command): void {
+  const pull = program.command("pull").description("the pull of the tenant's event log (PULL=on)");
+  pull
+    .command("status")
+    .description("state, kept offset's time, last event's time, last error and holding worker, from the running service")
+    .option("--json", "print the answer as one JSON object")
+    .action(
+      runAction(async (options: { json?: boolean }) => {
+        const { env } = loadConfig();
+        const answer = await askService(env, "GET", "/admin/pull");
+        if (!answer.reachable) throw new CliError(`no service answers at ${answer.url} (${answer.why}); start it, or set ADMIN_URL (or ADMIN_HOST and ADMIN_PORT) to where it listens`);
+        if (answer.status === 401) throw new CliError(`the service at ${answer.url} refused the admin token; set ADMIN_TOKEN to the service's`);
+        if (answer.status !== 200) throw new CliError(`the service at ${answer.url} could not tell: ${problemDetail(answer)}`);
+        const status = answer.body as PullStatus;
+        if (options.json) return void process.stdout.write(`${JSON.stringify(status)}\n`);
+        const lines = [
+          ["state", status.state],
+          ["offset kept at", status.offsetAt ?? "never"],
+          ["last event at", status.lastEventAt ?? "none yet"],
+          ["holder", status.holder ?? "none"],
+          ["last error", status.lastError ?? "none"],
+        ];
+        process.stdout.write(lines.map(([name, value]) => `${name!.padEnd(15)}${value}`).join("\n") + "\n");
+      }),
+    );
+}

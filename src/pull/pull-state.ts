@@ -1,0 +1,103 @@
+import type { Cluster, Redis } from "ioredis";
+import { createRedisLease, leaseLua, type RedisLease } from "../queue/redis-lease.js";
+
+/** One hash tag for the pull's keys: its offset write checks the lease in the same script. */
+export function pullKey(queuePrefix: string, name: "lease" | "position" | "status" | "poison"): string {
+  return `{${queuePrefix}:pull}:${name}`;
+}
+
+export type PullStateName = "off" | "connecting" | "connected" | "waiting";
+
+/** Where the pull stands in the tenant's log: what was stored last. */
+export interface PullPosition {
+  /** The offset of the last message whose content is stored (or was nothing to store). */
+  offset?: string;
+  /** When that offset was kept (ISO 8601). */
+  offsetAt?: string;
+  /** The `time` of the last event stored by pull (ISO 8601): where an expired offset resumes from. */
+  lastEventAt?: string;
+}
+
+/** `GET /admin/pull` (CONTRACT.md, "Pulling events from the tenant"). */
+export interface PullStatus {
+  state: PullStateName;
+  offsetAt: string | null;
+  lastEventAt: string | null;
+  lastError: string | null;
+  /** The worker holding the connection (its host, pid and a random tag), or null. */
+  holder: string | null;
+}
+
+/** An event the pull could not read, kept aside with its raw body. */
+export interface PullPoison {
+  offset?: string;
+  reason: string;
+  raw: string;
+  at: string;
+}
+
+export interface PullState {
+  lease: RedisLease;
+  position(): Promise<PullPosition>;
+  /**
+   * Keeps `offset` (and the time of the event it covers) once what it covers is stored;
+   * false when `owner` no longer holds the lease: the offset is then not written.
+   */
+  keep(owner: string, offset: string, lastEventAt?: string): Promise<boolean>;
+  /** Publishes the holder's state and last error for every process's GET /admin/pull. */
+  report(state: PullStateName, lastError: string | null): Promise<void>;
+  /** Keeps a poison event aside (the newest `poisonKept`). */
+  keepAside(poison: PullPoison): Promise<void>;
+  poison(limit?: number): Promise<PullPoison[]>;
+  describe(enabled: boolean): Promise<PullStatus>;
+}
+
+type KeepCommand = { streamkeeperPullKeep(lease: string, position: string, owner: string, offset: string, offsetAt: string, lastEventAt: string): Promise<number> };
+
+/** Pull dead letters kept; the oldest go first. */
+export const poisonKept = 10_000;
+
+export function createPullState(redis: Redis | Cluster, queuePrefix: string): PullState {
+  const leaseKey = pullKey(queuePrefix, "lease");
+  const positionKey = pullKey(queuePrefix, "position");
+  const statusKey = pullKey(queuePrefix, "status");
+  const poisonKey = pullKey(queuePrefix, "poison");
+  redis.defineCommand("streamkeeperPullKeep", {
+    numberOfKeys: 2,
+    lua: `${leaseLua}
+-- KEYS lease, position; ARGV owner, offset, offsetAt, lastEventAt ('' keeps the last one). 1 kept, 0 not the holder.
+if not lease_holds(KEYS[1], ARGV[1]) then return 0 end
+redis.call('HSET', KEYS[2], 'offset', ARGV[2], 'offsetAt', ARGV[3])
+if ARGV[4] ~= '' then redis.call('HSET', KEYS[2], 'lastEventAt', ARGV[4]) end
+return 1`,
+  });
+  const commands = redis as unknown as KeepCommand;
+  const lease = createRedisLease(redis, leaseKey);
+
+  const position = async (): Promise<PullPosition> => {
+    const fields = await redis.hgetall(positionKey);
+    return { offset: fields.offset || undefined, offsetAt: fields.offsetAt || undefined, lastEventAt: fields.lastEventAt || undefined };
+  };
+
+  return {
+    lease,
+    position,
+    keep: async (owner, offset, lastEventAt) => (await commands.streamkeeperPullKeep(leaseKey, positionKey, owner, offset, new Date().toISOString(), lastEventAt ?? "")) === 1,
+    async report(state, lastError) {
+      await redis.hset(statusKey, "state", state, "lastError", lastError ?? "");
+    },
+    async keepAside(poison) {
+      await redis.multi().lpush(poisonKey, JSON.stringify(poison)).ltrim(poisonKey, 0, poisonKept - 1).exec();
+    },
+    async poison(limit = 100) {
+      return (await redis.lrange(poisonKey, 0, limit - 1)).map((text) => JSON.parse(text) as PullPoison);
+    },
+    async describe(enabled) {
+      const [where, status, holder] = await Promise.all([position(), redis.hgetall(statusKey), redis.get(leaseKey)]);
+      const reported = status.state as PullStateName | undefined;
+      // Without a holder nobody reads: a worker is starting, or none runs.
+      const state: PullStateName = !enabled ? "off" : holder && reported && reported !== "off" ? reported : "waiting";
+      return { state, offsetAt: where.offsetAt ?? null, lastEventAt: where.lastEventAt ?? null, lastError: status.lastError || null, holder: holder ?? null };
+    },
+  };
+}

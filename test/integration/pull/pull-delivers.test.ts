@@ -1,0 +1,97 @@
+import { afterEach, describe, expect, it } from "vitest";
+import { Redis } from "ioredis";
+import { inject } from "vitest";
+import { startEmulator, type Emulator } from "../../../src/emulator/start-emulator.js";
+import { pullKey } from "../../../src/pull/pull-state.js";
+import { runCli } from "../../chaos/run-cli.js";
+import { startSinkServer, type SinkServer } from "../../helpers/sink-server.js";
+import { startTestService, type TestService } from "../../helpers/start-test-service.js";
+import { adminToken, deliveriesById, keptOffset, emitMany, eventsApi, metricValue, metricsOf, pullEnv, pullStatus } from "./pull-test-kit.js";
+
+describe("pulling the tenant's event log", () => {
+  const cleanup: Array<() => Promise<void>> = [];
+  afterEach(async () => {
+    for (const close of cleanup.reverse()) await close();
+    cleanup.length = 0;
+  }, 240000);
+
+  async function setUp(emulatorOptions: Parameters<typeof startEmulator>[0], env: Record<string, string> = {}) {
+    const emulator: Emulator = await startEmulator(emulatorOptions);
+    cleanup.push(() => emulator.close());
+    const sink: SinkServer = await startSinkServer();
+    cleanup.push(() => sink.close());
+    const service: TestService = await startTestService(pullEnv(emulator, sink.url, env));
+    cleanup.push(() => service.close());
+    return { emulator, sink, service };
+  }
+
+  it("when 2,000 events are emitted while the tenant closes the connection every 2 s, then each is delivered once to the route, with origin pull", async () => {
+    const { emulator, sink, service } = await setUp({ eventsCycleSeconds: 2, eventsHeartbeatSeconds: 0.2 });
+    await expect.poll(async () => (await pullStatus(service.adminUrl)).state, { timeout: 20_000 }).toBe("connected");
+    const before = await metricsOf(service.adminUrl);
+    const ids = await emitMany(emulator, 2000);
+    await sink.until((requests) => new Set(requests.map((request) => request.headers["webhook-id"])).size >= 2000, 120_000);
+    // Anything repeated would follow its first delivery: wait until the kept offset reaches the log's head.
+    const head = (await eventsApi(emulator)).head;
+    await expect.poll(async () => (await keptOffset(service.config.env.QUEUE_PREFIX)) === head, { timeout: 20_000 }).toBe(true);
+    const seen = deliveriesById(sink.requests);
+    expect(seen.size).toBe(2000);
+    expect(ids.every((id) => seen.get(id)?.length === 1 && seen.get(id)![0] === "pull")).toBe(true);
+    const metrics = await metricsOf(service.adminUrl);
+    expect(metricValue(metrics, "streamkeeper_events_received_total", 'type="user.created",origin="pull"') - metricValue(before, "streamkeeper_events_received_total", 'type="user.created",origin="pull"')).toBe(2000);
+    // The emulator closed the connection at least once meanwhile, and the pull came back each time.
+    expect(metricValue(metrics, "streamkeeper_pull_reconnects_total", 'reason="cycled"')).toBeGreaterThanOrEqual(1);
+    expect((await eventsApi(emulator)).maxOpen).toBe(1);
+  }, 240000);
+
+  it("when a pulled event is not JSON or not a CloudEvent, then it is kept aside with its raw body, counted, and the events after it are delivered", async () => {
+    const { emulator, sink, service } = await setUp({ eventsHeartbeatSeconds: 0.2 });
+    await expect.poll(async () => (await pullStatus(service.adminUrl)).state, { timeout: 20_000 }).toBe("connected");
+    // The metrics registry is the process's: count from here.
+    const before = await metricsOf(service.adminUrl);
+    for (const data of ["{not json", JSON.stringify({ offset: "x", event: { id: "evt_broken", type: "user.created" } })]) {
+      const response = await fetch(`${emulator.url}/emulator/events/raw`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ type: "user.created", data }) });
+      expect(response.status).toBe(202);
+    }
+    const [after] = await emitMany(emulator, 1);
+    await sink.until((requests) => requests.some((request) => request.headers["webhook-id"] === after));
+    const metrics = await metricsOf(service.adminUrl);
+    const counted = (result: string) => metricValue(metrics, "streamkeeper_pull_events_total", `result="${result}"`) - metricValue(before, "streamkeeper_pull_events_total", `result="${result}"`);
+    expect(counted("poison")).toBe(2);
+    expect(counted("stored")).toBe(1);
+    expect(sink.requests.map((request) => request.headers["webhook-id"])).toEqual([after]);
+    // Each kept aside with its raw body and why.
+    const redis = new Redis(inject("redisUrl"));
+    const kept = (await redis.lrange(pullKey(service.config.env.QUEUE_PREFIX, "poison"), 0, -1)).map((text) => JSON.parse(text) as { raw: string; reason: string; offset: string });
+    redis.disconnect();
+    expect(kept.map((poison) => poison.raw).sort()).toEqual(["{not json", JSON.stringify({ offset: "x", event: { id: "evt_broken", type: "user.created" } })].sort());
+    expect(kept.map((poison) => poison.reason).sort()).toEqual(["event.source is required (CloudEvents 1.0)", "the message data is not JSON"].sort());
+  }, 240000);
+
+  it("when an event arrives by pull, then the event view shows origin pull, and `pull status` prints the state through the service's admin API", async () => {
+    const { emulator, sink, service } = await setUp({ eventsHeartbeatSeconds: 0.2 });
+    await expect.poll(async () => (await pullStatus(service.adminUrl)).state, { timeout: 20_000 }).toBe("connected");
+    const [id] = await emitMany(emulator, 1);
+    await sink.until((requests) => requests.some((request) => request.headers["webhook-id"] === id));
+    const view = await fetch(`${service.adminUrl}/admin/events/${id}`, { headers: { authorization: `Bearer ${adminToken}` } });
+    expect(view.status).toBe(200);
+    expect(((await view.json()) as { arrival: { origin: string } }).arrival.origin).toBe("pull");
+    await expect.poll(async () => (await pullStatus(service.adminUrl)).lastEventAt, { timeout: 10_000 }).not.toBeNull();
+
+    const env = { ADMIN_URL: service.adminUrl, ADMIN_TOKEN: adminToken };
+    const json = await runCli(["pull", "status", "--json"], env);
+    expect(json.code, json.stderr).toBe(0);
+    const status = JSON.parse(json.stdout) as { state: string; holder: string; lastEventAt: string };
+    expect(status.state).toBe("connected");
+    expect(status.holder).toContain(`:${process.pid}:`);
+    const text = await runCli(["pull", "status"], env);
+    expect(text.code, text.stderr).toBe(0);
+    expect(text.stdout).toMatch(/^state\s+connected$/m);
+    expect(text.stdout).toContain(status.lastEventAt);
+
+    // No service there: said in one line, exit 1.
+    const nobody = await runCli(["pull", "status"], { ADMIN_URL: "http://127.0.0.1:9", ADMIN_TOKEN: adminToken });
+    expect(nobody.code).toBe(1);
+    expect(nobody.stderr).toMatch(/^error: no service answers at http:\/\/127\.0\.0\.1:9 .*start it/);
+  }, 240000);
+});

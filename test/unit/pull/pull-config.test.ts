@@ -1,0 +1,30 @@
+import { describe, expect, it } from "vitest";
+import { loadConfig } from "../../../src/config.js";
+import { problemsOf } from "../../helpers/config-problems.js";
+
+const tenant = { MGMT_API_BASE_URL: "http://127.0.0.1:4999/api/v2", MGMT_TOKEN_URL: "http://127.0.0.1:4999/oauth/token", MGMT_CLIENT_ID: "id", MGMT_CLIENT_SECRET: "secret" };
+
+describe("the pull's settings", () => {
+  it("when PULL is unset, then the pull is off and its defaults are the contract's", () => {
+    const { env } = loadConfig({});
+    expect([env.PULL, env.PULL_START, env.PULL_OVERLAP_SECONDS, env.PULL_FAILOVER_SECONDS, env.PULL_EVENT_TYPES]).toEqual(["off", "now", 300, 10, undefined]);
+  });
+
+  it("when PULL=on without the tenant's client settings, then the start is refused naming them", () => {
+    expect(problemsOf({ PULL: "on" })).toEqual([expect.stringMatching(/^PULL=on reads the tenant's Events API: set TENANT_DOMAIN .*MGMT_CLIENT_ID, MGMT_CLIENT_SECRET .*or set PULL=off$/)]);
+  });
+
+  it("when the values are wrong, then each is named with what to give", () => {
+    const problems = problemsOf({ ...tenant, PULL: "yes", PULL_EVENT_TYPES: "user.created,user.exploded", PULL_START: "last week", PULL_FAILOVER_SECONDS: "0" });
+    expect(problems).toEqual([
+      'PULL: give on or off (got "yes")',
+      expect.stringMatching(/^PULL_EVENT_TYPES.*: give the tenant's event types, such as user\.created, separated by commas \(got "user\.created,user\.exploded"\)$/),
+      'PULL_START: give now, a duration such as 90m, 6h or 7d, or a time in ISO 8601 such as 2025-09-08T06:35:17Z (got "last week")',
+      expect.stringMatching(/^PULL_FAILOVER_SECONDS: .*seconds.* \(got "0"\)$/),
+    ]);
+  });
+
+  it("when PULL_EVENT_TYPES lists types, then they are read as a list", () => {
+    expect(loadConfig({ ...tenant, PULL: "on", PULL_EVENT_TYPES: "user.created, group.created" }).env.PULL_EVENT_TYPES).toEqual(["user.created", "group.created"]);
+  });
+});
