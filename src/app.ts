@@ -195,7 +195,7 @@ export async function startService(config: Config, logger: Logger, role: Role): 
       logRepeatsEveryMs,
       replicated: env.REDIS_MIN_REPLICAS > 0 ? createReplicaAcks(client, env.REDIS_MIN_REPLICAS) : undefined,
     });
-    publicServer = await serve(tracing.traceRequests(receiver, "receiver"), env.PORT, env.HOST, { handlerSendsContinue: true }).catch(abandon("PORT", env.PORT));
+    publicServer = await serve(tracing.traceRequests(receiver, "receiver"), env.PORT, env.HOST, { handlerSendsContinue: true, requestTimeoutMs: env.WEBHOOK_REQUEST_TIMEOUT_MS }).catch(abandon("PORT", env.PORT));
     closers.push(() => publicServer!.close(env.SHUTDOWN_TIMEOUT_MS));
     logger.info({ url: publicServer.url, auth: auth.method, routes: routes.map((route) => route.name) }, "receiving webhooks");
   }

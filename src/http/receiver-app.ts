@@ -9,6 +9,7 @@ import { eventsNonconforming, eventsRejected, webhookRequestDuration, webhookReq
 import type { EventStore } from "../queue/event-store.js";
 import { challengeFor, createCredentialCheck } from "./check-credentials.js";
 import { createHealthRouter } from "./health-router.js";
+import { rememberAnswer } from "./remember-answer.js";
 import { sendProblem } from "./problem.js";
 import type { ResolvedWebhookAuth } from "../webhook-credentials.js";
 
@@ -52,7 +53,8 @@ export function createReceiverApp(deps: ReceiverDeps) {
   app.disable("x-powered-by");
   app.set("etag", false);
 
-  app.use(createHealthRouter(deps.ready));
+  // Public and unauthenticated: an answer up to 1 s old, so callers cannot load Redis.
+  app.use(createHealthRouter(rememberAnswer(deps.ready, 1000)));
 
   // Credentials are judged from the headers alone, before any of the body is read.
   const authenticate = (req: Request, res: Response, next: NextFunction) => {
