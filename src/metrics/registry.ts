@@ -224,7 +224,7 @@ export const sweepFailedDeliveries = new Counter({
 
 export const sweepLag = new Gauge({
   name: "streamkeeper_sweep_lag_seconds",
-  help: "Now minus the end of the last window of the stream read completely by the sweep, read at scrape time",
+  help: "Now minus the end of the last window of the stream read completely by the sweep (before the first, minus the start of its first lookback), read at scrape time",
   labelNames: ["stream"] as const,
   registers: [registry],
   collect: function () {

@@ -211,7 +211,7 @@ export function createTenantClient(options: TenantClientOptions): TenantClient {
       },
     });
     const parsed = parse(operation, deliveryPageSchema, answer.text);
-    return { deliveries: parsed.deliveries, next: parsed.next || undefined };
+    return { deliveries: parsed.deliveries, ...(parsed.unreadable.length > 0 ? { unreadable: parsed.unreadable } : {}), next: parsed.next || undefined };
   }
 
   /** Follows `next` to the last page; cursors are forward-only (real-world.md), so one seen twice would loop forever. */
