@@ -191,6 +191,7 @@ export async function startService(config: Config, logger: Logger, role: Role): 
       maxBodyBytes: env.WEBHOOK_MAX_BODY_BYTES,
       defaultStreamId: env.DEFAULT_STREAM_ID,
       ready,
+      alive: redis.healthy,
       logger,
       logRepeatsEveryMs,
       replicated: env.REDIS_MIN_REPLICAS > 0 ? createReplicaAcks(client, env.REDIS_MIN_REPLICAS) : undefined,
@@ -271,6 +272,7 @@ export async function startService(config: Config, logger: Logger, role: Role): 
 
   const adminApp = createAdminApp({
     ready,
+    alive: redis.healthy,
     adminToken: env.ADMIN_TOKEN,
     logger,
     describeEvent: (eventId) => describeEvent(eventId, { ledger, queues }),

@@ -20,6 +20,8 @@ export interface ReceiverDeps {
   defaultStreamId?: string;
   /** Redis reachable and writable. */
   ready(): Promise<boolean>;
+  /** False while the embedded Redis is dead and could not be restarted: /healthz fails. */
+  alive?(): boolean;
   logger: Logger;
   /** How long a store may take before the request is answered 503. @defaultValue 1500 */
   storeTimeoutMs?: number;
@@ -57,7 +59,7 @@ export function createReceiverApp(deps: ReceiverDeps) {
   app.set("etag", false);
 
   // Public and unauthenticated: an answer up to 1 s old, so callers cannot load Redis.
-  app.use(createHealthRouter(rememberAnswer(deps.ready, 1000)));
+  app.use(createHealthRouter(rememberAnswer(deps.ready, 1000), deps.alive));
 
   // Credentials are judged from the headers alone, before any of the body is read.
   const authenticate = (req: Request, res: Response, next: NextFunction) => {

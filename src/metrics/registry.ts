@@ -280,3 +280,9 @@ export const streamWatchRuns = new Counter({
   labelNames: ["result"] as const,
   registers: [registry],
 });
+
+export const embeddedRedisRestarts = new Counter({
+  name: "streamkeeper_embedded_redis_restarts_total",
+  help: "Times this process found the embedded redis-server dead and restarted it from its append-only file",
+  registers: [registry],
+});
