@@ -1,3 +1,4 @@
+import { readFileSync } from "node:fs";
 import { open, readFile, rm, unlink } from "node:fs/promises";
 import { join } from "node:path";
 import type { Logger } from "../logger.js";
@@ -129,11 +130,20 @@ export function keepEmbeddedRedis(options: KeepEmbeddedRedisOptions): EmbeddedRe
   };
 }
 
+/**
+ * Whether the process runs: a killed server not yet reaped by its parent (a zombie, state
+ * `Z` in /proc; for good in a container whose PID 1 reaps nothing) counts as dead.
+ */
 function isAlive(pid: number): boolean {
   try {
     process.kill(pid, 0);
-    return true;
   } catch (error) {
     return (error as NodeJS.ErrnoException).code === "EPERM";
+  }
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    return stat.slice(stat.lastIndexOf(")") + 2, stat.lastIndexOf(")") + 3) !== "Z";
+  } catch {
+    return true; // no /proc: trust the signal
   }
 }

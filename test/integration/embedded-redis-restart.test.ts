@@ -13,14 +13,6 @@ import { tmpdir } from "node:os";
 
 const pidOf = async (dataDir: string) => Number((await readFile(join(dataDir, "redis", "redis.pid"), "utf8")).trim());
 const restarts = async () => (await registry.getSingleMetric("streamkeeper_embedded_redis_restarts_total")!.get()).values[0]?.value ?? 0;
-const alive = (pid: number) => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-};
 
 describe("embedded Redis: restarted when it dies", () => {
   const cleanup: Array<() => Promise<unknown>> = [];
@@ -46,7 +38,6 @@ describe("embedded Redis: restarted when it dies", () => {
     process.kill(first, "SIGKILL");
     await expect.poll(async () => (await answers({ path: socket })) && (await pidOf(dataDir)) !== first, { timeout: 20_000, interval: 100 }).toBe(true);
 
-    expect(alive(first)).toBe(false);
     expect(await client.get("acknowledged")).toBe("before the kill");
     expect(await restarts()).toBe(before + 1);
     expect(captured.lines.filter((line) => line.msg === "the embedded redis-server had died; restarted it from its append-only file")).toHaveLength(1);
