@@ -206,11 +206,12 @@ export async function startService(config: Config, logger: Logger, role: Role): 
       maxBodyBytes: env.WEBHOOK_MAX_BODY_BYTES,
       defaultStreamId: env.DEFAULT_STREAM_ID,
       ready,
+      alive: redis.healthy,
       logger,
       logRepeatsEveryMs,
       replicated: env.REDIS_MIN_REPLICAS > 0 ? createReplicaAcks(client, env.REDIS_MIN_REPLICAS) : undefined,
     });
-    publicServer = await serve(tracing.traceRequests(receiver, "receiver"), env.PORT, env.HOST, { handlerSendsContinue: true }).catch(abandon("PORT", env.PORT));
+    publicServer = await serve(tracing.traceRequests(receiver, "receiver"), env.PORT, env.HOST, { handlerSendsContinue: true, requestTimeoutMs: env.WEBHOOK_REQUEST_TIMEOUT_MS }).catch(abandon("PORT", env.PORT));
     closers.push(() => publicServer!.close(env.SHUTDOWN_TIMEOUT_MS));
     logger.info({ url: publicServer.url, auth: auth.method, routes: routes.map((route) => route.name) }, "receiving webhooks");
   }
@@ -319,6 +320,7 @@ export async function startService(config: Config, logger: Logger, role: Role): 
   };
   const adminApp = createAdminApp({
     ready,
+    alive: redis.healthy,
     adminToken: env.ADMIN_TOKEN,
     logger,
     describeEvent: (eventId) => describeEvent(eventId, { ledger, queues }),

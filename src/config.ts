@@ -16,6 +16,11 @@ const wholePort = "use a whole number from 0 to 65535";
 const whole = (unit: string, min: number, note?: string) => numberSchema({ whole: true, min, unit, note, coerce: true });
 const port = z.coerce.number({ error: wholePort }).int(wholePort).min(0, wholePort).max(65535, wholePort);
 const optional = z.string().trim().min(1).optional();
+/** A credential, used exactly as given: whitespace around it is refused, never trimmed (the tenant sends what it was given). */
+const secret = z
+  .string()
+  .refine((value) => value.trim() === value, "has leading or trailing whitespace: secrets are used exactly as given; remove the whitespace (or, if it is really part of the secret, choose another)")
+  .optional();
 const url = z.url({ protocol: /^https?$/, error: "use an http:// or https:// URL" }).optional();
 /** Where the tenant reaches this service: https, or http on a loopback address (the tenant's own rule, is-tenant-endpoint.ts). */
 const publicUrl = z
@@ -48,21 +53,22 @@ export const settings = {
   QUEUE_PREFIX: [z.string().regex(/^[A-Za-z0-9_-]{1,64}$/, "use letters, digits, _ or - only").default("streamkeeper"), "prefix of every Redis key; each route queue, the reconcile queue, each ledger and version shard and the sweep state gets its own hash tag from it (docs/deploy.md)"],
   WEBHOOK_AUTH: [z.enum(["basic", "bearer", "custom_header", "none"]).default("basic"), "how the tenant authenticates: basic, bearer, custom_header or none (none only when set explicitly)"],
   WEBHOOK_USERNAME: [optional, "user name for basic; with WEBHOOK_PASSWORD also unset, credentials are generated into DATA_DIR"],
-  WEBHOOK_PASSWORD: [optional, "password for basic"],
-  WEBHOOK_TOKEN: [optional, "token for bearer"],
+  WEBHOOK_PASSWORD: [secret, "password for basic"],
+  WEBHOOK_TOKEN: [secret, "token for bearer"],
   WEBHOOK_HEADER_NAME: [z.string().regex(/^[A-Za-z0-9!#$%&'*+.^_`|~-]+$/, "use a valid HTTP header name").optional(), "header name for custom_header"],
-  WEBHOOK_HEADER_VALUE: [optional, "header value for custom_header"],
+  WEBHOOK_HEADER_VALUE: [secret, "header value for custom_header"],
   WEBHOOK_MAX_BODY_BYTES: [whole("bytes", 1024).default(1_048_576), "larger bodies get 413"],
+  WEBHOOK_REQUEST_TIMEOUT_MS: [whole("milliseconds", 100).default(30_000), "a webhook request whose headers and body are not complete by then is cut with 408, authenticated or not"],
   DEFAULT_STREAM_ID: [optional, "stream of events that name none (no path id, no a0stream); also the stream reconcile reads first"],
   TENANT_DOMAIN: [z.string().regex(/^[A-Za-z0-9.-]+(:\d+)?$/, "give a host name such as acme.us.auth0.com, without https://").optional(), "tenant host, e.g. acme.us.auth0.com"],
   MGMT_API_BASE_URL: [url, "management API root; default https://<TENANT_DOMAIN>/api/v2"],
   MGMT_TOKEN_URL: [url, "token endpoint; default https://<TENANT_DOMAIN>/oauth/token"],
   MGMT_AUDIENCE: [optional, "token audience; default https://<TENANT_DOMAIN>/api/v2/"],
   MGMT_CLIENT_ID: [optional, "client-credentials grant: client id"],
-  MGMT_CLIENT_SECRET: [optional, "client-credentials grant: client secret"],
+  MGMT_CLIENT_SECRET: [secret, "client-credentials grant: client secret"],
   ROUTES_FILE: [optional, "downstream routes (YAML or JSON)"],
   DOWNSTREAM_URL: [url, "shortcut: one route named `default` that receives every event"],
-  ADMIN_TOKEN: [optional, "bearer token for /admin/*; admin write endpoints and the dashboard are off without it"],
+  ADMIN_TOKEN: [secret, "bearer token for /admin/*; admin write endpoints and the dashboard are off without it"],
   ADMIN_URL: [url, "where commands reach the running service's admin API (with ADMIN_TOKEN); default http://<ADMIN_HOST>:<ADMIN_PORT>"],
   DEDUPE_TTL_SECONDS: [
     whole("seconds", 3600, "an hour at least: the tenant retries a delivery for seconds to minutes, and those retries must count as duplicates").default(604_800),
@@ -77,8 +83,8 @@ export const settings = {
   DISPATCH_RETRY_WINDOW_SECONDS: [whole("seconds", 1).default(259_200), "how long a delivery keeps being retried after its first failure before it becomes a dead letter (a route's maxAttemptsPerEvent may end it sooner)"],
   DISPATCH_CIRCUIT_FAILURES: [whole("failures", 0, "0 turns the circuit off").default(10), "consecutive failed deliveries after which a route stops sending and probes with one delivery at a time; 0 turns the circuit off"],
   DISPATCH_CIRCUIT_PROBE_MIN_MS: [whole("milliseconds", 10).default(5000), "first wait before an open circuit's probe; doubles after each failed probe"],
-  DISPATCH_CIRCUIT_PROBE_MAX_MS: [whole("milliseconds", 10).default(300_000), "longest wait between two probes of an open circuit"],
-  DISPATCH_LOCK_DURATION_MS: [whole("milliseconds", 1000).default(30_000), "how long a crashed worker's in-flight delivery stays locked before another worker retries it"],
+  DISPATCH_CIRCUIT_PROBE_MAX_MS: [whole("milliseconds", 10).default(30_000), "longest wait between two probes of an open circuit, so a recovered downstream is found within it"],
+  DISPATCH_LOCK_DURATION_MS: [whole("milliseconds", 1000).default(30_000), "the lock of a delivery in flight; a crashed worker's delivery is retried by another worker between once and twice this after the crash (the lock expires, then BullMQ's stalled check, run at this same interval, finds it: 30-60 s by default)"],
   COMPLETED_JOB_RETENTION_SECONDS: [whole("seconds", 0).default(3600), "how long delivered jobs stay visible in the dashboard; any value down to 0 keeps dedupe (the ledger's, DEDUPE_TTL_SECONDS), but it must be below DEDUPE_TTL_SECONDS"],
   COMPLETED_JOB_RETENTION_COUNT: [whole("jobs", 0).default(1000), "delivered jobs kept per route besides the age limit, so a burst cannot grow Redis with the arrival rate; any value down to 0 keeps dedupe"],
   RECONCILE_RATE_SHARE: [numberSchema({ noun: "fraction", above: 0, max: 1, example: "0.5", coerce: true }).default(0.5), "the part of the tenant's API refill rate (measured from its X-RateLimit-* headers; X-RateLimit-Limit is the bucket size) the reconciler and the sweep may spend, across every process; other clients of the tenant keep the rest"],

@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
-import { chmod, mkdir, readFile, writeFile } from "node:fs/promises";
+import { link, mkdir, readFile, unlink, writeFile } from "node:fs/promises";
 import { join, resolve } from "node:path";
-import type { Config, WebhookAuth } from "./config.js";
+import { ConfigError, type Config, type WebhookAuth } from "./config.js";
 
 export type ResolvedWebhookAuth = Exclude<WebhookAuth, { generated: true }>;
 
@@ -21,17 +21,45 @@ export async function resolveWebhookAuth(config: Config): Promise<ResolvedWebhoo
   const auth = config.webhookAuth;
   if (!("generated" in auth)) return auth;
   const file = credentialsFile(config.env.DATA_DIR);
-  try {
-    const stored = JSON.parse(await readFile(file, "utf8")) as { username?: unknown; password?: unknown };
-    if (typeof stored.username === "string" && typeof stored.password === "string") {
-      return { method: "basic", username: stored.username, password: stored.password };
-    }
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw error;
-  }
+  const stored = await readCredentials(file);
+  if (stored) return stored;
   const created = { username: generatedUsername, password: randomBytes(24).toString("base64url") };
   await mkdir(resolve(config.env.DATA_DIR), { recursive: true });
-  await writeFile(file, JSON.stringify(created, null, 2) + "\n", { mode: 0o600 });
-  await chmod(file, 0o600);
+  // Written whole to a file of its own, then linked into place: a crash never leaves a
+  // half-written file, and of two processes starting at once, the one whose link fails
+  // reads the winner's credentials instead of overwriting them.
+  const temporary = `${file}.${process.pid}.${randomBytes(4).toString("hex")}.tmp`;
+  await writeFile(temporary, JSON.stringify(created, null, 2) + "\n", { mode: 0o600, flag: "wx" });
+  try {
+    await link(temporary, file);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error;
+    return (await readCredentials(file))!;
+  } finally {
+    await unlink(temporary).catch(() => {});
+  }
   return { method: "basic", ...created };
+}
+
+/** The generated credentials kept in `file`; undefined when there is none. A file that does not hold them stops the start. */
+async function readCredentials(file: string): Promise<ResolvedWebhookAuth | undefined> {
+  let text: string;
+  try {
+    text = await readFile(file, "utf8");
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === "ENOENT") return undefined;
+    throw error;
+  }
+  let stored: { username?: unknown; password?: unknown } | undefined;
+  try {
+    stored = JSON.parse(text) as typeof stored;
+  } catch {
+    // not JSON: named below
+  }
+  if (typeof stored?.username === "string" && stored.username !== "" && typeof stored.password === "string" && stored.password !== "") {
+    return { method: "basic", username: stored.username, password: stored.password };
+  }
+  throw new ConfigError([
+    `${file} ${text.trim() === "" ? "is empty" : "does not hold generated webhook credentials ({\"username\",\"password\"} as JSON)"}: restore it from a backup, or delete it to generate new credentials (then point the tenant's stream at them again: streamkeeper streams connect), or set WEBHOOK_USERNAME and WEBHOOK_PASSWORD`,
+  ]);
 }

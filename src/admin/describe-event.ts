@@ -5,7 +5,7 @@ import type { DeliveryJobData } from "../queue/delivery-job.js";
 import type { DeliveryResult } from "../dispatch/create-delivery-processor.js";
 import type { DeliveryQueue, DeliveryQueues } from "../queue/delivery-queues.js";
 import type { EventLedger } from "../queue/event-ledger.js";
-import { jobIdFor } from "../queue/job-id.js";
+import { jobIdFor, legacyJobIdFor } from "../queue/job-id.js";
 import { deliveryQueueName } from "../queue/queue-names.js";
 
 export type DeliveryState = "waiting" | "delayed" | "active" | "delivered" | "stale" | "dead_letter" | "retrying" | "unknown";
@@ -45,6 +45,19 @@ export interface EventDescription {
  * DEDUPE_TTL_SECONDS). The job of a forced replay has its own id and is not looked up;
  * its success still shows in `deliveredAt`.
  */
+/**
+ * The event's job in a route's queue: under its job id, else under the id it had before
+ * raw and derived job ids were kept apart (job-id.ts), if that job holds this very event.
+ */
+async function jobOf(queue: DeliveryQueue, eventId: string): Promise<Job<DeliveryJobData> | undefined> {
+  const job = await queue.getJob(jobIdFor(eventId));
+  if (job) return job;
+  const legacyId = legacyJobIdFor(eventId);
+  if (legacyId === jobIdFor(eventId)) return undefined;
+  const legacy = await queue.getJob(legacyId);
+  return legacy?.data.event.id === eventId ? legacy : undefined;
+}
+
 export async function describeEvent(
   eventId: string,
   deps: { ledger: EventLedger; queues: DeliveryQueues },
@@ -56,7 +69,7 @@ export async function describeEvent(
       const delivered = record.deliveredAt[route];
       const deliveredAt = delivered === undefined ? undefined : new Date(delivered).toISOString();
       const queue = deps.queues.all().find((candidate) => candidate.name === deliveryQueueName(route));
-      const job = await queue?.getJob(jobIdFor(eventId));
+      const job = queue && (await jobOf(queue, eventId));
       if (!queue || !job) return { route, state: deliveredAt ? "delivered" : record.staleAt[route] !== undefined ? "stale" : "unknown", attempts: 0, deliveredAt };
       const state = await jobState(deps.queues.connection, queue, job.id!);
       // attemptsMade, plus the one in flight: attemptsStarted also counts each time an

@@ -10,6 +10,7 @@ import type { RouteCircuit } from "./route-circuit.js";
 import { RetryableDeliveryError } from "./retryable-delivery-error.js";
 import type { Route } from "../routes/route.js";
 import { signWebhook } from "./sign-webhook.js";
+import { toWellFormed } from "../events/is-well-formed.js";
 import type { StaleGuard } from "./stale-guard.js";
 
 export interface DeliveryProcessorDeps {
@@ -66,7 +67,7 @@ export function createDeliveryProcessor({ route, client, ledger, logger, shutdow
     const admission = circuit ? await circuit.admit() : "send";
     if (admission === "hold") throw Worker.RateLimitError();
 
-    const body = JSON.stringify(event);
+    const body = job.data.eventJson ?? JSON.stringify(event);
     const webhookId = headerSafe(event.id);
     const headers: Record<string, string> = {
       ...routeHeaders,
@@ -145,7 +146,9 @@ export function createDeliveryProcessor({ route, client, ledger, logger, shutdow
  * delivered, under one stable webhook-id, instead of failing every attempt.
  */
 function headerSafe(id: string): string {
-  return /^[\x21-\x7e]+$/.test(id) ? id : encodeURIComponent(id);
+  // toWellFormed: a lone surrogate (refused at ingress since, but a job stored before may
+  // hold one) would make encodeURIComponent throw on every attempt.
+  return /^[\x21-\x7e]+$/.test(id) ? id : encodeURIComponent(toWellFormed(id));
 }
 
 /**

@@ -1,4 +1,5 @@
 import express, { Router, type ErrorRequestHandler, type Express } from "express";
+import { jsonText } from "../events/json-text.js";
 import { ApiError } from "./api-error.js";
 import { authenticate } from "./api-guard.js";
 import type { ClientRegistry } from "./client-registry.js";
@@ -34,6 +35,16 @@ export interface EmulatorState {
 export function createEmulatorApp(state: EmulatorState): Express {
   const app = express();
   app.disable("x-powered-by");
+  // Events nested deeper than JSON.stringify can write (the tenant stores and lists them
+  // all the same): every answer's JSON is written by jsonText, which falls back to a
+  // writer without recursion.
+  app.use((_req, res, next) => {
+    res.json = (body: unknown) => {
+      if (!res.get("content-type")) res.type("application/json");
+      return res.send(jsonText(body));
+    };
+    next();
+  });
   app.use(tokenRoutes(state));
   app.use("/emulator", controlRoutes(state));
   app.use("/api/v2/events", eventsGate(state.eventsApi));

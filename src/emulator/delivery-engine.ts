@@ -2,6 +2,7 @@ import { setMaxListeners } from "node:events";
 import { setTimeout as sleep } from "node:timers/promises";
 import type { Delivery, DeliveryStore, TenantEvent } from "./delivery-store.js";
 import type { EventLog } from "./event-log.js";
+import { jsonText } from "../events/json-text.js";
 import { newId } from "./new-id.js";
 import { sendWebhook } from "./send-webhook.js";
 import type { StoredStream, StreamStore } from "./stream-store.js";
@@ -53,7 +54,7 @@ export function createDeliveryEngine(options: DeliveryEngineOptions): DeliveryEn
       if (!stream) return;
       const { webhook_endpoint, webhook_authorization } = stream.destination.configuration;
       const timestamp = new Date().toISOString();
-      const outcome = await sendWebhook(webhook_endpoint, webhook_authorization, JSON.stringify(delivery.event), {
+      const outcome = await sendWebhook(webhook_endpoint, webhook_authorization, jsonText(delivery.event), {
         timeoutMs: options.webhookTimeoutMs,
         signal: stop.signal,
       });

@@ -1,3 +1,4 @@
+import { isUtf8 } from "node:buffer";
 import type { CloudEvent } from "./cloud-event.js";
 import { InvalidEventError } from "./invalid-event-error.js";
 import { validateCloudEvent } from "./validate-cloud-event.js";
@@ -14,7 +15,8 @@ const batchType = "application/cloudevents-batch+json";
 /**
  * Reads the events of one request, in any mode of the CloudEvents HTTP binding:
  * - batch: `application/cloudevents-batch+json`, a JSON array of events (all valid or none stored);
- * - binary: `ce-specversion` header present, attributes in `ce-*` headers, the body is `data`;
+ * - binary: `ce-specversion` header present, attributes in `ce-*` headers, the body is
+ *   `data` (`data_base64` when its bytes are not UTF-8);
  * - structured: `application/cloudevents+json`, or `application/json` as the tenant sends it.
  * Media types compare case-insensitively and ignore parameters such as `charset`.
  */
@@ -42,7 +44,10 @@ function binaryEvent(message: HttpMessage, contentType: string | undefined): Clo
     attributes[name.slice(3)] = safeDecode(Array.isArray(value) ? value.join(",") : value);
   }
   if (contentType) attributes.datacontenttype = header(message.headers, "content-type");
-  if (message.body.length > 0) {
+  // Bytes that are not UTF-8 would turn into U+FFFD as text: kept as they came, in
+  // base64 (CloudEvents JSON format §3.1.1 `data_base64`).
+  if (message.body.length > 0 && !isUtf8(message.body)) attributes.data_base64 = message.body.toString("base64");
+  else if (message.body.length > 0) {
     const json = contentType === undefined || contentType === "application/json" || contentType.endsWith("+json");
     attributes.data = json ? parseJson(message.body) : message.body.toString("utf8");
   }

@@ -1,6 +1,7 @@
 import { z } from "zod";
 import type { CloudEvent } from "./cloud-event.js";
 import { InvalidEventError } from "./invalid-event-error.js";
+import { isWellFormed } from "./is-well-formed.js";
 
 /**
  * The CloudEvents 1.0 envelope (spec §3.1 "REQUIRED Attributes": id, source,
@@ -10,7 +11,9 @@ import { InvalidEventError } from "./invalid-event-error.js";
 /** A value of another type is named by its JSON type: "id must be a string, got a number". */
 const nonEmpty = z.string({ error: (issue) => `must be a string, got ${jsonType(issue.input)}` }).min(1, "must be a non-empty string");
 const envelope = z.looseObject({
-  id: nonEmpty.max(256, "must be at most 256 characters"),
+  // Ids compare code point for code point: one with a lone surrogate would share a record
+  // with another once in Redis (is-well-formed.ts), so it is refused.
+  id: nonEmpty.max(256, "must be at most 256 characters").refine(isWellFormed, "must be well-formed Unicode: it holds a lone surrogate (an unpaired \\uD800-\\uDFFF); send the id as valid UTF-16/UTF-8"),
   source: nonEmpty,
   specversion: z.literal("1.0", "must be \"1.0\""),
   type: nonEmpty,

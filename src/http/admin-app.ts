@@ -7,6 +7,8 @@ import { sendProblem } from "./problem.js";
 
 export interface AdminDeps {
   ready(): Promise<boolean>;
+  /** False while the embedded Redis is dead and could not be restarted: /healthz fails. */
+  alive?(): boolean;
   adminToken?: string;
   logger: Logger;
   /** What this service knows of one event, or undefined when it knows nothing. */
@@ -26,7 +28,7 @@ export function createAdminApp(deps: AdminDeps) {
   app.get("/metrics", async (_req, res) => {
     res.type(registry.contentType).send(await registry.metrics());
   });
-  app.use(createHealthRouter(deps.ready));
+  app.use(createHealthRouter(deps.ready, deps.alive));
 
   const admin = express.Router();
   admin.use(adminAuth(deps.adminToken));

@@ -1,12 +1,14 @@
 import express, { type Router } from "express";
 
 /**
- * `GET /healthz` (the process answers) and `GET /readyz` (Redis reachable and writable),
- * the same on the public and the admin port (CONTRACT.md: a worker has no public port).
+ * `GET /healthz` (the process answers, and the embedded Redis it relies on is not dead for
+ * good: `alive`) and `GET /readyz` (Redis reachable and writable), the same on the public
+ * and the admin port (CONTRACT.md: a worker has no public port).
  */
-export function createHealthRouter(ready: () => Promise<boolean>): Router {
+export function createHealthRouter(ready: () => Promise<boolean>, alive: () => boolean = () => true): Router {
   const router = express.Router();
   router.get("/healthz", (_req, res) => {
+    if (!alive()) return void res.status(503).json({ status: "the embedded redis-server is down and could not be restarted (DATA_DIR/redis/redis.log says why)" });
     res.json({ status: "ok" });
   });
   router.get("/readyz", async (_req, res) => {

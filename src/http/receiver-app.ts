@@ -4,11 +4,12 @@ import { InvalidEventError } from "../events/invalid-event-error.js";
 import { parseCloudEvents } from "../events/parse-cloud-events.js";
 import { brokenTenantRules } from "../events/tenant-rules.js";
 import type { Logger } from "../logger.js";
-import { createRepeatLog } from "../repeat-log.js";
+import { createRepeatLog, type RepeatLog } from "../repeat-log.js";
 import { eventsNonconforming, eventsRejected, webhookRequestDuration, webhookRequests } from "../metrics/registry.js";
 import type { EventStore } from "../queue/event-store.js";
 import { challengeFor, createCredentialCheck } from "./check-credentials.js";
 import { createHealthRouter } from "./health-router.js";
+import { rememberAnswer } from "./remember-answer.js";
 import { sendProblem } from "./problem.js";
 import type { ResolvedWebhookAuth } from "../webhook-credentials.js";
 
@@ -19,6 +20,8 @@ export interface ReceiverDeps {
   defaultStreamId?: string;
   /** Redis reachable and writable. */
   ready(): Promise<boolean>;
+  /** False while the embedded Redis is dead and could not be restarted: /healthz fails. */
+  alive?(): boolean;
   logger: Logger;
   /** How long a store may take before the request is answered 503. @defaultValue 1500 */
   storeTimeoutMs?: number;
@@ -48,11 +51,15 @@ export function createReceiverApp(deps: ReceiverDeps) {
   const logRepeatsEveryMs = deps.logRepeatsEveryMs ?? 60_000;
   const logRefused = createRepeatLog(deps.logger, "warn", "webhook refused: bad or missing credentials", logRepeatsEveryMs);
   const logNotStored = createRepeatLog(deps.logger, "error", "webhook not stored: answering 503", logRepeatsEveryMs);
+  // A tenant (or a test tool) sending odd ids sends them all day: one line per rule broken
+  // and interval, with the count, not a line per event.
+  const logNonconforming = createRepeatLog(deps.logger, "warn", "stored an event that breaks the tenant's rules", logRepeatsEveryMs);
   const app = express();
   app.disable("x-powered-by");
   app.set("etag", false);
 
-  app.use(createHealthRouter(deps.ready));
+  // Public and unauthenticated: an answer up to 1 s old, so callers cannot load Redis.
+  app.use(createHealthRouter(rememberAnswer(deps.ready, 1000), deps.alive));
 
   // Credentials are judged from the headers alone, before any of the body is read.
   const authenticate = (req: Request, res: Response, next: NextFunction) => {
@@ -90,7 +97,7 @@ export function createReceiverApp(deps: ReceiverDeps) {
       return results;
     };
     const results = await withTimeout(stored(), storeTimeoutMs);
-    for (const event of events) noteTenantRules(event, deps.logger);
+    for (const event of events) noteTenantRules(event, logNonconforming);
     const duplicates = results.filter((result) => result.status === "duplicate").length;
     res.status(202).json({ accepted: results.length - duplicates, duplicates });
   };
@@ -160,9 +167,9 @@ function measure(_req: Request, res: Response, next: NextFunction) {
   next();
 }
 
-function noteTenantRules(event: CloudEvent, logger: Logger) {
+function noteTenantRules(event: CloudEvent, log: RepeatLog) {
   const broken = brokenTenantRules(event);
   if (broken.length === 0) return;
   for (const rule of broken) eventsNonconforming.inc({ rule });
-  logger.warn({ eventId: event.id, type: event.type, broken }, "stored an event that breaks the tenant's rules");
+  log({ eventId: event.id, type: event.type, broken }, broken.join(","));
 }

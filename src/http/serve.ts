@@ -19,10 +19,23 @@ export interface ServeOptions {
    * Off: Node sends `100 Continue` to every such request before the handler sees it.
    */
   handlerSendsContinue?: boolean;
+  /**
+   * A request whose headers and body are not complete this long after it started is cut
+   * with 408 by Node (requestTimeout; headersTimeout the same). Node checks every
+   * connectionsCheckingInterval, 30 s by default: here a tenth of the timeout (100 ms to
+   * 1 s), so the cut comes close to the deadline. Unset: Node's defaults (300 s).
+   */
+  requestTimeoutMs?: number;
 }
 
 export async function serve(handler: RequestListener, port: number, host: string, options: ServeOptions = {}): Promise<Serving> {
-  const server = createServer(handler);
+  const timeout = options.requestTimeoutMs;
+  const server = createServer(
+    timeout === undefined
+      ? {}
+      : { requestTimeout: timeout, headersTimeout: timeout, connectionsCheckingInterval: Math.min(1000, Math.max(100, Math.round(timeout / 10))) },
+    handler,
+  );
   // With a listener, Node neither answers 100 nor emits 'request' for these: the handler does both.
   if (options.handlerSendsContinue) server.on("checkContinue", handler);
   // Longer than typical load balancer idle timeouts, so they close first.

@@ -15,7 +15,9 @@ export function registerSweepGauges(describe: (now: number) => Promise<StreamSwe
       sweepLag.reset();
       tenantUnrecoveredDeliveries.reset();
       for (const stream of streams) {
-        if (stream.checkpoint) sweepLag.set({ stream: stream.streamId }, Math.max(0, (now - Date.parse(stream.checkpoint)) / 1000));
+        // A stream with no checkpoint yet (its first window never completed) has a lag too,
+        // counted from the start of its first lookback, so the alert fires (create-sweep-state.ts).
+        if (stream.lagSeconds !== null) sweepLag.set({ stream: stream.streamId }, stream.lagSeconds);
         tenantUnrecoveredDeliveries.set({ stream: stream.streamId }, stream.unrecovered);
       }
       return true;

@@ -224,7 +224,7 @@ export const sweepFailedDeliveries = new Counter({
 
 export const sweepLag = new Gauge({
   name: "streamkeeper_sweep_lag_seconds",
-  help: "Now minus the end of the last window of the stream read completely by the sweep, read at scrape time",
+  help: "Now minus the end of the last window of the stream read completely by the sweep (before the first, minus the start of its first lookback), read at scrape time",
   labelNames: ["stream"] as const,
   registers: [registry],
   collect: function () {
@@ -278,5 +278,11 @@ export const streamWatchRuns = new Counter({
   name: "streamkeeper_stream_watch_runs_total",
   help: "Reads of the swept streams' status by this process, by result (ok, error)",
   labelNames: ["result"] as const,
+  registers: [registry],
+});
+
+export const embeddedRedisRestarts = new Counter({
+  name: "streamkeeper_embedded_redis_restarts_total",
+  help: "Times this process found the embedded redis-server dead and restarted it from its append-only file",
   registers: [registry],
 });

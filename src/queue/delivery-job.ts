@@ -2,7 +2,13 @@ import type { CloudEvent, Origin } from "../events/cloud-event.js";
 
 /** The data of one delivery job: one event for the route that owns the queue. */
 export interface DeliveryJobData {
+  /** The event; without `data` where `eventJson` is set. */
   event: CloudEvent;
+  /**
+   * The whole event as JSON text, set only for an event nested too deep for
+   * `JSON.stringify` (fan-out.ts): the dispatcher sends it as is.
+   */
+  eventJson?: string;
   origin: Origin;
   streamId?: string;
   /** ms since epoch when this service stored the event */

@@ -64,6 +64,9 @@ export async function joinEmbeddedRedis(url: string, who: string, logger: Logger
       clearInterval(heartbeat);
       let last = false;
       try {
+        // Just after a restart of the server (keep-embedded-redis.ts) this connection may
+        // still be reconnecting: wait a little, or the server would be left running.
+        await untilReady(redis, 3000).catch(() => {});
         const flat = (await redis.eval(leaveScript, 1, usersKey, field)) as string[] | Record<string, string>;
         const leases = Array.isArray(flat) ? Object.fromEntries(flat.flatMap((value, index) => (index % 2 === 0 ? [[value, flat[index + 1]!]] : []))) : flat;
         const live = liveLeases(leases, field);

@@ -1,5 +1,6 @@
 import type { CloudEvent, Origin } from "../events/cloud-event.js";
-import { reconcilePriority } from "./delivery-job.js";
+import { isStackOverflow, stringifyDeep } from "../events/stringify-deep.js";
+import { reconcilePriority, type DeliveryJobData } from "./delivery-job.js";
 import type { DeliveryQueues } from "./delivery-queues.js";
 import { jobIdFor, replayJobIdFor } from "./job-id.js";
 
@@ -21,12 +22,27 @@ export type FanOut = (event: CloudEvent, routes: string[], job: FanOutJob) => Pr
  * One job per route, each in the route's own queue, under an id derived from the event
  * id: BullMQ ignores a second add with the same id, so a store retried after a Redis
  * fault adds nothing twice. Reconciled events wait behind live ones (a lower priority).
+ * An event too deep for BullMQ's `JSON.stringify` (nesting in the thousands, which
+ * `JSON.parse` accepts) is added as its JSON text instead (`eventJson`, delivery-job.ts):
+ * nothing is written before BullMQ serialises, so the second add is the only one.
  */
 export function createFanOut(queues: DeliveryQueues): FanOut {
   return async (event, routes, { origin, streamId, receivedAt, force = false, recheck = false }) => {
     const jobId = force ? replayJobIdFor(event.id, receivedAt) : jobIdFor(event.id);
-    const data = { event, origin, streamId, receivedAt, force: force || undefined, recheck: recheck || undefined };
+    const data: DeliveryJobData = { event, origin, streamId, receivedAt, force: force || undefined, recheck: recheck || undefined };
     const priority = origin === "reconcile" ? reconcilePriority : undefined;
-    await Promise.all(routes.map((route) => queues.forRoute(route).add(event.type, data, { jobId, priority })));
+    const add = (jobData: DeliveryJobData) => Promise.all(routes.map((route) => queues.forRoute(route).add(event.type, jobData, { jobId, priority })));
+    try {
+      await add(data);
+    } catch (error) {
+      if (!isStackOverflow(error)) throw error;
+      await add({ ...data, event: envelopeOf(event), eventJson: stringifyDeep(event) });
+    }
   };
+}
+
+/** The event without its payload, for what reads the envelope only (dead letters, GET /admin/events). */
+function envelopeOf(event: CloudEvent): CloudEvent {
+  const { data: _data, data_base64: _base64, ...envelope } = event;
+  return envelope;
 }

@@ -3,6 +3,7 @@ import { join, resolve } from "node:path";
 import type { Config } from "../config.js";
 import type { Logger } from "../logger.js";
 import { joinEmbeddedRedis, type EmbeddedRedisUse } from "./embedded-redis-users.js";
+import { embeddedRedisServerOptions, keepEmbeddedRedis } from "./keep-embedded-redis.js";
 import { answers, startRedisServer } from "./redis-server.js";
 
 export interface ResolvedRedis {
@@ -12,6 +13,8 @@ export interface ResolvedRedis {
    * Streamkeeper process uses the server any more, stops it; otherwise it keeps running.
    */
   release(): Promise<void>;
+  /** The embedded one: false while it is down and could not be restarted (keep-embedded-redis.ts); /healthz fails then. */
+  healthy?(): boolean;
 }
 
 /**
@@ -32,7 +35,7 @@ export async function resolveRedis(config: Config, logger: Logger, who = "comman
   for (let attempt = 1; !use; attempt++) {
     if (!(await answers({ path: socket }))) {
       await rm(socket, { force: true });
-      started = await startRedisServer({ dir, unixSocket: socket, appendOnly: true, detached: true, logFile: join(dir, "redis.log") });
+      started = await startRedisServer(embeddedRedisServerOptions(dir, socket));
       logger.info({ socket, pid: started.process.pid }, "started the embedded redis-server (append-only file and log in DATA_DIR/redis)");
     }
     try {
@@ -45,11 +48,15 @@ export async function resolveRedis(config: Config, logger: Logger, who = "comman
   if (!started) {
     logger.info({ socket, users: use.others }, use.others > 0 ? "reusing the embedded redis-server already running in DATA_DIR" : "adopted the embedded redis-server left running in DATA_DIR (its starter is gone); it stops when the last process using it does");
   }
+  // Every process using it watches it; one restarts it when it dies (DATA_DIR in CONTRACT.md).
+  const keeper = keepEmbeddedRedis({ dir, socket, logger });
   let releasing: Promise<void> | undefined;
   return {
     url,
+    healthy: keeper.healthy,
     release() {
       releasing ??= (async () => {
+        keeper.close();
         if (!(await use.leave())) {
           logger.info("the embedded redis-server keeps running: another Streamkeeper process still uses it");
           return;

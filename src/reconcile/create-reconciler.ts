@@ -3,6 +3,7 @@ import type { EventStore } from "../queue/event-store.js";
 import type { DeliveryRecord } from "../tenant/delivery-record.js";
 import { TenantApiError, TenantNetworkError, TenantRateLimitError, TenantResponseError, TenantServerError, TenantValidationError } from "../tenant/tenant-api-error.js";
 import { decideFromRecord } from "./decide-from-record.js";
+import { lastingFault } from "./lasting-fault.js";
 import type { ReconcileJobData, ReconcileResult } from "./reconcile-job.js";
 
 /** What the reconciler needs of the tenant: the delivery history and the stream ids to search. */
@@ -94,7 +95,16 @@ export function createReconciler(deps: ReconcilerDeps): Reconciler {
     const decision = decideFromRecord(record);
     if ("outcome" in decision) return { eventId, streamId, ...decision };
     // The same path as a webhook: dedupe, one job per route, lower priority (event-store.ts).
-    const stored = await store.store(decision.replay, { origin: "reconcile", streamId, force });
+    let stored: Awaited<ReturnType<EventStore["store"]>>;
+    try {
+      stored = await store.store(decision.replay, { origin: "reconcile", streamId, force });
+    } catch (error) {
+      // One event that can never be stored must not stop the others (the sweep's window, a
+      // reconcile's list): its outcome says why. Anything else (Redis) is thrown, and retried.
+      const reason = lastingFault(error);
+      if (reason === undefined) throw error;
+      return { eventId, streamId, outcome: `error: the event cannot be stored (${reason}); it is set aside, the others go on` };
+    }
     // The webhook won a race with us (it arrived after our ledger check): it is here either way.
     if (stored.status === "duplicate") return { eventId, streamId, outcome: "already_received" };
     return { eventId, streamId, outcome: "recovered", routes: stored.routes };

@@ -17,6 +17,14 @@ export interface StreamSweepStatus {
   recovered: number;
   /** Failed deliveries listed within the lookback that this service still does not have. */
   unrecovered: number;
+  /** The latest of those (up to 10), each with why it was not recovered. */
+  unrecoveredSample: Array<{ eventId: string; reason: string }>;
+  /**
+   * Seconds since the start of what is not read yet: the checkpoint, or before the first
+   * window is read, the start of the first sweep's lookback (so a stream whose first window
+   * never completes still has a lag that grows). Null before any run.
+   */
+  lagSeconds: number | null;
 }
 
 export interface SweepState {
@@ -32,7 +40,7 @@ export interface SweepState {
   /** The end of one run of the stream. */
   noteRun(streamId: string, at: number, error?: string): Promise<void>;
   /** Records outcomes: `recovered` ids leave the unrecovered set, `unrecovered` ones join it; answers how many were new findings. */
-  noteOutcomes(streamId: string, outcomes: { recovered: string[]; received: string[]; unrecovered: string[] }, at: number): Promise<number>;
+  noteOutcomes(streamId: string, outcomes: { recovered: string[]; received: string[]; unrecovered: string[]; reasons?: Record<string, string> }, at: number): Promise<number>;
   /** Forgets the streams not in `streamIds` (no longer ours: pointed elsewhere, or unnamed), so their lag stops growing and alerting. */
   retain(streamIds: string[]): Promise<void>;
   /** Every stream swept so far, with its figures; unrecovered counted within the lookback. */
@@ -72,6 +80,9 @@ export function createSweepState(redis: Redis | Cluster, queuePrefix: string, op
   const streamsKey = sweepKey(queuePrefix, "streams");
   const streamKey = (streamId: string) => sweepKey(queuePrefix, `stream:${streamId}`);
   const unrecoveredKey = (streamId: string) => sweepKey(queuePrefix, `unrecovered:${streamId}`);
+  const reasonsKey = (streamId: string) => sweepKey(queuePrefix, `unrecovered-reasons:${streamId}`);
+  /** Longest reason kept per id: an error message can quote a whole payload. */
+  const reasonChars = 500;
   // The lease on its own connection when given one that fails fast: a sweeper then learns
   // Redis is away at its next tick (and says so) instead of waiting on a queued command.
   const leaseRedis = options.lease ?? redis;
@@ -95,16 +106,21 @@ export function createSweepState(redis: Redis | Cluster, queuePrefix: string, op
       await redis
         .multi()
         .hset(streamKey(streamId), "lastRunAt", at, "lastError", error ?? "")
+        // The lag of a stream with no checkpoint yet counts from its first run (describe).
+        .hsetnx(streamKey(streamId), "firstRunAt", at)
         .sadd(streamsKey, streamId)
         .exec();
     },
-    async noteOutcomes(streamId, { recovered, received, unrecovered }, at) {
+    async noteOutcomes(streamId, { recovered, received, unrecovered, reasons = {} }, at) {
       const key = unrecoveredKey(streamId);
       const pipeline = redis.pipeline();
       // Each id once: one that failed to recover in an earlier run and recovers now is not found twice.
       for (const id of unrecovered) pipeline.zadd(key, "NX", at, id);
       pipeline.zrem(key, "", ...recovered);
       pipeline.zrem(key, "", ...received);
+      const why = Object.entries(reasons).filter(([id]) => unrecovered.includes(id));
+      if (why.length > 0) pipeline.hset(reasonsKey(streamId), ...why.flatMap(([id, reason]) => [id, reason.slice(0, reasonChars)]));
+      if (recovered.length + received.length > 0) pipeline.hdel(reasonsKey(streamId), ...recovered, ...received);
       const replies = (await pipeline.exec()) ?? [];
       for (const [error] of replies) if (error) throw error;
       const newlyUnrecovered = replies.slice(0, unrecovered.length).filter(([, added]) => added === 1).length;
@@ -120,22 +136,39 @@ export function createSweepState(redis: Redis | Cluster, queuePrefix: string, op
       const gone = (await redis.smembers(streamsKey)).filter((id) => !keep.has(id));
       if (gone.length === 0) return;
       const multi = redis.multi().srem(streamsKey, ...gone);
-      for (const id of gone) multi.del(streamKey(id), unrecoveredKey(id));
+      for (const id of gone) multi.del(streamKey(id), unrecoveredKey(id), reasonsKey(id));
       await multi.exec();
     },
     async describe(lookbackMs, now) {
       const ids = (await redis.smembers(streamsKey)).sort();
+      const oldest = `(${now - lookbackMs}`;
       const pipeline = redis.pipeline();
       for (const id of ids) {
-        pipeline.zremrangebyscore(unrecoveredKey(id), "-inf", `(${now - lookbackMs}`);
+        pipeline.zrangebyscore(unrecoveredKey(id), "-inf", oldest);
+        pipeline.zremrangebyscore(unrecoveredKey(id), "-inf", oldest);
         pipeline.zcard(unrecoveredKey(id));
         pipeline.hgetall(streamKey(id));
+        pipeline.zrevrange(unrecoveredKey(id), 0, 9);
       }
       const replies = (await pipeline.exec()) ?? [];
       for (const [error] of replies) if (error) throw error;
+      const reply = (stream: number, part: number) => replies[stream * 5 + part]![1];
+      // Reasons of ids gone from the lookback go with them; those of the sample are read.
+      const reasons = redis.pipeline();
+      ids.forEach((id, index) => {
+        const expired = reply(index, 0) as string[];
+        if (expired.length > 0) reasons.hdel(reasonsKey(id), ...expired);
+        const sample = reply(index, 4) as string[];
+        reasons.hmget(reasonsKey(id), ...(sample.length > 0 ? sample : [""]));
+      });
+      const reasonReplies = ids.length > 0 ? ((await reasons.exec()) ?? []) : [];
+      const samples = reasonReplies.filter(([error, value]) => !error && Array.isArray(value)).map(([, value]) => value as Array<string | null>);
       return ids.map((streamId, index) => {
-        const unrecovered = Number(replies[index * 3 + 1]![1]);
-        const hash = replies[index * 3 + 2]![1] as Record<string, string>;
+        const unrecovered = Number(reply(index, 2));
+        const hash = reply(index, 3) as Record<string, string>;
+        const sampleIds = reply(index, 4) as string[];
+        const sampleReasons = samples[index] ?? [];
+        const unreadSince = hash.checkpoint ? Number(hash.checkpoint) : hash.firstRunAt ? Number(hash.firstRunAt) - lookbackMs : undefined;
         return {
           streamId,
           checkpoint: iso(hash.checkpoint),
@@ -144,6 +177,8 @@ export function createSweepState(redis: Redis | Cluster, queuePrefix: string, op
           found: Number(hash.found ?? 0),
           recovered: Number(hash.recovered ?? 0),
           unrecovered,
+          unrecoveredSample: sampleIds.map((eventId, at) => ({ eventId, reason: sampleReasons[at] ?? "not recorded (found before reasons were kept)" })),
+          lagSeconds: unreadSince === undefined ? null : Math.max(0, (now - unreadSince) / 1000),
         };
       });
     },

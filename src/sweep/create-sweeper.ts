@@ -124,6 +124,14 @@ export function createSweeper(options: SweeperOptions): Sweeper {
         const figures = await sweepWindow({ tenant: client, reconciler, streamId, from: new Date(from), to: new Date(to), afterPage: async () => check() });
         pages += figures.pages;
         const fresh = await state.noteOutcomes(streamId, figures, Date.now());
+        if (figures.unrecovered.length > 0) {
+          const sample = figures.unrecovered.slice(0, 5).map((eventId) => ({ eventId, reason: figures.reasons[eventId] }));
+          // Warned when something new is set aside; a record already counted, read again in the overlap, is only debug.
+          logger[fresh > 0 ? "warn" : "debug"](
+            { streamId, unrecovered: figures.unrecovered.length, newlyFound: fresh, sample, from: new Date(from).toISOString(), to: new Date(to).toISOString() },
+            "sweep: failed deliveries that cannot be recovered were set aside (GET /admin/sweep lists them with their reasons, tenant_unrecovered_deliveries counts them); the sweep goes on",
+          );
+        }
         found += fresh;
         recovered += figures.recovered.length;
         sweepFailedDeliveries.inc({ stream: streamId }, fresh);

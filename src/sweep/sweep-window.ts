@@ -36,6 +36,8 @@ export interface WindowFigures {
   received: string[];
   /** Listed as failed and still not here: no payload, errors. */
   unrecovered: string[];
+  /** Why each of `unrecovered` was not recovered (its outcome). */
+  reasons: Record<string, string>;
 }
 
 /** Records handled at once: each costs Redis round trips only, no tenant call. */
@@ -51,10 +53,20 @@ const parallel = 20;
 export async function sweepWindow(options: SweepWindowOptions): Promise<WindowFigures> {
   const { type } = options;
   const exactType = type !== undefined && !type.includes("*") ? [type] : undefined;
-  const figures: WindowFigures = { pages: 0, recovered: [], received: [], unrecovered: [] };
+  const figures: WindowFigures = { pages: 0, recovered: [], received: [], unrecovered: [], reasons: {} };
   const pages = options.tenant.deliveryPages(options.streamId, { statuses: ["failed"], eventTypes: exactType, dateFrom: options.from, dateTo: options.to, take: 100 });
   for await (const page of pages) {
     figures.pages++;
+    // Records the tenant sent in a shape we cannot read: unrecovered with their reason,
+    // and the window goes on (CONTRACT.md: one record never holds back the others).
+    for (const record of page.unreadable ?? []) {
+      const eventId = record.id ?? `unreadable record ${record.index + 1} of page ${figures.pages}`;
+      const result: WindowResult = { eventId, streamId: options.streamId, outcome: `error: ${record.reason}` };
+      if (!options.dryRun) reconcileTotal.inc({ outcome: outcomeLabel(result.outcome as ReconcileOutcome) });
+      figures.unrecovered.push(eventId);
+      figures.reasons[eventId] = record.reason;
+      options.onResult?.(result);
+    }
     const records = page.deliveries.filter((record) => type === undefined || routeMatches({ match: [type] }, record.event_type));
     for (let at = 0; at < records.length; at += parallel) {
       const results = await Promise.all(
@@ -68,6 +80,7 @@ export async function sweepWindow(options: SweepWindowOptions): Promise<WindowFi
       for (const result of results) {
         const list = result.outcome === "recovered" || result.outcome === "would_recover" ? figures.recovered : result.outcome === "already_received" ? figures.received : figures.unrecovered;
         list.push(result.eventId);
+        if (list === figures.unrecovered) figures.reasons[result.eventId] = result.outcome;
         options.onResult?.(result);
       }
     }

@@ -10,7 +10,7 @@ import { readRateLimit, type RateLimitState } from "./rate-limit-state.js";
 import { redactSecrets } from "../redact-secrets.js";
 import { defaultRetryPolicy, retryDecision } from "./retry-decision.js";
 import { validateStreamPatch, type StreamPatch } from "./stream-patch.js";
-import { TenantNetworkError, TenantResponseError, TenantValidationError } from "./tenant-api-error.js";
+import { TenantApiError, TenantNetworkError, TenantResponseError, TenantValidationError } from "./tenant-api-error.js";
 import { tenantErrorFromResponse } from "./tenant-error-from-response.js";
 import { createTokenSource } from "./token-source.js";
 
@@ -119,9 +119,16 @@ export function createTenantClient(options: TenantClientOptions): TenantClient {
       let answer: Answer | undefined;
       let failure: unknown;
       try {
-        const response = await fetchImpl(url, { ...init, signal: AbortSignal.timeout(timeoutMs) });
+        // Never followed: a redirect would carry the client secret or the token to wherever
+        // the tenant (or whoever answers in its place) points (CONTRACT.md).
+        const response = await fetchImpl(url, { ...init, redirect: "manual", signal: AbortSignal.timeout(timeoutMs) });
         answer = { status: response.status, headers: response.headers, text: await response.text() };
+        if (answer.status >= 300 && answer.status <= 399) throw redirectError(operation, url, answer);
       } catch (error) {
+        if (error instanceof TenantApiError) {
+          mgmtApiRequests.inc({ operation, status: String(answer?.status ?? 0) });
+          throw error;
+        }
         failure = error;
       }
       mgmtApiRequests.inc({ operation, status: String(answer?.status ?? 0) });
@@ -172,6 +179,14 @@ export function createTenantClient(options: TenantClientOptions): TenantClient {
     return tenantErrorFromResponse({ operation, ...answer, body: answer.text, secrets: [...secrets(), ...extra] });
   }
 
+  function redirectError(operation: string, url: string, answer: Answer) {
+    const setting = operation === "token" ? "MGMT_TOKEN_URL" : "MGMT_API_BASE_URL";
+    const target = answer.headers.get("location");
+    const shown = (text: string) => redactSecrets(text.replace(/\?.*$/, ""), secrets());
+    const message = `${operation}: the tenant answered ${answer.status} at ${shown(url)}, a redirect${target ? ` to ${shown(target)}` : ""}; redirects are never followed (they would carry credentials elsewhere): set ${setting} (or TENANT_DOMAIN) to the final address`;
+    return new TenantApiError(message, { status: answer.status, operation, tenantMessage: "" });
+  }
+
   function networkError(operation: string, url: string, failure: unknown) {
     const where = new URL(url).origin;
     const cause = failure instanceof Error ? failure : undefined;
@@ -217,7 +232,7 @@ export function createTenantClient(options: TenantClientOptions): TenantClient {
       },
     });
     const parsed = parse(operation, deliveryPageSchema, answer.text);
-    return { deliveries: parsed.deliveries, next: parsed.next || undefined };
+    return { deliveries: parsed.deliveries, ...(parsed.unreadable.length > 0 ? { unreadable: parsed.unreadable } : {}), next: parsed.next || undefined };
   }
 
   /** Follows `next` to the last page; cursors are forward-only (real-world.md), so one seen twice would loop forever. */

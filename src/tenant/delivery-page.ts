@@ -6,13 +6,39 @@ import { deliveryRecordSchema, type DeliveryRecord } from "./delivery-record.js"
  * the OpenAPI file says a bare array (read as one last page); `next` is an opaque cursor,
  * absent on the last page (real-world.md, "Other operations").
  */
-export const deliveryPageSchema = z.preprocess(
-  (body) => (Array.isArray(body) ? { deliveries: body } : body),
-  z.looseObject({ deliveries: z.array(deliveryRecordSchema), next: z.string().nullish() }),
-);
+export const deliveryPageSchema = z
+  .preprocess(
+    (body) => (Array.isArray(body) ? { deliveries: body } : body),
+    // Each record on its own: one the schema refuses is set aside (`unreadable`), so it
+    // cannot hold back the rest of its page, nor every sweep after it.
+    z.looseObject({ deliveries: z.array(z.unknown()), next: z.string().nullish() }),
+  )
+  .transform(({ deliveries, next }) => {
+    const readable: DeliveryRecord[] = [];
+    const unreadable: UnreadableRecord[] = [];
+    deliveries.forEach((raw, index) => {
+      const parsed = deliveryRecordSchema.safeParse(raw);
+      if (parsed.success) return void readable.push(parsed.data);
+      const issue = parsed.error.issues[0]!;
+      const id = typeof (raw as { id?: unknown } | null)?.id === "string" ? (raw as { id: string }).id : undefined;
+      unreadable.push({ id, index, reason: `the tenant's record does not read as a delivery record: ${issue.path.join(".") || "the record"} ${issue.message}` });
+    });
+    return { deliveries: readable, unreadable, next };
+  });
+
+/** A record of a page that does not read as a delivery record: what is known of it, and why. */
+export interface UnreadableRecord {
+  /** its `id`, when it has a string one */
+  id?: string;
+  /** its place in the page */
+  index: number;
+  reason: string;
+}
 
 export interface DeliveryPage {
   deliveries: DeliveryRecord[];
+  /** Records of the page that could not be read; none when absent. */
+  unreadable?: UnreadableRecord[];
   /** Pass as `from` to get the next page; undefined on the last page. */
   next?: string;
 }

@@ -2,6 +2,7 @@ import { randomUUID } from "node:crypto";
 import { brotliCompressSync, deflateSync, gzipSync } from "node:zlib";
 import fc from "fast-check";
 import { tenantEventTypes } from "../../src/events/event-types.js";
+import { isWellFormed } from "../../src/events/is-well-formed.js";
 import { tenantId } from "../helpers/fixtures.js";
 
 /**
@@ -53,6 +54,11 @@ const validEvent = (text: (min: number, max: number) => fc.Arbitrary<string>) =>
     // A unique suffix: fast-check repeats small ids (and shrinks to them), and a repeat is a duplicate, not a new event.
     .map(({ id, time, extensions, ...rest }): Event => ({ ...extensions, ...rest, id: `${id}~${randomUUID()}`, specversion: "1.0", ...(time ? { time } : {}) }));
 
+/** Every id well-formed Unicode: an id with a lone surrogate is refused 400 (CONTRACT.md, "Public ingress"). */
+function idsOk(events: Event[]): boolean {
+  return events.every((event) => typeof event.id === "string" && isWellFormed(event.id));
+}
+
 /** A copy of `event` padded so its JSON is `size` bytes (when it can be). */
 function padded(event: Event, size: number): Event {
   const base = Buffer.byteLength(JSON.stringify({ ...event, xpad: "" }));
@@ -101,11 +107,14 @@ export function ingressCases(credentials: Credentials, limit: number): fc.Arbitr
     .map(([event, type, size, name]) => {
       const sent = size === null ? event : padded(event, size);
       const body = Buffer.from(JSON.stringify(sent));
-      return { label: "structured", headers: { [name]: type }, body, expected: bySize(body, 202), ids: [String(sent.id)] };
+      const expected = bySize(body, idsOk([sent]) ? 202 : 400);
+      return { label: "structured", headers: { [name]: type }, body, expected, ids: expected === 202 ? [String(sent.id)] : [] };
     });
   const batch: fc.Arbitrary<Body> = fc.tuple(fc.array(validEvent(anyText), { minLength: 1, maxLength: 3 }), fc.constantFrom(...batchTypes)).map(([events, type]) => {
     const body = Buffer.from(JSON.stringify(events));
-    return { label: "batch", headers: { "content-type": type }, body, expected: bySize(body, 202), ids: events.map((event) => String(event.id)) };
+    // One id with a lone surrogate refuses the whole batch (all valid or none stored).
+    const expected = bySize(body, idsOk(events) ? 202 : 400);
+    return { label: "batch", headers: { "content-type": type }, body, expected, ids: expected === 202 ? events.map((event) => String(event.id)) : [] };
   });
   const binary: fc.Arbitrary<Body> = fc.tuple(validEvent(wellFormed), fc.boolean(), fc.constantFrom("CE-", "ce-", "Ce-")).map(([event, withBody, prefix]) => {
     const headers: Record<string, string> = {};
@@ -117,7 +126,8 @@ export function ingressCases(credentials: Credentials, limit: number): fc.Arbitr
   const compressed: fc.Arbitrary<Body> = fc.tuple(validEvent(anyText), fc.constantFrom("gzip", "deflate", "br", "GZIP")).map(([event, encoding]) => {
     const plain = Buffer.from(JSON.stringify(event));
     const zip = { gzip: gzipSync, deflate: deflateSync, br: brotliCompressSync }[encoding.toLowerCase() as "gzip" | "deflate" | "br"];
-    return { label: `compressed ${encoding}`, headers: { "content-type": "application/json", "content-encoding": encoding }, body: zip(plain), expected: bySize(plain, 202), ids: [String(event.id)] };
+    const expected = bySize(plain, idsOk([event]) ? 202 : 400);
+    return { label: `compressed ${encoding}`, headers: { "content-type": "application/json", "content-encoding": encoding }, body: zip(plain), expected, ids: expected === 202 ? [String(event.id)] : [] };
   });
   const brokenJson: fc.Arbitrary<Body> = fc.tuple(validEvent(anyText), fc.double({ min: 0, max: 0.999, noNaN: true }), fc.constantFrom(...structuredTypes)).map(([event, cut, type]) => {
     const text = JSON.stringify(event);
@@ -159,6 +169,25 @@ export function ingressCases(credentials: Credentials, limit: number): fc.Arbitr
     expected: 413,
     ids: [],
   }));
+  // Valid events whose data nests deeper than JSON.stringify can write: stored and delivered all the same.
+  const deep: fc.Arbitrary<Body> = fc
+    .tuple(validEvent(wellFormed), fc.integer({ min: 1000, max: 6000 }), fc.constantFrom("[", '{"a":'), fc.constantFrom(...structuredTypes))
+    .map(([event, depth, open, type]) => {
+      const close = open === "[" ? "]" : "}";
+      const { data: _data, ...envelope } = event;
+      const text = `${JSON.stringify(envelope).slice(0, -1)},"data":${open.repeat(depth)}1${close.repeat(depth)}}`;
+      const body = Buffer.from(text);
+      const expected = bySize(body, 202);
+      return { label: `deep ${depth}`, headers: { "content-type": type }, body, expected, ids: expected === 202 ? [String(event.id)] : [] };
+    });
+  // Binary mode with any bytes as data (most are not UTF-8: delivered as data_base64).
+  const binaryBytes: fc.Arbitrary<Body> = fc
+    .tuple(validEvent(wellFormed), fc.uint8Array({ minLength: 1, maxLength: 512 }), fc.constantFrom("application/octet-stream", "image/png", "text/plain"))
+    .map(([event, bytes, type]) => {
+      const headers: Record<string, string> = { "content-type": type };
+      for (const name of ["specversion", "id", "source", "type"]) headers[`ce-${name}`] = encodeURIComponent(String(event[name]));
+      return { label: `binary bytes ${type}`, headers, body: Buffer.from(bytes), expected: 202, ids: [String(event.id)] };
+    });
   const junk: fc.Arbitrary<Body> = fc
     .tuple(
       fc.uint8Array({ maxLength: limit + 8 }),
@@ -179,6 +208,8 @@ export function ingressCases(credentials: Credentials, limit: number): fc.Arbitr
     { weight: 1, arbitrary: junkEncoding },
     { weight: 1, arbitrary: huge },
     { weight: 2, arbitrary: junk },
+    { weight: 1, arbitrary: deep },
+    { weight: 1, arbitrary: binaryBytes },
   );
 
   return fc.record({ auth, path, body, chunked: fc.boolean() }).map(({ auth, path, body, chunked }) => {

@@ -32,10 +32,11 @@ describe("createSweepState (real Redis)", () => {
     const now = Date.now();
     expect(await state.noteOutcomes(stream, { recovered: ["e1", "e2"], received: [], unrecovered: ["e3", "e4"] }, now)).toBe(4);
     // Read again in the overlap: e1, e2 are already here; e3 still lacks a payload; e4 recovers now.
-    expect(await state.noteOutcomes(stream, { recovered: ["e4"], received: ["e1", "e2"], unrecovered: ["e3"] }, now)).toBe(0);
+    expect(await state.noteOutcomes(stream, { recovered: ["e4"], received: ["e1", "e2"], unrecovered: ["e3"], reasons: { e3: "no_payload" } }, now)).toBe(0);
     await state.noteRun(stream, now, "boom");
     expect(await state.describe(3_600_000, now)).toEqual([
-      { streamId: stream, checkpoint: null, lastRunAt: new Date(now).toISOString(), lastError: "boom", found: 4, recovered: 3, unrecovered: 1 },
+      // No checkpoint yet: the lag counts from the start of the first run's lookback.
+      { streamId: stream, checkpoint: null, lastRunAt: new Date(now).toISOString(), lastError: "boom", found: 4, recovered: 3, unrecovered: 1, unrecoveredSample: [{ eventId: "e3", reason: "no_payload" }], lagSeconds: 3600 },
     ]);
     // Beyond the lookback, an unrecovered delivery is no longer counted.
     expect((await state.describe(1000, now + 5000))[0]!.unrecovered).toBe(0);

@@ -1,0 +1,131 @@
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { afterEach, describe, expect, it } from "vitest";
+import { tenantId, userEvent } from "../helpers/fixtures.js";
+import { startSinkServer, type SinkServer } from "../helpers/sink-server.js";
+import { startTestService, type TestService } from "../helpers/start-test-service.js";
+import { until } from "./sweep-test-kit.js";
+
+const adminToken = "sweep-poison-admin-token";
+const streamId = "est_38ANnv8pQhqsZrX2VFbftv";
+const deep = (depth: number) => `${'{"a":'.repeat(depth)}1${"}".repeat(depth)}`;
+
+/**
+ * A tenant of our own on 127.0.0.1: a token endpoint and the failed-deliveries list, which
+ * answers `page` (JSON text, so records can be shaped as no client would write them) or
+ * the status `listStatus` gives.
+ */
+async function startTenant(page: () => string, listStatus: () => number = () => 200): Promise<{ server: Server; url: string; listCalls: number }> {
+  const tenant = { listCalls: 0 } as { server: Server; url: string; listCalls: number };
+  tenant.server = createServer((req, res) => {
+    req.resume();
+    if (req.method === "POST" && req.url === "/oauth/token") {
+      res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ access_token: "token", expires_in: 86400 }));
+    } else if (req.method === "GET" && req.url?.startsWith(`/api/v2/event-streams/${streamId}/deliveries?`)) {
+      tenant.listCalls++;
+      const status = listStatus();
+      if (status !== 200) return void res.writeHead(status, { "content-type": "application/json" }).end('{"message":"down"}');
+      res.writeHead(200, { "content-type": "application/json" }).end(page());
+    } else {
+      res.writeHead(404, { "content-type": "application/json" }).end('{"message":"not here"}');
+    }
+  });
+  await new Promise<void>((ok) => tenant.server.listen(0, "127.0.0.1", ok));
+  tenant.url = `http://127.0.0.1:${(tenant.server.address() as AddressInfo).port}`;
+  return tenant;
+}
+
+function record(event: object | string, id: string): string {
+  const attempts = [{ status: "failed", timestamp: new Date().toISOString(), error_message: "connect ECONNREFUSED" }];
+  return `{"id":${JSON.stringify(id)},"event_stream_id":"${streamId}","status":"failed","event_type":"user.updated","attempts":${JSON.stringify(attempts)},"event":${typeof event === "string" ? event : JSON.stringify(event)}}`;
+}
+
+interface SweepStream {
+  streamId: string;
+  checkpoint: string | null;
+  lastError: string | null;
+  unrecovered: number;
+  unrecoveredSample: Array<{ eventId: string; reason: string }>;
+}
+
+describe("sweep: one record never holds back the others", () => {
+  let service: TestService | undefined;
+  let sink: SinkServer | undefined;
+  let tenant: Awaited<ReturnType<typeof startTenant>> | undefined;
+  afterEach(async () => {
+    await service?.close();
+    await sink?.close();
+    await new Promise((ok) => tenant?.server.close(ok));
+  });
+  const start = async () => {
+    sink = await startSinkServer();
+    service = await startTestService({
+      DOWNSTREAM_URL: sink.url,
+      ADMIN_TOKEN: adminToken,
+      MGMT_API_BASE_URL: `${tenant!.url}/api/v2`,
+      MGMT_TOKEN_URL: `${tenant!.url}/oauth/token`,
+      MGMT_CLIENT_ID: "client",
+      MGMT_CLIENT_SECRET: "secret",
+      RECONCILE_SWEEP_STREAMS: streamId,
+      RECONCILE_SWEEP_INTERVAL_SECONDS: "1",
+      RECONCILE_SWEEP_LOOKBACK_SECONDS: "3600",
+      STREAM_WATCH_INTERVAL_SECONDS: "0",
+    });
+  };
+  const status = async (): Promise<SweepStream | undefined> => {
+    const answer = await fetch(`${service!.adminUrl}/admin/sweep`, { headers: { authorization: `Bearer ${adminToken}` } });
+    return ((await answer.json()) as { streams: SweepStream[] }).streams.find((stream) => stream.streamId === streamId);
+  };
+  const metrics = async () => (await fetch(`${service!.adminUrl}/metrics`)).text();
+
+  it("when a window holds records that cannot be read or stored among good ones, then the good ones and the deep one are recovered, the others counted unrecovered with their reasons, and the checkpoint advances", async () => {
+    const good = [userEvent(), userEvent(), userEvent()];
+    const deepId = tenantId("evt");
+    const deepEvent = `{"id":"${deepId}","source":"urn:auth0:","specversion":"1.0","type":"user.updated","data":{"object":${deep(5000)}}}`;
+    const garbledId = tenantId("evt");
+    const surrogateId = tenantId("evt");
+    const records = [
+      record(good[0]!, good[0]!.id),
+      record('"this is no event {"', garbledId),
+      record(good[1]!, good[1]!.id),
+      record(deepEvent, deepId),
+      `{"event_stream_id":"${streamId}","status":"failed"}`,
+      record(`{"id":"evt_\\ud800_1","source":"urn:auth0:","specversion":"1.0","type":"user.updated"}`, surrogateId),
+      record(good[2]!, good[2]!.id),
+    ];
+    tenant = await startTenant(() => `{"deliveries":[${records.join(",")}]}`);
+    await start();
+
+    const ids = [...good.map((event) => event.id), deepId];
+    await sink!.until((requests) => ids.every((id) => requests.some((request) => request.headers["webhook-id"] === id)), 60_000);
+    expect(sink!.requests.find((request) => request.headers["webhook-id"] === deepId)!.body).toContain(deep(5000));
+    await until("the checkpoint advances", async () => (await status())?.checkpoint != null);
+    const stream = (await status())!;
+    expect(stream.lastError).toBeNull();
+    expect(stream.unrecovered).toBe(3);
+    const reasons = new Map(stream.unrecoveredSample.map((entry) => [entry.eventId, entry.reason]));
+    expect(reasons.get(garbledId)).toMatch(/does not read as a delivery record: event/);
+    expect(reasons.get(surrogateId)).toMatch(/id must be well-formed Unicode/);
+    expect([...reasons.keys()].find((id) => id.startsWith("unreadable record 5 of page"))).toBeDefined();
+    const text = await metrics();
+    expect(text).toContain(`streamkeeper_tenant_unrecovered_deliveries{stream="${streamId}"} 3`);
+    expect(text).toMatch(new RegExp(`streamkeeper_sweep_lag_seconds\\{stream="${streamId}"\\} \\d`));
+  });
+
+  it("when the tenant's list fails (a transient fault), then the sweep stops and retries, the checkpoint stays null, and sweep_lag_seconds has a series anyway", async () => {
+    let failing = true;
+    const event = userEvent();
+    tenant = await startTenant(() => `{"deliveries":[${record(event, event.id)}]}`, () => (failing ? 500 : 200));
+    await start();
+    await until("a failed sweep run", async () => (await status())?.lastError != null);
+    expect((await status())!.checkpoint).toBeNull();
+    const lag = (await metrics()).split("\n").find((line) => line.startsWith(`streamkeeper_sweep_lag_seconds{stream="${streamId}"}`));
+    expect(lag).toBeDefined();
+    expect(Number(lag!.split(" ").at(-1))).toBeGreaterThanOrEqual(3600);
+    const callsWhileFailing = tenant.listCalls;
+    failing = false;
+    await sink!.until((requests) => requests.some((request) => request.headers["webhook-id"] === event.id), 60_000);
+    expect(tenant.listCalls).toBeGreaterThan(callsWhileFailing);
+    await until("the checkpoint advances", async () => (await status())?.checkpoint != null);
+  });
+});
