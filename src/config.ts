@@ -88,6 +88,9 @@ export const settings = {
   RECONCILE_SWEEP_OVERLAP_SECONDS: [whole("seconds", 0).default(600), "how far each sweep reads back before the end of the last window it finished, so a delivery that turns failed after its window was read (or a clock skew with the tenant) is still found"],
   STREAM_WATCH_INTERVAL_SECONDS: [whole("seconds", 0, "0 turns it off").default(60), "how often the worker reads the status of every swept stream; 0 off"],
   STREAM_AUTO_ENABLE: [z.stringbool({ error: "give true or false" }).default(false), "enable a swept stream found disabled again, as soon as this service is ready to store events"],
+  ARCHIVE: [z.enum(["on", "off"], { error: "give on or off" }).default("on"), "keep every stored event and its delivery outcomes in PostgreSQL for search, replay and erasure (docs/operating.md, The archive); off: none of it"],
+  ARCHIVE_DATABASE_URL: [z.string().trim().regex(/^postgres(ql)?:\/\//, "use postgres://user:password@host:port/database").optional(), "the archive's PostgreSQL; unset: an embedded Postgres under DATA_DIR/postgres, shared by every process on that DATA_DIR like the embedded Redis"],
+  ARCHIVE_RETENTION_DAYS: [whole("days", 1).default(30), "how long archived events and their outcomes are kept; whole days are dropped at once"],
   OTEL_EXPORTER_OTLP_ENDPOINT: [url, "send OpenTelemetry traces there; off when unset"],
 } as const satisfies Record<string, readonly [z.ZodType, string]>;
 

@@ -1,4 +1,5 @@
 import { DelayedError, UnrecoverableError, Worker, type Job } from "bullmq";
+import type { AttemptOutcome, AttemptRecord } from "../archive/archive-record.js";
 import type { Logger } from "../logger.js";
 import { dispatchDuration, dispatchTotal } from "../metrics/registry.js";
 import type { DeliveryJobData } from "../queue/delivery-job.js";
@@ -24,6 +25,8 @@ export interface DeliveryProcessorDeps {
   circuit?: RouteCircuit;
   /** DISPATCH_RETRY_WINDOW_SECONDS in ms: a failure this long after the job's first one is its last. None: attempts alone decide. */
   retryWindowMs?: number;
+  /** The archive's outbox, when the archive is on: each attempt and outcome is recorded there (not awaited). */
+  archive?(record: AttemptRecord): Promise<void>;
 }
 
 export type DeliveryResult = { status: "delivered"; at: number } | { status: "already_delivered"; at: number } | { status: "stale"; at: number };
@@ -33,7 +36,7 @@ export type DeliveryResult = { status: "delivered"; at: number } | { status: "al
  * `RetryableDeliveryError` retries it with the worker's backoff, `UnrecoverableError`
  * fails it at once; a failed job is the dead letter.
  */
-export function createDeliveryProcessor({ route, client, ledger, logger, shutdown, staleGuard, circuit, retryWindowMs }: DeliveryProcessorDeps) {
+export function createDeliveryProcessor({ route, client, ledger, logger, shutdown, staleGuard, circuit, retryWindowMs, archive }: DeliveryProcessorDeps) {
   // Lower-case once, so a route header cannot duplicate one of ours in another case.
   const routeHeaders = Object.fromEntries(Object.entries(route.headers).map(([name, value]) => [name.toLowerCase(), value]));
   const labels = { route: route.name };
@@ -42,6 +45,20 @@ export function createDeliveryProcessor({ route, client, ledger, logger, shutdow
     const { event, origin, force, recheck } = job.data;
     // Plain fields, not logger.child(): a child per job costs more than the delivery's own work.
     const context = { route: route.name, eventId: event.id, jobId: job.id, attempt: job.attemptsMade + 1 };
+    // Like the ledger's mark below: not awaited, off the delivery's critical path; lost only with Redis, and then said.
+    const recordAttempt = (outcome: AttemptOutcome, result?: { status: number } | { error: string }, reason?: string) =>
+      archive?.({
+        kind: "attempt",
+        eventId: event.id,
+        receivedAt: job.data.receivedAt,
+        route: route.name,
+        key: `${job.id}:${job.attemptsStarted}`,
+        at: Date.now(),
+        ...(result && "status" in result ? { status: result.status } : {}),
+        ...(reason ? { error: reason } : result && "error" in result ? { error: result.error } : {}),
+        outcome,
+        ...(job.data.replayId ? { replayId: job.data.replayId } : {}),
+      }).catch((error: unknown) => logger.warn({ ...context, err: error }, "could not add this attempt to the archive's outbox; the archive lacks it"));
 
     // Once per route: an id this route answered 2xx for within DEDUPE_TTL_SECONDS is not
     // sent again, whether it came back by webhook or reconcile, unless forced. The store
@@ -69,7 +86,7 @@ export function createDeliveryProcessor({ route, client, ledger, logger, shutdow
       ...routeHeaders,
       "content-type": "application/cloudevents+json",
       "user-agent": "streamkeeper",
-      "x-streamkeeper-origin": origin,
+      "x-streamkeeper-origin": job.data.replayId ? "replay" : origin,
       // The same on every attempt, so the downstream can drop a repeat (CONTRACT.md).
       "webhook-id": webhookId,
       // Signed per attempt: verifiers reject timestamps older than a few minutes.
@@ -82,7 +99,10 @@ export function createDeliveryProcessor({ route, client, ledger, logger, shutdow
       return answer;
     };
     const result = staleGuard ? await staleGuard(job, token, context, send) : await send();
-    if (result === "stale") return { status: "stale", at: Date.now() };
+    if (result === "stale") {
+      void recordAttempt("stale");
+      return { status: "stale", at: Date.now() };
+    }
 
     // A 2xx that came back as the deadline hit is recorded below, never sent again.
     if (shutdown.aborted && "error" in result) {
@@ -106,12 +126,14 @@ export function createDeliveryProcessor({ route, client, ledger, logger, shutdow
         logger.warn({ ...context, err: error }, "delivered, but recording the delivery failed; a re-run of this job would send it again"),
       );
       dispatchTotal.inc({ ...labels, outcome: "delivered" });
+      void recordAttempt("delivered", result);
       if (logger.isLevelEnabled("debug")) logger.debug({ ...context, status: "status" in result ? result.status : undefined }, "event delivered");
       return { status: "delivered", at };
     }
 
     if (decision.action === "retry" && circuit && (await circuit.failed(admission, decision.reason))) {
       dispatchTotal.inc({ ...labels, outcome: "retry" });
+      void recordAttempt("retry", result, decision.reason);
       if (logger.isLevelEnabled("debug")) logger.debug({ ...context, reason: decision.reason }, "delivery failed; the route's circuit is open, the event waits in the queue");
       throw Worker.RateLimitError();
     }
@@ -120,6 +142,7 @@ export function createDeliveryProcessor({ route, client, ledger, logger, shutdow
     const expired = decision.action === "retry" && retryWindowMs !== undefined && (await retryingFor(job)) >= retryWindowMs;
     const last = decision.action === "fail" || expired || job.attemptsMade + 1 >= attempts;
     dispatchTotal.inc({ ...labels, outcome: last ? "dead_letter" : "retry" });
+    void recordAttempt(last ? "dead_letter" : "retry", result, "reason" in decision ? decision.reason : undefined);
     if (last) logger.warn({ ...context, reason: decision.reason, attempts, retryWindowMs: expired ? retryWindowMs : undefined }, "delivery failed for good: the event is a dead letter of this route");
     else logger.info({ ...context, reason: decision.reason }, "delivery failed; it will be retried");
     if (decision.action === "fail") throw new UnrecoverableError(decision.reason);

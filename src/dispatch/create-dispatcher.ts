@@ -8,7 +8,7 @@ import { legacyBullPrefix } from "../queue/legacy-queue-layout.js";
 import { circuitKey, deliveryQueueBullPrefix, deliveryQueueName } from "../queue/queue-names.js";
 import type { RedisClient } from "../queue/redis-connection.js";
 import { settlesWithin } from "../settles-within.js";
-import { createDeliveryProcessor, type DeliveryResult } from "./create-delivery-processor.js";
+import { createDeliveryProcessor, type DeliveryProcessorDeps, type DeliveryResult } from "./create-delivery-processor.js";
 import { createDownstreamClient } from "./downstream-client.js";
 import { backoffDelay } from "./retry-policy.js";
 import { rateLimiter } from "./rate-limiter.js";
@@ -57,6 +57,8 @@ export interface DispatcherOptions {
    * (legacy-queue-layout.ts), to drain what an earlier release left there. @defaultValue false
    */
   legacyLayout?: boolean;
+  /** The archive's outbox for attempts and outcomes (archive/archive-outbox.ts); none: the archive is off. */
+  archive?: DeliveryProcessorDeps["archive"];
 }
 
 export interface Dispatcher {
@@ -95,7 +97,7 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
       hold: (ms) => worker.rateLimit(ms),
       logger,
     });
-    const processJob = createDeliveryProcessor({ route, client: clients[index]!, ledger, logger, shutdown: shutdown.signal, staleGuard: staleGuards[index], circuit, retryWindowMs: options.retryWindowMs });
+    const processJob = createDeliveryProcessor({ route, client: clients[index]!, ledger, logger, shutdown: shutdown.signal, staleGuard: staleGuards[index], circuit, retryWindowMs: options.retryWindowMs, archive: options.archive });
     const worker: Worker<DeliveryJobData, DeliveryResult> = new Worker<DeliveryJobData, DeliveryResult>(
       deliveryQueueName(route.name),
       // A job of the earlier layout reads the ledger before it sends, as a re-run does: the

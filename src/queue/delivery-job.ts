@@ -15,6 +15,8 @@ export interface DeliveryJobData {
    * a first run too.
    */
   recheck?: boolean;
+  /** Set on a replay's job (archive/replay): sent with `X-Streamkeeper-Origin: replay`, its attempts archived under this replay. */
+  replayId?: string;
   /** ms since epoch of the first failed attempt (since the last replay): the start of DISPATCH_RETRY_WINDOW_SECONDS */
   failingSince?: number;
 }
