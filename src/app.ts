@@ -4,6 +4,9 @@ import { describeEvent } from "./admin/describe-event.js";
 import { describeArchivedEvent } from "./admin/describe-archived-event.js";
 import { createArchiveOutbox } from "./archive/archive-outbox.js";
 import { startArchive } from "./archive/start-archive.js";
+import { createReplays } from "./archive/replays.js";
+import { createReplayRunner } from "./archive/replay-runner.js";
+import { createReplayRouter } from "./http/replay-router.js";
 import { createArchiveRouter } from "./http/archive-router.js";
 import { loadRoutes, unmatchedPatternWarnings } from "./routes/load-routes.js";
 import { createAdminApp } from "./http/admin-app.js";
@@ -121,6 +124,7 @@ export async function startService(config: Config, logger: Logger, role: Role): 
   const storeOutbox = archive && createArchiveOutbox(client, env.QUEUE_PREFIX);
   const store = countStoredEvents(createEventStore({ ledger, fanOut: createFanOut(queues), routesFor: routesMatching(routes), archive: storeOutbox && ((record) => storeOutbox([record])) }));
   const reconcileQueue = createReconcileQueue(client, env.QUEUE_PREFIX, tracing.bullmq);
+  const replayRunner = archive && createReplayRunner({ pool: archive.pool, queues, logger });
   const logRepeatsEveryMs = env.LOG_REPEAT_INTERVAL_SECONDS * 1000;
   const logQueueError = createRepeatLog(logger, "warn", "queue: Redis error", logRepeatsEveryMs);
   for (const queue of [...queues.all(), reconcileQueue.queue]) {
@@ -173,6 +177,7 @@ export async function startService(config: Config, logger: Logger, role: Role): 
       async () => legacyDrain?.close(),
       async () => (unregisterQueueGauges(), unregisterRedisGauges()),
       async () => admin?.close(env.SHUTDOWN_TIMEOUT_MS),
+      async () => replayRunner?.close(),
       () => queues.close(),
       () => reconcileQueue.close(),
       async () => archive?.close(),
@@ -285,7 +290,12 @@ export async function startService(config: Config, logger: Logger, role: Role): 
     logger,
     describeEvent: (eventId) => (archive ? describeArchivedEvent(eventId, { ledger, queues, archive, logger }) : describeEvent(eventId, { ledger, queues })),
     routers: [
-      ...(archive ? [createArchiveRouter({ archive, logger })] : []),
+      ...(archive && replayRunner
+        ? [
+            createArchiveRouter({ archive, logger }),
+            createReplayRouter({ replays: createReplays({ pool: archive.pool, routes: routes.map((route) => route.name), retentionDays: archive.retentionDays }), logger, started: replayRunner.wake }),
+          ]
+        : []),
       createDashboardRouter([...queues.all(), reconcileQueue.queue]),
       createReconcileRouter(reconcileQueue),
       createConfigRouter(serviceConfig),

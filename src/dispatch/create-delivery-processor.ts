@@ -1,6 +1,7 @@
 import { DelayedError, UnrecoverableError, Worker, type Job } from "bullmq";
 import type { AttemptOutcome, AttemptRecord } from "../archive/archive-record.js";
 import type { Logger } from "../logger.js";
+import { replayDeliveries } from "../metrics/archive-metrics.js";
 import { dispatchDuration, dispatchTotal } from "../metrics/registry.js";
 import type { DeliveryJobData } from "../queue/delivery-job.js";
 import type { EventLedger } from "../queue/event-ledger.js";
@@ -46,8 +47,9 @@ export function createDeliveryProcessor({ route, client, ledger, logger, shutdow
     // Plain fields, not logger.child(): a child per job costs more than the delivery's own work.
     const context = { route: route.name, eventId: event.id, jobId: job.id, attempt: job.attemptsMade + 1 };
     // Like the ledger's mark below: not awaited, off the delivery's critical path; lost only with Redis, and then said.
-    const recordAttempt = (outcome: AttemptOutcome, result?: { status: number } | { error: string }, reason?: string) =>
-      archive?.({
+    const recordAttempt = (outcome: AttemptOutcome, result?: { status: number } | { error: string }, reason?: string) => {
+      if (job.data.replayId) replayDeliveries.inc({ ...labels, outcome });
+      return archive?.({
         kind: "attempt",
         eventId: event.id,
         receivedAt: job.data.receivedAt,
@@ -59,6 +61,7 @@ export function createDeliveryProcessor({ route, client, ledger, logger, shutdow
         outcome,
         ...(job.data.replayId ? { replayId: job.data.replayId } : {}),
       }).catch((error: unknown) => logger.warn({ ...context, err: error }, "could not add this attempt to the archive's outbox; the archive lacks it"));
+    };
 
     // Once per route: an id this route answered 2xx for within DEDUPE_TTL_SECONDS is not
     // sent again, whether it came back by webhook or reconcile, unless forced. The store

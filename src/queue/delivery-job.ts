@@ -23,3 +23,5 @@ export interface DeliveryJobData {
 
 /** Live events first: BullMQ serves jobs without a priority before prioritized ones. */
 export const reconcilePriority = 10;
+/** A replay's deliveries wait behind live and reconciled events (a lower priority still). */
+export const replayPriority = 20;

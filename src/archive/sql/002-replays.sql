@@ -17,3 +17,6 @@ CREATE TABLE replays (
   updated_at  timestamptz NOT NULL DEFAULT now()
 );
 CREATE UNIQUE INDEX one_running_replay_per_route ON replays (route) WHERE state = 'running';
+
+-- A replay's delivered and failed counts are read from its attempts.
+CREATE INDEX attempts_by_replay ON attempts (replay_id) WHERE replay_id IS NOT NULL;
