@@ -8,6 +8,8 @@ import { registerDeadLettersCommand } from "./dead-letters-command.js";
 import { registerStreamsCommand } from "./streams-command.js";
 import { registerTokenExchangeProfilesCommand } from "./token-exchange-profiles-command.js";
 import { registerEmulatorCommand } from "./emulator-command.js";
+import { registerEventsCommand } from "./events-command.js";
+import { registerReplayCommand } from "./replay-command.js";
 import { showLogs } from "./cli-logger.js";
 import { addCommandHelp } from "./command-help.js";
 import { version } from "../version.js";
@@ -38,6 +40,8 @@ registerDemoCommand(program);
 registerStreamsCommand(program);
 registerTokenExchangeProfilesCommand(program);
 registerEmulatorCommand(program);
+registerEventsCommand(program);
+registerReplayCommand(program);
 addCommandHelp(program);
 
 try {
