@@ -1,7 +1,7 @@
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { existsSync, readdirSync } from "node:fs";
-import { chown, mkdir, writeFile } from "node:fs/promises";
-import { join } from "node:path";
+import { chmod, chown, mkdir, stat, writeFile } from "node:fs/promises";
+import { dirname, join, resolve } from "node:path";
 import { userInfo } from "node:os";
 
 export interface PostgresServerOptions {
@@ -48,6 +48,19 @@ function asUser(): { uid: number; gid: number; prefix: string[] } | undefined {
   throw new Error("Postgres cannot run as root and this machine has no postgres or nobody user to run it as: run Streamkeeper as another user, or set ARCHIVE_DATABASE_URL");
 }
 
+/**
+ * Postgres, run as another user than root, must reach its data folder: each folder above
+ * it that others cannot pass through (a 0700 temp dir, root's home) gets o+x, pass
+ * through only (not list or read).
+ */
+async function letTraverse(dir: string): Promise<void> {
+  for (let current = dir; ; current = dirname(current)) {
+    const stats = await stat(current);
+    if ((stats.mode & 0o001) === 0) await chmod(current, (stats.mode & 0o7777) | 0o001);
+    if (dirname(current) === current) return;
+  }
+}
+
 /** Where Debian (or PATH) keeps initdb and postgres, newest version first; undefined when neither has them. */
 export function systemPostgresBinDir(): string | undefined {
   const root = "/usr/lib/postgresql";
@@ -75,6 +88,7 @@ export async function startPostgresServer(options: PostgresServerOptions): Promi
   if (user) {
     await chown(dataDir, user.uid, user.gid);
     await chown(socketDir, user.uid, user.gid);
+    await letTraverse(dirname(resolve(dataDir)));
   }
   const run = (bin: string, args: string[]) => (user ? [user.prefix[0]!, [...user.prefix.slice(1), join(binDir, bin), ...args]] as const : [join(binDir, bin), args] as const);
   if (!existsSync(join(dataDir, "PG_VERSION"))) {

@@ -4,7 +4,6 @@ import pg from "pg";
 import type { Config } from "../config.js";
 import type { Logger } from "../logger.js";
 import { joinEmbeddedRedis, type EmbeddedRedisUse } from "../queue/embedded-redis-users.js";
-import { resolveRedis } from "../queue/resolve-redis.js";
 import { socketPort, startPostgresServer, systemPostgresBinDir } from "./postgres-server.js";
 
 export interface ResolvedArchiveDatabase {
@@ -37,12 +36,11 @@ async function postgresBinDir(): Promise<string | undefined> {
  * process using it holds a lease in the embedded Redis (queue/embedded-redis-users.ts),
  * so the last one out stops it and an orphan is adopted.
  */
-export async function resolveArchiveDatabase(config: Config, logger: Logger, who: string): Promise<ResolvedArchiveDatabase> {
+export async function resolveArchiveDatabase(config: Config, logger: Logger, who: string, redisUrl: string): Promise<ResolvedArchiveDatabase> {
   if (config.env.ARCHIVE_DATABASE_URL) return { url: config.env.ARCHIVE_DATABASE_URL, release: async () => {} };
   const dir = join(resolve(config.env.DATA_DIR), "postgres");
   const dataDir = join(dir, "data");
   const url = `postgres://postgres@${encodeURIComponent(dir)}:${socketPort}/${database}`;
-  const redis = await resolveRedis(config, logger, `${who} (archive lease)`);
   const stop = async () => {
     const pid = postmasterPid(dataDir);
     if (pid === undefined) return;
@@ -64,7 +62,8 @@ export async function resolveArchiveDatabase(config: Config, logger: Logger, who
     logger.info({ dir, startMs: Date.now() - begun }, "started the embedded Postgres of the archive (data and log in DATA_DIR/postgres)");
   }
   await ensureDatabase(dir);
-  const use: EmbeddedRedisUse = await joinEmbeddedRedis(redis.url, `${who} (archive)`, logger, undefined, { usersKey: "streamkeeper:embedded-postgres:users", stop });
+  // The leases live in the process's own Redis (its lease on an embedded one is the caller's).
+  const use: EmbeddedRedisUse = await joinEmbeddedRedis(redisUrl, `${who} (archive)`, logger, undefined, { usersKey: "streamkeeper:embedded-postgres:users", stop });
   if (!started) logger.info({ dir, users: use.others }, use.others > 0 ? "reusing the embedded Postgres already running in DATA_DIR" : "adopted the embedded Postgres left running in DATA_DIR; it stops when the last process using it does");
   let releasing: Promise<void> | undefined;
   return {
@@ -72,7 +71,6 @@ export async function resolveArchiveDatabase(config: Config, logger: Logger, who
     release() {
       releasing ??= (async () => {
         if ((await use.leave()) && (await use.stopServer())) logger.info("stopped the embedded Postgres: no other Streamkeeper process uses it");
-        await redis.release();
       })();
       return releasing;
     },

@@ -28,7 +28,7 @@ export async function startArchive(deps: { config: Config; logger: Logger; redis
     logger.info("archive off (ARCHIVE=off): events are not kept for search, replay or erasure");
     return undefined;
   }
-  const database = await resolveArchiveDatabase(deps.config, logger, deps.who).catch((error: unknown) => {
+  const database = await resolveArchiveDatabase(deps.config, logger, deps.who, deps.redisUrl).catch((error: unknown) => {
     // The embedded Postgres could not start: the service runs on without the archive, and says so.
     logger.error({ err: error }, "archive unavailable: the embedded Postgres could not be started; the service runs without the archive (set ARCHIVE_DATABASE_URL, or ARCHIVE=off to silence this)");
     return undefined;
