@@ -12,7 +12,9 @@ COPY package.json package-lock.json ./
 RUN npm install --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json ./
 COPY src ./src
+# The archive's migrations are read beside its compiled module (scripts/copy-sql.mjs).
 RUN npx tsc -p tsconfig.build.json
+RUN cp -r src/archive/sql dist/archive/sql
 
 # --- runtime: production dependencies and dist/ only, as the unprivileged `node` user ---
 FROM ${NODE_IMAGE} AS runtime

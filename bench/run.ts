@@ -16,6 +16,7 @@ import { runPipeline, type PipelineResults, type Topology } from "./scenarios/ru
 import { runReconcile, type ReconcileResults } from "./scenarios/run-reconcile.js";
 import { runSoak, type SoakResults } from "./scenarios/run-soak.js";
 import { runStaleGuard, type StaleGuardResults } from "./scenarios/run-stale-guard.js";
+import { runArchive, type ArchiveResults } from "./scenarios/run-archive.js";
 import { runWorkerDrain, type WorkerDrainResults } from "./scenarios/run-worker-drain.js";
 import { runOperatorView, type OperatorViewResults } from "./scenarios/run-operator-view.js";
 
@@ -42,6 +43,7 @@ export interface BenchResults {
   reconcile?: ReconcileResults;
   /** the cost of a dropStale route's guard per delivery, against a plain route */
   staleGuard?: StaleGuardResults;
+  archive?: ArchiveResults;
   outage?: OutageResults;
   /** Redis bytes per event: per job, and the ledger's once the jobs are gone */
   memory?: MemoryResults;
@@ -50,7 +52,7 @@ export interface BenchResults {
   /** the operator view's requests against 100 routes */
   operatorView?: OperatorViewResults;
   /** each target: true met, false missed, undefined not measured */
-  targets: { ingestRatio?: boolean; ackP99?: boolean; ackP99Paced?: boolean; pipeline: Partial<Record<Topology, boolean>>; workerCpu?: boolean; reconcile?: boolean; soak?: boolean; operatorView?: boolean };
+  targets: { ingestRatio?: boolean; ackP99?: boolean; ackP99Paced?: boolean; pipeline: Partial<Record<Topology, boolean>>; workerCpu?: boolean; reconcile?: boolean; soak?: boolean; operatorView?: boolean; archiveBytesPerEvent?: boolean; archiveSearchP99?: boolean };
 }
 
 const resultsDir = fileURLToPath(new URL("./results/", import.meta.url));
@@ -127,6 +129,12 @@ async function main() {
     }
     if (scenarios.has("stale-guard")) {
       results.staleGuard = await runStaleGuard({ redis, redisUrl: redisServer.url, dataDir: dir, sinkUrl: sink.info.url, log });
+    }
+    if (scenarios.has("archive")) {
+      log("archive: Postgres start, bytes per event, search by entity over BENCH_ARCHIVE_SEARCH_ROWS rows");
+      results.archive = await runArchive({ sizeEvents: 20_000, searchRows: settings.BENCH_ARCHIVE_SEARCH_ROWS, searches: 500 });
+      results.targets.archiveBytesPerEvent = results.archive.bytesPerEvent <= 600;
+      results.targets.archiveSearchP99 = results.archive.searchByEntityP99Ms <= 50;
     }
     if (scenarios.has("soak")) {
       results.soak = await runSoak({ settings, redis, redisUrl: redisServer.url, redisPid: redisServer.process.pid!, sinkPid: sink.process.pid!, dataDir: dir, sinkUrl: sink.info.url, cpuProfileDir, log });

@@ -1,6 +1,13 @@
 import { ConfigError, type Config } from "./config.js";
 import { createDispatcher } from "./dispatch/create-dispatcher.js";
 import { describeEvent } from "./admin/describe-event.js";
+import { describeArchivedEvent } from "./admin/describe-archived-event.js";
+import { createArchiveOutbox } from "./archive/archive-outbox.js";
+import { startArchive } from "./archive/start-archive.js";
+import { createReplays } from "./archive/replays.js";
+import { createReplayRunner } from "./archive/replay-runner.js";
+import { createReplayRouter } from "./http/replay-router.js";
+import { createArchiveRouter } from "./http/archive-router.js";
 import { loadRoutes, unmatchedPatternWarnings } from "./routes/load-routes.js";
 import { createAdminApp } from "./http/admin-app.js";
 import { createDashboardRouter } from "./http/dashboard-router.js";
@@ -125,9 +132,13 @@ export async function startService(config: Config, logger: Logger, role: Role): 
       logger.warn({ ledgerShards: shards }, `LEDGER_SHARDS=${env.LEDGER_SHARDS} is not used: this Redis's ledger has ${shards} shards, fixed when it was first written; set LEDGER_SHARDS=${shards}, or see docs/deploy.md (Sizing the ledger) to change it`);
     }
   }
+  // Off the acknowledgement path: its outbox is in Redis, Postgres is read by its writer alone (docs/architecture.md).
+  const archive = await startArchive({ config, logger, redisUrl: redis.url, client, who: `start --role ${role}` });
   const queues = createDeliveryQueues(client, env.QUEUE_PREFIX, routes, { ageSeconds: env.COMPLETED_JOB_RETENTION_SECONDS, count: env.COMPLETED_JOB_RETENTION_COUNT }, tracing.bullmq);
-  const store = countStoredEvents(createEventStore({ ledger, fanOut: createFanOut(queues), routesFor: routesMatching(routes) }));
+  const storeOutbox = archive && createArchiveOutbox(client, env.QUEUE_PREFIX);
+  const store = countStoredEvents(createEventStore({ ledger, fanOut: createFanOut(queues), routesFor: routesMatching(routes), archive: storeOutbox && ((record) => storeOutbox([record])) }));
   const reconcileQueue = createReconcileQueue(client, env.QUEUE_PREFIX, tracing.bullmq);
+  const replayRunner = archive && createReplayRunner({ pool: archive.pool, queues, logger });
   const logRepeatsEveryMs = env.LOG_REPEAT_INTERVAL_SECONDS * 1000;
   const logQueueError = createRepeatLog(logger, "warn", "queue: Redis error", logRepeatsEveryMs);
   for (const queue of [...queues.all(), reconcileQueue.queue]) {
@@ -181,8 +192,10 @@ export async function startService(config: Config, logger: Logger, role: Role): 
       async () => legacyDrain?.close(),
       async () => (unregisterQueueGauges(), unregisterRedisGauges()),
       async () => admin?.close(env.SHUTDOWN_TIMEOUT_MS),
+      async () => replayRunner?.close(),
       () => queues.close(),
       () => reconcileQueue.close(),
+      async () => archive?.close(),
       () => closeRedis(tenantConnection),
       () => closeRedis(client),
       () => redis.release(),
@@ -226,7 +239,9 @@ export async function startService(config: Config, logger: Logger, role: Role): 
     const reconcileConnection = createRedis(redis.url, "worker", "streamkeeper-reconcile");
     for (const connection of [dispatchConnection, reconcileConnection]) connection.on("error", (error) => logger.debug({ err: error }, "redis connection error"));
     const freshness: FreshnessRecorder = createFreshnessRecorder({ redis: ledgerConnection, queuePrefix: env.QUEUE_PREFIX, logger });
+    const attemptOutbox = archive && createArchiveOutbox(ledgerConnection, env.QUEUE_PREFIX);
     const dispatcherOptions = {
+      archive: attemptOutbox && ((record: Parameters<typeof attemptOutbox>[0][number]) => attemptOutbox([record])),
       connection: dispatchConnection,
       queuePrefix: env.QUEUE_PREFIX,
       ledger: createEventLedger(ledgerConnection, env.QUEUE_PREFIX, env.DEDUPE_TTL_SECONDS, env.LEDGER_SHARDS),
@@ -323,11 +338,17 @@ export async function startService(config: Config, logger: Logger, role: Role): 
     alive: redis.healthy,
     adminToken: env.ADMIN_TOKEN,
     logger,
-    describeEvent: (eventId) => describeEvent(eventId, { ledger, queues }),
+    describeEvent: (eventId) => (archive ? describeArchivedEvent(eventId, { ledger, queues, archive, logger }) : describeEvent(eventId, { ledger, queues })),
     routers: [
       auditAdminWrites(logger),
       // Shared for a second: several open pages cost one overview (docs/benchmarks.md).
       createOperatorViewRouter(shareRecent(() => describeOverview(overviewDeps), 1000)),
+      ...(archive && replayRunner
+        ? [
+            createArchiveRouter({ archive, logger }),
+            createReplayRouter({ replays: createReplays({ pool: archive.pool, routes: routes.map((route) => route.name), retentionDays: archive.retentionDays }), logger, started: replayRunner.wake }),
+          ]
+        : []),
       createDashboardRouter([...queues.all(), reconcileQueue.queue]),
       createReconcileRouter(reconcileQueue),
       createConfigRouter(serviceConfig),

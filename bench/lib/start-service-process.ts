@@ -55,6 +55,8 @@ export async function startServiceProcess(options: ServiceOptions): Promise<Serv
     WEBHOOK_USERNAME: benchCredentials.username,
     WEBHOOK_PASSWORD: benchCredentials.password,
     LOG_LEVEL: "info",
+    // The figures of the earlier scenarios are without the archive; the archive scenario measures it (run-archive.ts).
+    ARCHIVE: "off",
     ...options.env,
   };
   const profile = options.cpuProfileDir

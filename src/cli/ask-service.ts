@@ -19,7 +19,7 @@ export type ServiceAnswer =
  */
 export async function askService(
   env: Pick<Env, "ADMIN_URL" | "ADMIN_HOST" | "ADMIN_PORT" | "ADMIN_TOKEN">,
-  method: "GET" | "POST",
+  method: "GET" | "POST" | "DELETE",
   path: string,
   options: { body?: unknown; timeoutMs?: number } = {},
 ): Promise<ServiceAnswer> {

@@ -69,6 +69,21 @@ const helps: Record<string, Help> = {
     outcomes: "the story, one line per step",
     exitCodes: "0 the event was recovered; 1 it was not",
   },
+  "events search": {
+    settings: "the running service's archive, reached at ADMIN_URL (else ADMIN_HOST/ADMIN_PORT) with its ADMIN_TOKEN",
+    outcomes: "one line per event, newest first: id, arrival time, type, entity, origin, route=outcome per route (or one JSON object per line with --json)",
+    exitCodes: `0 searched (also when nothing matches); 1 no service answering, or its archive unavailable; ${usage} (a bad date or filter)`,
+  },
+  "events forget": {
+    settings: "the running service's archive, reached at ADMIN_URL (else ADMIN_HOST/ADMIN_PORT) with its ADMIN_TOKEN",
+    outcomes: "erased the payloads of <n> archived events of <id>",
+    exitCodes: `0 erased (also 0 events); 1 no service answering, or its archive unavailable; ${usage}`,
+  },
+  replay: {
+    settings: "the running service's archive and routes, reached at ADMIN_URL (else ADMIN_HOST/ADMIN_PORT) with its ADMIN_TOKEN",
+    outcomes: "progress on a TTY, then replay <id> done|cancelled|failed: matched, sent, delivered, failed, and how many erased events were skipped; --dry-run the count; --no-wait the replay id; --json one object",
+    exitCodes: `0 every sent event delivered; 1 a delivery failed, the replay was cancelled or failed, another replay runs on the route, or no service answering; ${usage} (an unknown route, naming the routes; a window older than the archive keeps; bad dates)`,
+  },
   settings: {
     settings: "none",
     outcomes: "every setting with its default and meaning, as a Markdown table",

@@ -9,6 +9,8 @@ import { registerStreamsCommand } from "./streams-command.js";
 import { registerTokenExchangeProfilesCommand } from "./token-exchange-profiles-command.js";
 import { registerEmulatorCommand } from "./emulator-command.js";
 import { registerPullCommand } from "./pull-command.js";
+import { registerEventsCommand } from "./events-command.js";
+import { registerReplayCommand } from "./replay-command.js";
 import { showLogs } from "./cli-logger.js";
 import { addCommandHelp } from "./command-help.js";
 import { version } from "../version.js";
@@ -40,6 +42,8 @@ registerStreamsCommand(program);
 registerTokenExchangeProfilesCommand(program);
 registerEmulatorCommand(program);
 registerPullCommand(program);
+registerEventsCommand(program);
+registerReplayCommand(program);
 addCommandHelp(program);
 
 try {

@@ -27,6 +27,7 @@ interface DemoOptions {
  */
 export async function runDemo({ keepRunning, redisUrl, say }: DemoOptions): Promise<boolean> {
   const dataDir = await mkdtemp(join(tmpdir(), "streamkeeper-demo-"));
+  const startedAt = new Date(Date.now() - 1000).toISOString();
   const cleanup: Array<() => Promise<void>> = [() => rm(dataDir, { recursive: true, force: true })];
   try {
     const emulator = await startEmulator({ timeScale: 0.05 });
@@ -74,8 +75,9 @@ export async function runDemo({ keepRunning, redisUrl, say }: DemoOptions): Prom
     say(`4. tenant streams: ${good} (users, right credentials) and ${broken} (organizations, WRONG password)`);
 
     const userEvents: string[] = [];
+    const ada = `auth0|${randomBytes(6).toString("hex")}`;
     for (const [type, email] of [["user.created", "ada@example.com"], ["user.updated", "ada@example.com"], ["user.created", "alan@example.com"]] as const) {
-      userEvents.push(await emit(emulator.url, type, { user_id: `auth0|${randomBytes(6).toString("hex")}`, email }));
+      userEvents.push(await emit(emulator.url, type, { user_id: email.startsWith("ada") ? ada : `auth0|${randomBytes(6).toString("hex")}`, email }));
     }
     const lost = await emit(emulator.url, "organization.created", { id: `org_${randomBytes(8).toString("hex")}`, name: "acme" });
     say(`5. tenant emitted ${userEvents.length} user events and organization event ${lost}`);
@@ -104,11 +106,12 @@ export async function runDemo({ keepRunning, redisUrl, say }: DemoOptions): Prom
     const swept = recovered.length === 1 && recovered[0]!.origin === "reconcile";
 
     const unpushed = await emit(emulator.url, "group.created", { id: `grp_${randomBytes(8).toString("hex")}`, name: "admins" });
-    say(`10. tenant emitted ${unpushed} (group.created): no stream subscribes to it, so the push never sends it`);
+    say(`9. tenant emitted ${unpushed} (group.created): no stream subscribes to it, so the push never sends it`);
     const pulled = await until(() => sink.received.find((delivery) => delivery.eventId === unpushed), 30_000);
     say(`    ${unpushed} arrived by the pull of the tenant's event log (PULL=on; origin ${pulled.origin}); streamkeeper pull status shows where it stands`);
     const ok = swept && pulled.origin === "pull";
-    say(`9. ${ok ? "done" : "NOT as expected"}: the event that failed at the tenant was recovered and delivered once (origin ${recovered[0]?.origin}), the one never pushed was pulled; the downstream has ${sink.received.length} events`);
+    say(`10. ${ok ? "done" : "NOT as expected"}: the event that failed at the tenant was recovered and delivered once (origin ${recovered[0]?.origin}), the one never pushed was pulled; the downstream has ${sink.received.length} events`);
+    const archived = await showArchive({ adminUrl: service.adminUrl, admin, user: ada, since: startedAt, say });
     say(`   metrics:   ${service.adminUrl}/metrics`);
     say(`   dashboard: ${service.adminUrl}/admin/queues (any user name; the password is the demo's ADMIN_TOKEN, shown only with --keep-running)`);
     say(`   event:     ${service.adminUrl}/admin/events/${lost} (Authorization: Bearer <ADMIN_TOKEN>)`);
@@ -120,10 +123,41 @@ export async function runDemo({ keepRunning, redisUrl, say }: DemoOptions): Prom
         process.once("SIGTERM", () => ok());
       });
     }
-    return ok;
+    return ok && archived;
   } finally {
     for (const step of cleanup) await step().catch(() => {});
   }
+}
+
+/**
+ * The archive's part of the story: what happened to one user (a search by entity, with
+ * each route's outcome), then the user events sent again to the downstream (a replay).
+ * With the archive unavailable (no Postgres could start), it says so and passes.
+ */
+async function showArchive({ adminUrl, admin, user, since, say }: { adminUrl: string; admin: Record<string, string>; user: string; since: string; say(line: string): void }): Promise<boolean> {
+  const search = async () => {
+    const res = await fetch(`${adminUrl}/admin/events?entity=${encodeURIComponent(user)}`, { headers: admin });
+    return res.status === 404 ? undefined : ((await res.json()) as { events: Array<{ id: string; type: string; time: string; origin: string; outcomes: Record<string, string> }> });
+  };
+  if (!(await search())) {
+    say("11. the archive is off here (no Postgres could start): no search or replay in this run");
+    return true;
+  }
+  say(`11. what happened to user ${user}? streamkeeper events search --entity '${user}'`);
+  const found = await until(async () => {
+    const page = await search();
+    return page && page.events.length === 2 && page.events.every((event) => event.outcomes.default === "delivered") ? page : undefined;
+  }, 30_000);
+  for (const event of found.events) say(`   ${event.id}  ${event.time}  ${event.type}  origin ${event.origin}  default=${event.outcomes.default}`);
+  say("12. send every user event of this run again: streamkeeper replay --route default --since 10m --type 'user.*'");
+  const res = await fetch(`${adminUrl}/admin/replays`, { method: "POST", headers: { ...admin, "content-type": "application/json" }, body: JSON.stringify({ route: "default", since, type: "user.*" }) });
+  const { replayId, matched } = (await res.json()) as { replayId: string; matched: number };
+  const status = await until(async () => {
+    const answer = (await (await fetch(`${adminUrl}/admin/replays/${replayId}`, { headers: admin })).json()) as { state: string; sent: number; delivered: number };
+    return answer.state === "done" && answer.delivered >= answer.sent ? answer : undefined;
+  }, 30_000);
+  say(`   replay ${replayId}: ${matched} matched, ${status.sent} sent, ${status.delivered} delivered (X-Streamkeeper-Origin: replay, the original webhook-id)`);
+  return status.delivered === matched;
 }
 
 async function createStream(emulatorUrl: string, name: string, types: string[], endpoint: string, auth: { username: string; password: string }) {

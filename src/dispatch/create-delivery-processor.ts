@@ -1,5 +1,7 @@
 import { DelayedError, UnrecoverableError, Worker, type Job } from "bullmq";
+import type { AttemptOutcome, AttemptRecord } from "../archive/archive-record.js";
 import type { Logger } from "../logger.js";
+import { replayDeliveries } from "../metrics/archive-metrics.js";
 import { dispatchDuration, dispatchTotal } from "../metrics/registry.js";
 import type { DeliveryJobData } from "../queue/delivery-job.js";
 import type { EventLedger } from "../queue/event-ledger.js";
@@ -28,6 +30,8 @@ export interface DeliveryProcessorDeps {
   retryWindowMs?: number;
   /** Observes delivery_lag_seconds and the operator view's freshness at each 2xx (create-freshness-recorder.ts); none: not measured. */
   freshness?: FreshnessRecorder;
+  /** The archive's outbox, when the archive is on: each attempt and outcome is recorded there (not awaited). */
+  archive?(record: AttemptRecord): Promise<void>;
 }
 
 export type DeliveryResult = { status: "delivered"; at: number } | { status: "already_delivered"; at: number } | { status: "stale"; at: number };
@@ -37,7 +41,7 @@ export type DeliveryResult = { status: "delivered"; at: number } | { status: "al
  * `RetryableDeliveryError` retries it with the worker's backoff, `UnrecoverableError`
  * fails it at once; a failed job is the dead letter.
  */
-export function createDeliveryProcessor({ route, client, ledger, logger, shutdown, staleGuard, circuit, retryWindowMs, freshness }: DeliveryProcessorDeps) {
+export function createDeliveryProcessor({ route, client, ledger, logger, shutdown, staleGuard, circuit, retryWindowMs, freshness, archive }: DeliveryProcessorDeps) {
   // Lower-case once, so a route header cannot duplicate one of ours in another case.
   const routeHeaders = Object.fromEntries(Object.entries(route.headers).map(([name, value]) => [name.toLowerCase(), value]));
   const labels = { route: route.name };
@@ -46,6 +50,22 @@ export function createDeliveryProcessor({ route, client, ledger, logger, shutdow
     const { event, origin, force, recheck } = job.data;
     // Plain fields, not logger.child(): a child per job costs more than the delivery's own work.
     const context = { route: route.name, eventId: event.id, jobId: job.id, attempt: job.attemptsMade + 1 };
+    // Like the ledger's mark below: not awaited, off the delivery's critical path; lost only with Redis, and then said.
+    const recordAttempt = (outcome: AttemptOutcome, result?: { status: number } | { error: string }, reason?: string) => {
+      if (job.data.replayId) replayDeliveries.inc({ ...labels, outcome });
+      return archive?.({
+        kind: "attempt",
+        eventId: event.id,
+        receivedAt: job.data.receivedAt,
+        route: route.name,
+        key: `${job.id}:${job.attemptsStarted}`,
+        at: Date.now(),
+        ...(result && "status" in result ? { status: result.status } : {}),
+        ...(reason ? { error: reason } : result && "error" in result ? { error: result.error } : {}),
+        outcome,
+        ...(job.data.replayId ? { replayId: job.data.replayId } : {}),
+      }).catch((error: unknown) => logger.warn({ ...context, err: error }, "could not add this attempt to the archive's outbox; the archive lacks it"));
+    };
 
     // Once per route: an id this route answered 2xx for within DEDUPE_TTL_SECONDS is not
     // sent again, whether it came back by webhook or reconcile, unless forced. The store
@@ -73,7 +93,7 @@ export function createDeliveryProcessor({ route, client, ledger, logger, shutdow
       ...routeHeaders,
       "content-type": "application/cloudevents+json",
       "user-agent": "streamkeeper",
-      "x-streamkeeper-origin": origin,
+      "x-streamkeeper-origin": job.data.replayId ? "replay" : origin,
       // The same on every attempt, so the downstream can drop a repeat (CONTRACT.md).
       "webhook-id": webhookId,
       // Signed per attempt: verifiers reject timestamps older than a few minutes.
@@ -89,6 +109,7 @@ export function createDeliveryProcessor({ route, client, ledger, logger, shutdow
     if (result === "stale") {
       const at = Date.now();
       freshness?.skippedStale(route.name, at);
+      void recordAttempt("stale");
       return { status: "stale", at };
     }
 
@@ -115,12 +136,14 @@ export function createDeliveryProcessor({ route, client, ledger, logger, shutdow
       );
       dispatchTotal.inc({ ...labels, outcome: "delivered" });
       freshness?.delivered(route, origin, event.time, at);
+      void recordAttempt("delivered", result);
       if (logger.isLevelEnabled("debug")) logger.debug({ ...context, status: "status" in result ? result.status : undefined }, "event delivered");
       return { status: "delivered", at };
     }
 
     if (decision.action === "retry" && circuit && (await circuit.failed(admission, decision.reason))) {
       dispatchTotal.inc({ ...labels, outcome: "retry" });
+      void recordAttempt("retry", result, decision.reason);
       if (logger.isLevelEnabled("debug")) logger.debug({ ...context, reason: decision.reason }, "delivery failed; the route's circuit is open, the event waits in the queue");
       throw Worker.RateLimitError();
     }
@@ -129,6 +152,7 @@ export function createDeliveryProcessor({ route, client, ledger, logger, shutdow
     const expired = decision.action === "retry" && retryWindowMs !== undefined && (await retryingFor(job)) >= retryWindowMs;
     const last = decision.action === "fail" || expired || job.attemptsMade + 1 >= attempts;
     dispatchTotal.inc({ ...labels, outcome: last ? "dead_letter" : "retry" });
+    void recordAttempt(last ? "dead_letter" : "retry", result, "reason" in decision ? decision.reason : undefined);
     if (last) logger.warn({ ...context, reason: decision.reason, attempts, retryWindowMs: expired ? retryWindowMs : undefined }, "delivery failed for good: the event is a dead letter of this route");
     else logger.info({ ...context, reason: decision.reason }, "delivery failed; it will be retried");
     if (decision.action === "fail") throw new UnrecoverableError(decision.reason);

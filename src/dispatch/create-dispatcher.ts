@@ -9,7 +9,7 @@ import { legacyBullPrefix } from "../queue/legacy-queue-layout.js";
 import { circuitKey, deliveryQueueBullPrefix, deliveryQueueName } from "../queue/queue-names.js";
 import type { RedisClient } from "../queue/redis-connection.js";
 import { settlesWithin } from "../settles-within.js";
-import { createDeliveryProcessor, type DeliveryResult } from "./create-delivery-processor.js";
+import { createDeliveryProcessor, type DeliveryProcessorDeps, type DeliveryResult } from "./create-delivery-processor.js";
 import { createDownstreamClient } from "./downstream-client.js";
 import { backoffDelay } from "./retry-policy.js";
 import { rateLimiter } from "./rate-limiter.js";
@@ -60,6 +60,8 @@ export interface DispatcherOptions {
   legacyLayout?: boolean;
   /** Freshness at each 2xx (create-freshness-recorder.ts); the caller closes it after `close()`. */
   freshness?: FreshnessRecorder;
+  /** The archive's outbox for attempts and outcomes (archive/archive-outbox.ts); none: the archive is off. */
+  archive?: DeliveryProcessorDeps["archive"];
 }
 
 export interface Dispatcher {
@@ -98,7 +100,7 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
       hold: (ms) => worker.rateLimit(ms),
       logger,
     });
-    const processJob = createDeliveryProcessor({ route, client: clients[index]!, ledger, logger, shutdown: shutdown.signal, staleGuard: staleGuards[index], circuit, retryWindowMs: options.retryWindowMs, freshness: options.freshness });
+    const processJob = createDeliveryProcessor({ route, client: clients[index]!, ledger, logger, shutdown: shutdown.signal, staleGuard: staleGuards[index], circuit, retryWindowMs: options.retryWindowMs, freshness: options.freshness, archive: options.archive });
     const worker: Worker<DeliveryJobData, DeliveryResult> = new Worker<DeliveryJobData, DeliveryResult>(
       deliveryQueueName(route.name),
       // A job of the earlier layout reads the ledger before it sends, as a re-run does: the

@@ -21,9 +21,13 @@ export interface DeliveryJobData {
    * a first run too.
    */
   recheck?: boolean;
+  /** Set on a replay's job (archive/replay): sent with `X-Streamkeeper-Origin: replay`, its attempts archived under this replay. */
+  replayId?: string;
   /** ms since epoch of the first failed attempt (since the last replay): the start of DISPATCH_RETRY_WINDOW_SECONDS */
   failingSince?: number;
 }
 
 /** Live events first: BullMQ serves jobs without a priority before prioritized ones. */
 export const reconcilePriority = 10;
+/** A replay's deliveries wait behind live and reconciled events (a lower priority still). */
+export const replayPriority = 20;

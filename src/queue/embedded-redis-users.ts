@@ -5,6 +5,17 @@ import { closeRedis, createRedis, untilReady } from "./redis-connection.js";
 
 /** One field per process using the embedded Redis: `<host>:<pid>` -> `{pid, host, who, heartbeatAt}`. */
 export const usersKey = "streamkeeper:embedded-redis:users";
+const embeddedRedisUsersKey = usersKey;
+
+/**
+ * Another embedded server shared the same way (the archive's Postgres,
+ * archive/resolve-archive-database.ts): its leases live in this Redis under their own
+ * key, and the last one out stops it with `stop` instead of a Redis SHUTDOWN.
+ */
+export interface SharedServer {
+  usersKey: string;
+  stop(): Promise<void>;
+}
 const heartbeatMs = 10_000;
 /** A lease on this host counts while its process lives, unless its heartbeat is this old (the pid was reused). */
 const staleSameHostMs = 5 * 60_000;
@@ -40,7 +51,8 @@ const leaveScript = "redis.call('HDEL', KEYS[1], ARGV[1]); return redis.call('HG
  * never stopped). A lease whose process is gone (kill -9) does not count, so the next
  * process adopts the orphan and stops it when it is the last.
  */
-export async function joinEmbeddedRedis(url: string, who: string, logger: Logger, leaseId?: string): Promise<EmbeddedRedisUse> {
+export async function joinEmbeddedRedis(url: string, who: string, logger: Logger, leaseId?: string, server?: SharedServer): Promise<EmbeddedRedisUse> {
+  const usersKey = server?.usersKey ?? embeddedRedisUsersKey;
   const redis = createRedis(url, "client", `streamkeeper-lease-${who}`);
   redis.on("error", (error) => logger.debug({ err: error }, "embedded Redis lease connection error"));
   const host = hostname();
@@ -85,6 +97,11 @@ export async function joinEmbeddedRedis(url: string, who: string, logger: Logger
       if (liveLeases(await redis.hgetall(usersKey), field).length > 0) {
         await closeRedis(redis);
         return false;
+      }
+      if (server) {
+        await closeRedis(redis);
+        await server.stop();
+        return true;
       }
       const pid = Number(infoField(await redis.info("server"), "process_id"));
       await redis.call("SHUTDOWN").catch(() => {}); // the connection closes under the reply

@@ -1,3 +1,4 @@
+import type { EventRecord } from "../archive/archive-record.js";
 import type { CloudEvent, Origin } from "../events/cloud-event.js";
 import type { EventLedger } from "./event-ledger.js";
 import type { FanOut } from "./fan-out.js";
@@ -26,6 +27,12 @@ export interface EventStoreDeps {
   fanOut: FanOut;
   /** The routes an event type goes to (routes/route.ts `routesMatching`). */
   routesFor(type: string): string[];
+  /**
+   * The archive's outbox (archive/archive-outbox.ts), when the archive is on: the event's
+   * record is added beside its jobs, in the same round trip, so what is stored is archived
+   * even while Postgres is down.
+   */
+  archive?(record: EventRecord): Promise<void>;
 }
 
 /**
@@ -38,7 +45,7 @@ export interface EventStoreDeps {
  * Any Redis error rejects: the caller answers 503 and the tenant retries. Counting what
  * was stored is the caller's (metrics/count-stored-events.ts).
  */
-export function createEventStore({ ledger, fanOut, routesFor }: EventStoreDeps): EventStore {
+export function createEventStore({ ledger, fanOut, routesFor, archive }: EventStoreDeps): EventStore {
   return {
     async store(event, { origin, streamId, force = false }) {
       const receivedAt = Date.now();
@@ -49,7 +56,10 @@ export function createEventStore({ ledger, fanOut, routesFor }: EventStoreDeps):
         return { status: "duplicate", routes: [] };
       }
       const routes = routesFor(event.type);
-      await fanOut(event, routes, { origin, streamId, receivedAt, force, recheck: state === "delivered_only" });
+      await Promise.all([
+        fanOut(event, routes, { origin, streamId, receivedAt, force, recheck: state === "delivered_only" }),
+        archive?.({ kind: "event", event, origin, streamId, receivedAt, routes }),
+      ]);
       const first = await ledger.claim(event.id, { receivedAt, origin, streamId, type: event.type, routes }, force);
       // Not first: another request with the same id won the race between our check and our claim.
       return first ? { status: "stored", routes } : { status: "duplicate", routes: [] };

@@ -10,7 +10,7 @@ export interface CliRun {
 /** Runs one `streamkeeper` command with exactly `env` (plus PATH); SIGKILLed at the deadline. */
 export function runCli(args: string[], env: Record<string, string>, timeoutMs = 120_000): Promise<CliRun> {
   return new Promise((ok) => {
-    const child = spawn(process.execPath, [...cliEntry, ...args], { env: { PATH: process.env.PATH ?? "", ...env }, stdio: ["ignore", "pipe", "pipe"] });
+    const child = spawn(process.execPath, [...cliEntry, ...args], { env: { PATH: process.env.PATH ?? "", ARCHIVE: "off", ...env }, stdio: ["ignore", "pipe", "pipe"] });
     let stdout = "";
     let stderr = "";
     child.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString()));

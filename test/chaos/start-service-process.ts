@@ -38,6 +38,8 @@ export async function startServiceProcess(
       ADMIN_HOST: "127.0.0.1",
       // The service refuses to start without a route: one that answers nothing (connection refused) unless the test gives its own.
       ...(env.ROUTES_FILE || env.DOWNSTREAM_URL ? {} : { DOWNSTREAM_URL: "http://127.0.0.1:9/" }),
+      // No embedded Postgres per process: a test that wants the archive sets ARCHIVE=on and ARCHIVE_DATABASE_URL.
+      ARCHIVE: "off",
       ...env,
       ADMIN_PORT: String(adminPort),
       PORT: String(port),

@@ -3,21 +3,30 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { TestProject } from "vitest/node";
 import type {} from "vitest";
-import { startRedisServer } from "../../src/queue/redis-server.js";
+import { startPostgresServer, systemPostgresBinDir } from "../../src/archive/postgres-server.js";
+import { freePort, startRedisServer } from "../../src/queue/redis-server.js";
 
 declare module "vitest" {
   export interface ProvidedContext {
     redisUrl: string;
+    /** The run's throwaway Postgres (the `postgres` database); each test file makes a database of its own (archive-database.ts). */
+    postgresUrl: string;
   }
 }
 
-/** One throwaway redis-server for the whole run; each test file uses its own queue prefix. */
+/** One throwaway redis-server and one Postgres for the whole run; each test file uses its own queue prefix and database. */
 export default async function setup(project: TestProject) {
   const dir = await mkdtemp(join(tmpdir(), "sk-redis-"));
   const redis = await startRedisServer({ dir, appendOnly: false });
   project.provide("redisUrl", redis.url);
+  const binDir = systemPostgresBinDir();
+  if (!binDir) throw new Error("initdb was not found in /usr/lib/postgresql/*/bin or on PATH: install Postgres (Debian: apt-get install -y postgresql)");
+  const pgDir = await mkdtemp(join(tmpdir(), "sk-postgres-"));
+  const postgres = await startPostgresServer({ binDir, dataDir: join(pgDir, "data"), port: await freePort(), socketDir: pgDir });
+  project.provide("postgresUrl", postgres.url);
   return async () => {
-    await redis.stop();
+    await Promise.all([redis.stop(), postgres.stop()]);
     await rm(dir, { recursive: true, force: true });
+    await rm(pgDir, { recursive: true, force: true });
   };
 }

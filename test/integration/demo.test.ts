@@ -27,5 +27,10 @@ describe("streamkeeper demo", () => {
     expect(stdout).toContain(`downstream received ${unpushed} (group.created, origin pull)`);
     expect(stdout.match(new RegExp(`downstream received ${lost}`, "g"))).toHaveLength(1);
     expect(stdout).toMatch(/dashboard: http:\/\/127\.0\.0\.1:\d+\/admin\/queues/);
+    // The archive (an embedded Postgres): a search by user, then a replay.
+    expect(stdout).toMatch(/10\. what happened to user auth0\|\w+\? streamkeeper events search --entity/);
+    expect(stdout.match(/ {3}evt_\w{22} {2}\S+ {2}user\.(created|updated) {2}origin webhook {2}default=delivered/g)).toHaveLength(2);
+    expect(stdout).toMatch(/replay rpl_\w+: 3 matched, 3 sent, 3 delivered/);
+    expect(stdout.match(/origin replay\)/g)).toHaveLength(3);
   });
 });

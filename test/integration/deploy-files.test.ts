@@ -135,6 +135,7 @@ describe("Dockerfile", () => {
         LOG_LEVEL: "warn",
         // The service refuses to start without a route (streamkeeper.env.example sets one).
         DOWNSTREAM_URL: "http://127.0.0.1:9/",
+        ARCHIVE: "off",
       };
       const service = spawn(entrypoint[0]!, [entrypoint[1]!.replace(/^dist\//, `${outDir}/dist/`), ...cmd], { env, stdio: ["ignore", "ignore", "pipe"] });
       let stderr = "";

@@ -15,7 +15,7 @@ const redisUrl = inject("redisUrl");
 /** `streamkeeper start --role worker` in a child process; resolves once its dispatcher runs. */
 async function startWorkerProcess(env: Record<string, string>): Promise<ChildProcess> {
   const child = spawn(process.execPath, ["--import", "tsx", "src/cli/main.ts", "start", "--role", "worker"], {
-    env: { PATH: process.env.PATH ?? "", ADMIN_PORT: "0", ADMIN_HOST: "127.0.0.1", LOG_LEVEL: "info", ...env },
+    env: { PATH: process.env.PATH ?? "", ADMIN_PORT: "0", ADMIN_HOST: "127.0.0.1", LOG_LEVEL: "info", ARCHIVE: "off", ...env },
     stdio: ["ignore", "pipe", "inherit"],
   });
   let output = "";

@@ -158,7 +158,7 @@ async function startProcess(outDir: string, role: "receiver" | "worker", baseEnv
   // Ports 0, read back from the log lines: a port picked free beforehand may be taken by a
   // parallel test before the process binds it.
   const child = spawn(process.execPath, [join(outDir, "dist/cli/main.js"), "start", "--role", role], {
-    env: { PATH: process.env.PATH, ...baseEnv, LOG_LEVEL: "info", ADMIN_PORT: "0", PORT: "0" },
+    env: { PATH: process.env.PATH, ARCHIVE: "off", ...baseEnv, LOG_LEVEL: "info", ADMIN_PORT: "0", PORT: "0" },
     stdio: ["ignore", "pipe", "pipe"],
   });
   let stdout = "";

@@ -11,7 +11,7 @@ import { userEvent } from "../helpers/fixtures.js";
 const cli = join(import.meta.dirname, "../../dist/cli/main.js");
 
 function run(args: string[], env: Record<string, string>) {
-  const child = spawn(process.execPath, [cli, ...args], { env: { PATH: process.env.PATH, ...env }, stdio: ["ignore", "pipe", "pipe"] });
+  const child = spawn(process.execPath, [cli, ...args], { env: { PATH: process.env.PATH, ARCHIVE: "off", ...env }, stdio: ["ignore", "pipe", "pipe"] });
   let stdout = "";
   let stderr = "";
   child.stdout.on("data", (chunk) => (stdout += chunk));

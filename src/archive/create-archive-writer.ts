@@ -1,0 +1,215 @@
+import { hostname } from "node:os";
+import type pg from "pg";
+import type { Logger } from "../logger.js";
+import { archiveWrites } from "../metrics/archive-metrics.js";
+import type { RedisClient } from "../queue/redis-connection.js";
+import { maintainPartitions, oldestKept } from "./archive-partitions.js";
+import { archiveOutboxKey, archiveWriterGroup } from "./archive-outbox.js";
+import { parseArchiveRecord, type ArchiveRecord } from "./archive-record.js";
+import { migrateArchive } from "./migrate-archive.js";
+import { writeArchiveBatch } from "./write-archive-batch.js";
+
+export interface ArchiveWriterDeps {
+  /** A connection of its own that may block (a `worker` one): the writer waits on the outbox with XREADGROUP BLOCK. */
+  redis: RedisClient;
+  pool: pg.Pool;
+  queuePrefix: string;
+  logger: Logger;
+  /** ARCHIVE_RETENTION_DAYS */
+  retentionDays: number;
+  /** The clock of retention (a test moves it). @defaultValue Date.now */
+  now?: () => number;
+  /** Records per transaction. @defaultValue 500 */
+  batchSize?: number;
+  /** The wait before trying Postgres again after it failed. @defaultValue 2000 */
+  retryMs?: number;
+  /** This process's name in the consumer group. @defaultValue host:pid */
+  consumer?: string;
+}
+
+export interface ArchiveWriter {
+  /** True once Postgres answered and the schema is current; false while it is unreachable. */
+  available(): boolean;
+  /** Stops after the batch in hand (its records stay pending and are archived by the next writer). */
+  close(): Promise<void>;
+}
+
+type Entry = [id: string, fields: string[]];
+
+/** Pending records of a consumer that stopped (a crash) are taken over after this long. */
+const claimIdleMs = 30_000;
+const maintainEveryMs = 3_600_000;
+
+/**
+ * Drains the archive's Redis outbox into Postgres (docs/architecture.md, "The archive"):
+ * one consumer per process in one group, batches in one transaction each, XACK and XDEL
+ * only after the commit, so a crash or a Postgres outage loses nothing: the batch stays
+ * pending and is written again (nothing is archived twice, write-archive-batch.ts).
+ * What it does with a record it can never handle, in one place: a record that is not
+ * one (unreadable) or that Postgres refuses on its own (its data) is poison: counted
+ * (`archive_writes_total{result="poison"}`), logged with its outbox id, and removed; a
+ * record older than the retention is counted `expired` and removed. The writer moves on.
+ */
+export function createArchiveWriter(deps: ArchiveWriterDeps): ArchiveWriter {
+  const { redis, pool, logger, retentionDays } = deps;
+  const key = archiveOutboxKey(deps.queuePrefix);
+  const now = deps.now ?? Date.now;
+  const batchSize = deps.batchSize ?? 500;
+  const retryMs = deps.retryMs ?? 2000;
+  const consumer = deps.consumer ?? `${hostname()}:${process.pid}`;
+  let closing = false;
+  let ready = false;
+  let unavailableSaid = false;
+  let wake: (() => void) | undefined;
+  const pause = (ms: number) => new Promise<void>((ok) => {
+    const timer = setTimeout(ok, ms);
+    wake = () => (clearTimeout(timer), ok());
+  });
+
+  const prepare = async () => {
+    const applied = await migrateArchive(pool);
+    if (applied.length > 0) logger.info({ migrations: applied }, "archive schema migrated");
+    await maintain();
+    await redis.xgroup("CREATE", key, archiveWriterGroup, "0", "MKSTREAM").catch((error: Error) => {
+      if (!/BUSYGROUP/.test(error.message)) throw error;
+    });
+  };
+  let maintainedAt = 0;
+  const maintain = async () => {
+    const dropped = await maintainPartitions(pool, now(), retentionDays);
+    maintainedAt = now();
+    if (dropped.length > 0) logger.info({ partitions: dropped, retentionDays }, "archive: dropped the days older than ARCHIVE_RETENTION_DAYS");
+  };
+
+  const read = async (from: "0" | ">"): Promise<Entry[]> => {
+    const reply = (await redis.call("XREADGROUP", "GROUP", archiveWriterGroup, consumer, "COUNT", batchSize, ...(from === ">" ? ["BLOCK", 1000] : []), "STREAMS", key, from)) as unknown;
+    return entriesOf(reply, key);
+  };
+  const claimStalled = async (): Promise<Entry[]> => {
+    const reply = (await redis.call("XAUTOCLAIM", key, archiveWriterGroup, consumer, claimIdleMs, "0-0", "COUNT", batchSize)) as unknown[];
+    return ((reply?.[1] ?? []) as Entry[]).filter((entry) => Array.isArray(entry) && entry[1] !== null);
+  };
+  const done = async (ids: string[]) => {
+    if (ids.length === 0) return;
+    await redis.xack(key, archiveWriterGroup, ...ids);
+    await redis.xdel(key, ...ids);
+  };
+
+  /** Sets aside what can never be archived, writes the rest; true when a batch was handled. */
+  const handle = async (entries: Entry[]) => {
+    const records: Array<{ id: string; record: ArchiveRecord }> = [];
+    const setAside: string[] = [];
+    for (const [id, fields] of entries) {
+      const parsed = parseArchiveRecord(fieldOf(fields, "r"));
+      if ("poison" in parsed) {
+        archiveWrites.inc({ result: "poison" });
+        logger.error({ outboxId: id, why: parsed.poison }, "archive: an outbox record cannot be read; set aside (removed from the outbox), the writer goes on");
+        setAside.push(id);
+      } else if (parsed.receivedAt < oldestKept(now(), retentionDays)) {
+        archiveWrites.inc({ result: "expired" });
+        logger.warn({ outboxId: id, eventId: parsed.kind === "event" ? parsed.event.id : parsed.eventId }, "archive: a record older than ARCHIVE_RETENTION_DAYS reached the writer; not archived");
+        setAside.push(id);
+      } else {
+        records.push({ id, record: parsed });
+      }
+    }
+    await writeOrSplit(records);
+    await done([...setAside, ...records.map((entry) => entry.id)]);
+  };
+
+  /** The batch at once; when Postgres refuses it for its data, each record alone, the refused ones set aside. */
+  const writeOrSplit = async (records: Array<{ id: string; record: ArchiveRecord }>) => {
+    if (records.length === 0) return;
+    try {
+      count(await writeArchiveBatch(pool, records.map((entry) => entry.record)));
+    } catch (error) {
+      if (!refusedForItsData(error)) throw error;
+      for (const entry of records) {
+        try {
+          count(await writeArchiveBatch(pool, [entry.record]));
+        } catch (single) {
+          if (!refusedForItsData(single)) throw single;
+          archiveWrites.inc({ result: "poison" });
+          logger.error({ outboxId: entry.id, err: single }, "archive: Postgres refused an outbox record; set aside (removed from the outbox), the writer goes on");
+        }
+      }
+    }
+  };
+
+  const loop = (async () => {
+    let pendingFirst = true;
+    let claimedAt = 0;
+    while (!closing) {
+      try {
+        if (!ready) {
+          await prepare();
+          ready = true;
+          if (unavailableSaid) logger.info("archive available again: writing what waited in the outbox");
+          unavailableSaid = false;
+        }
+        if (now() - maintainedAt >= maintainEveryMs) await maintain();
+        let entries = await read(pendingFirst ? "0" : ">");
+        if (pendingFirst && entries.length === 0) pendingFirst = false;
+        if (entries.length === 0 && Date.now() - claimedAt >= claimIdleMs / 2) {
+          claimedAt = Date.now();
+          entries = await claimStalled();
+        }
+        if (entries.length > 0) await handle(entries);
+      } catch (error) {
+        if (closing) break;
+        archiveWrites.inc({ result: "error" });
+        pendingFirst = true;
+        if (isUnreachable(error)) ready = false;
+        if (!unavailableSaid) {
+          logger.error({ err: error }, "archive unavailable: events are kept in the Redis outbox and archived when Postgres answers again (archive_lag_seconds grows meanwhile); retrying");
+          unavailableSaid = true;
+        }
+        await pause(retryMs);
+      }
+    }
+  })();
+
+  return {
+    available: () => ready && !unavailableSaid,
+    async close() {
+      closing = true;
+      wake?.();
+      await loop;
+    },
+  };
+
+  function count(result: { written: number; duplicate: number }) {
+    if (result.written > 0) archiveWrites.inc({ result: "written" }, result.written);
+    if (result.duplicate > 0) archiveWrites.inc({ result: "duplicate" }, result.duplicate);
+  }
+}
+
+/** Postgres refused the data itself (a bad value, a constraint): writing it again would fail again. */
+function refusedForItsData(error: unknown): boolean {
+  const code = (error as { code?: unknown }).code;
+  return typeof code === "string" && /^(22|23)/.test(code);
+}
+
+/** No connection, or the server went away: the schema must be checked again when it is back. */
+function isUnreachable(error: unknown): boolean {
+  const code = (error as { code?: unknown }).code;
+  return typeof code !== "string" || /^(08|57P|53|3D)/.test(code) || /^E[A-Z]+$/.test(code);
+}
+
+function fieldOf(fields: string[], name: string): string | undefined {
+  for (let index = 0; index + 1 < fields.length; index += 2) if (fields[index] === name) return fields[index + 1];
+  return undefined;
+}
+
+/** XREADGROUP's reply, RESP2 (`[[key, entries]]`) or RESP3 (a map, which ioredis flattens to `[key, entries]`), as the entries of `key`. */
+function entriesOf(reply: unknown, key: string): Entry[] {
+  if (reply === null || reply === undefined) return [];
+  if (Array.isArray(reply) && typeof reply[0] === "string") return ((reply[1] ?? []) as Entry[]).filter((entry) => Array.isArray(entry) && entry[1] !== null);
+  if (Array.isArray(reply)) {
+    const stream = (reply as Array<[string, Entry[]]>).find((item) => Array.isArray(item) && String(item[0]) === key);
+    return (stream?.[1] ?? []).filter((entry) => Array.isArray(entry) && entry[1] !== null);
+  }
+  if (reply instanceof Map) return ((reply.get(key) as Entry[] | undefined) ?? []).filter((entry) => entry[1] !== null);
+  const entries = (reply as Record<string, Entry[]>)[key] ?? [];
+  return entries.filter((entry) => Array.isArray(entry) && entry[1] !== null);
+}

@@ -1,0 +1,151 @@
+import type pg from "pg";
+import type { Logger } from "../logger.js";
+import { replayDeliveries, replaysRunning } from "../metrics/archive-metrics.js";
+import { replayPriority } from "../queue/delivery-job.js";
+import type { DeliveryQueues } from "../queue/delivery-queues.js";
+import { jobIdFor } from "../queue/job-id.js";
+import type { Origin } from "../events/cloud-event.js";
+import { decodePayload } from "./payload-codec.js";
+import { replayWindowParams, replayWindowWhere, type ReplayFilter } from "./replays.js";
+
+export interface ReplayRunnerDeps {
+  pool: pg.Pool;
+  queues: DeliveryQueues;
+  logger: Logger;
+  /** How often running replays are looked for (one started elsewhere, or left by a crashed process). @defaultValue 1000 */
+  pollMs?: number;
+  /** Events per page and checkpoint; the next page is queued once fewer than half a page of prioritized jobs wait on the route. @defaultValue 50 */
+  pageSize?: number;
+}
+
+interface EventRow {
+  arrived_at: Date;
+  id: string;
+  origin: string;
+  stream: string | null;
+  payload: Buffer | null;
+}
+
+/**
+ * Sends running replays (replays.ts): each is taken by one process at a time (a Postgres
+ * session lock, released by a crash with the connection), read oldest first a page at a
+ * time after its checkpoint, and queued on the route's queue below live and reconciled
+ * events, as forced jobs (the route's "once" ledger is bypassed for this replay only), a
+ * page at a time while less than half a page waits prioritized on the route, each
+ * under a job id of the replay and the event: after a crash the page since the last
+ * checkpoint is queued again and BullMQ ignores the jobs it has, so none is skipped nor
+ * sent twice. What it does with an event it can never send, in one place: an erased
+ * payload is counted `skipped` (`replay_deliveries_total{outcome="skipped_erased"}`) and
+ * never sent; an unreadable one fails the replay, said in its `state` and the log.
+ */
+export function createReplayRunner(deps: ReplayRunnerDeps) {
+  const { pool, queues, logger } = deps;
+  const pageSize = deps.pageSize ?? 50;
+  const running = new Map<string, Promise<void>>();
+  let closing = false;
+  let timer: NodeJS.Timeout | undefined;
+
+  const run = async (replayId: string) => {
+    const client = await pool.connect();
+    try {
+      const locked = (await client.query<{ locked: boolean }>("SELECT pg_try_advisory_lock(hashtext('replay:' || $1)) AS locked", [replayId])).rows[0]?.locked;
+      if (!locked) return;
+      replaysRunning.inc();
+      try {
+        await send(client, replayId);
+      } finally {
+        replaysRunning.dec();
+        await client.query("SELECT pg_advisory_unlock(hashtext('replay:' || $1))", [replayId]).catch(() => {});
+      }
+    } finally {
+      client.release();
+    }
+  };
+
+  const send = async (client: pg.PoolClient, replayId: string) => {
+    const replay = (await client.query<{ route: string; filter: ReplayFilter; state: string; checkpoint_at: Date | null; checkpoint_id: string | null }>("SELECT route, filter, state, checkpoint_at, checkpoint_id FROM replays WHERE id = $1", [replayId])).rows[0];
+    if (!replay || replay.state !== "running") return;
+    const { route, filter } = replay;
+    const queue = queues.forRoute(route);
+    let checkpoint = replay.checkpoint_at ? { at: replay.checkpoint_at, id: replay.checkpoint_id! } : undefined;
+    if (checkpoint) logger.info({ replayId, route, checkpoint: checkpoint.at.toISOString() }, "replay resumes from its checkpoint");
+    while (!closing) {
+      // A bounded backlog: a cancel leaves little queued, and a crash resumes from a recent checkpoint.
+      while (!closing && (await queue.getPrioritizedCount()) >= pageSize / 2) await new Promise((ok) => setTimeout(ok, 100));
+      if (closing) return;
+      const params = [...replayWindowParams(filter), checkpoint?.at ?? null, checkpoint?.id ?? null, pageSize];
+      const page = (await client.query<EventRow>(
+        `SELECT e.arrived_at, e.id, e.origin, e.stream, e.payload FROM events e WHERE ${replayWindowWhere}
+         AND ($6::timestamptz IS NULL OR (e.arrived_at, e.id) > ($6, $7)) ORDER BY e.arrived_at, e.id LIMIT $8`,
+        params,
+      )).rows;
+      if (page.length === 0) {
+        await client.query("UPDATE replays SET state = 'done', updated_at = now() WHERE id = $1 AND state = 'running'", [replayId]);
+        logger.info({ replayId, route }, "replay queued every event of its window");
+        return;
+      }
+      let sent = 0;
+      let skipped = 0;
+      await Promise.all(
+        page.map(async (row) => {
+          if (!row.payload) {
+            skipped += 1;
+            replayDeliveries.inc({ route, outcome: "skipped_erased" });
+            return;
+          }
+          const event = decodePayload(row.payload);
+          const data = { event, origin: row.origin as Origin, streamId: row.stream ?? undefined, receivedAt: row.arrived_at.getTime(), force: true, replayId };
+          await queue.add(event.type, data, { jobId: `${jobIdFor(event.id)}-${replayId}`, priority: replayPriority });
+          sent += 1;
+        }),
+      );
+      const last = page.at(-1)!;
+      checkpoint = { at: last.arrived_at, id: last.id };
+      const updated = await client.query<{ state: string }>(
+        "UPDATE replays SET sent = sent + $2, skipped = skipped + $3, checkpoint_at = $4, checkpoint_id = $5, updated_at = now() WHERE id = $1 RETURNING state",
+        [replayId, sent, skipped, checkpoint.at, checkpoint.id],
+      );
+      if (skipped > 0) logger.info({ replayId, route, skipped }, "replay: events whose payload was erased are skipped, never sent");
+      if (updated.rows[0]?.state !== "running") {
+        logger.info({ replayId, route }, "replay cancelled: no further events are queued");
+        return;
+      }
+      if (filter.rate) await new Promise((ok) => setTimeout(ok, (page.length / filter.rate!) * 1000));
+    }
+  };
+
+  const look = async () => {
+    try {
+      const ids = (await pool.query<{ id: string }>("SELECT id FROM replays WHERE state = 'running'")).rows.map((row) => row.id);
+      for (const id of ids) {
+        if (running.has(id) || closing) continue;
+        const job = run(id)
+          .catch(async (error: unknown) => {
+            if (closing) return;
+            logger.error({ err: error, replayId: id }, "replay failed; its state says so");
+            await pool.query("UPDATE replays SET state = 'failed', reason = $2, updated_at = now() WHERE id = $1 AND state = 'running'", [id, (error as Error).message]).catch(() => {});
+          })
+          .finally(() => running.delete(id));
+        running.set(id, job);
+      }
+    } catch (error) {
+      logger.debug({ err: error }, "replays could not be looked for (Postgres away); trying again");
+    }
+  };
+
+  const schedule = () => {
+    if (closing) return;
+    timer = setTimeout(() => void look().finally(schedule), deps.pollMs ?? 1000);
+  };
+  void look().finally(schedule);
+
+  return {
+    /** Looks for running replays now (a replay just started here). */
+    wake: () => void look(),
+    async close() {
+      closing = true;
+      clearTimeout(timer);
+      await Promise.all(running.values());
+    },
+  };
+}

@@ -1,0 +1,140 @@
+import { randomUUID } from "node:crypto";
+import type pg from "pg";
+import { oldestKept } from "./archive-partitions.js";
+import { typePattern } from "./archive-queries.js";
+
+/** What a replay sends again (CONTRACT.md `POST /admin/replays`). */
+export interface ReplayRequest {
+  route: string;
+  /** arrival window, ms */
+  since: number;
+  until?: number;
+  type?: string;
+  entity?: string;
+  stream?: string;
+  /** events queued per second at most; none: as fast as the route takes them */
+  rate?: number;
+  dryRun?: boolean;
+}
+
+export type ReplayState = "running" | "done" | "cancelled" | "failed";
+
+export interface ReplayStatus {
+  replayId: string;
+  route: string;
+  state: ReplayState;
+  matched: number;
+  sent: number;
+  /** erased payloads, never sent */
+  skipped: number;
+  delivered: number;
+  failed: number;
+  since: string;
+  until?: string;
+}
+
+/** A request the caller must change (a 400), said in its words. */
+export class ReplayRefusedError extends Error {
+  constructor(message: string, readonly status: 400 | 404 | 409 = 400) {
+    super(message);
+    this.name = "ReplayRefusedError";
+  }
+}
+
+/** The stored filter of a replay, as replay-runner.ts reads it. */
+export interface ReplayFilter {
+  since: string;
+  until?: string;
+  type?: string;
+  entity?: string;
+  stream?: string;
+  rate?: number;
+}
+
+/** The filter part shared by the count and the runner's pages: $1 since, $2 until, $3 type pattern, $4 entity, $5 stream. */
+export const replayWindowWhere = `
+e.arrived_at >= $1 AND ($2::timestamptz IS NULL OR e.arrived_at < $2)
+AND ($3::text IS NULL OR e.type LIKE $3) AND ($4::text IS NULL OR e.entity = $4) AND ($5::text IS NULL OR e.stream = $5)`;
+
+export function replayWindowParams(filter: ReplayFilter): unknown[] {
+  return [filter.since, filter.until ?? null, filter.type === undefined ? null : typePattern(filter.type), filter.entity ?? null, filter.stream ?? null];
+}
+
+/**
+ * Starts, reads and cancels replays (the rows of `replays`); replay-runner.ts sends them.
+ * One running replay per route (a unique index), so a second is refused with 409.
+ */
+export function createReplays(deps: { pool: pg.Pool; routes: string[]; retentionDays: number; now?: () => number }) {
+  const { pool } = deps;
+  const now = deps.now ?? Date.now;
+
+  /** How many archived events a replay's window holds, and how many of them are erased. */
+  const countMatching = async (filter: ReplayFilter) => {
+    const row = (await pool.query<{ matched: string; erased: string }>(`SELECT count(*) AS matched, count(*) FILTER (WHERE e.payload IS NULL) AS erased FROM events e WHERE ${replayWindowWhere}`, replayWindowParams(filter))).rows[0]!;
+    return { matched: Number(row.matched), erased: Number(row.erased) };
+  };
+
+  return {
+    async start(request: ReplayRequest): Promise<{ replayId?: string; matched: number; erased: number; dryRun: boolean }> {
+      if (!deps.routes.includes(request.route)) {
+        throw new ReplayRefusedError(`no route named ${request.route}; the routes are ${deps.routes.join(", ") || "none"}`);
+      }
+      const kept = oldestKept(now(), deps.retentionDays);
+      if (request.since < kept) {
+        throw new ReplayRefusedError(`since ${new Date(request.since).toISOString()} is older than the archive keeps: it holds events from ${new Date(kept).toISOString()} on (ARCHIVE_RETENTION_DAYS=${deps.retentionDays}); give a later since`);
+      }
+      if (request.until !== undefined && request.until <= request.since) throw new ReplayRefusedError("until must be after since");
+      const filter: ReplayFilter = {
+        since: new Date(request.since).toISOString(),
+        ...(request.until === undefined ? {} : { until: new Date(request.until).toISOString() }),
+        ...(request.type === undefined ? {} : { type: request.type }),
+        ...(request.entity === undefined ? {} : { entity: request.entity }),
+        ...(request.stream === undefined ? {} : { stream: request.stream }),
+        ...(request.rate === undefined ? {} : { rate: request.rate }),
+      };
+      const { matched, erased } = await countMatching(filter);
+      if (request.dryRun) return { matched, erased, dryRun: true };
+      const replayId = `rpl_${randomUUID().replaceAll("-", "")}`;
+      try {
+        await pool.query("INSERT INTO replays (id, route, filter, state, matched) VALUES ($1, $2, $3, 'running', $4)", [replayId, request.route, JSON.stringify(filter), matched]);
+      } catch (error) {
+        if ((error as { code?: string }).code !== "23505") throw error;
+        const running = (await pool.query<{ id: string }>("SELECT id FROM replays WHERE route = $1 AND state = 'running'", [request.route])).rows[0];
+        throw new ReplayRefusedError(`a replay to ${request.route} is running already (${running?.id ?? "just started"}): wait for it, or cancel it with DELETE /admin/replays/${running?.id ?? "<id>"}`, 409);
+      }
+      return { replayId, matched, erased, dryRun: false };
+    },
+
+    /** A replay's state and counts; delivered and failed come from its archived attempts. */
+    async get(replayId: string): Promise<ReplayStatus | undefined> {
+      const row = (await pool.query<{ id: string; route: string; state: ReplayState; matched: number; sent: number; skipped: number; filter: ReplayFilter; delivered: string; failed: string }>(
+        `SELECT r.id, r.route, r.state, r.matched, r.sent, r.skipped, r.filter,
+           (SELECT count(DISTINCT a.event_id) FROM attempts a WHERE a.replay_id = r.id AND a.outcome = 'delivered') AS delivered,
+           (SELECT count(DISTINCT a.event_id) FROM attempts a WHERE a.replay_id = r.id AND a.outcome IN ('dead_letter', 'stale')) AS failed
+         FROM replays r WHERE r.id = $1`,
+        [replayId],
+      )).rows[0];
+      if (!row) return undefined;
+      return {
+        replayId: row.id,
+        route: row.route,
+        state: row.state,
+        matched: row.matched,
+        sent: row.sent,
+        skipped: row.skipped,
+        delivered: Number(row.delivered),
+        failed: Number(row.failed),
+        since: row.filter.since,
+        ...(row.filter.until ? { until: row.filter.until } : {}),
+      };
+    },
+
+    /** Stops a running replay (what it queued already is still delivered); false when none runs under that id. */
+    async cancel(replayId: string): Promise<boolean> {
+      const updated = await pool.query("UPDATE replays SET state = 'cancelled', updated_at = now() WHERE id = $1 AND state = 'running'", [replayId]);
+      return (updated.rowCount ?? 0) > 0;
+    },
+  };
+}
+
+export type Replays = ReturnType<typeof createReplays>;

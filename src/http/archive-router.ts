@@ -1,0 +1,67 @@
+import express, { type Response, type Router } from "express";
+import { z } from "zod";
+import { BadCursorError, eventsMatching, forgetEntity, outcomes } from "../archive/archive-queries.js";
+import type { RunningArchive } from "../archive/start-archive.js";
+import type { Logger } from "../logger.js";
+import { sendProblem } from "./problem.js";
+
+const time = z.iso.datetime({ offset: true, error: "must be a time in ISO 8601, e.g. 2026-11-25T06:35:17Z" });
+const searchQuery = z.strictObject({
+  id: z.string().min(1).optional(),
+  type: z.string().regex(/^(\*|[A-Za-z0-9_.-]+(\.\*)?)$/, "must be an event type or a pattern such as user.*").optional(),
+  entity: z.string().min(1).optional(),
+  stream: z.string().min(1).optional(),
+  since: time.optional(),
+  until: time.optional(),
+  route: z.string().min(1).optional(),
+  outcome: z.enum(outcomes, { error: `must be one of ${outcomes.join(", ")}` }).optional(),
+  limit: z.coerce.number({ error: "must be a whole number from 1 to 1000" }).int("must be a whole number from 1 to 1000").min(1, "must be a whole number from 1 to 1000").max(1000, "must be a whole number from 1 to 1000").default(50),
+  after: z.string().min(1).optional(),
+});
+
+/** The first problem of a zod parse, as one line that names the field. */
+export function firstIssue(error: z.ZodError): string {
+  const issue = error.issues[0]!;
+  const field = issue.path.join(".");
+  return issue.code === "unrecognized_keys" ? `unknown parameter ${issue.keys.join(", ")}` : `${field}: ${issue.message}`;
+}
+
+/** Postgres did not answer: the archive is unavailable, nothing the caller should change. */
+export function sendArchiveUnavailable(res: Response, logger: Logger, error: unknown): void {
+  logger.warn({ err: error }, "archive request failed: Postgres did not answer");
+  sendProblem(res, 503, "the archive is unavailable right now (Postgres does not answer); events are kept in the outbox meanwhile. Retry later", { "Retry-After": "2" });
+}
+
+/**
+ * Search and erasure (CONTRACT.md "Archive, search and replay"): `GET /admin/events` in
+ * keyset pages, newest first, and `DELETE /admin/entities/:id`.
+ */
+export function createArchiveRouter(deps: { archive: RunningArchive; logger: Logger }): Router {
+  const { archive, logger } = deps;
+  const router = express.Router();
+
+  router.get("/events", async (req, res) => {
+    const parsed = searchQuery.safeParse(req.query);
+    if (!parsed.success) return sendProblem(res, 400, firstIssue(parsed.error));
+    const { limit, after, since, until, ...filter } = parsed.data;
+    if (since && until && Date.parse(until) <= Date.parse(since)) return sendProblem(res, 400, "until must be after since");
+    try {
+      res.json(await eventsMatching(archive.pool, { ...filter, since: since ? Date.parse(since) : undefined, until: until ? Date.parse(until) : undefined }, limit, after));
+    } catch (error) {
+      if (error instanceof BadCursorError) return sendProblem(res, 400, error.message);
+      sendArchiveUnavailable(res, logger, error);
+    }
+  });
+
+  router.delete("/entities/:entityId", async (req, res) => {
+    const entity = req.params.entityId as string;
+    try {
+      const erased = await forgetEntity(archive.pool, entity);
+      logger.info({ erased }, "erasure: an entity's archived payloads were erased");
+      res.json({ entity, erased });
+    } catch (error) {
+      sendArchiveUnavailable(res, logger, error);
+    }
+  });
+  return router;
+}

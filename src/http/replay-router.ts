@@ -1,0 +1,68 @@
+import express, { type Router } from "express";
+import { z } from "zod";
+import { ReplayRefusedError, type Replays } from "../archive/replays.js";
+import type { Logger } from "../logger.js";
+import { firstIssue, sendArchiveUnavailable } from "./archive-router.js";
+import { sendProblem } from "./problem.js";
+
+const time = z.iso.datetime({ offset: true, error: "must be a time in ISO 8601, e.g. 2026-11-25T06:35:17Z" });
+const replayBody = z.strictObject({
+  route: z.string({ error: "give the route to replay to" }).min(1, "give the route to replay to"),
+  since: time,
+  until: time.optional(),
+  type: z.string().regex(/^(\*|[A-Za-z0-9_.-]+(\.\*)?)$/, "must be an event type or a pattern such as user.*").optional(),
+  entity: z.string().min(1).optional(),
+  stream: z.string().min(1).optional(),
+  rate: z.number({ error: "must be a number of events per second above 0" }).positive("must be a number of events per second above 0").optional(),
+  dryRun: z.boolean({ error: "must be true or false" }).default(false),
+});
+
+/**
+ * `POST /admin/replays`, `GET /admin/replays/:id`, `DELETE /admin/replays/:id`
+ * (CONTRACT.md "Archive, search and replay"); replay-runner.ts sends what they start.
+ */
+export function createReplayRouter(deps: { replays: Replays; logger: Logger; started(): void }): Router {
+  const { replays, logger } = deps;
+  const router = express.Router();
+
+  router.post("/replays", async (req, res) => {
+    const parsed = replayBody.safeParse(req.body ?? {});
+    if (!parsed.success) return sendProblem(res, 400, firstIssue(parsed.error));
+    const { since, until, ...rest } = parsed.data;
+    try {
+      const started = await replays.start({ ...rest, since: Date.parse(since), until: until === undefined ? undefined : Date.parse(until) });
+      if (started.dryRun) return res.json({ matched: started.matched, erased: started.erased, dryRun: true });
+      logger.info({ replayId: started.replayId, route: rest.route, matched: started.matched }, "replay started");
+      deps.started();
+      res.status(202).json({ replayId: started.replayId, matched: started.matched, erased: started.erased });
+    } catch (error) {
+      if (error instanceof ReplayRefusedError) return sendProblem(res, error.status, error.message);
+      sendArchiveUnavailable(res, logger, error);
+    }
+  });
+
+  router.get("/replays/:replayId", async (req, res) => {
+    try {
+      const status = await replays.get(req.params.replayId as string);
+      if (!status) return sendProblem(res, 404, `no replay ${req.params.replayId}; POST /admin/replays answers with the id of the one it starts`);
+      res.json(status);
+    } catch (error) {
+      sendArchiveUnavailable(res, logger, error);
+    }
+  });
+
+  router.delete("/replays/:replayId", async (req, res) => {
+    try {
+      if (!(await replays.cancel(req.params.replayId as string))) {
+        const status = await replays.get(req.params.replayId as string);
+        if (!status) return sendProblem(res, 404, `no replay ${req.params.replayId}`);
+        return sendProblem(res, 409, `replay ${req.params.replayId} is ${status.state} already; only a running replay can be cancelled`);
+      }
+      logger.info({ replayId: req.params.replayId }, "replay cancelled");
+      res.json(await replays.get(req.params.replayId as string));
+    } catch (error) {
+      sendArchiveUnavailable(res, logger, error);
+    }
+  });
+  return router;
+}

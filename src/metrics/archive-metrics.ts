@@ -1,0 +1,30 @@
+import { Counter, Gauge } from "prom-client";
+import { registry } from "./registry.js";
+
+/** Records the archive writer handled, by result (CONTRACT.md "Archive, search and replay"). */
+export const archiveWrites = new Counter({
+  name: "streamkeeper_archive_writes_total",
+  help: "Archive records handled by the archive writer: written (events and attempts committed to Postgres), duplicate (archived before), poison (unreadable, set aside), expired (older than ARCHIVE_RETENTION_DAYS), error (a batch Postgres refused; retried)",
+  labelNames: ["result"] as const,
+  registers: [registry],
+});
+
+/** Set by the archive's own collect (start-archive.ts): the age of the oldest record not yet in Postgres. */
+export const archiveLag = new Gauge({
+  name: "streamkeeper_archive_lag_seconds",
+  help: "Age of the oldest record waiting in the Redis outbox to be archived in Postgres; 0 when it is empty",
+  registers: [registry],
+});
+
+export const replayDeliveries = new Counter({
+  name: "streamkeeper_replay_deliveries_total",
+  help: "Deliveries of replays, by route and outcome (delivered, dead_letter, stale, retry, skipped_erased)",
+  labelNames: ["route", "outcome"] as const,
+  registers: [registry],
+});
+
+export const replaysRunning = new Gauge({
+  name: "streamkeeper_replays_running",
+  help: "Replays running now (this process's view of the archive)",
+  registers: [registry],
+});

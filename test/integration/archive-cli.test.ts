@@ -1,0 +1,89 @@
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { runCli } from "../chaos/run-cli.js";
+import { createTestDatabase, type TestDatabase } from "../helpers/archive-database.js";
+import { userEvent } from "../helpers/fixtures.js";
+import { startSinkServer, type SinkServer } from "../helpers/sink-server.js";
+import { startTestService, type TestService } from "../helpers/start-test-service.js";
+import { freePort } from "../../src/queue/redis-server.js";
+
+const adminToken = "archive-cli-token";
+const user = "auth0|clisearch0000000000000001";
+
+describe("archive commands: events search, events forget, replay", () => {
+  let db: TestDatabase;
+  let sink: SinkServer;
+  let audit: SinkServer;
+  let service: TestService;
+  let dir: string;
+  let cliEnv: Record<string, string>;
+  const ids: string[] = [];
+
+  beforeAll(async () => {
+    db = await createTestDatabase();
+    sink = await startSinkServer();
+    audit = await startSinkServer();
+    dir = await mkdtemp(join(tmpdir(), "sk-archive-cli-"));
+    await writeFile(join(dir, "routes.json"), JSON.stringify([{ name: "crm", match: "*", url: sink.url }, { name: "audit", match: ["user.created"], url: audit.url }]));
+    service = await startTestService({ ARCHIVE: "on", ARCHIVE_DATABASE_URL: db.url, ROUTES_FILE: join(dir, "routes.json"), ADMIN_TOKEN: adminToken });
+    cliEnv = { ADMIN_URL: service.adminUrl, ADMIN_TOKEN: adminToken, LOG_LEVEL: "silent" };
+    for (let index = 0; index < 4; index++) {
+      const event = userEvent({ type: index === 0 ? "user.created" : "user.updated" });
+      (event.data as { object: { user_id: string } }).object.user_id = user;
+      ids.push(event.id);
+      expect((await service.post("/webhooks/est_38ANnv8pQhqsZrX2VFbftv", JSON.stringify(event))).status).toBe(202);
+    }
+  });
+  afterAll(async () => {
+    await service?.close();
+    await sink?.close();
+    await audit?.close();
+    await db?.drop();
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it("when events are searched by user, then one line per event names its id, type, entity, origin and outcome per route", async () => {
+    await expect.poll(async () => (await runCli(["events", "search", "--entity", user, "--outcome", "delivered", "--route", "crm"], cliEnv)).stdout.trim().split("\n").length).toBe(4);
+    const run = await runCli(["events", "search", "--entity", user, "--type", "user.created"], cliEnv);
+    expect(run.code).toBe(0);
+    expect(run.stdout).toMatch(new RegExp(`^${ids[0]}  \\S+Z  user.created  ${user.replace("|", "\\|")}  webhook  (crm=delivered,audit=delivered|audit=delivered,crm=delivered)\\n$`));
+    const json = await runCli(["events", "search", "--entity", user, "--json", "--limit", "2"], cliEnv);
+    const lines = json.stdout.trim().split("\n").map((line) => JSON.parse(line) as { id: string });
+    expect(lines).toHaveLength(2);
+    expect(ids).toEqual(expect.arrayContaining(lines.map((line) => line.id)));
+  });
+
+  it("when a replay is run to completion, then it says what it matched, sent and delivered", async () => {
+    const before = audit.requests.length;
+    const run = await runCli(["replay", "--route", "audit", "--since", "1h", "--type", "user.created"], cliEnv);
+    expect(run.stderr).toBe("");
+    expect(run.stdout).toMatch(/^replay rpl_\w+ done: 1 matched, 1 sent, 1 delivered, 0 failed\n$/);
+    expect(run.code).toBe(0);
+    expect(audit.requests.slice(before).map((request) => [request.headers["webhook-id"], request.headers["x-streamkeeper-origin"]])).toEqual([[ids[0], "replay"]]);
+    const dry = await runCli(["replay", "--route", "crm", "--since", "1h", "--dry-run"], cliEnv);
+    expect(dry.stdout).toBe("4 archived events match; nothing was sent (--dry-run)\n");
+  });
+
+  it("when an entity is forgotten, then the command prints how many events it erased and a replay says it skips them", async () => {
+    const run = await runCli(["events", "forget", "--entity", user], cliEnv);
+    expect(run.stdout).toBe(`erased the payloads of 4 archived events of ${user}; their ids, types, times and outcomes are kept\n`);
+    expect((await runCli(["events", "search", "--entity", user], cliEnv)).stdout.trim().split("\n").every((line) => line.endsWith("(erased)"))).toBe(true);
+    const replay = await runCli(["replay", "--route", "crm", "--since", "1h", "--entity", user], cliEnv);
+    expect(replay.stdout).toContain("skipped 4 events whose payload was erased (events forget): not sent");
+  });
+
+  it("when the input is bad or no service answers, then one error line says what to change, with the exit code", async () => {
+    const unknown = await runCli(["replay", "--route", "nowhere", "--since", "1h"], cliEnv);
+    expect({ code: unknown.code, stderr: unknown.stderr }).toEqual({ code: 2, stderr: "error: no route named nowhere; the routes are crm, audit\n" });
+    const old = await runCli(["replay", "--route", "crm", "--since", "90d"], cliEnv);
+    expect(old.code).toBe(2);
+    expect(old.stderr).toMatch(/^error: since \S+ is older than the archive keeps: it holds events from \S+ on \(ARCHIVE_RETENTION_DAYS=30\); give a later since\n$/);
+    const date = await runCli(["events", "search", "--since", "yesterday"], cliEnv);
+    expect({ code: date.code, stderr: date.stderr }).toEqual({ code: 2, stderr: 'error: --since "yesterday": give a time in ISO 8601 with its offset (2026-11-25T06:00:00Z) or a duration back from now (30m, 2h, 7d)\n' });
+    const nobody = await runCli(["events", "search", "--entity", user], { ...cliEnv, ADMIN_URL: `http://127.0.0.1:${await freePort()}` });
+    expect(nobody.code).toBe(1);
+    expect(nobody.stderr).toMatch(/^error: no Streamkeeper service answers at http:\/\/127\.0\.0\.1:\d+ \(ECONNREFUSED\): start it \(streamkeeper start\), or set ADMIN_URL to where it runs\n$/);
+  });
+});

@@ -1,0 +1,95 @@
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import pg from "pg";
+import { afterAll, describe, expect, it } from "vitest";
+import { startPostgresServer, systemPostgresBinDir, type PostgresServer } from "../../src/archive/postgres-server.js";
+import { freePort } from "../../src/queue/redis-server.js";
+import { capturedLogger } from "../helpers/captured-logger.js";
+import { userEvent } from "../helpers/fixtures.js";
+import { startSinkServer } from "../helpers/sink-server.js";
+import { startTestService } from "../helpers/start-test-service.js";
+
+/** The issue's figures: Postgres away for 60 s while 20 events a second arrive. */
+const outageMs = 60_000;
+const perSecond = 20;
+
+async function lagSeconds(adminUrl: string): Promise<number> {
+  const text = await (await fetch(`${adminUrl}/metrics`)).text();
+  return Number(/^streamkeeper_archive_lag_seconds (\S+)$/m.exec(text)?.[1] ?? Number.NaN);
+}
+
+describe("archive: Postgres away", () => {
+  const cleanup: Array<() => Promise<unknown>> = [];
+  afterAll(async () => {
+    for (const step of cleanup.reverse()) await step().catch(() => {});
+  });
+
+  it("when Postgres is unreachable at start, then the service starts, says the archive is unavailable and keeps trying", async () => {
+    const { logger, lines } = capturedLogger("info");
+    const service = await startTestService({ ARCHIVE: "on", ARCHIVE_DATABASE_URL: `postgres://postgres@127.0.0.1:${await freePort()}/postgres` }, "all", logger);
+    cleanup.push(() => service.close());
+    expect((await fetch(`${service.adminUrl}/readyz`)).status).toBe(200);
+    await expect.poll(() => lines.some((line) => line.level === 50 && String(line.msg).startsWith("archive unavailable"))).toBe(true);
+    // Said once, not on every retry; the count of failed tries keeps growing.
+    const errors = async () => Number(/^streamkeeper_archive_writes_total\{result="error"\} (\S+)$/m.exec(await (await fetch(`${service.adminUrl}/metrics`)).text())?.[1] ?? 0);
+    const first = await errors();
+    await expect.poll(errors).toBeGreaterThan(first);
+    expect(lines.filter((line) => String(line.msg).startsWith("archive unavailable"))).toHaveLength(1);
+  });
+
+  it("when Postgres stops for 60 s while 20 events a second arrive, then every event is answered 202 and delivered, and the archive is complete once it is back", async () => {
+    const binDir = systemPostgresBinDir()!;
+    const dir = await mkdtemp(join(tmpdir(), "sk-pg-outage-"));
+    cleanup.push(() => rm(dir, { recursive: true, force: true }));
+    const port = await freePort();
+    let postgres: PostgresServer = await startPostgresServer({ binDir, dataDir: join(dir, "data"), port, socketDir: dir });
+    cleanup.push(() => postgres.stop());
+    const sink = await startSinkServer();
+    cleanup.push(() => sink.close());
+    const service = await startTestService({ ARCHIVE: "on", ARCHIVE_DATABASE_URL: postgres.url, DOWNSTREAM_URL: sink.url });
+    cleanup.push(() => service.close());
+
+    const statuses: number[] = [];
+    const ids: string[] = [];
+    const send = async () => {
+      const event = userEvent();
+      ids.push(event.id);
+      statuses.push((await service.post("/webhooks/est_38ANnv8pQhqsZrX2VFbftv", JSON.stringify(event))).status);
+    };
+    // A steady 20 a second until stopped: paced by the clock, each send awaited in its slot.
+    let sending = true;
+    const load = (async () => {
+      const start = Date.now();
+      for (let sent = 0; sending; sent++) {
+        await send();
+        const due = start + ((sent + 1) * 1000) / perSecond;
+        if (due > Date.now()) await new Promise((ok) => setTimeout(ok, due - Date.now()));
+      }
+    })();
+
+    await expect.poll(() => ids.length).toBeGreaterThan(40);
+    await postgres.stop();
+    const stoppedAt = Date.now();
+    let maxLag = 0;
+    while (Date.now() - stoppedAt < outageMs) {
+      maxLag = Math.max(maxLag, await lagSeconds(service.adminUrl));
+      await new Promise((ok) => setTimeout(ok, 1000));
+    }
+    postgres = await startPostgresServer({ binDir, dataDir: join(dir, "data"), port, socketDir: dir });
+    await expect.poll(() => ids.length).toBeGreaterThan(40 + (outageMs / 1000) * perSecond);
+    sending = false;
+    await load;
+
+    expect(statuses.filter((status) => status !== 202)).toEqual([]);
+    // The outbox waited the whole outage: its oldest record grew about as old as the outage.
+    expect(maxLag).toBeGreaterThan(outageMs / 1000 / 2);
+    await sink.until((requests) => new Set(requests.map((request) => request.headers["webhook-id"])).size >= ids.length);
+    const db = new pg.Pool({ connectionString: postgres.url, max: 1 });
+    cleanup.push(() => db.end());
+    await expect.poll(async () => Number((await db.query<{ n: string }>("SELECT count(DISTINCT id) AS n FROM events WHERE id = ANY($1)", [ids])).rows[0]!.n), { timeout: 60_000 }).toBe(ids.length);
+    await expect.poll(async () => Number((await db.query<{ n: string }>("SELECT count(DISTINCT event_id) AS n FROM attempts WHERE outcome = 'delivered' AND event_id = ANY($1)", [ids])).rows[0]!.n), { timeout: 60_000 }).toBe(ids.length);
+    // And the lag fell back.
+    await expect.poll(() => lagSeconds(service.adminUrl)).toBeLessThan(5);
+  }, 240_000);
+});
