@@ -16,7 +16,7 @@ export interface RateLimiter {
 const unlimitedSize = 1000;
 
 /**
- * An allowance per bucket name (one per client): `perSecond` requests a second, refilled
+ * An allowance per bucket name (one for the tenant, shared by its clients; one per address for 401s): `perSecond` requests a second, refilled
  * continuously (`bucket`, up to `perSecond` held) or all at once at the end of each second
  * (`window`, EMULATOR_RATE_LIMIT_MODE). `X-RateLimit-Reset` is the UNIX time in seconds when
  * the bucket is full again.

@@ -19,7 +19,7 @@ export interface EmulatorOptions {
   host?: string;
   /** Multiplies the 1, 2, 4 s retry delays: 0.01 makes them 10, 20, 40 ms. @defaultValue 1 */
   timeScale?: number;
-  /** API requests per second per bucket (client); undefined = unlimited, headers still sent. */
+  /** API requests per second of the tenant's bucket, shared by every client; undefined = unlimited, headers still sent. */
   rateLimit?: number;
   /** How the bucket and per-client quotas refill: continuously, or all at once at the end of each window. @defaultValue "bucket" */
   rateLimitMode?: RefillMode;
