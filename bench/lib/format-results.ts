@@ -89,7 +89,7 @@ export function formatResults(results: BenchResults): string {
         "-",
         "-",
         `${n(shape.failures)} not recovered; ${n(shape.rateLimited)} × 429 of ${n(shape.calls + shape.rateLimited)} calls`,
-        "-",
+        shape.pace ? `the service's pace at the end: ${shape.pace.perSecond === undefined ? "-" : `${n(shape.pace.perSecond, 1)} calls/s (${shape.pace.limit})`}, ${n(shape.pace.cuts)} cuts` : "-",
         shape === pace.shapes[0] ? `each shape ≥ 90 % of its target, ≤ 1 % 429: ${verdict(results.targets.reconcilePace)}` : "",
       ]);
     }

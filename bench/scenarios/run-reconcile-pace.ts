@@ -27,6 +27,8 @@ export interface PaceShapeResult {
   failures: number;
   /** the other client's calls/s meanwhile (the "other client" shape) */
   otherPerSecond?: number;
+  /** the service's own account at the end: its pace and the limit it believed bound, and how often it cut the pace */
+  pace: { perSecond?: number; limit?: string; cuts: number };
 }
 
 export type ReconcilePaceResults = { status: "measured"; limit: number; share: number; shapes: PaceShapeResult[] } | { status: "pending"; reason: string };
@@ -99,9 +101,11 @@ async function runShape(context: ReconcilePaceContext, shape: PaceShape, limit: 
       },
     });
     let outcomes: Record<string, number>;
+    let pace: PaceShapeResult["pace"];
     try {
       log(`reconcile pace, ${shape}: ${eventIds.length} ids, tenant limit ${limit} calls/s, target ${target} calls/s`);
       outcomes = await reconcileFile(idsFile, streamId, service.env);
+      pace = await paceOf(service.adminUrl);
     } finally {
       await service.stop();
     }
@@ -120,6 +124,7 @@ async function runShape(context: ReconcilePaceContext, shape: PaceShape, limit: 
       rateLimited: ours.refused,
       failures: eventIds.length - recovered,
       otherPerSecond: theirs && round(theirs.perSecond, 1),
+      pace,
     };
   } finally {
     await other?.stop();
@@ -138,6 +143,14 @@ async function figures(emulator: Emulator, caller: string) {
   let steady = 0;
   for (let second = first + 5; second < last; second++) steady += entry.acceptedPerSecond[String(second)] ?? 0;
   return { accepted: entry.accepted, refused: entry.refused, spanSeconds: last - first + 1, perSecond: last - first - 5 > 0 ? steady / (last - first - 5) : 0 };
+}
+
+/** `streamkeeper_mgmt_api_pace_per_second{limit}` and the cuts, from the service's /metrics. */
+async function paceOf(adminUrl: string): Promise<PaceShapeResult["pace"]> {
+  const text = await (await fetch(`${adminUrl}/metrics`)).text();
+  const gauge = /^streamkeeper_mgmt_api_pace_per_second\{limit="(\w+)"\} ([\d.e+-]+)$/m.exec(text);
+  const cuts = [...text.matchAll(/^streamkeeper_mgmt_api_pace_cuts_total\{reason="\w+"\} (\d+)$/gm)].reduce((sum, match) => sum + Number(match[1]), 0);
+  return { perSecond: gauge ? round(Number(gauge[2]), 1) : undefined, limit: gauge?.[1], cuts };
 }
 
 async function control(emulator: Emulator, method: string, path: string, body?: unknown): Promise<unknown> {
