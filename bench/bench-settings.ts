@@ -12,6 +12,8 @@ const schema = z.object({
   BENCH_ROUTE_CONCURRENCY: z.coerce.number().int().min(1).optional().describe("the route's concurrency in the pipeline runs; unset: DOWNSTREAM_URL's route with the default concurrency (10)"),
   BENCH_RECONCILE_IDS: z.coerce.number().int().min(1).default(5000).describe("failed deliveries to reconcile"),
   BENCH_RECONCILE_RATE: z.coerce.number().positive().default(100).describe("emulator rate limit and RECONCILE_RATE_PER_SECOND"),
+  BENCH_PACE_IDS: z.coerce.number().int().min(1).default(1000).describe("failed deliveries recovered under each limiter shape in the reconcile-pace scenario"),
+  BENCH_PACE_RATE: z.coerce.number().positive().default(100).describe("the emulator's rate limit in the reconcile-pace scenario (the service spends its default share, 0.5, of it; the quota shape 0.4 of it)"),
   BENCH_OUTAGE_S: z.coerce.number().positive().default(60).describe("how long the downstream answers 503 in the outage run"),
   BENCH_OUTAGE_RATE: z.coerce.number().positive().default(50).describe("events/s arriving during the outage run"),
   BENCH_PIPELINE_TOPOLOGIES: z.string().default("all,split,floor").describe("pipeline runs: all (one --role all process), split (a receiver and a worker process), floor (the bench's floor server and floor worker: Express + one BullMQ add, BullMQ + one POST; the stack's own bound)"),
@@ -22,7 +24,7 @@ const schema = z.object({
   BENCH_SOAK_S: z.coerce.number().positive().default(300).describe("length of the soak's measured run"),
   BENCH_SOAK_SAMPLE_S: z.coerce.number().positive().default(10).describe("seconds between the soak's samples of Redis memory and service RSS"),
   BENCH_ARCHIVE_SEARCH_ROWS: z.coerce.number().int().min(1).default(1_000_000).describe("archived events loaded by SQL for the archive scenario's search by entity"),
-  BENCH_SCENARIOS: z.string().default("ingest,pipeline,worker-drain,reconcile,stale-guard,outage,memory,archive").describe("which scenarios to run, comma-separated; soak (6+ minutes) only when named"),
+  BENCH_SCENARIOS: z.string().default("ingest,pipeline,worker-drain,reconcile,reconcile-pace,stale-guard,outage,memory,archive").describe("which scenarios to run, comma-separated; soak (6+ minutes) only when named"),
   BENCH_CPU_PROFILE: z.stringbool().default(false).describe("write a CPU profile of each service process into bench/results/"),
   BENCH_OUTPUT: z.string().default("latest").describe("results file name under bench/results/ (.json and .md)"),
 });

@@ -14,6 +14,7 @@ import { runOutage, type OutageResults } from "./scenarios/run-outage.js";
 import { runMemory, type MemoryResults } from "./scenarios/run-memory.js";
 import { runPipeline, type PipelineResults, type Topology } from "./scenarios/run-pipeline.js";
 import { runReconcile, type ReconcileResults } from "./scenarios/run-reconcile.js";
+import { runReconcilePace, type ReconcilePaceResults } from "./scenarios/run-reconcile-pace.js";
 import { runSoak, type SoakResults } from "./scenarios/run-soak.js";
 import { runStaleGuard, type StaleGuardResults } from "./scenarios/run-stale-guard.js";
 import { runArchive, type ArchiveResults } from "./scenarios/run-archive.js";
@@ -41,6 +42,7 @@ export interface BenchResults {
   /** the worker alone: queued deliveries drained by the service and by two floors */
   workerDrain?: WorkerDrainResults;
   reconcile?: ReconcileResults;
+  reconcilePace?: ReconcilePaceResults;
   /** the cost of a dropStale route's guard per delivery, against a plain route */
   staleGuard?: StaleGuardResults;
   archive?: ArchiveResults;
@@ -52,7 +54,7 @@ export interface BenchResults {
   /** the operator view's requests against 100 routes */
   operatorView?: OperatorViewResults;
   /** each target: true met, false missed, undefined not measured */
-  targets: { ingestRatio?: boolean; ackP99?: boolean; ackP99Paced?: boolean; pipeline: Partial<Record<Topology, boolean>>; workerCpu?: boolean; reconcile?: boolean; soak?: boolean; operatorView?: boolean; archiveBytesPerEvent?: boolean; archiveSearchP99?: boolean };
+  targets: { ingestRatio?: boolean; ackP99?: boolean; ackP99Paced?: boolean; pipeline: Partial<Record<Topology, boolean>>; workerCpu?: boolean; reconcile?: boolean; reconcilePace?: boolean; soak?: boolean; operatorView?: boolean; archiveBytesPerEvent?: boolean; archiveSearchP99?: boolean };
 }
 
 const resultsDir = fileURLToPath(new URL("./results/", import.meta.url));
@@ -117,6 +119,13 @@ async function main() {
         // At the default configuration the service may spend RECONCILE_RATE_SHARE of the limit: 90 % of that, no 429.
         const { shareOfAllowed, rateShare, rateLimited, failures } = results.reconcile;
         results.targets.reconcile = shareOfAllowed >= 0.9 * rateShare && rateLimited === 0 && failures === 0;
+      }
+    }
+    if (scenarios.has("reconcile-pace")) {
+      results.reconcilePace = await runReconcilePace({ settings, redis, redisUrl: redisServer.url, dataDir: dir, sinkUrl: sink.info.url, log });
+      if (results.reconcilePace.status === "measured") {
+        // Every shape: 90 % of the target (the share, or the quota when it binds), at most 1 % of the calls 429, every id recovered.
+        results.targets.reconcilePace = results.reconcilePace.shapes.every((shape) => shape.shareOfTarget >= 0.9 && shape.rateLimited <= 0.01 * (shape.calls + shape.rateLimited) && shape.failures === 0);
       }
     }
     if (scenarios.has("memory")) {

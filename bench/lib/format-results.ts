@@ -78,6 +78,24 @@ export function formatResults(results: BenchResults): string {
   } else if (reconcile) {
     rows.push(["Reconcile", `pending: ${reconcile.reason}`, "-", "-", "-", "-", "≥ 90 % of the limit: pending"]);
   }
+  const pace = results.reconcilePace;
+  if (pace?.status === "measured") {
+    const what = { bucket: "a bucket that refills continuously", window: "a window that refills at the end of each second", quota: "a per-client quota tighter than the share", "other client": "another client spending the other half" } as const;
+    for (const shape of pace.shapes) {
+      const other = shape.otherPerSecond === undefined ? "" : `; the other client ${n(shape.otherPerSecond, 1)} calls/s`;
+      rows.push([
+        `Reconcile pace, ${what[shape.shape]}: ${n(shape.ids)} ids, tenant limit ${n(pace.limit)} calls/s, target ${n(shape.target)} calls/s`,
+        `${n(shape.callsPerSecond, 1)} calls/s = **${n(shape.shareOfTarget * 100, 1)} %** of the target${other}`,
+        "-",
+        "-",
+        `${n(shape.failures)} not recovered; ${n(shape.rateLimited)} × 429 of ${n(shape.calls + shape.rateLimited)} calls`,
+        shape.pace ? `the service's pace at the end: ${shape.pace.perSecond === undefined ? "-" : `${n(shape.pace.perSecond, 1)} calls/s (${shape.pace.limit})`}, ${n(shape.pace.cuts)} cuts` : "-",
+        shape === pace.shapes[0] ? `each shape ≥ 90 % of its target, ≤ 1 % 429: ${verdict(results.targets.reconcilePace)}` : "",
+      ]);
+    }
+  } else if (pace) {
+    rows.push(["Reconcile pace", `pending: ${pace.reason}`, "-", "-", "-", "-", "-"]);
+  }
   const guard = results.staleGuard;
   if (guard?.status === "measured") {
     const { plain: p, guarded: g } = guard;

@@ -211,7 +211,7 @@ async function measureSweep(context: ReconcileContext & { tenantEnv: Record<stri
 }
 
 /** Emits `count` events to a stream whose endpoint refuses connections and waits until every delivery failed for good. */
-async function failDeliveries(emulatorUrl: string, count: number): Promise<{ streamId: string; eventIds: string[]; deadPort: number }> {
+export async function failDeliveries(emulatorUrl: string, count: number): Promise<{ streamId: string; eventIds: string[]; deadPort: number }> {
   const control = async (path: string, body?: unknown) => {
     const response = await fetch(`${emulatorUrl}/emulator${path}`, {
       method: body === undefined ? "GET" : "POST",
@@ -252,7 +252,7 @@ async function failDeliveries(emulatorUrl: string, count: number): Promise<{ str
 }
 
 /** Runs `streamkeeper reconcile --file <ids> --stream <id> --json` and counts the outcomes it prints. */
-async function reconcileFile(idsFile: string, streamId: string, env: Record<string, string | undefined>): Promise<Record<string, number>> {
+export async function reconcileFile(idsFile: string, streamId: string, env: Record<string, string | undefined>): Promise<Record<string, number>> {
   const child = spawn(process.execPath, [cli, "reconcile", "--file", idsFile, "--stream", streamId, "--json"], { env, stdio: ["ignore", "pipe", "pipe"] });
   let output = "";
   let errors = "";

@@ -60,7 +60,7 @@ const helps: Record<string, Help> = {
     exitCodes: `0 deleted or already gone; 1 the tenant refused or failed; ${usage}`,
   },
   emulator: {
-    settings: "EMULATOR_PORT, EMULATOR_CLIENT_ID, EMULATOR_CLIENT_SECRET, EMULATOR_TIME_SCALE, EMULATOR_RATE_LIMIT, EMULATOR_AUTO_DISABLE_AFTER",
+    settings: "EMULATOR_PORT, EMULATOR_CLIENT_ID, EMULATOR_CLIENT_SECRET, EMULATOR_TIME_SCALE, EMULATOR_RATE_LIMIT, EMULATOR_RATE_LIMIT_MODE, EMULATOR_AUTO_DISABLE_AFTER",
     outcomes: "emulator listening on http://127.0.0.1:<port>; runs until SIGINT or SIGTERM",
     exitCodes: `0 stopped; 1 the port is in use; ${usage}`,
   },

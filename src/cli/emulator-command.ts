@@ -9,7 +9,7 @@ import { runAction } from "./run-action.js";
 export function registerEmulatorCommand(program: Command): void {
   program
     .command("emulator")
-    .description("run the local tenant emulator (EMULATOR_PORT, EMULATOR_CLIENT_ID/_SECRET, EMULATOR_TIME_SCALE, EMULATOR_RATE_LIMIT, EMULATOR_AUTO_DISABLE_AFTER)")
+    .description("run the local tenant emulator (EMULATOR_PORT, EMULATOR_CLIENT_ID/_SECRET, EMULATOR_TIME_SCALE, EMULATOR_RATE_LIMIT, EMULATOR_RATE_LIMIT_MODE, EMULATOR_AUTO_DISABLE_AFTER)")
     .option("--port <n>", "port to listen on (default EMULATOR_PORT or 4010)")
     .action(
       runAction(async (flags: { port?: string }) => {

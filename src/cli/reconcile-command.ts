@@ -17,6 +17,7 @@ import { createReconcileQueue, type EnqueuedJob, type ReconcileQueueHandle } fro
 import { createPacedTenant } from "../reconcile/create-paced-tenant.js";
 import { createReconcileWorker, type ReconcileWorker } from "../reconcile/create-reconcile-worker.js";
 import { parseEventIdList } from "../reconcile/parse-event-id-list.js";
+import { streamIdProblem } from "../tenant/stream-id.js";
 import { isFailure, type ReconcileResult } from "../reconcile/reconcile-job.js";
 import { waitForOutcomes } from "../reconcile/wait-for-outcomes.js";
 import { CliError } from "./cli-error.js";
@@ -63,9 +64,8 @@ function oneStream(streams: string[] | undefined): string | undefined {
 async function reconcile(args: string[], options: Omit<ReconcileOptions, "stream"> & { stream?: string }): Promise<number> {
   const eventIds = [...new Set([...args, ...(options.file === undefined ? [] : await idsFromFile(options.file))])];
   if (eventIds.length === 0) throw new CliError("give at least one event id, as arguments or with --file <path> (one id per line)", 2);
-  if (options.stream !== undefined && options.stream.length !== 26) {
-    throw new CliError(`--stream must be a stream id of exactly 26 characters (est_ and 22 more), got ${JSON.stringify(options.stream)}`, 2);
-  }
+  const streamProblem = options.stream === undefined ? undefined : streamIdProblem(options.stream);
+  if (streamProblem) throw new CliError(`--stream ${streamProblem}`, 2);
   const config = loadConfig();
   // stdout carries the outcomes; logs go to stderr.
   const logger = cliLogger(config.env.LOG_LEVEL);

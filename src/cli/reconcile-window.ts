@@ -1,6 +1,7 @@
 import { loadConfig } from "../config.js";
 import { isFailure, type ReconcileOutcome } from "../reconcile/reconcile-job.js";
 import { adminUrlOf, problemDetail } from "./ask-service.js";
+import { streamIdProblem } from "../tenant/stream-id.js";
 import { CliError } from "./cli-error.js";
 
 export interface WindowOptions {
@@ -44,6 +45,10 @@ export async function reconcileWindow(args: string[], options: WindowOptions): P
   const now = Date.now();
   const since = parseWhen("--since", options.since, now);
   const until = options.until === undefined ? undefined : parseWhen("--until", options.until, now);
+  for (const stream of options.stream ?? []) {
+    const problem = streamIdProblem(stream);
+    if (problem) throw new CliError(`--stream ${problem}`, 2);
+  }
   if (since.getTime() >= (until ?? new Date(now)).getTime()) throw new CliError(`--since (${since.toISOString()}) must be before --until (${(until ?? new Date(now)).toISOString()})`, 2);
   const { env } = loadConfig();
   if (!env.ADMIN_TOKEN) throw new CliError("set ADMIN_TOKEN (the running service's) for this command: the window is read by the service, through its admin API", 2);

@@ -1,5 +1,7 @@
 import type { RequestHandler, Response } from "express";
 import { ApiError } from "./api-error.js";
+import type { CallLog } from "./call-log.js";
+import type { ClientQuotas } from "./client-quotas.js";
 import type { ClientRegistry, EmulatorClient } from "./client-registry.js";
 import type { RateLimiter } from "./rate-limiter.js";
 import type { TokenIssuer } from "./token-issuer.js";
@@ -15,11 +17,13 @@ export function callerOf(res: Response): Caller {
 }
 
 /**
- * Every `/api/v2` request: verify the bearer JWT, then spend from the caller's rate
- * bucket. The `X-RateLimit-*` headers go on every answer, 401s included (those spend
- * from a bucket per address), so a client can always read them.
+ * Every `/api/v2` request: verify the bearer JWT, then spend from the client's quota when
+ * it has one (`Auth0-RateLimit` on every answer to it; a refusal spends nothing of the
+ * bucket) and from the tenant's rate bucket, which every client shares. The `X-RateLimit-*` headers go on every
+ * answer, 401s included (those spend from a bucket per address), so a client can always
+ * read them. Every answer is counted in the call log.
  */
-export function authenticate(deps: { tokens: TokenIssuer; clients: ClientRegistry; limiter: RateLimiter }): RequestHandler {
+export function authenticate(deps: { tokens: TokenIssuer; clients: ClientRegistry; limiter: RateLimiter; quotas: ClientQuotas; calls: CallLog }): RequestHandler {
   return async (req, res, next) => {
     const header = req.get("authorization") ?? "";
     const token = /^Bearer\s+(\S+)$/i.exec(header)?.[1];
@@ -34,9 +38,18 @@ export function authenticate(deps: { tokens: TokenIssuer; clients: ClientRegistr
       if (!(error instanceof ApiError)) throw error;
       caller = error;
     }
-    const bucket = caller instanceof ApiError ? `address:${req.ip}` : `client:${caller.client.clientId}`;
+    // The tenant-wide bucket is shared by every client of the tenant (real-world.md).
+    const bucket = caller instanceof ApiError ? `address:${req.ip}` : "tenant";
+    const who = caller instanceof ApiError ? bucket : `client:${caller.client.clientId}`;
+    const quota = caller instanceof ApiError ? undefined : deps.quotas.take(caller.client.clientId);
+    if (quota && !quota.allowed) {
+      res.set({ ...deps.limiter.peek(bucket).headers, ...quota.headers });
+      deps.calls.record(who, false);
+      throw new ApiError(429, "Too Many Requests", "too_many_requests");
+    }
     const decision = deps.limiter.take(bucket);
-    res.set(decision.headers);
+    res.set({ ...decision.headers, ...quota?.headers });
+    deps.calls.record(who, decision.allowed);
     if (!decision.allowed) throw new ApiError(429, "Global limit has been reached", "too_many_requests");
     if (caller instanceof ApiError) throw caller;
     res.locals.caller = caller;

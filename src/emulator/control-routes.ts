@@ -2,6 +2,8 @@ import express, { Router } from "express";
 import { z } from "zod";
 import { tenantEventTypes } from "../events/event-types.js";
 import { ApiError } from "./api-error.js";
+import type { CallLog } from "./call-log.js";
+import type { ClientQuotas } from "./client-quotas.js";
 import type { ClientRegistry } from "./client-registry.js";
 import type { DeliveryEngine } from "./delivery-engine.js";
 import type { DeliveryStore } from "./delivery-store.js";
@@ -20,11 +22,18 @@ const eventBody = z.object({
   count: z.number().int().min(1).max(10_000).optional(),
 });
 
+/** A per-client quota: `requests` per `seconds` (sent back in `Auth0-RateLimit`). */
+const quotaBody = z.strictObject({
+  requests: z.number().int("give a whole number of requests, e.g. 10").min(1, "give at least 1 request"),
+  seconds: z.number().int("give a whole number of seconds, e.g. 1").min(1, "give at least 1 second").default(1),
+});
+
 const clientBody = z.strictObject({
   client_id: z.string().min(1),
   client_secret: z.string().min(1),
   scopes: z.array(z.string().regex(/^(create|read|update|delete):[a-z_]+$/, "scopes look like read:event_streams")),
   global: z.boolean().default(false),
+  quota: quotaBody.optional(),
 });
 
 const rawEventBody = z.strictObject({ type: z.string().min(1), data: z.string() });
@@ -40,6 +49,8 @@ export function controlRoutes(deps: {
   deliveries: DeliveryStore;
   profiles: ProfileStore;
   clients: ClientRegistry;
+  quotas: ClientQuotas;
+  calls: CallLog;
   engine: DeliveryEngine;
   log: EventLog;
   eventsApi: EventsApiState;
@@ -50,6 +61,10 @@ export function controlRoutes(deps: {
     next();
   });
   router.use(express.json());
+  const knownClient = (clientId: string) => {
+    if (!deps.clients.get(clientId)) throw new ApiError(404, `No client ${clientId}; add it first with POST /emulator/clients.`);
+    return clientId;
+  };
 
   router.post("/events", (req, res) => {
     const body = eventBody.safeParse(req.body);
@@ -113,11 +128,31 @@ export function controlRoutes(deps: {
   router.post("/clients", (req, res) => {
     const body = clientBody.safeParse(req.body);
     if (!body.success) throw validationError("Payload", body.error);
-    const { client_id, client_secret, scopes, global } = body.data;
+    const { client_id, client_secret, scopes, global, quota } = body.data;
     if (!deps.clients.add({ clientId: client_id, clientSecret: client_secret, scopes, global })) {
       throw new ApiError(409, `A client with id ${client_id} exists already; pick another client_id.`);
     }
-    res.status(201).json({ client_id, scopes, global });
+    deps.quotas.set(client_id, quota);
+    res.status(201).json({ client_id, scopes, global, ...(quota && { quota }) });
+  });
+
+  // Sets the quota of any client, the default one included; DELETE lifts it.
+  router.put("/clients/:id/quota", (req, res) => {
+    const clientId = knownClient(req.params.id);
+    const body = quotaBody.safeParse(req.body);
+    if (!body.success) throw validationError("Payload", body.error);
+    deps.quotas.set(clientId, body.data);
+    res.json({ client_id: clientId, quota: body.data });
+  });
+
+  router.delete("/clients/:id/quota", (req, res) => {
+    const clientId = knownClient(req.params.id);
+    deps.quotas.set(clientId, undefined);
+    res.json({ client_id: clientId, quota: null });
+  });
+
+  router.get("/calls", (_req, res) => {
+    res.json({ callers: deps.calls.all() });
   });
 
   router.post("/streams", (req, res) => {

@@ -2,6 +2,8 @@ import express, { Router, type ErrorRequestHandler, type Express } from "express
 import { jsonText } from "../events/json-text.js";
 import { ApiError } from "./api-error.js";
 import { authenticate } from "./api-guard.js";
+import type { CallLog } from "./call-log.js";
+import type { ClientQuotas } from "./client-quotas.js";
 import type { ClientRegistry } from "./client-registry.js";
 import { controlRoutes } from "./control-routes.js";
 import type { DeliveryEngine } from "./delivery-engine.js";
@@ -22,6 +24,8 @@ export interface EmulatorState {
   tokens: TokenIssuer;
   clients: ClientRegistry;
   limiter: RateLimiter;
+  quotas: ClientQuotas;
+  calls: CallLog;
   streams: StreamStore;
   deliveries: DeliveryStore;
   profiles: ProfileStore;

@@ -25,6 +25,7 @@ const schema = z.object({
   EMULATOR_EVENTS_RETENTION_SECONDS: seconds.optional(),
   EMULATOR_EVENTS_CONNECTIONS: z.coerce.number({ error: "give a whole number of connections, e.g. 1 (free plan), 4 or 8" }).int("give a whole number of connections, e.g. 1 (free plan), 4 or 8").min(1, "give at least 1").default(1),
   EMULATOR_RATE_LIMIT: z.coerce.number({ error: "give requests per second, e.g. 10, or leave it unset for no limit" }).positive("give a number > 0, or leave it unset for no limit").optional(),
+  EMULATOR_RATE_LIMIT_MODE: z.enum(["bucket", "window"], { error: "give bucket (refills continuously) or window (refills all at once at the end of each second)" }).default("bucket"),
 });
 
 /** Thrown with every bad value named; the CLI turns it into `error: ...` and exit 2. */
@@ -44,6 +45,7 @@ export function emulatorSettings(env: Record<string, string | undefined>, flags:
     port: parsed.data.EMULATOR_PORT,
     timeScale: parsed.data.EMULATOR_TIME_SCALE,
     rateLimit: parsed.data.EMULATOR_RATE_LIMIT,
+    rateLimitMode: parsed.data.EMULATOR_RATE_LIMIT_MODE,
     disableAfterConsecutiveFailures: parsed.data.EMULATOR_AUTO_DISABLE_AFTER,
     clientId: parsed.data.EMULATOR_CLIENT_ID,
     clientSecret: parsed.data.EMULATOR_CLIENT_SECRET,

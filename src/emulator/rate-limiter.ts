@@ -1,3 +1,5 @@
+import { createAllowance, type Allowance, type RefillMode } from "./allowance.js";
+
 export interface RateDecision {
   allowed: boolean;
   /** The `X-RateLimit-*` headers, plus `Retry-After` when refused (real-world.md, "Errors and rate limits"). */
@@ -6,32 +8,33 @@ export interface RateDecision {
 
 export interface RateLimiter {
   take(bucket: string, now?: number): RateDecision;
+  /** The headers of `bucket` as they stand, spending nothing (an answer refused by a quota first). */
+  peek(bucket: string, now?: number): RateDecision;
 }
 
 /** What the headers say when no limit is set: the headers are always sent (CONTRACT.md). */
 const unlimitedSize = 1000;
 
 /**
- * A token bucket per bucket name (one per client): `perSecond` requests refill each
- * second, up to `perSecond` held. `X-RateLimit-Reset` is the UNIX time in seconds
- * when the bucket is full again.
+ * An allowance per bucket name (one for the tenant, shared by its clients; one per address for 401s): `perSecond` requests a second, refilled
+ * continuously (`bucket`, up to `perSecond` held) or all at once at the end of each second
+ * (`window`, EMULATOR_RATE_LIMIT_MODE). `X-RateLimit-Reset` is the UNIX time in seconds when
+ * the bucket is full again.
  */
-export function createRateLimiter(perSecond: number | undefined): RateLimiter {
-  const buckets = new Map<string, { tokens: number; at: number }>();
+export function createRateLimiter(perSecond: number | undefined, mode: RefillMode = "bucket"): RateLimiter {
+  const buckets = new Map<string, Allowance>();
+  const decide = (bucket: string, now: number, spend: boolean): RateDecision => {
+    if (perSecond === undefined) return { allowed: true, headers: headers(unlimitedSize, unlimitedSize, Math.ceil(now / 1000)) };
+    let allowance = buckets.get(bucket);
+    if (!allowance) buckets.set(bucket, (allowance = createAllowance(mode === "window" ? Math.max(1, Math.floor(perSecond)) : perSecond, 1, mode)));
+    const taken = spend ? allowance.take(now) : allowance.peek(now);
+    const result = headers(Math.max(1, Math.floor(perSecond)), taken.remaining, Math.ceil(taken.fullAt / 1000));
+    if (!taken.allowed) result["Retry-After"] = String(Math.max(1, Math.ceil(taken.retryAfterMs / 1000)));
+    return { allowed: taken.allowed, headers: result };
+  };
   return {
-    take(bucket, now = Date.now()) {
-      if (perSecond === undefined) return { allowed: true, headers: headers(unlimitedSize, unlimitedSize, Math.ceil(now / 1000)) };
-      const state = buckets.get(bucket) ?? { tokens: perSecond, at: now };
-      state.tokens = Math.min(perSecond, state.tokens + ((now - state.at) / 1000) * perSecond);
-      state.at = now;
-      buckets.set(bucket, state);
-      const allowed = state.tokens >= 1;
-      if (allowed) state.tokens -= 1;
-      const fullAt = Math.ceil((now + ((perSecond - state.tokens) / perSecond) * 1000) / 1000);
-      const result = headers(Math.max(1, Math.floor(perSecond)), Math.floor(state.tokens), fullAt);
-      if (!allowed) result["Retry-After"] = String(Math.max(1, Math.ceil((1 - state.tokens) / perSecond)));
-      return { allowed, headers: result };
-    },
+    take: (bucket, now = Date.now()) => decide(bucket, now, true),
+    peek: (bucket, now = Date.now()) => decide(bucket, now, false),
   };
 }
 

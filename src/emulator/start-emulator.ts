@@ -1,5 +1,8 @@
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
+import type { RefillMode } from "./allowance.js";
+import { createCallLog } from "./call-log.js";
+import { createClientQuotas } from "./client-quotas.js";
 import { allScopes, createClientRegistry } from "./client-registry.js";
 import { createEmulatorApp } from "./create-emulator-app.js";
 import { createDeliveryEngine } from "./delivery-engine.js";
@@ -18,8 +21,10 @@ export interface EmulatorOptions {
   host?: string;
   /** Multiplies the 1, 2, 4 s retry delays: 0.01 makes them 10, 20, 40 ms. @defaultValue 1 */
   timeScale?: number;
-  /** API requests per second per bucket (client); undefined = unlimited, headers still sent. */
+  /** API requests per second of the tenant's bucket, shared by every client; undefined = unlimited, headers still sent. */
   rateLimit?: number;
+  /** How the bucket and per-client quotas refill: continuously, or all at once at the end of each window. @defaultValue "bucket" */
+  rateLimitMode?: RefillMode;
   /** @defaultValue "emulator-client" */
   clientId?: string;
   /** A global client holding every scope of tenant-api.md. @defaultValue "emulator-secret" */
@@ -86,7 +91,9 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
     clients: createClientRegistry([
       { clientId: options.clientId ?? "emulator-client", clientSecret: options.clientSecret ?? "emulator-secret", scopes: [...allScopes], global: true },
     ]),
-    limiter: createRateLimiter(options.rateLimit),
+    limiter: createRateLimiter(options.rateLimit, options.rateLimitMode),
+    quotas: createClientQuotas(options.rateLimitMode ?? "bucket"),
+    calls: createCallLog(),
     streams,
     deliveries,
     profiles: createProfileStore(),

@@ -2,6 +2,7 @@ import express, { type Router } from "express";
 import { z } from "zod";
 import type { ReconcileQueue } from "../reconcile/create-reconcile-queue.js";
 import { sendProblem } from "./problem.js";
+import { streamIdField } from "./stream-id-field.js";
 
 /** One request may queue this many ids; a longer list goes in several requests (or `streamkeeper reconcile --file`). */
 export const maxIdsPerRequest = 10_000;
@@ -11,7 +12,7 @@ const requestBody = z.strictObject({
     .array(z.string().trim().min(1, "must be a non-empty event id").max(256, "must be at most 256 characters"), "must be an array of event ids")
     .min(1, "give at least one event id")
     .max(maxIdsPerRequest, `at most ${maxIdsPerRequest} ids per request; split the list into several requests`),
-  streamId: z.string().length(26, "must be a stream id of exactly 26 characters (est_ and 22 more)").optional(),
+  streamId: streamIdField.optional(),
   force: z.boolean("must be true or false").default(false),
 });
 

@@ -2,15 +2,15 @@ import express, { type Response, type Router } from "express";
 import { z } from "zod";
 import type { StreamSweepStatus } from "../sweep/create-sweep-state.js";
 import { WindowRefusedError, WindowUnavailableError, type WindowRunner } from "../sweep/create-window-runner.js";
-import { streamIdPattern } from "../tenant/stream-id.js";
 import { TenantApiError, TenantValidationError } from "../tenant/tenant-api-error.js";
 import { sendProblem } from "./problem.js";
+import { streamIdField } from "./stream-id-field.js";
 
 const time = z.iso.datetime({ offset: true, error: "must be a time in ISO 8601, e.g. 2025-09-08T06:35:17Z" });
 const windowBody = z.strictObject({
   since: time,
   until: time.optional(),
-  streams: z.array(z.string().regex(streamIdPattern, "must be stream ids such as est_aD5AUDqZbHFcMoEx2LxAk9")).optional(),
+  streams: z.array(streamIdField).optional(),
   type: z.string().regex(/^(\*|[a-z0-9_.]+(\.\*)?)$/, "must be an event type or a pattern such as user.*").optional(),
   dryRun: z.boolean("must be true or false").default(false),
 });

@@ -4,6 +4,7 @@ import type { Logger } from "../logger.js";
 import { reconcilePaceKey } from "../queue/queue-names.js";
 import { createTenantClient, type TenantClient } from "../tenant/create-tenant-client.js";
 import { createCallPacer } from "./create-call-pacer.js";
+import { createPaceReporter } from "./create-pace-reporter.js";
 import { pacedFetch } from "./paced-fetch.js";
 
 /** The tenant client every background caller shares, or why there is none (the settings to add). */
@@ -20,9 +21,10 @@ export interface PacedTenantOptions {
 /**
  * The one tenant client of a process for everything the service does by itself (reconcile
  * jobs, the sweep, the stream watcher), built once by the composition root. Every call it
- * makes, in every process, goes through one pace kept in Redis: at most RECONCILE_RATE_SHARE
- * of the tenant's refill rate, as its `X-RateLimit-*` headers show it (create-refill-estimate.ts), capped by
- * RECONCILE_RATE_PER_SECOND when set, and held on a 429 or an empty bucket (paced-fetch.ts).
+ * makes, in every process, goes through one pace kept in Redis that follows what the tenant's
+ * answers show (docs/operating.md, "How the recovery pace works"): up to RECONCILE_RATE_SHARE
+ * of its bucket, its quota for our client, or RECONCILE_RATE_PER_SECOND, whichever is
+ * tightest; cut when room shrinks or on a 429, held until the tenant refills (paced-fetch.ts).
  */
 export function createPacedTenant(options: PacedTenantOptions): PacedTenant {
   const { config, logger } = options;
@@ -34,19 +36,15 @@ export function createPacedTenant(options: PacedTenantOptions): PacedTenant {
     throw error;
   }
   const { env } = config;
-  const pacer = createCallPacer(options.redis, reconcilePaceKey(env.QUEUE_PREFIX), {
-    share: env.RECONCILE_RATE_SHARE,
-    capPerSecond: env.RECONCILE_RATE_PER_SECOND,
-  });
+  const pacer = createCallPacer(options.redis, reconcilePaceKey(env.QUEUE_PREFIX), { capPerSecond: env.RECONCILE_RATE_PER_SECOND });
+  const reporter = createPaceReporter(logger);
   const fetch = pacedFetch({
     pacer,
     share: env.RECONCILE_RATE_SHARE,
+    capPerSecond: env.RECONCILE_RATE_PER_SECOND,
     apiBaseUrl: tenant.apiBaseUrl,
-    // A 429 or an empty bucket is worth a warning; the short waits that leave other clients their part are routine.
-    onHold: (ms) =>
-      ms >= 1000
-        ? logger.warn({ holdMs: ms }, "tenant rate limit reached; holding our tenant calls until its reset")
-        : logger.debug({ holdMs: ms }, "the tenant's bucket is below the other clients' part; waiting for it to refill"),
+    onHold: reporter.onHold,
+    onPace: reporter.onPace,
   });
   return { client: createTenantClient({ ...tenant, logger, fetch }) };
 }

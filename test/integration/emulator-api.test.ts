@@ -88,10 +88,12 @@ describe("emulator API", () => {
       }
     });
 
-    it("when a bucket is spent, then 429 with the three X-RateLimit headers and Retry-After, and other clients are unaffected", async () => {
+    it("when the tenant's bucket is spent, then 429 with the three X-RateLimit headers and Retry-After, for every client of the tenant", async () => {
       const limited = await startEmulator({ rateLimit: 2 });
       try {
         const limitedToken = await getToken(limited);
+        await call(limited, "POST", "/emulator/clients", { body: { client_id: "other", client_secret: "other-secret", scopes: ["read:event_streams"] } });
+        const otherToken = await getToken(limited, "other", "other-secret");
         const list = (t: string) => call(limited, "GET", "/api/v2/event-streams", { token: t });
         const first = await list(limitedToken);
         expect(first.status).toBe(200);
@@ -106,8 +108,14 @@ describe("emulator API", () => {
         expect(Number(refused.headers.get("x-ratelimit-reset"))).toBeGreaterThanOrEqual(Math.floor(Date.now() / 1000));
         expect(Number(refused.headers.get("retry-after"))).toBeGreaterThanOrEqual(1);
 
-        await call(limited, "POST", "/emulator/clients", { body: { client_id: "other", client_secret: "other-secret", scopes: ["read:event_streams"] } });
-        expect((await list(await getToken(limited, "other", "other-secret"))).status).toBe(200);
+        // The bucket is the tenant's, not the client's (real-world.md): another client spends from it too.
+        const calls = await call(limited, "GET", "/emulator/calls");
+        expect((calls.body as { callers: Array<{ caller: string; accepted: number; refused: number }> }).callers).toEqual([
+          expect.objectContaining({ caller: "client:emulator-client", accepted: 2, refused: 1 }),
+        ]);
+        const other = await list(otherToken);
+        if (other.status === 200) expect(other.headers.get("x-ratelimit-remaining")).toBe("0");
+        else expect(other.status).toBe(429);
       } finally {
         await limited.close();
       }

@@ -176,6 +176,9 @@ describe("streamkeeper reconcile", () => {
     expect(bad.code).toBe(2);
     expect(bad.stderr).toContain("line 1: \"evt_a evt_b\" is not one event id; put one id per line");
     const stream = await cli(["reconcile", tenantId("evt"), "--stream", "est_short"]);
-    expect(stream).toMatchObject({ code: 2, stderr: 'error: --stream must be a stream id of exactly 26 characters (est_ and 22 more), got "est_short"\n' });
+    expect(stream).toMatchObject({ code: 2, stderr: 'error: --stream must be a stream id such as est_aD5AUDqZbHFcMoEx2LxAk9 (est_ and 22 letters or digits, 26 characters), got "est_short"\n' });
+    // 26 characters are not enough: the same rule as with --since.
+    const long = await cli(["reconcile", tenantId("evt"), "--stream", "x".repeat(26)]);
+    expect(long).toMatchObject({ code: 2, stderr: `error: --stream must be a stream id such as est_aD5AUDqZbHFcMoEx2LxAk9 (est_ and 22 letters or digits, 26 characters), got "${"x".repeat(26)}"\n` });
   });
 });

@@ -72,6 +72,13 @@ describe("reconcile --since (one window, from the command line)", () => {
     expect(ids.code).toBe(2);
   });
 
+  it("when --stream is not a stream id, then exit 2 with the same words as without --since", async () => {
+    for (const stream of ["est_short", "x".repeat(26)]) {
+      const run = await runCli(["reconcile", "--since", "1h", "--stream", stream], cliEnv);
+      expect(run).toMatchObject({ code: 2, stderr: `error: --stream must be a stream id such as est_aD5AUDqZbHFcMoEx2LxAk9 (est_ and 22 letters or digits, 26 characters), got ${JSON.stringify(stream)}\n` });
+    }
+  });
+
   it("when --since reaches further back than DEDUPE_TTL_SECONDS, then exit 2 naming it and nothing is sent; a dry run may look that far", async () => {
     const before = sink.requests.length;
     const run = await runCli(["reconcile", "--since", "8d", "--stream", streamId], cliEnv);

@@ -4,7 +4,7 @@ import { EmulatorSettingsError, emulatorSettings } from "../../../src/emulator/e
 describe("emulatorSettings", () => {
   it("when nothing is set, then port 4010, time scale 1, no rate limit and auto-disable after 500 failures", () => {
     expect(emulatorSettings({})).toEqual({
-      port: 4010, timeScale: 1, rateLimit: undefined, clientId: undefined, clientSecret: undefined, disableAfterConsecutiveFailures: 500,
+      port: 4010, timeScale: 1, rateLimit: undefined, rateLimitMode: "bucket", clientId: undefined, clientSecret: undefined, disableAfterConsecutiveFailures: 500,
       eventsHeartbeatSeconds: 15, eventsCycleSeconds: 300, eventsRetentionSeconds: undefined, eventsConnections: 1,
     });
   });
@@ -16,21 +16,21 @@ describe("emulatorSettings", () => {
   });
 
   it("when the settings are set, then they are used, and --port wins over EMULATOR_PORT", () => {
-    const env = { EMULATOR_PORT: "5000", EMULATOR_CLIENT_ID: "id", EMULATOR_CLIENT_SECRET: "secret", EMULATOR_TIME_SCALE: "0.01", EMULATOR_RATE_LIMIT: "10", EMULATOR_AUTO_DISABLE_AFTER: "3" };
-    expect(emulatorSettings(env)).toMatchObject({ port: 5000, clientId: "id", clientSecret: "secret", timeScale: 0.01, rateLimit: 10, disableAfterConsecutiveFailures: 3 });
+    const env = { EMULATOR_PORT: "5000", EMULATOR_CLIENT_ID: "id", EMULATOR_CLIENT_SECRET: "secret", EMULATOR_TIME_SCALE: "0.01", EMULATOR_RATE_LIMIT: "10", EMULATOR_RATE_LIMIT_MODE: "window", EMULATOR_AUTO_DISABLE_AFTER: "3" };
+    expect(emulatorSettings(env)).toMatchObject({ port: 5000, clientId: "id", clientSecret: "secret", timeScale: 0.01, rateLimit: 10, rateLimitMode: "window", disableAfterConsecutiveFailures: 3 });
     expect(emulatorSettings(env, { port: "0" }).port).toBe(0);
   });
 
   it("when values are bad, then every bad one is named with what to give", () => {
     const error = (() => {
       try {
-        emulatorSettings({ EMULATOR_PORT: "70000", EMULATOR_TIME_SCALE: "fast", EMULATOR_RATE_LIMIT: "0", EMULATOR_AUTO_DISABLE_AFTER: "0" });
+        emulatorSettings({ EMULATOR_PORT: "70000", EMULATOR_TIME_SCALE: "fast", EMULATOR_RATE_LIMIT: "0", EMULATOR_RATE_LIMIT_MODE: "fixed", EMULATOR_AUTO_DISABLE_AFTER: "0" });
       } catch (caught) {
         return caught;
       }
     })();
     expect(error).toBeInstanceOf(EmulatorSettingsError);
-    expect((error as Error).message).toMatch(/EMULATOR_PORT="70000": give a port.*EMULATOR_TIME_SCALE="fast".*EMULATOR_AUTO_DISABLE_AFTER="0": give at least 1.*EMULATOR_RATE_LIMIT="0"/);
+    expect((error as Error).message).toMatch(/EMULATOR_PORT="70000": give a port.*EMULATOR_TIME_SCALE="fast".*EMULATOR_AUTO_DISABLE_AFTER="0": give at least 1.*EMULATOR_RATE_LIMIT="0".*EMULATOR_RATE_LIMIT_MODE="fixed": give bucket \(refills continuously\) or window/);
     expect(() => emulatorSettings({}, { port: "x" })).toThrow(/--port/);
   });
 });

@@ -28,4 +28,20 @@ describe("createRateLimiter", () => {
     for (let i = 0; i < 5000; i++) expect(limiter.take("a", 0).allowed).toBe(true);
     expect(Object.keys(limiter.take("a", 0).headers).sort()).toEqual(["X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset"]);
   });
+
+  it("when the limit is a window, then it refills all at once at the end of each second, and Reset is that end", () => {
+    const limiter = createRateLimiter(3, "window");
+    const t0 = 1_700_000_000_000;
+    for (const remaining of ["2", "1", "0"]) expect(limiter.take("a", t0 + 100)).toMatchObject({ allowed: true, headers: { "X-RateLimit-Remaining": remaining, "X-RateLimit-Reset": String(t0 / 1000 + 1) } });
+    // 800 ms later a bucket would have refilled 2.4; a window nothing until its end.
+    const refused = limiter.take("a", t0 + 900);
+    expect(refused).toMatchObject({ allowed: false, headers: { "Retry-After": "1", "X-RateLimit-Remaining": "0" } });
+    expect(limiter.take("a", t0 + 1000)).toMatchObject({ allowed: true, headers: { "X-RateLimit-Remaining": "2", "X-RateLimit-Reset": String(t0 / 1000 + 2) } });
+  });
+
+  it("when a bucket is looked at, then nothing is spent", () => {
+    const limiter = createRateLimiter(1);
+    expect(limiter.peek("a", 0).headers["X-RateLimit-Remaining"]).toBe("1");
+    expect(limiter.take("a", 0).allowed).toBe(true);
+  });
 });
