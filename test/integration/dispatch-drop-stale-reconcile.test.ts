@@ -1,0 +1,106 @@
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { describeEvent } from "../../src/admin/describe-event.js";
+import { replayDeadLetters } from "../../src/admin/replay-dead-letters.js";
+import { createEntityVersions } from "../../src/queue/entity-versions.js";
+import { jobIdFor } from "../../src/queue/job-id.js";
+import { createRedis, untilReady } from "../../src/queue/redis-connection.js";
+import { createDispatchHarness, testRoute, type DispatchHarness } from "../helpers/dispatch-harness.js";
+import { userEvent } from "../helpers/fixtures.js";
+import { startSinkServer, type SinkServer } from "../helpers/sink-server.js";
+
+const at = (second: number) => new Date(Date.parse("2026-01-01T00:00:00Z") + second * 1000).toISOString();
+const stateOf = (user: string, second: number) => userEvent({ time: at(second), data: { object: { user_id: `auth0|${user}`, updated_at: at(second) } } });
+
+/**
+ * README "Route delivery controls": the dropStale guard applies to forced reconciles and
+ * replayed dead letters too. An older state reaching the route by any path after a newer
+ * one was delivered is skipped as stale, never POSTed.
+ */
+describe("dropStale: reconciles, forced reconciles and replayed dead letters", () => {
+  const redisUrl = inject("redisUrl");
+  const redis = createRedis(redisUrl, "worker");
+  let sink: SinkServer;
+  let harness: DispatchHarness;
+  /** The POSTs the route received for one event id, whatever they were answered. */
+  const postsOf = (eventId: string) => sink.requests.filter((request) => request.headers["webhook-id"] === eventId);
+  const delivered = (eventId: string) => sink.until((requests) => requests.some((request) => request.headers["webhook-id"] === eventId && request.status === 200));
+  const routeState = async (eventId: string) => (await describeEvent(eventId, harness))?.routes.find((candidate) => candidate.route === "fresh")?.state;
+
+  beforeAll(async () => {
+    await untilReady(redis);
+    sink = await startSinkServer();
+    // One attempt per event: a failed delivery is a dead letter at once.
+    harness = await createDispatchHarness(redisUrl, [testRoute("fresh", sink.url, { dropStale: true, maxAttemptsPerEvent: 1 })]);
+    harness.startDispatcher({ entityVersions: createEntityVersions(redis, harness.prefix, 600) });
+  });
+  afterAll(async () => {
+    await harness?.close();
+    await sink?.close();
+    redis.disconnect();
+  });
+
+  it("when a forced reconcile brings an older state after a newer one was delivered, then it is skipped as stale and never POSTed", async () => {
+    const [older, newer] = [stateOf("forced", 10), stateOf("forced", 20)];
+    await harness.store.store(older, { origin: "webhook" });
+    await delivered(older.id);
+    await harness.store.store(newer, { origin: "webhook" });
+    await delivered(newer.id);
+
+    // The route already has the older id: only force sends it again.
+    await expect(harness.store.store(older, { origin: "reconcile", force: true })).resolves.toMatchObject({ status: "stored", routes: ["fresh"] });
+    // A forced store has its own job id (GET /admin/events looks up the live one): read its result.
+    const forcedResult = async () => {
+      const jobs = await harness.queues.forRoute("fresh").getJobs(["completed", "failed"]);
+      return jobs.find((job) => job?.data.force && job.data.event.id === older.id)?.returnvalue?.status;
+    };
+    await expect.poll(forcedResult).toBe("stale");
+    expect(postsOf(older.id)).toHaveLength(1); // the first, live delivery only
+  });
+
+  it("when a reconcile (not forced) brings an older state the route never had, then it is skipped as stale and never POSTed", async () => {
+    const [older, newer] = [stateOf("reconciled", 10), stateOf("reconciled", 20)];
+    await harness.store.store(newer, { origin: "webhook" });
+    await delivered(newer.id);
+
+    await expect(harness.store.store(older, { origin: "reconcile" })).resolves.toMatchObject({ status: "stored", routes: ["fresh"] });
+    await expect.poll(() => routeState(older.id)).toBe("stale");
+    expect(postsOf(older.id)).toHaveLength(0);
+  });
+
+  it("when a dead letter of an older, reconciled state is replayed after a newer state was delivered, then the replay is skipped as stale and not POSTed again", async () => {
+    const [older, newer] = [stateOf("replayed", 10), stateOf("replayed", 20)];
+    const answer = sink.answer;
+    sink.answer = (request) => (request.headers["webhook-id"] === older.id ? { status: 500 } : answer(request));
+    try {
+      await harness.store.store(older, { origin: "reconcile" });
+      const queue = harness.queues.forRoute("fresh");
+      await expect.poll(() => queue.getJobState(jobIdFor(older.id))).toBe("failed");
+      expect(postsOf(older.id)).toHaveLength(1);
+    } finally {
+      sink.answer = answer;
+    }
+    await harness.store.store(newer, { origin: "webhook" });
+    await delivered(newer.id);
+
+    await expect(replayDeadLetters(harness.queues, { ids: [older.id] })).resolves.toEqual({ replayed: 1, unknown: [] });
+    await expect.poll(() => routeState(older.id)).toBe("stale");
+    expect(postsOf(older.id)).toHaveLength(1); // the failed first attempt only
+  });
+
+  it("when a replayed dead letter is still the newest state, then it is POSTed again and delivered (the guard does not block it)", async () => {
+    const only = stateOf("replay-newest", 10);
+    const answer = sink.answer;
+    sink.answer = (request) => (request.headers["webhook-id"] === only.id ? { status: 500 } : answer(request));
+    const queue = harness.queues.forRoute("fresh");
+    try {
+      await harness.store.store(only, { origin: "webhook" });
+      await expect.poll(() => queue.getJobState(jobIdFor(only.id))).toBe("failed");
+    } finally {
+      sink.answer = answer;
+    }
+    await expect(replayDeadLetters(harness.queues, { ids: [only.id] })).resolves.toEqual({ replayed: 1, unknown: [] });
+    await delivered(only.id);
+    expect(postsOf(only.id).map((request) => request.status)).toEqual([500, 200]);
+    await expect.poll(() => routeState(only.id)).toBe("delivered");
+  });
+});
