@@ -42,8 +42,12 @@ describe("equalsSecret and challengeFor", () => {
   it("when secrets differ in length or content, then they are unequal; equal ones are equal", () => {
     const isSecret = equalsSecret("abc");
     expect(isSecret("abc")).toBe(true);
-    expect(isSecret("abcd")).toBe(false);
+    expect(isSecret("abcd")).toBe(false); // longer
+    expect(isSecret("ab")).toBe(false); // shorter
     expect(isSecret("")).toBe(false);
+    expect(isSecret("abd")).toBe(false); // same length, last byte differs
+    expect(isSecret("xbc")).toBe(false); // same length, first byte differs
+    expect(isSecret("ABC")).toBe(false); // case counts
   });
 
   it("when the method has a challenge (RFC 9110), then the 401 names it", () => {
