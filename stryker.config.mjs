@@ -1,5 +1,6 @@
 // StrykerJS for one mutation group at a time (scripts/mutation-groups.mjs); run it through
 // `npm run mutate`, which names the group in STRYKER_GROUP. docs/testing.md has the scores.
+import process from "node:process";
 import { mutationGroup } from "./scripts/mutation-groups.mjs";
 
 const group = mutationGroup(process.env.STRYKER_GROUP ?? "");

@@ -2,6 +2,8 @@
 // `npm run mutate [group ...]`: StrykerJS over each mutation group (scripts/mutation-groups.mjs),
 // one after the other, niced, then the mutation score per group. No names: every group.
 import { spawnSync } from "node:child_process";
+import console from "node:console";
+import process from "node:process";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { mutationGroup, mutationGroups } from "./mutation-groups.mjs";
