@@ -60,10 +60,11 @@ describe("reconcile during a tenant outage", () => {
   });
 
   it("when the tenant answers 5xx to every attempt, then the job is tried 5 times, each after a longer wait than the last, and only then ends as an error outcome", { timeout: 90_000 }, async () => {
-    const [{ jobId }] = await queue.enqueue([tenantId("evt")], { streamId: tenantId("est") });
+    const [enqueued] = await queue.enqueue([tenantId("evt")], { streamId: tenantId("est") });
+    const jobId = enqueued!.jobId;
     // Done either way (completed is an outcome without retries): then it must be the failure.
-    await expect.poll(async () => ["completed", "failed"].includes((await queue.outcomeOf(jobId!))?.state ?? ""), { timeout: 60_000 }).toBe(true);
-    expect(await queue.outcomeOf(jobId!)).toMatchObject({ state: "failed" });
+    await expect.poll(async () => ["completed", "failed"].includes((await queue.outcomeOf(jobId))?.state ?? ""), { timeout: 60_000 }).toBe(true);
+    expect(await queue.outcomeOf(jobId)).toMatchObject({ state: "failed" });
 
     const calls = historyCalls();
     expect(calls).toHaveLength(5);
@@ -72,7 +73,7 @@ describe("reconcile during a tenant outage", () => {
     // (1 s doubling). Lower bounds only: a loaded machine makes gaps longer, never shorter.
     const gaps = calls.slice(1).map((call, index) => call.receivedAt - calls[index]!.receivedAt);
     gaps.forEach((gap, index) => expect(gap).toBeGreaterThanOrEqual(1000 * 2 ** index - 50));
-    const outcome = (await queue.outcomeOf(jobId!))?.result?.outcome;
+    const outcome = (await queue.outcomeOf(jobId))?.result?.outcome;
     expect(outcome).toMatch(/^error: the reconcile job failed after 5 attempts/);
   });
 });
