@@ -3,7 +3,8 @@
 import process from "node:process";
 import { mutationGroup } from "./scripts/mutation-groups.mjs";
 
-const group = mutationGroup(process.env.STRYKER_GROUP ?? "");
+if (!process.env.STRYKER_GROUP) throw new Error("STRYKER_GROUP is not set: run mutation testing through `npm run mutate [group ...]`, which sets it (and MUTATE_TESTS) per group");
+const group = mutationGroup(process.env.STRYKER_GROUP);
 
 /** @type {import("@stryker-mutator/api/core").PartialStrykerOptions} */
 export default {
