@@ -1,10 +1,12 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { describeEvent } from "../../src/admin/describe-event.js";
 import { replayDeadLetters } from "../../src/admin/replay-dead-letters.js";
+import { dispatchTotal } from "../../src/metrics/registry.js";
 import { createEntityVersions } from "../../src/queue/entity-versions.js";
 import { jobIdFor } from "../../src/queue/job-id.js";
 import { createRedis, untilReady } from "../../src/queue/redis-connection.js";
 import { createDispatchHarness, testRoute, type DispatchHarness } from "../helpers/dispatch-harness.js";
+import { capturedLogger } from "../helpers/captured-logger.js";
 import { userEvent } from "../helpers/fixtures.js";
 import { startSinkServer, type SinkServer } from "../helpers/sink-server.js";
 
@@ -24,6 +26,11 @@ describe("dropStale: reconciles, forced reconciles and replayed dead letters", (
   /** The POSTs the route received for one event id, whatever they were answered. */
   const postsOf = (eventId: string) => sink.requests.filter((request) => request.headers["webhook-id"] === eventId);
   const delivered = (eventId: string) => sink.until((requests) => requests.some((request) => request.headers["webhook-id"] === eventId && request.status === 200));
+  const logs = capturedLogger("info");
+  /** `streamkeeper_dispatch_total{route="fresh",outcome="stale"}` in this process. */
+  const staleCount = async () => (await dispatchTotal.get()).values.find((value) => value.labels.route === "fresh" && value.labels.outcome === "stale")?.value ?? 0;
+  /** README: a skipped event is logged at info, naming the event. */
+  const staleLogged = (eventId: string) => logs.lines.some((line) => line.level === 30 && line.eventId === eventId && String(line.msg).includes("skipped as stale"));
   const routeState = async (eventId: string) => (await describeEvent(eventId, harness))?.routes.find((candidate) => candidate.route === "fresh")?.state;
 
   beforeAll(async () => {
@@ -31,7 +38,7 @@ describe("dropStale: reconciles, forced reconciles and replayed dead letters", (
     sink = await startSinkServer();
     // One attempt per event: a failed delivery is a dead letter at once.
     harness = await createDispatchHarness(redisUrl, [testRoute("fresh", sink.url, { dropStale: true, maxAttemptsPerEvent: 1 })]);
-    harness.startDispatcher({ entityVersions: createEntityVersions(redis, harness.prefix, 600) });
+    harness.startDispatcher({ entityVersions: createEntityVersions(redis, harness.prefix, 600), logger: logs.logger });
   });
   afterAll(async () => {
     await harness?.close();
@@ -46,6 +53,7 @@ describe("dropStale: reconciles, forced reconciles and replayed dead letters", (
     await harness.store.store(newer, { origin: "webhook" });
     await delivered(newer.id);
 
+    const staleBefore = await staleCount();
     // The route already has the older id: only force sends it again.
     await expect(harness.store.store(older, { origin: "reconcile", force: true })).resolves.toMatchObject({ status: "stored", routes: ["fresh"] });
     // A forced store has its own job id (GET /admin/events looks up the live one): read its result.
@@ -55,6 +63,8 @@ describe("dropStale: reconciles, forced reconciles and replayed dead letters", (
     };
     await expect.poll(forcedResult).toBe("stale");
     expect(postsOf(older.id)).toHaveLength(1); // the first, live delivery only
+    expect(await staleCount()).toBe(staleBefore + 1);
+    expect(staleLogged(older.id)).toBe(true);
   });
 
   it("when a reconcile (not forced) brings an older state the route never had, then it is skipped as stale and never POSTed", async () => {
@@ -65,6 +75,9 @@ describe("dropStale: reconciles, forced reconciles and replayed dead letters", (
     await expect(harness.store.store(older, { origin: "reconcile" })).resolves.toMatchObject({ status: "stored", routes: ["fresh"] });
     await expect.poll(() => routeState(older.id)).toBe("stale");
     expect(postsOf(older.id)).toHaveLength(0);
+    expect(staleLogged(older.id)).toBe(true);
+    // Stale is an outcome, never a dead letter.
+    expect(await harness.queues.forRoute("fresh").getJobState(jobIdFor(older.id))).toBe("completed");
   });
 
   it("when a dead letter of an older, reconciled state is replayed after a newer state was delivered, then the replay is skipped as stale and not POSTed again", async () => {
