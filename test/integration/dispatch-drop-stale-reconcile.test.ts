@@ -100,6 +100,40 @@ describe("dropStale: reconciles, forced reconciles and replayed dead letters", (
     expect(postsOf(older.id)).toHaveLength(1); // the failed first attempt only
   });
 
+  it("when a newer state got a definite non-2xx answer (300: a dead letter), then the route does not have it: an older state is still delivered", async () => {
+    const [older, newer] = [stateOf("refused", 10), stateOf("refused", 20)];
+    const answer = sink.answer;
+    sink.answer = (request) => (request.headers["webhook-id"] === newer.id ? { status: 300 } : answer(request));
+    try {
+      await harness.store.store(newer, { origin: "webhook" });
+      await expect.poll(() => harness.queues.forRoute("fresh").getJobState(jobIdFor(newer.id))).toBe("failed");
+    } finally {
+      sink.answer = answer;
+    }
+    await harness.store.store(older, { origin: "webhook" });
+    await delivered(older.id);
+    await expect.poll(() => routeState(older.id)).toBe("delivered");
+  });
+
+  it("when a newer state's POST got no answer in time, then the route may have it: an older state that follows is stale", async () => {
+    const [older, newer] = [stateOf("unanswered", 10), stateOf("unanswered", 20)];
+    let release: () => void = () => {};
+    const held = new Promise<void>((resolve) => (release = resolve));
+    const answer = sink.answer;
+    // Held past the route's timeoutMs: the worker gives up on an answer, the downstream may still have taken it.
+    sink.answer = async (request) => (request.headers["webhook-id"] === newer.id ? (await held, {}) : answer(request));
+    try {
+      await harness.store.store(newer, { origin: "webhook" });
+      await expect.poll(() => harness.queues.forRoute("fresh").getJobState(jobIdFor(newer.id))).toBe("failed");
+    } finally {
+      release();
+      sink.answer = answer;
+    }
+    await harness.store.store(older, { origin: "webhook" });
+    await expect.poll(() => routeState(older.id)).toBe("stale");
+    expect(postsOf(older.id)).toHaveLength(0);
+  });
+
   it("when a replayed dead letter is still the newest state, then it is POSTed again and delivered (the guard does not block it)", async () => {
     const only = stateOf("replay-newest", 10);
     const answer = sink.answer;
