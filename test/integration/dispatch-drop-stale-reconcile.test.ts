@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { describeEvent } from "../../src/admin/describe-event.js";
 import { replayDeadLetters } from "../../src/admin/replay-dead-letters.js";
-import { dispatchTotal } from "../../src/metrics/registry.js";
+import { dispatchEntityWaits, dispatchTotal } from "../../src/metrics/registry.js";
 import { createEntityVersions } from "../../src/queue/entity-versions.js";
 import { jobIdFor } from "../../src/queue/job-id.js";
 import { createRedis, untilReady } from "../../src/queue/redis-connection.js";
@@ -132,6 +132,32 @@ describe("dropStale: reconciles, forced reconciles and replayed dead letters", (
     await harness.store.store(older, { origin: "webhook" });
     await expect.poll(() => routeState(older.id)).toBe("stale");
     expect(postsOf(older.id)).toHaveLength(0);
+  });
+
+  it("when a state arrives while another of its entity is held at the downstream, then it waits (counted in dispatch_entity_waits_total, no attempt spent) and is sent only after that one was answered", async () => {
+    const [first, second] = [stateOf("waits", 10), stateOf("waits", 20)];
+    const waits = async () => (await dispatchEntityWaits.get()).values.find((value) => value.labels.route === "fresh")?.value ?? 0;
+    const waitsBefore = await waits();
+    let release: () => void = () => {};
+    const held = new Promise<void>((resolve) => (release = resolve));
+    const answer = sink.answer;
+    sink.answer = async (request) => (request.headers["webhook-id"] === first.id ? (await held, {}) : answer(request));
+    try {
+      await harness.store.store(first, { origin: "webhook" });
+      await sink.until((requests) => requests.some((request) => request.headers["webhook-id"] === first.id));
+      await harness.store.store(second, { origin: "webhook" });
+      await expect.poll(waits).toBeGreaterThan(waitsBefore);
+      expect(postsOf(second.id)).toHaveLength(0);
+    } finally {
+      release();
+      sink.answer = answer;
+    }
+    await delivered(second.id);
+    const [firstPost] = postsOf(first.id);
+    expect(postsOf(second.id)[0]!.receivedAt).toBeGreaterThanOrEqual(firstPost!.answeredAt!);
+    const queue = harness.queues.forRoute("fresh");
+    await expect.poll(() => queue.getJobState(jobIdFor(second.id))).toBe("completed");
+    expect((await queue.getJob(jobIdFor(second.id)))!.attemptsMade).toBe(1); // the delivery; the waits spent none
   });
 
   it("when a replayed dead letter is still the newest state, then it is POSTed again and delivered (the guard does not block it)", async () => {
