@@ -30,7 +30,8 @@ describe("dropStale: reconciles, forced reconciles and replayed dead letters", (
   /** `streamkeeper_dispatch_total{route="fresh",outcome="stale"}` in this process. */
   const staleCount = async () => (await dispatchTotal.get()).values.find((value) => value.labels.route === "fresh" && value.labels.outcome === "stale")?.value ?? 0;
   /** README: a skipped event is logged at info, naming the event. */
-  const staleLogged = (eventId: string) => logs.lines.some((line) => line.level === 30 && line.eventId === eventId && String(line.msg).includes("skipped as stale"));
+  const staleLogged = (eventId: string, user: string) =>
+    logs.lines.some((line) => line.level === 30 && line.eventId === eventId && line.entity === `user:auth0|${user}` && String(line.msg).includes("skipped as stale"));
   const routeState = async (eventId: string) => (await describeEvent(eventId, harness))?.routes.find((candidate) => candidate.route === "fresh")?.state;
 
   beforeAll(async () => {
@@ -64,7 +65,7 @@ describe("dropStale: reconciles, forced reconciles and replayed dead letters", (
     await expect.poll(forcedResult).toBe("stale");
     expect(postsOf(older.id)).toHaveLength(1); // the first, live delivery only
     expect(await staleCount()).toBe(staleBefore + 1);
-    expect(staleLogged(older.id)).toBe(true);
+    expect(staleLogged(older.id, "forced")).toBe(true);
   });
 
   it("when a reconcile (not forced) brings an older state the route never had, then it is skipped as stale and never POSTed", async () => {
@@ -75,7 +76,7 @@ describe("dropStale: reconciles, forced reconciles and replayed dead letters", (
     await expect(harness.store.store(older, { origin: "reconcile" })).resolves.toMatchObject({ status: "stored", routes: ["fresh"] });
     await expect.poll(() => routeState(older.id)).toBe("stale");
     expect(postsOf(older.id)).toHaveLength(0);
-    expect(staleLogged(older.id)).toBe(true);
+    expect(staleLogged(older.id, "reconciled")).toBe(true);
     // Stale is an outcome, never a dead letter.
     expect(await harness.queues.forRoute("fresh").getJobState(jobIdFor(older.id))).toBe("completed");
   });
