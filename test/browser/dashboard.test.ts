@@ -1,22 +1,18 @@
-import { existsSync } from "node:fs";
 import { mkdir, mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { chromium, type BrowserContext } from "playwright-core";
 import { afterAll, describe, expect, it } from "vitest";
+import { findTool, pathOf } from "../helpers/find-tool.js";
 import { userEvent } from "../helpers/fixtures.js";
 import { startSinkServer } from "../helpers/sink-server.js";
 import { startTestService } from "../helpers/start-test-service.js";
 
-const chromiumPath = "/usr/bin/chromium";
+const chromiumTool = findTool("chromium", "Debian: apt-get install -y chromium");
 const adminToken = "dashboard-admin-token";
 const screenshot = "test-artifacts/dashboard.png";
 
-if (!existsSync(chromiumPath)) {
-  console.warn(`dashboard browser test skipped: ${chromiumPath} is missing (Debian: apt-get install -y chromium; CI installs it)`);
-}
-
-describe.skipIf(!existsSync(chromiumPath))("operate: the queue dashboard in a real browser", () => {
+describe.skipIf(chromiumTool.skip)("operate: the queue dashboard in a real browser", () => {
   const cleanup: Array<() => Promise<void>> = [];
   afterAll(async () => {
     for (const step of cleanup.reverse()) await step();
@@ -42,7 +38,7 @@ describe.skipIf(!existsSync(chromiumPath))("operate: the queue dashboard in a re
     const userDataDir = await mkdtemp(join(tmpdir(), "sk-chromium-"));
     cleanup.push(() => rm(userDataDir, { recursive: true, force: true }));
     const context: BrowserContext = await chromium.launchPersistentContext(userDataDir, {
-      executablePath: chromiumPath,
+      executablePath: pathOf(chromiumTool),
       args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"],
       httpCredentials: { username: "operator", password: adminToken },
       viewport: { width: 1400, height: 900 },

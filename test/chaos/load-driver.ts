@@ -43,6 +43,8 @@ export interface LoadResult {
   answers: Record<string, number>;
   /** Events that needed more than one attempt. */
   retried: number;
+  /** Events answered 202 at a retry, after a 503 or no answer. */
+  acknowledgedOnRetry: number;
   durationMs: number;
 }
 
@@ -54,7 +56,7 @@ export interface LoadProgress {
 }
 
 const options = JSON.parse(process.argv[2] ?? "{}") as LoadDriverOptions;
-const result: LoadResult = { events: 0, acknowledged: [], gaveUp: [], refused: [], answers: {}, retried: 0, durationMs: 0 };
+const result: LoadResult = { events: 0, acknowledged: [], gaveUp: [], refused: [], answers: {}, retried: 0, acknowledgedOnRetry: 0, durationMs: 0 };
 let inFlight = 0;
 let unavailable = 0;
 
@@ -83,6 +85,7 @@ async function deliver(): Promise<void> {
       const { status, text } = await attempt(body);
       result.answers[status] = (result.answers[status] ?? 0) + 1;
       if (index === 1) result.retried++;
+      if (status === 202 && index > 0) result.acknowledgedOnRetry++;
       if (status === 202) return void result.acknowledged.push(event.id);
       if (status !== 503 && status !== 0) return void result.refused.push({ id: event.id, status, body: text.slice(0, 300) });
       unavailable++;

@@ -8,6 +8,8 @@ import { startChaosSink, type SinkDecision } from "./chaos-sink.js";
 import { recordChaosResult } from "./record-chaos-result.js";
 import { routeFigures } from "./route-figures.js";
 import { startLoadDriver } from "./start-load-driver.js";
+import { capturedLogger } from "../helpers/captured-logger.js";
+import { seededRandom, testSeed } from "../helpers/test-seed.js";
 
 const authorization = `Basic ${Buffer.from(`${testCredentials.username}:${testCredentials.password}`).toString("base64")}`;
 /** The issue asks for a minute; 20 s by default keeps the suite short. CHAOS_FLAP_SECONDS=60 for the full run. */
@@ -26,15 +28,17 @@ describe("chaos: a downstream route flapping", () => {
     for (const step of cleanup.reverse()) await step().catch(() => {});
   });
 
-  it(`when a route answers 50% 5xx and some timeouts for ${flapSeconds} s under load, then everything acknowledged reaches it exactly once, and the healthy route exactly once too`, async () => {
+  it(`when a route answers 50% 5xx and some timeouts for ${flapSeconds} s under load, then everything acknowledged reaches it, repeated only where an accepted answer came after the timeout, and the healthy route the same`, async () => {
     const started = Date.now();
     const dir = await mkdtemp(join(tmpdir(), "sk-chaos-flap-"));
     cleanup.push(() => rm(dir, { recursive: true, force: true }));
+    // Which answers fail: seeded, so a failing run's pattern can be asked for again.
+    const random = seededRandom(testSeed("route-flap"));
     let flapUntil = Number.POSITIVE_INFINITY;
     const faults = { "5xx": 0, timeout: 0 };
     const flapping = await startChaosSink((): SinkDecision => {
       if (Date.now() >= flapUntil) return { status: 200 };
-      const roll = Math.random();
+      const roll = random();
       if (roll < 0.5) {
         faults["5xx"]++;
         return { status: [500, 502, 503][Math.floor(roll * 6)]! };
@@ -56,11 +60,17 @@ describe("chaos: a downstream route flapping", () => {
         { name: "steady", match: "*", url: steady.url, concurrency: 4 },
       ]),
     );
-    const service = await startTestService({
-      ROUTES_FILE: routesFile,
-      DISPATCH_BACKOFF_BASE_MS: "100",
-      DISPATCH_BACKOFF_MAX_MS: "2000",
-    });
+    // Debug: each failed attempt is logged with its reason, the circuit's held ones too.
+    const logs = capturedLogger("debug");
+    const service = await startTestService(
+      {
+        ROUTES_FILE: routesFile,
+        DISPATCH_BACKOFF_BASE_MS: "100",
+        DISPATCH_BACKOFF_MAX_MS: "2000",
+      },
+      "all",
+      logs.logger,
+    );
     cleanup.push(() => service.close());
 
     flapUntil = Date.now() + flapSeconds * 1000;
@@ -74,7 +84,14 @@ describe("chaos: a downstream route flapping", () => {
     const store = await inspectStore(service.config);
     cleanup.push(() => store.close());
     const deadLetters = (await store.queues.forRoute("flapping").getFailedCount()) + (await store.queues.forRoute("steady").getFailedCount());
-    const routes = [routeFigures("flapping", flapping, acknowledged, 0), routeFigures("steady", steady, acknowledged, 0)];
+    // No kill here, so a repeat has one cause only: the downstream accepted the event but
+    // its answer came after the route's timeoutMs, so the worker could not know (README:
+    // the downstream drops a repeat by its webhook-id). On a loaded machine that happens
+    // to a real 200 too, so each route's bound is this run's own count of attempts that
+    // ended with no answer, less the timeouts the sink injected (those it never accepted).
+    const noAnswer = (route: string) => logs.lines.filter((line) => line.route === route && String(line.reason ?? "").startsWith("no answer within")).length;
+    const repeatBound = { flapping: Math.max(0, noAnswer("flapping") - faults.timeout), steady: noAnswer("steady") };
+    const routes = [routeFigures("flapping", flapping, acknowledged, repeatBound.flapping), routeFigures("steady", steady, acknowledged, repeatBound.steady)];
     await recordChaosResult("route-flap", {
       fault: `route "flapping" answers 50% 5xx and 10% timeouts (> ${timeoutMs} ms) for ${flapSeconds} s; route "steady" healthy`,
       acknowledged: acknowledged.size,
@@ -89,8 +106,7 @@ describe("chaos: a downstream route flapping", () => {
     expect(deadLetters).toBe(0);
     for (const route of routes) {
       expect(route.lost, `route ${route.route}`).toBe(0);
-      // No kill here: exactly once per successful delivery.
-      expect(route.repeats, `route ${route.route}`).toBe(0);
+      expect(route.repeats, `route ${route.route}: ${route.repeats} repeats, ${noAnswer(route.route)} attempts without an answer (${faults.timeout} injected on flapping)`).toBeLessThanOrEqual(route.repeatBound);
     }
     // The flapping route was retried; the healthy one got one request per event.
     expect(routes[0]!.requests).toBeGreaterThan(acknowledged.size);

@@ -125,6 +125,7 @@ describe("fuzz: the public ingress", () => {
       }),
       { numRuns: runs, seed },
     );
+    expect(Object.values(seen).reduce((sum, count) => sum + count, 0), "requests sent and answered").toBe(runs);
 
     expect(service.child.exitCode, service.output().slice(-2000)).toBeNull();
     expect((await fetch(`${service.publicUrl}/healthz`)).status).toBe(200);

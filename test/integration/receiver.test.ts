@@ -147,10 +147,14 @@ describe("receiver: bad input never loses the good events around it", () => {
     expect(ids).toContain(after.id);
   });
 
-  it("when a batch has one bad event, then none of its events is stored", async () => {
+  it("when a batch has one bad event, then the batch is refused with 400 naming the problem and none of its events is stored or queued", async () => {
     const good = userEvent();
-    await service.post("/webhooks", JSON.stringify([good, { ...userEvent(), source: "" }]), { "content-type": "application/cloudevents-batch+json" });
+    const res = await service.post("/webhooks", JSON.stringify([good, { ...userEvent(), source: "" }]), { "content-type": "application/cloudevents-batch+json" });
+    // Refused as a whole, in words that say which element: the tenant does not retry a 400.
+    expect(res.status).toBe(400);
+    expect(((await res.json()) as { detail: string }).detail).toMatch(/source/);
     expect(await store.ledger.has(good.id)).toBe(false);
+    expect(await store.queuedIds()).not.toContain(good.id);
   });
 });
 

@@ -80,8 +80,16 @@ describe("tenant client against the emulator", () => {
     expect(new Set(all).size).toBe(all.length);
   });
 
-  it("when take is out of range, then the client refuses before any request", async () => {
-    await expect(clientOf().listEventStreams({ take: 101 })).rejects.toBeInstanceOf(TenantValidationError);
+  it("when take is out of range, then the client refuses before any request, naming the range", async () => {
+    const { fetch, counts } = countingFetch();
+    const client = clientOf({ fetch });
+    for (const take of [0, 101]) {
+      const refused = client.listEventStreams({ take });
+      await expect(refused).rejects.toBeInstanceOf(TenantValidationError);
+      await expect(refused).rejects.toThrow(/take/);
+    }
+    // Neither a token nor an API request went out.
+    expect(counts).toEqual({ token: 0, api: 0 });
   });
 
   it("when many calls start at once, then one token request serves them all", async () => {

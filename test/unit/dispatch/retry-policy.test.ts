@@ -15,8 +15,16 @@ describe("decide", () => {
     expect(decide({ status })).toMatchObject({ action: "fail", reason: `downstream answered ${status}` });
   });
 
-  it("when the downstream redirects, then the event fails and the reason says to fix the url", () => {
-    expect(decide({ status: 301 })).toMatchObject({ action: "fail", reason: expect.stringContaining("point the route's url") });
+  it.each([300, 301, 308])("when the downstream redirects (%i), then the event fails and the reason says to fix the url", (status) => {
+    expect(decide({ status })).toEqual({ action: "fail", reason: `downstream answered ${status}; point the route's url at the final address` });
+  });
+
+  it.each([100, 199])("when the downstream answers %i (informational, no 2xx), then the event is not taken as delivered: it fails", (status) => {
+    expect(decide({ status })).toEqual({ action: "fail", reason: `downstream answered ${status}; point the route's url at the final address` });
+  });
+
+  it("when the request could not even be sent as it is (permanent), then the event fails at once with that reason", () => {
+    expect(decide({ error: "the route's header X-Key has a line break", permanent: true })).toEqual({ action: "fail", reason: "the route's header X-Key has a line break" });
   });
 
   it("when no answer came (network error, timeout), then the attempt is retried", () => {

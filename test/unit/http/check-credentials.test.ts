@@ -14,6 +14,17 @@ describe("createCredentialCheck", () => {
     expect(check({})).toBe("the Authorization header is missing: send Basic credentials");
   });
 
+  it("when the scheme is only part of a longer word, or spaced out from its credentials, then the word is refused and the spaces are allowed (RFC 9110: 1*SP)", () => {
+    const basicCheck = createCredentialCheck({ method: "basic", username: "tenant", password: "pw" });
+    const credentials = basic("tenant", "pw").slice("Basic ".length);
+    expect(basicCheck({ authorization: `XBasic ${credentials}` })).toBe("the Authorization header must use the Basic scheme");
+    expect(basicCheck({ authorization: `Basic   ${credentials}` })).toBeUndefined();
+    const bearerCheck = createCredentialCheck({ method: "bearer", token: "t0ken" });
+    expect(bearerCheck({ authorization: "XBearer t0ken" })).toBe("the Authorization header must use the Bearer scheme");
+    expect(bearerCheck({ authorization: "Bearer   t0ken" })).toBeUndefined();
+    expect(bearerCheck({})).toBe("the Authorization header is missing: send a Bearer token");
+  });
+
   it("when a bearer token is configured, then the token compares exactly", () => {
     const check = createCredentialCheck({ method: "bearer", token: "t0ken" });
     expect(check({ authorization: "Bearer t0ken" })).toBeUndefined();
@@ -42,8 +53,12 @@ describe("equalsSecret and challengeFor", () => {
   it("when secrets differ in length or content, then they are unequal; equal ones are equal", () => {
     const isSecret = equalsSecret("abc");
     expect(isSecret("abc")).toBe(true);
-    expect(isSecret("abcd")).toBe(false);
+    expect(isSecret("abcd")).toBe(false); // longer
+    expect(isSecret("ab")).toBe(false); // shorter
     expect(isSecret("")).toBe(false);
+    expect(isSecret("abd")).toBe(false); // same length, last byte differs
+    expect(isSecret("xbc")).toBe(false); // same length, first byte differs
+    expect(isSecret("ABC")).toBe(false); // case counts
   });
 
   it("when the method has a challenge (RFC 9110), then the 401 names it", () => {

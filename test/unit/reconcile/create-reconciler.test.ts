@@ -98,7 +98,8 @@ describe("createReconciler", () => {
   it("when no stream has the event, then not_found", async () => {
     const { tenant } = tenantWith({}, [streamA, streamB]);
     const { ledger, store } = storeWith();
-    expect(await createReconciler({ ledger, store, tenant }).reconcile({ eventId, force: false })).toEqual({ eventId, streamId: undefined, outcome: "not_found" });
+    // Strict: the result says outright that no stream was found (streamId present, undefined).
+    expect(await createReconciler({ ledger, store, tenant }).reconcile({ eventId, force: false })).toStrictEqual({ eventId, streamId: undefined, outcome: "not_found" });
   });
 
   it("when a webhook stores the event between our check and our store, then already_received", async () => {
@@ -137,6 +138,14 @@ describe("createReconciler", () => {
     await expect(createReconciler({ ledger, store, tenant }).reconcile({ eventId, streamId: streamB, force: false })).rejects.toBe(limited);
   });
 
+  it("when reading the tenant fails with something other than a tenant answer (a fault of ours), then it is thrown for the job to be retried, not turned into an outcome", async () => {
+    const fault = new TypeError("Cannot read properties of undefined (reading 'status')");
+    const tenant: ReconcileTenant = { getDelivery: () => Promise.reject(fault), streamIds: async () => [streamB] };
+    const { ledger, store, stored } = storeWith();
+    await expect(createReconciler({ ledger, store, tenant }).reconcile({ eventId, streamId: streamB, force: false })).rejects.toBe(fault);
+    expect(stored).toEqual([]);
+  });
+
   it("when Redis fails while storing, then the error is thrown so the job is retried", async () => {
     const { tenant } = tenantWith({ [streamB]: real });
     const { ledger } = storeWith();
@@ -173,6 +182,29 @@ describe("createReconciler: transient tenant faults", () => {
       expect(stored[0]!.options).toMatchObject({ origin: "reconcile", streamId: streamB });
       expect(await reconciler.reconcileRecord(real)).toMatchObject({ eventId, outcome: "already_received" });
       expect(calls).toEqual([]);
+    });
+
+    it("when a listed record's id is already here, then it is already_received without touching the store, unless forced", async () => {
+      const { tenant } = tenantWith({});
+      const { ledger, store, stored } = storeWith([eventId]);
+      let storeCalls = 0;
+      const counted: EventStore = { store: (event, options) => (storeCalls++, store.store(event, options)) };
+      const reconciler = createReconciler({ ledger, store: counted, tenant });
+      expect(await reconciler.reconcileRecord(real)).toEqual({ eventId, streamId: streamB, outcome: "already_received" });
+      expect(storeCalls).toBe(0);
+      expect(await reconciler.reconcileRecord(real, { force: true })).toMatchObject({ eventId, outcome: "recovered" });
+      expect(storeCalls).toBe(1);
+      expect(stored[0]!.options).toMatchObject({ origin: "reconcile", force: true });
+    });
+
+    it("when assessed and the list's record is not failed after all, or its copy is not a valid event, then the dry run says so as an error outcome", async () => {
+      const { tenant } = tenantWith({});
+      const { ledger, store, stored } = storeWith();
+      const reconciler = createReconciler({ ledger, store, tenant });
+      expect(await reconciler.assessRecord({ ...real, status: "pending" })).toEqual({ eventId, streamId: streamB, outcome: "error: the tenant lists it as pending, not failed" });
+      const invalid = await reconciler.assessRecord({ ...real, event: { ...real.event!, time: "yesterday" } });
+      expect(invalid).toEqual({ eventId, streamId: streamB, outcome: expect.stringMatching(/^error: the tenant's stored copy of the event is not a valid CloudEvent .*event\.time/) });
+      expect(stored).toEqual([]);
     });
 
     it("when assessed (a dry run), then would_recover, already_received or no_payload, and nothing is stored", async () => {

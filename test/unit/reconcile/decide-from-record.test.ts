@@ -42,9 +42,15 @@ describe("decideFromRecord", () => {
     expect(decision).toMatchObject({ replay: { data: "plain text" } });
   });
 
+  it.each(["42", "null", '"quoted"', "true"])("when data is a JSON string holding no object (%s), then it is replayed as the string, not parsed", (data) => {
+    const decision = decideFromRecord({ ...real, event: { ...real.event!, data } });
+    expect(decision).toMatchObject({ replay: { data } });
+  });
+
   it("when the stored copy has only an id, then type, source, specversion and a0stream come from the record", () => {
     const decision = decideFromRecord({ ...real, event: { id: real.id } });
-    expect(decision).toEqual({
+    // Strict: no `data` key at all where the tenant stored none (not `data: undefined`).
+    expect(decision).toStrictEqual({
       replay: { id: real.id, type: "user.updated", source: "urn:auth0:", specversion: "1.0", a0stream: "est_aD5AUDqZbHFcMoEx2LxAk9" },
     });
   });
