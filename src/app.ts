@@ -8,7 +8,9 @@ import { createReceiverApp } from "./http/receiver-app.js";
 import { createConfigRouter } from "./http/config-router.js";
 import { createConnectRouter } from "./http/connect-router.js";
 import { createReconcileRouter } from "./http/reconcile-router.js";
-import { serve, type Serving } from "./http/serve.js";
+import { createDeadLettersRouter } from "./http/dead-letters-router.js";
+import { boundAddress } from "./http/bound-address.js";
+import { serveLater } from "./http/serve-later.js";
 import { resolveWebhookAuth } from "./webhook-credentials.js";
 import type { Logger } from "./logger.js";
 import { registerQueueGauges } from "./metrics/register-queue-gauges.js";
@@ -28,7 +30,6 @@ import { createReplicaAcks } from "./queue/replica-acks.js";
 import { checkRedisVersion } from "./queue/redis-version.js";
 import { resolveRedis } from "./queue/resolve-redis.js";
 import { createRepeatLog } from "./repeat-log.js";
-import { writeServiceConfig } from "./queue/service-config-store.js";
 import { createReconcileQueue } from "./reconcile/create-reconcile-queue.js";
 import { createPacedTenant } from "./reconcile/create-paced-tenant.js";
 import { createReconcileWorker, reconcileTenantOf } from "./reconcile/create-reconcile-worker.js";
@@ -77,15 +78,19 @@ export async function startService(config: Config, logger: Logger, role: Role): 
   }
   for (const warning of unmatchedPatternWarnings(routes)) logger.warn(`${warning}; this pattern sends the route nothing (fix it in ROUTES_FILE)`);
   const auth = role === "worker" ? undefined : await resolveWebhookAuth(config);
+  // Ports first: one in use stops the start before anything in Redis changes (serve-later.ts).
+  const publicServer = auth ? await serveLater(env.PORT, env.HOST, { handlerSendsContinue: true }).catch(portProblem("PORT", env.PORT)) : undefined;
+  const admin = await serveLater(env.ADMIN_PORT, env.ADMIN_HOST).catch(async (error: NodeJS.ErrnoException) => {
+    await publicServer?.close(0);
+    return portProblem("ADMIN_PORT", env.ADMIN_PORT)(error);
+  });
   const redis = await resolveRedis(config, logger, `start --role ${role}`);
   const client = createRedis(redis.url, "client", `streamkeeper-${role}`);
   client.on("error", (error) => logger.debug({ err: error }, "redis connection error"));
   client.once("ready", () => void checkEvictionPolicy());
-  // Published where every command reads it, again after each reconnect (a Redis restarted empty).
+  // Served at GET /admin/config once the ports are bound; nothing is published before (a
+  // start that fails changes nothing commands see).
   const serviceConfig = describeServiceConfig(config, routes, role);
-  const publishConfig = () =>
-    writeServiceConfig(client, env.QUEUE_PREFIX, serviceConfig).catch((error: Error) => logger.warn({ err: error }, "could not publish this service's configuration to Redis; commands fall back to their own settings"));
-  client.on("ready", () => void publishConfig());
   reportWhatIsOff(serviceConfig, env, logger);
   // Start even when Redis is down (the ingress answers 503 and /readyz fails until it is back).
   const reachable = await untilReady(client, 5000).then(
@@ -97,6 +102,7 @@ export async function startService(config: Config, logger: Logger, role: Role): 
     await checkRedisVersion(client).catch(async (error: unknown) => {
       client.disconnect();
       await redis.release();
+      await Promise.all([publicServer?.close(0), admin.close(0)]);
       throw error;
     });
   } else {
@@ -155,17 +161,16 @@ export async function startService(config: Config, logger: Logger, role: Role): 
   let legacyDrain: Closable | undefined;
   const drainLegacy = (drain?: LegacyDrainOptions["drain"]) =>
     drainLegacyLayout({ redis: client, queuePrefix: env.QUEUE_PREFIX, routes: routes.map((route) => route.name), logger, drain });
-  let publicServer: Serving | undefined;
   /**
    * Closes what was started, in order: every step runs even when one before it fails (its
-   * error is thrown at the end), so nothing stays open. close() and a failed start share it.
+   * error is thrown at the end), so nothing stays open.
    */
-  const teardown = async (admin?: Serving) => {
+  const teardown = async () => {
     const steps: Array<() => Promise<unknown>> = [
       ...closers,
       async () => legacyDrain?.close(),
       async () => (unregisterQueueGauges(), unregisterRedisGauges()),
-      async () => admin?.close(env.SHUTDOWN_TIMEOUT_MS),
+      async () => admin.close(env.SHUTDOWN_TIMEOUT_MS),
       () => queues.close(),
       () => reconcileQueue.close(),
       () => closeRedis(tenantConnection),
@@ -176,13 +181,6 @@ export async function startService(config: Config, logger: Logger, role: Role): 
     let failure: unknown;
     for (const step of steps) await step().catch((error: unknown) => (failure ??= error));
     if (failure !== undefined) throw failure;
-  };
-  // A start that fails half-way (a port in use) leaves nothing behind: no connection, queue
-  // or tracer of this process (the demo starts the service in-process), no lease on the
-  // embedded Redis, and no embedded Redis that only this process used.
-  const abandon = (setting: string, port: number) => async (error: NodeJS.ErrnoException): Promise<never> => {
-    await teardown().catch((failure: unknown) => logger.debug({ err: failure }, "closing a half-started service"));
-    return portProblem(setting, port)(error);
   };
   if (auth) {
     const receiver = createReceiverApp({
@@ -195,9 +193,9 @@ export async function startService(config: Config, logger: Logger, role: Role): 
       logRepeatsEveryMs,
       replicated: env.REDIS_MIN_REPLICAS > 0 ? createReplicaAcks(client, env.REDIS_MIN_REPLICAS) : undefined,
     });
-    publicServer = await serve(tracing.traceRequests(receiver, "receiver"), env.PORT, env.HOST, { handlerSendsContinue: true }).catch(abandon("PORT", env.PORT));
+    publicServer!.attach(tracing.traceRequests(receiver, "receiver"));
     closers.push(() => publicServer!.close(env.SHUTDOWN_TIMEOUT_MS));
-    logger.info({ url: publicServer.url, auth: auth.method, routes: routes.map((route) => route.name) }, "receiving webhooks");
+    logger.info({ url: publicServer!.url, listening: boundAddress(publicServer!), auth: auth.method, routes: routes.map((route) => route.name) }, `receiving webhooks on ${boundAddress(publicServer!)}`);
   }
   if (role !== "receiver") {
     // The dispatcher records deliveries on a connection that waits out a slow Redis: the
@@ -277,14 +275,15 @@ export async function startService(config: Config, logger: Logger, role: Role): 
     routers: [
       createDashboardRouter([...queues.all(), reconcileQueue.queue]),
       createReconcileRouter(reconcileQueue),
+      createDeadLettersRouter(() => queues),
       createConfigRouter(serviceConfig),
       // A worker has no receiver, but shares the receivers' explicit credentials (every role reads the same settings).
       createConnectRouter(createStreamConnector({ config, auth: auth ?? ("generated" in config.webhookAuth ? undefined : config.webhookAuth), tenant, logger })),
       createSweepRouter({ describe: () => sweepStatus.describe(lookbackMs, Date.now()), runWindow: createWindowRunner({ env, tenant, reconciler: listReconciler }) }),
     ],
   });
-  const admin = await serve(adminApp, env.ADMIN_PORT, env.ADMIN_HOST).catch(abandon("ADMIN_PORT", env.ADMIN_PORT));
-  logger.info({ url: admin.url }, "admin surface (metrics, probes, admin API) listening");
+  admin.attach(adminApp);
+  logger.info({ url: admin.url, listening: boundAddress(admin) }, `admin surface (metrics, probes, admin API) listening on ${boundAddress(admin)}`);
 
   async function checkEvictionPolicy() {
     try {
@@ -302,7 +301,7 @@ export async function startService(config: Config, logger: Logger, role: Role): 
     publicUrl: publicServer?.url,
     adminUrl: admin.url,
     close() {
-      closing ??= teardown(admin);
+      closing ??= teardown();
       return closing;
     },
   };
