@@ -12,6 +12,7 @@ import { createDeadLettersRouter } from "./http/dead-letters-router.js";
 import { boundAddress } from "./http/bound-address.js";
 import { serveLater } from "./http/serve-later.js";
 import { resolveWebhookAuth } from "./webhook-credentials.js";
+import { reportRotation } from "./report-rotation.js";
 import type { Logger } from "./logger.js";
 import { registerQueueGauges } from "./metrics/register-queue-gauges.js";
 import { registerRedisGauges } from "./metrics/register-redis-gauges.js";
@@ -78,6 +79,7 @@ export async function startService(config: Config, logger: Logger, role: Role): 
   }
   for (const warning of unmatchedPatternWarnings(routes)) logger.warn(`${warning}; this pattern sends the route nothing (fix it in ROUTES_FILE)`);
   const auth = role === "worker" ? undefined : await resolveWebhookAuth(config);
+  reportRotation(config, auth, logger);
   // Ports first: one in use stops the start before anything in Redis changes (serve-later.ts).
   const publicServer = auth ? await serveLater(env.PORT, env.HOST, { handlerSendsContinue: true }).catch(portProblem("PORT", env.PORT)) : undefined;
   const admin = await serveLater(env.ADMIN_PORT, env.ADMIN_HOST).catch(async (error: NodeJS.ErrnoException) => {
@@ -270,6 +272,7 @@ export async function startService(config: Config, logger: Logger, role: Role): 
   const adminApp = createAdminApp({
     ready,
     adminToken: env.ADMIN_TOKEN,
+    adminPreviousToken: env.ADMIN_PREVIOUS_TOKEN,
     logger,
     describeEvent: (eventId) => describeEvent(eventId, { ledger, queues }),
     routers: [

@@ -50,6 +50,9 @@ export const settings = {
   WEBHOOK_TOKEN: [optional, "token for bearer"],
   WEBHOOK_HEADER_NAME: [z.string().regex(/^[A-Za-z0-9!#$%&'*+.^_`|~-]+$/, "use a valid HTTP header name").optional(), "header name for custom_header"],
   WEBHOOK_HEADER_VALUE: [optional, "header value for custom_header"],
+  WEBHOOK_PREVIOUS_PASSWORD: [optional, "basic: the old password, also accepted while set (with WEBHOOK_USERNAME), for a rotation with no 401s (docs/operating.md)"],
+  WEBHOOK_PREVIOUS_TOKEN: [optional, "bearer: the old token, also accepted while set, for a rotation with no 401s"],
+  WEBHOOK_PREVIOUS_HEADER_VALUE: [optional, "custom_header: the old header value, also accepted while set, for a rotation with no 401s"],
   WEBHOOK_MAX_BODY_BYTES: [whole("bytes", 1024).default(1_048_576), "larger bodies get 413"],
   DEFAULT_STREAM_ID: [optional, "stream of events that name none (no path id, no a0stream); also the stream reconcile reads first"],
   TENANT_DOMAIN: [z.string().regex(/^[A-Za-z0-9.-]+(:\d+)?$/, "give a host name such as acme.us.auth0.com, without https://").optional(), "tenant host, e.g. acme.us.auth0.com"],
@@ -61,6 +64,7 @@ export const settings = {
   ROUTES_FILE: [optional, "downstream routes (YAML or JSON)"],
   DOWNSTREAM_URL: [url, "shortcut: one route named `default` that receives every event"],
   ADMIN_TOKEN: [optional, "bearer token for /admin/*; admin write endpoints and the dashboard are off without it"],
+  ADMIN_PREVIOUS_TOKEN: [optional, "the old ADMIN_TOKEN, also accepted while set, for a rotation with no 401s"],
   ADMIN_URL: [url, "where commands reach the running service's admin API (with ADMIN_TOKEN); default http://<ADMIN_HOST>:<ADMIN_PORT>"],
   DEDUPE_TTL_SECONDS: [
     whole("seconds", 3600, "an hour at least: the tenant retries a delivery for seconds to minutes, and those retries must count as duplicates").default(604_800),
@@ -94,11 +98,12 @@ export const settings = {
 type Settings = typeof settings;
 export type Env = { [K in keyof Settings]: z.output<Settings[K][0]> };
 
+/** `previous`: the old secret of a rotation (WEBHOOK_PREVIOUS_*), accepted beside the current one while set. */
 export type WebhookAuth =
-  | { method: "basic"; username: string; password: string }
+  | { method: "basic"; username: string; password: string; previous?: string }
   | { method: "basic"; generated: true }
-  | { method: "bearer"; token: string }
-  | { method: "custom_header"; headerName: string; headerValue: string }
+  | { method: "bearer"; token: string; previous?: string }
+  | { method: "custom_header"; headerName: string; headerValue: string; previous?: string }
   | { method: "none" };
 
 export interface Tenant {
@@ -146,6 +151,7 @@ export function loadConfig(source: Record<string, string | undefined> = process.
   if (env.REDIS_MIN_REPLICAS > 0 && env.REDIS_URL !== undefined && /^rediss?\+cluster:/.test(env.REDIS_URL)) {
     problems.push("REDIS_MIN_REPLICAS works with one Redis primary, not with Redis Cluster: set it to 0 or use a redis:// URL");
   }
+  if (env.ADMIN_PREVIOUS_TOKEN !== undefined && env.ADMIN_TOKEN === undefined) problems.push("ADMIN_PREVIOUS_TOKEN needs ADMIN_TOKEN (the new token): set it, or unset ADMIN_PREVIOUS_TOKEN");
   if (problems.length > 0) throw new ConfigError(problems);
   return { env, webhookAuth, tenant };
 }
@@ -161,6 +167,23 @@ function shown(key: string, value: string | undefined): string {
 }
 
 function webhookAuthOf(env: Env, problems: string[]): WebhookAuth {
+  const auth = currentWebhookAuth(env, problems);
+  // The previous secret of a rotation belongs to the method it was the secret of.
+  const previousOf = { basic: "WEBHOOK_PREVIOUS_PASSWORD", bearer: "WEBHOOK_PREVIOUS_TOKEN", custom_header: "WEBHOOK_PREVIOUS_HEADER_VALUE" } as const;
+  for (const [method, name] of Object.entries(previousOf)) {
+    if (env[name] !== undefined && env.WEBHOOK_AUTH !== method) problems.push(`${name} is for WEBHOOK_AUTH=${method}, but WEBHOOK_AUTH=${env.WEBHOOK_AUTH}: unset it, or set the WEBHOOK_AUTH it belongs to`);
+  }
+  if (auth.method === "none") return auth;
+  const previous = env[previousOf[auth.method]];
+  if (previous === undefined) return auth;
+  if ("generated" in auth) {
+    problems.push("WEBHOOK_PREVIOUS_PASSWORD needs WEBHOOK_USERNAME and WEBHOOK_PASSWORD (the new credentials): generated credentials are not rotated this way (docs/operating.md)");
+    return auth;
+  }
+  return { ...auth, previous };
+}
+
+function currentWebhookAuth(env: Env, problems: string[]): WebhookAuth {
   const required = (name: keyof Env) => {
     if (env[name] === undefined) problems.push(`${name} is required when WEBHOOK_AUTH=${env.WEBHOOK_AUTH}`);
     return String(env[name]);
