@@ -9,6 +9,10 @@ import { createConfigRouter } from "./http/config-router.js";
 import { createConnectRouter } from "./http/connect-router.js";
 import { createReconcileRouter } from "./http/reconcile-router.js";
 import { createDeadLettersRouter } from "./http/dead-letters-router.js";
+import { createRoutesRouter } from "./http/routes-router.js";
+import { createOrphanedRoutes } from "./queue/orphaned-routes.js";
+import { reportOrphanedRoutes } from "./queue/report-orphaned-routes.js";
+import { registerOrphanedRouteGauges } from "./metrics/register-orphaned-route-gauges.js";
 import { boundAddress } from "./http/bound-address.js";
 import { serveLater } from "./http/serve-later.js";
 import { resolveWebhookAuth } from "./webhook-credentials.js";
@@ -154,6 +158,10 @@ export async function startService(config: Config, logger: Logger, role: Role): 
   // Read on the fail-fast client: GET /admin/sweep and a scrape answer while Redis is away.
   const sweepStatus = createSweepState(client, env.QUEUE_PREFIX);
 
+  // Routes renamed or removed whose events still wait (docs/operating.md, Removing a route).
+  const orphans = createOrphanedRoutes(client, env.QUEUE_PREFIX, routes.map((route) => route.name));
+  const orphaned = new Set(reachable ? await reportOrphanedRoutes(orphans, logger) : []);
+  const unregisterOrphanGauges = registerOrphanedRouteGauges(() => [...orphaned], orphans.count, (route) => orphaned.delete(route));
   const unregisterQueueGauges = registerQueueGauges(client, () => [...queues.all(), reconcileQueue.queue]);
   const unregisterRedisGauges = registerRedisGauges(client, new Map(routes.map((route) => [route.name, circuitKey(env.QUEUE_PREFIX, route.name)])));
   // Shutdown order: stop taking webhooks first, then finish deliveries and reconciles.
@@ -171,7 +179,8 @@ export async function startService(config: Config, logger: Logger, role: Role): 
     const steps: Array<() => Promise<unknown>> = [
       ...closers,
       async () => legacyDrain?.close(),
-      async () => (unregisterQueueGauges(), unregisterRedisGauges()),
+      async () => (unregisterQueueGauges(), unregisterRedisGauges(), unregisterOrphanGauges()),
+      () => orphans.close(),
       async () => admin.close(env.SHUTDOWN_TIMEOUT_MS),
       () => queues.close(),
       () => reconcileQueue.close(),
@@ -197,7 +206,7 @@ export async function startService(config: Config, logger: Logger, role: Role): 
     });
     publicServer!.attach(tracing.traceRequests(receiver, "receiver"));
     closers.push(() => publicServer!.close(env.SHUTDOWN_TIMEOUT_MS));
-    logger.info({ url: publicServer!.url, listening: boundAddress(publicServer!), auth: auth.method, routes: routes.map((route) => route.name) }, `receiving webhooks on ${boundAddress(publicServer!)}`);
+    logger.info({ url: publicServer!.url, listening: boundAddress(publicServer!), auth: auth.method, routes: routes.map((route) => route.name) }, "receiving webhooks");
   }
   if (role !== "receiver") {
     // The dispatcher records deliveries on a connection that waits out a slow Redis: the
@@ -279,6 +288,7 @@ export async function startService(config: Config, logger: Logger, role: Role): 
       createDashboardRouter([...queues.all(), reconcileQueue.queue]),
       createReconcileRouter(reconcileQueue),
       createDeadLettersRouter(() => queues),
+      createRoutesRouter({ routes, queues, orphans, forget: (route) => orphaned.delete(route) }),
       createConfigRouter(serviceConfig),
       // A worker has no receiver, but shares the receivers' explicit credentials (every role reads the same settings).
       createConnectRouter(createStreamConnector({ config, auth: auth ?? ("generated" in config.webhookAuth ? undefined : config.webhookAuth), tenant, logger })),
@@ -286,7 +296,7 @@ export async function startService(config: Config, logger: Logger, role: Role): 
     ],
   });
   admin.attach(adminApp);
-  logger.info({ url: admin.url, listening: boundAddress(admin) }, `admin surface (metrics, probes, admin API) listening on ${boundAddress(admin)}`);
+  logger.info({ url: admin.url, listening: boundAddress(admin) }, "admin surface (metrics, probes, admin API) listening");
 
   async function checkEvictionPolicy() {
     try {

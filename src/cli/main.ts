@@ -8,6 +8,7 @@ import { registerDeadLettersCommand } from "./dead-letters-command.js";
 import { registerStreamsCommand } from "./streams-command.js";
 import { registerTokenExchangeProfilesCommand } from "./token-exchange-profiles-command.js";
 import { registerEmulatorCommand } from "./emulator-command.js";
+import { registerRoutesCommand } from "./routes-command.js";
 import { showLogs } from "./cli-logger.js";
 import { addCommandHelp } from "./command-help.js";
 import { version } from "../version.js";
@@ -38,6 +39,7 @@ registerDemoCommand(program);
 registerStreamsCommand(program);
 registerTokenExchangeProfilesCommand(program);
 registerEmulatorCommand(program);
+registerRoutesCommand(program);
 addCommandHelp(program);
 
 try {
