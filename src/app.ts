@@ -12,7 +12,7 @@ import { createDeadLettersRouter } from "./http/dead-letters-router.js";
 import { createRoutesRouter } from "./http/routes-router.js";
 import { createOrphanedRoutes } from "./queue/orphaned-routes.js";
 import { reportOrphanedRoutes } from "./queue/report-orphaned-routes.js";
-import { registerOrphanedRouteGauges } from "./metrics/register-orphaned-route-gauges.js";
+import { registerOrphanedRouteGauges, routeOrphanedJobs } from "./metrics/register-orphaned-route-gauges.js";
 import { boundAddress } from "./http/bound-address.js";
 import { serveLater } from "./http/serve-later.js";
 import { resolveWebhookAuth } from "./webhook-credentials.js";
@@ -288,7 +288,7 @@ export async function startService(config: Config, logger: Logger, role: Role): 
       createDashboardRouter([...queues.all(), reconcileQueue.queue]),
       createReconcileRouter(reconcileQueue),
       createDeadLettersRouter(() => queues),
-      createRoutesRouter({ routes, queues, orphans, forget: (route) => orphaned.delete(route) }),
+      createRoutesRouter({ routes, queues, orphans, forget: (route) => (orphaned.delete(route), routeOrphanedJobs.remove({ route })) }),
       createConfigRouter(serviceConfig),
       // A worker has no receiver, but shares the receivers' explicit credentials (every role reads the same settings).
       createConnectRouter(createStreamConnector({ config, auth: auth ?? ("generated" in config.webhookAuth ? undefined : config.webhookAuth), tenant, logger })),
