@@ -79,6 +79,7 @@ export async function startService(config: Config, logger: Logger, role: Role): 
   const routes = await loadRoutes(config);
   if (routes.length === 0) {
     // Every role: a receiver without routes would answer 202 for events it delivers nowhere.
+    if (env.ROUTES_FILE !== undefined) throw new ConfigError([`ROUTES_FILE ${env.ROUTES_FILE} lists no route: add at least one (name, match, url); without one, every event would be stored and delivered nowhere`]);
     throw new ConfigError(["no downstream route: set ROUTES_FILE (a YAML or JSON file of routes) or DOWNSTREAM_URL (one route for every event); without one, every event would be stored and delivered nowhere"]);
   }
   for (const warning of unmatchedPatternWarnings(routes)) logger.warn(`${warning}; this pattern sends the route nothing (fix it in ROUTES_FILE)`);

@@ -78,7 +78,7 @@ const helps: Record<string, Help> = {
   emulator: {
     settings: "EMULATOR_PORT, EMULATOR_CLIENT_ID, EMULATOR_CLIENT_SECRET, EMULATOR_TIME_SCALE, EMULATOR_RATE_LIMIT, EMULATOR_AUTO_DISABLE_AFTER",
     outcomes: "emulator listening on http://127.0.0.1:<port>; runs until SIGINT or SIGTERM",
-    exitCodes: `0 stopped; 1 the port is in use; ${usage}`,
+    exitCodes: `0 stopped; ${usage} (also the port in use)`,
   },
   demo: {
     settings: "REDIS_URL (else a throwaway redis-server)",
