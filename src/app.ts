@@ -68,6 +68,8 @@ export interface Service {
   publicUrl?: string;
   adminUrl: string;
   close(): Promise<void>;
+  /** During close(): stop waiting for in-flight deliveries (a second signal); they go back to their queue. */
+  hurry(): void;
 }
 
 /**
@@ -167,6 +169,7 @@ export async function startService(config: Config, logger: Logger, role: Role): 
   const unregisterRedisGauges = registerRedisGauges(client, new Map(routes.map((route) => [route.name, circuitKey(env.QUEUE_PREFIX, route.name)])));
   // Shutdown order: stop taking webhooks first, then finish deliveries and reconciles.
   const closers: Array<() => Promise<void>> = [];
+  const hurries: Array<() => void> = [];
   // Jobs an earlier release left under the shared hash tag: a worker role drains them,
   // every role reports what is left (docs/deploy.md, Upgrading).
   let legacyDrain: Closable | undefined;
@@ -235,6 +238,7 @@ export async function startService(config: Config, logger: Logger, role: Role): 
       logRepeatsEveryMs,
     };
     const dispatcher = createDispatcher({ ...dispatcherOptions, routes, logger });
+    hurries.push(() => dispatcher.hurry());
     const reconcileOptions = { env, tenant, connection: reconcileConnection, ledger, store, telemetry: tracing.bullmq, serviceName: serviceLabel(serviceConfig) };
     const reconciler = createReconcileWorker({ ...reconcileOptions, logger });
     // What an earlier release left under its key layout runs through the same processors.
@@ -317,6 +321,9 @@ export async function startService(config: Config, logger: Logger, role: Role): 
     close() {
       closing ??= teardown();
       return closing;
+    },
+    hurry() {
+      for (const hurry of hurries) hurry();
     },
   };
 }
