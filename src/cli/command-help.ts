@@ -24,7 +24,7 @@ const helps: Record<string, Help> = {
     exitCodes: `0 stopped cleanly; 1 failed at start; ${usage} (every bad value named)`,
   },
   reconcile: {
-    settings: `${service}; the service reconciles with its own routes and tenant settings. With --since: the running service reads the window with its own settings (DEDUPE_TTL_SECONDS bounds how far back, except --dry-run)`,
+    settings: `${service}; the service reconciles with its own routes, tenant settings and pace (its RECONCILE_RATE_SHARE, RECONCILE_RATE_PER_SECOND). With --since: the running service reads the window with its own settings (DEDUPE_TTL_SECONDS bounds how far back, except --dry-run)`,
     outcomes:
       "<event-id> recovered|already_received|not_failed|no_payload|not_found|error: <reason> (with --json one object per line); with --no-wait <event-id> queued <job-id>; with --since the same per failed delivery of the window, and with --dry-run <event-id> would_recover|already_received|no_payload (with --json in \"outcome\"), then on stderr how many streams and list calls were read",
     exitCodes: `0 every id recovered or already there (--since: the window read to its end); 1 an id not recovered, or the window not read to its end, or no service answering; ${usage} (also the service's ADMIN_TOKEN refused, a service without tenant settings, a window the service refuses)`,

@@ -22,9 +22,9 @@ describe("the command line", () => {
   it("when a command's help is asked, then it lists the settings it reads, what it prints and its exit codes", async () => {
     const run = await runCli(["dead-letters", "replay", "--help"], {});
     expect(run.code).toBe(0);
-    expect(run.stdout).toContain("\nSettings read: REDIS_URL (else the embedded Redis under DATA_DIR), QUEUE_PREFIX; the running service's routes (else ROUTES_FILE or DOWNSTREAM_URL)\n");
+    expect(run.stdout).toContain("\nSettings read: ADMIN_URL (else ADMIN_HOST/ADMIN_PORT), ADMIN_TOKEN: the running service's admin API, never Redis\n");
     expect(run.stdout).toContain("\nPrints: replayed <route>/<job-id>, one line each\n");
-    expect(run.stdout).toContain("\nExit codes: 0 replayed; 1 an id is no dead letter (nothing replayed); 2 bad usage or settings\n");
+    expect(run.stdout).toContain("\nExit codes: 0 replayed; 1 an id is no dead letter (nothing replayed); 1 no service answers (one line says so) or it failed; 2 bad usage or settings (ADMIN_TOKEN refused)\n");
   });
 
   it("when the help of reconcile or streams list is asked, then it tells the --since mode, both rate settings, and the SWEPT column with its JSON fields", async () => {
