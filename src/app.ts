@@ -15,8 +15,15 @@ import { createReceiverApp } from "./http/receiver-app.js";
 import { createConfigRouter } from "./http/config-router.js";
 import { createConnectRouter } from "./http/connect-router.js";
 import { createReconcileRouter } from "./http/reconcile-router.js";
-import { serve, type Serving } from "./http/serve.js";
+import { createDeadLettersRouter } from "./http/dead-letters-router.js";
+import { createRoutesRouter } from "./http/routes-router.js";
+import { createOrphanedRoutes } from "./queue/orphaned-routes.js";
+import { reportOrphanedRoutes } from "./queue/report-orphaned-routes.js";
+import { registerOrphanedRouteGauges, routeOrphanedJobs } from "./metrics/register-orphaned-route-gauges.js";
+import { boundAddress } from "./http/bound-address.js";
+import { serveLater } from "./http/serve-later.js";
 import { resolveWebhookAuth } from "./webhook-credentials.js";
+import { reportRotation } from "./report-rotation.js";
 import type { Logger } from "./logger.js";
 import { registerQueueGauges } from "./metrics/register-queue-gauges.js";
 import { registerRedisGauges } from "./metrics/register-redis-gauges.js";
@@ -35,7 +42,6 @@ import { createReplicaAcks } from "./queue/replica-acks.js";
 import { checkRedisVersion } from "./queue/redis-version.js";
 import { resolveRedis } from "./queue/resolve-redis.js";
 import { createRepeatLog } from "./repeat-log.js";
-import { writeServiceConfig } from "./queue/service-config-store.js";
 import { createReconcileQueue } from "./reconcile/create-reconcile-queue.js";
 import { createPacedTenant } from "./reconcile/create-paced-tenant.js";
 import { createReconcileWorker, reconcileTenantOf } from "./reconcile/create-reconcile-worker.js";
@@ -83,6 +89,8 @@ export interface Service {
   publicUrl?: string;
   adminUrl: string;
   close(): Promise<void>;
+  /** During close(): stop waiting for in-flight deliveries (a second signal); they go back to their queue. */
+  hurry(): void;
 }
 
 /**
@@ -94,19 +102,25 @@ export async function startService(config: Config, logger: Logger, role: Role): 
   const routes = await loadRoutes(config);
   if (routes.length === 0) {
     // Every role: a receiver without routes would answer 202 for events it delivers nowhere.
+    if (env.ROUTES_FILE !== undefined) throw new ConfigError([`ROUTES_FILE ${env.ROUTES_FILE} lists no route: add at least one (name, match, url); without one, every event would be stored and delivered nowhere`]);
     throw new ConfigError(["no downstream route: set ROUTES_FILE (a YAML or JSON file of routes) or DOWNSTREAM_URL (one route for every event); without one, every event would be stored and delivered nowhere"]);
   }
   for (const warning of unmatchedPatternWarnings(routes)) logger.warn(`${warning}; this pattern sends the route nothing (fix it in ROUTES_FILE)`);
   const auth = role === "worker" ? undefined : await resolveWebhookAuth(config);
+  reportRotation(config, auth, logger);
+  // Ports first: one in use stops the start before anything in Redis changes (serve-later.ts).
+  const publicServer = auth ? await serveLater(env.PORT, env.HOST, { handlerSendsContinue: true, requestTimeoutMs: env.WEBHOOK_REQUEST_TIMEOUT_MS }).catch(portProblem("PORT", env.PORT)) : undefined;
+  const admin = await serveLater(env.ADMIN_PORT, env.ADMIN_HOST).catch(async (error: NodeJS.ErrnoException) => {
+    await publicServer?.close(0);
+    return portProblem("ADMIN_PORT", env.ADMIN_PORT)(error);
+  });
   const redis = await resolveRedis(config, logger, `start --role ${role}`);
   const client = createRedis(redis.url, "client", `streamkeeper-${role}`);
   client.on("error", (error) => logger.debug({ err: error }, "redis connection error"));
   client.once("ready", () => void checkEvictionPolicy());
-  // Published where every command reads it, again after each reconnect (a Redis restarted empty).
+  // Served at GET /admin/config once the ports are bound; nothing is published before (a
+  // start that fails changes nothing commands see).
   const serviceConfig = describeServiceConfig(config, routes, role);
-  const publishConfig = () =>
-    writeServiceConfig(client, env.QUEUE_PREFIX, serviceConfig).catch((error: Error) => logger.warn({ err: error }, "could not publish this service's configuration to Redis; commands fall back to their own settings"));
-  client.on("ready", () => void publishConfig());
   reportWhatIsOff(serviceConfig, env, logger);
   // Start even when Redis is down (the ingress answers 503 and /readyz fails until it is back).
   const reachable = await untilReady(client, 5000).then(
@@ -118,6 +132,7 @@ export async function startService(config: Config, logger: Logger, role: Role): 
     await checkRedisVersion(client).catch(async (error: unknown) => {
       client.disconnect();
       await redis.release();
+      await Promise.all([publicServer?.close(0), admin.close(0)]);
       throw error;
     });
   } else {
@@ -172,26 +187,31 @@ export async function startService(config: Config, logger: Logger, role: Role): 
   const sweepStatus = createSweepState(client, env.QUEUE_PREFIX);
   const pullState = createPullState(client, env.QUEUE_PREFIX);
 
+  // Routes renamed or removed whose events still wait (docs/operating.md, Removing a route).
+  const orphans = createOrphanedRoutes(client, env.QUEUE_PREFIX, routes.map((route) => route.name));
+  const orphaned = new Set(reachable ? await reportOrphanedRoutes(orphans, logger) : []);
+  const unregisterOrphanGauges = registerOrphanedRouteGauges(() => [...orphaned], orphans.count, (route) => orphaned.delete(route));
   const unregisterQueueGauges = registerQueueGauges(client, () => [...queues.all(), reconcileQueue.queue]);
   const unregisterRedisGauges = registerRedisGauges(client, new Map(routes.map((route) => [route.name, circuitKey(env.QUEUE_PREFIX, route.name)])));
   // Shutdown order: stop taking webhooks first, then finish deliveries and reconciles.
   const closers: Array<() => Promise<void>> = [];
+  const hurries: Array<() => void> = [];
   // Jobs an earlier release left under the shared hash tag: a worker role drains them,
   // every role reports what is left (docs/deploy.md, Upgrading).
   let legacyDrain: Closable | undefined;
   const drainLegacy = (drain?: LegacyDrainOptions["drain"]) =>
     drainLegacyLayout({ redis: client, queuePrefix: env.QUEUE_PREFIX, routes: routes.map((route) => route.name), logger, drain });
-  let publicServer: Serving | undefined;
   /**
    * Closes what was started, in order: every step runs even when one before it fails (its
-   * error is thrown at the end), so nothing stays open. close() and a failed start share it.
+   * error is thrown at the end), so nothing stays open.
    */
-  const teardown = async (admin?: Serving) => {
+  const teardown = async () => {
     const steps: Array<() => Promise<unknown>> = [
       ...closers,
       async () => legacyDrain?.close(),
-      async () => (unregisterQueueGauges(), unregisterRedisGauges()),
-      async () => admin?.close(env.SHUTDOWN_TIMEOUT_MS),
+      async () => (unregisterQueueGauges(), unregisterRedisGauges(), unregisterOrphanGauges()),
+      () => orphans.close(),
+      async () => admin.close(env.SHUTDOWN_TIMEOUT_MS),
       async () => replayRunner?.close(),
       () => queues.close(),
       () => reconcileQueue.close(),
@@ -205,13 +225,6 @@ export async function startService(config: Config, logger: Logger, role: Role): 
     for (const step of steps) await step().catch((error: unknown) => (failure ??= error));
     if (failure !== undefined) throw failure;
   };
-  // A start that fails half-way (a port in use) leaves nothing behind: no connection, queue
-  // or tracer of this process (the demo starts the service in-process), no lease on the
-  // embedded Redis, and no embedded Redis that only this process used.
-  const abandon = (setting: string, port: number) => async (error: NodeJS.ErrnoException): Promise<never> => {
-    await teardown().catch((failure: unknown) => logger.debug({ err: failure }, "closing a half-started service"));
-    return portProblem(setting, port)(error);
-  };
   if (auth) {
     const receiver = createReceiverApp({
       auth,
@@ -224,9 +237,9 @@ export async function startService(config: Config, logger: Logger, role: Role): 
       logRepeatsEveryMs,
       replicated: env.REDIS_MIN_REPLICAS > 0 ? createReplicaAcks(client, env.REDIS_MIN_REPLICAS) : undefined,
     });
-    publicServer = await serve(tracing.traceRequests(receiver, "receiver"), env.PORT, env.HOST, { handlerSendsContinue: true, requestTimeoutMs: env.WEBHOOK_REQUEST_TIMEOUT_MS }).catch(abandon("PORT", env.PORT));
+    publicServer!.attach(tracing.traceRequests(receiver, "receiver"));
     closers.push(() => publicServer!.close(env.SHUTDOWN_TIMEOUT_MS));
-    logger.info({ url: publicServer.url, auth: auth.method, routes: routes.map((route) => route.name) }, "receiving webhooks");
+    logger.info({ url: publicServer!.url, listening: boundAddress(publicServer!), auth: auth.method, routes: routes.map((route) => route.name) }, "receiving webhooks");
   }
   if (role !== "receiver") {
     // The dispatcher records deliveries on a connection that waits out a slow Redis: the
@@ -259,6 +272,7 @@ export async function startService(config: Config, logger: Logger, role: Role): 
       freshness,
     };
     const dispatcher = createDispatcher({ ...dispatcherOptions, routes, logger });
+    hurries.push(() => dispatcher.hurry());
     const reconcileOptions = { env, tenant, connection: reconcileConnection, ledger, store, telemetry: tracing.bullmq, serviceName: serviceLabel(serviceConfig) };
     const reconciler = createReconcileWorker({ ...reconcileOptions, logger });
     // What an earlier release left under its key layout runs through the same processors.
@@ -337,6 +351,7 @@ export async function startService(config: Config, logger: Logger, role: Role): 
     ready,
     alive: redis.healthy,
     adminToken: env.ADMIN_TOKEN,
+    adminPreviousToken: env.ADMIN_PREVIOUS_TOKEN,
     logger,
     describeEvent: (eventId) => (archive ? describeArchivedEvent(eventId, { ledger, queues, archive, logger }) : describeEvent(eventId, { ledger, queues })),
     routers: [
@@ -351,6 +366,8 @@ export async function startService(config: Config, logger: Logger, role: Role): 
         : []),
       createDashboardRouter([...queues.all(), reconcileQueue.queue]),
       createReconcileRouter(reconcileQueue),
+      createDeadLettersRouter(() => queues),
+      createRoutesRouter({ routes, queues, orphans, forget: (route) => (orphaned.delete(route), routeOrphanedJobs.remove({ route })) }),
       createConfigRouter(serviceConfig),
       // A worker has no receiver, but shares the receivers' explicit credentials (every role reads the same settings).
       createConnectRouter(createStreamConnector({ config, auth: auth ?? ("generated" in config.webhookAuth ? undefined : config.webhookAuth), tenant, logger })),
@@ -358,8 +375,8 @@ export async function startService(config: Config, logger: Logger, role: Role): 
       createPullRouter(() => pullState.describe(env.PULL === "on")),
     ],
   });
-  const admin = await serve(adminApp, env.ADMIN_PORT, env.ADMIN_HOST).catch(abandon("ADMIN_PORT", env.ADMIN_PORT));
-  logger.info({ url: admin.url }, "admin surface (metrics, probes, admin API) listening");
+  admin.attach(adminApp);
+  logger.info({ url: admin.url, listening: boundAddress(admin) }, "admin surface (metrics, probes, admin API) listening");
 
   async function checkEvictionPolicy() {
     try {
@@ -377,8 +394,11 @@ export async function startService(config: Config, logger: Logger, role: Role): 
     publicUrl: publicServer?.url,
     adminUrl: admin.url,
     close() {
-      closing ??= teardown(admin);
+      closing ??= teardown();
       return closing;
+    },
+    hurry() {
+      for (const hurry of hurries) hurry();
     },
   };
 }

@@ -57,6 +57,9 @@ export const settings = {
   WEBHOOK_TOKEN: [secret, "token for bearer"],
   WEBHOOK_HEADER_NAME: [z.string().regex(/^[A-Za-z0-9!#$%&'*+.^_`|~-]+$/, "use a valid HTTP header name").optional(), "header name for custom_header"],
   WEBHOOK_HEADER_VALUE: [secret, "header value for custom_header"],
+  WEBHOOK_PREVIOUS_PASSWORD: [secret, "basic: the old password, also accepted while set (with WEBHOOK_USERNAME), for a rotation with no 401s (docs/operating.md)"],
+  WEBHOOK_PREVIOUS_TOKEN: [secret, "bearer: the old token, also accepted while set, for a rotation with no 401s"],
+  WEBHOOK_PREVIOUS_HEADER_VALUE: [secret, "custom_header: the old header value, also accepted while set, for a rotation with no 401s"],
   WEBHOOK_MAX_BODY_BYTES: [whole("bytes", 1024).default(1_048_576), "larger bodies get 413"],
   WEBHOOK_REQUEST_TIMEOUT_MS: [whole("milliseconds", 100).default(30_000), "a webhook request whose headers and body are not complete by then is cut with 408, authenticated or not"],
   DEFAULT_STREAM_ID: [optional, "stream of events that name none (no path id, no a0stream); also the stream reconcile reads first"],
@@ -69,6 +72,7 @@ export const settings = {
   ROUTES_FILE: [optional, "downstream routes (YAML or JSON)"],
   DOWNSTREAM_URL: [url, "shortcut: one route named `default` that receives every event"],
   ADMIN_TOKEN: [secret, "bearer token for /admin/*; admin write endpoints and the dashboard are off without it"],
+  ADMIN_PREVIOUS_TOKEN: [secret, "the old ADMIN_TOKEN, also accepted while set, for a rotation with no 401s"],
   ADMIN_URL: [url, "where commands reach the running service's admin API (with ADMIN_TOKEN); default http://<ADMIN_HOST>:<ADMIN_PORT>"],
   DEDUPE_TTL_SECONDS: [
     whole("seconds", 3600, "an hour at least: the tenant retries a delivery for seconds to minutes, and those retries must count as duplicates").default(604_800),
@@ -117,11 +121,12 @@ export const settings = {
 type Settings = typeof settings;
 export type Env = { [K in keyof Settings]: z.output<Settings[K][0]> };
 
+/** `previous`: the old secret of a rotation (WEBHOOK_PREVIOUS_*), accepted beside the current one while set. */
 export type WebhookAuth =
-  | { method: "basic"; username: string; password: string }
+  | { method: "basic"; username: string; password: string; previous?: string }
   | { method: "basic"; generated: true }
-  | { method: "bearer"; token: string }
-  | { method: "custom_header"; headerName: string; headerValue: string }
+  | { method: "bearer"; token: string; previous?: string }
+  | { method: "custom_header"; headerName: string; headerValue: string; previous?: string }
   | { method: "none" };
 
 export interface Tenant {
@@ -172,6 +177,7 @@ export function loadConfig(source: Record<string, string | undefined> = process.
   if (env.PULL === "on" && !(tenant?.clientId && tenant.clientSecret)) {
     problems.push(`PULL=on reads the tenant's Events API: set ${tenantSettings} (a client with read:events), or set PULL=off`);
   }
+  if (env.ADMIN_PREVIOUS_TOKEN !== undefined && env.ADMIN_TOKEN === undefined) problems.push("ADMIN_PREVIOUS_TOKEN needs ADMIN_TOKEN (the new token): set it, or unset ADMIN_PREVIOUS_TOKEN");
   if (problems.length > 0) throw new ConfigError(problems);
   return { env, webhookAuth, tenant };
 }
@@ -187,6 +193,23 @@ function shown(key: string, value: string | undefined): string {
 }
 
 function webhookAuthOf(env: Env, problems: string[]): WebhookAuth {
+  const auth = currentWebhookAuth(env, problems);
+  // The previous secret of a rotation belongs to the method it was the secret of.
+  const previousOf = { basic: "WEBHOOK_PREVIOUS_PASSWORD", bearer: "WEBHOOK_PREVIOUS_TOKEN", custom_header: "WEBHOOK_PREVIOUS_HEADER_VALUE" } as const;
+  for (const [method, name] of Object.entries(previousOf)) {
+    if (env[name] !== undefined && env.WEBHOOK_AUTH !== method) problems.push(`${name} is for WEBHOOK_AUTH=${method}, but WEBHOOK_AUTH=${env.WEBHOOK_AUTH}: unset it, or set the WEBHOOK_AUTH it belongs to`);
+  }
+  if (auth.method === "none") return auth;
+  const previous = env[previousOf[auth.method]];
+  if (previous === undefined) return auth;
+  if ("generated" in auth) {
+    problems.push("WEBHOOK_PREVIOUS_PASSWORD needs WEBHOOK_USERNAME and WEBHOOK_PASSWORD (the new credentials): generated credentials are not rotated this way (docs/operating.md)");
+    return auth;
+  }
+  return { ...auth, previous };
+}
+
+function currentWebhookAuth(env: Env, problems: string[]): WebhookAuth {
   const required = (name: keyof Env) => {
     if (env[name] === undefined) problems.push(`${name} is required when WEBHOOK_AUTH=${env.WEBHOOK_AUTH}`);
     return String(env[name]);

@@ -39,7 +39,7 @@ export function routeOf(queue: DeliveryQueue): string {
   return routeOfQueue(queue.name) ?? queue.name;
 }
 
-function deadLetterOf(route: string, job: Job<DeliveryJobData>): DeadLetter {
+export function deadLetterOf(route: string, job: Job<DeliveryJobData>): DeadLetter {
   return {
     route,
     jobId: job.id ?? "",

@@ -8,7 +8,8 @@ interface Help {
 }
 
 const tenant = `${tenantSettings} (MGMT_AUDIENCE when the API's audience differs)`;
-const redis = "REDIS_URL (else the embedded Redis under DATA_DIR), QUEUE_PREFIX";
+const service = "ADMIN_URL (else ADMIN_HOST/ADMIN_PORT), ADMIN_TOKEN: the running service's admin API, never Redis";
+const noService = "1 no service answers (one line says so) or it failed";
 const usage = "2 bad usage or settings";
 
 /**
@@ -23,26 +24,41 @@ const helps: Record<string, Help> = {
     exitCodes: `0 stopped cleanly; 1 failed at start; ${usage} (every bad value named)`,
   },
   reconcile: {
-    settings: `by ids: ${redis}; the running service's routes and tenant settings; without a running worker: ${tenant}, RECONCILE_RATE_SHARE, RECONCILE_RATE_PER_SECOND, DEFAULT_STREAM_ID; ADMIN_URL for --no-wait's follow-up. With --since: the running service reads the window with its own settings (DEDUPE_TTL_SECONDS bounds how far back, except --dry-run), reached at ADMIN_URL (else ADMIN_HOST/ADMIN_PORT) with its ADMIN_TOKEN`,
+    settings: `${service}; the service reconciles with its own routes, tenant settings and pace (its RECONCILE_RATE_SHARE, RECONCILE_RATE_PER_SECOND). With --since: the running service reads the window with its own settings (DEDUPE_TTL_SECONDS bounds how far back, except --dry-run)`,
     outcomes:
       "<event-id> recovered|already_received|not_failed|no_payload|not_found|error: <reason> (with --json one object per line); with --no-wait <event-id> queued <job-id>; with --since the same per failed delivery of the window, and with --dry-run <event-id> would_recover|already_received|no_payload (with --json in \"outcome\"), then on stderr how many streams and list calls were read",
-    exitCodes: `0 every id recovered or already there (--since: the window read to its end); 1 an id not recovered, or the window not read to its end, or no service answering (--since); ${usage} (--since: also a window the service refuses)`,
+    exitCodes: `0 every id recovered or already there (--since: the window read to its end); 1 an id not recovered, or the window not read to its end, or no service answering; ${usage} (also the service's ADMIN_TOKEN refused, a service without tenant settings, a window the service refuses)`,
   },
   "dead-letters list": {
-    settings: `${redis}; the running service's routes (else ROUTES_FILE or DOWNSTREAM_URL)`,
+    settings: service,
     outcomes: "a table: route, job id, event id, type, attempts, failed reason, failed at (or one JSON array with --json)",
-    exitCodes: `0 listed; 1 Redis failed; ${usage}`,
+    exitCodes: `0 listed; ${noService}; ${usage} (ADMIN_TOKEN refused)`,
   },
   "dead-letters replay": {
-    settings: `${redis}; the running service's routes (else ROUTES_FILE or DOWNSTREAM_URL)`,
+    settings: service,
     outcomes: "replayed <route>/<job-id>, one line each",
-    exitCodes: `0 replayed; 1 an id is no dead letter (nothing replayed); ${usage}`,
+    exitCodes: `0 replayed; 1 an id is no dead letter (nothing replayed); ${noService}; ${usage} (ADMIN_TOKEN refused)`,
+  },
+  "routes list": {
+    settings: service,
+    outcomes: "a table: name, state (configured or removed), waiting, dead letters, match, url (or one JSON array with --json)",
+    exitCodes: `0 listed; ${noService}; ${usage} (ADMIN_TOKEN refused)`,
+  },
+  "routes move": {
+    settings: service,
+    outcomes: "moved <n> event(s) from <old-route> to <route>",
+    exitCodes: `0 moved; ${noService}; ${usage} (a configured <old-route>, an unknown <route>, ADMIN_TOKEN refused)`,
+  },
+  "routes drop": {
+    settings: service,
+    outcomes: "dropped <n> event(s) of <old-route>",
+    exitCodes: `0 dropped; ${noService}; ${usage} (no --yes, a configured route, ADMIN_TOKEN refused)`,
   },
   "streams list": {
-    settings: tenant,
+    settings: `${tenant}; for SWEPT, ${service}`,
     outcomes:
       "a table: id, name, status, swept (yes, or no and the setting behind it), subscriptions, endpoint (or one JSON array with --json, each stream with swept: true|false and, when false, whyNotSwept: not_named|points_elsewhere|no_tenant|no_sweep|sweep_off)",
-    exitCodes: `0 listed; 1 the tenant refused or failed; ${usage}`,
+    exitCodes: `0 listed; 1 the tenant refused or failed, or no service answers (SWEPT unknown); ${usage}`,
   },
   "streams update": {
     settings: tenant,
@@ -62,7 +78,7 @@ const helps: Record<string, Help> = {
   emulator: {
     settings: "EMULATOR_PORT, EMULATOR_CLIENT_ID, EMULATOR_CLIENT_SECRET, EMULATOR_TIME_SCALE, EMULATOR_RATE_LIMIT, EMULATOR_RATE_LIMIT_MODE, EMULATOR_AUTO_DISABLE_AFTER",
     outcomes: "emulator listening on http://127.0.0.1:<port>; runs until SIGINT or SIGTERM",
-    exitCodes: `0 stopped; 1 the port is in use; ${usage}`,
+    exitCodes: `0 stopped; ${usage} (also the port in use)`,
   },
   demo: {
     settings: "REDIS_URL (else a throwaway redis-server)",

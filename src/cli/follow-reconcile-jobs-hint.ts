@@ -1,5 +1,5 @@
 import type { Config } from "../config.js";
-import { adminUrlOf } from "./ask-service.js";
+import { adminUrlOf } from "./service-client.js";
 
 /** After `reconcile --no-wait`: the one line that says how to follow the printed job ids. */
 export function followReconcileJobsHint(config: Config): string {

@@ -11,6 +11,7 @@ import { registerEmulatorCommand } from "./emulator-command.js";
 import { registerPullCommand } from "./pull-command.js";
 import { registerEventsCommand } from "./events-command.js";
 import { registerReplayCommand } from "./replay-command.js";
+import { registerRoutesCommand } from "./routes-command.js";
 import { showLogs } from "./cli-logger.js";
 import { addCommandHelp } from "./command-help.js";
 import { version } from "../version.js";
@@ -44,6 +45,7 @@ registerEmulatorCommand(program);
 registerPullCommand(program);
 registerEventsCommand(program);
 registerReplayCommand(program);
+registerRoutesCommand(program);
 addCommandHelp(program);
 
 try {

@@ -1,7 +1,7 @@
 import type { Command } from "commander";
 import { loadConfig } from "../config.js";
 import type { PullStatus } from "../pull/pull-state.js";
-import { askService, problemDetail } from "./ask-service.js";
+import { createServiceClient, problemDetail } from "./service-client.js";
 import { CliError } from "./cli-error.js";
 import { runAction } from "./run-action.js";
 
@@ -15,7 +15,7 @@ export function registerPullCommand(program: Command): void {
     .action(
       runAction(async (options: { json?: boolean }) => {
         const { env } = loadConfig();
-        const answer = await askService(env, "GET", "/admin/pull");
+        const answer = await createServiceClient(env).ask("GET", "/admin/pull");
         if (!answer.reachable) throw new CliError(`no service answers at ${answer.url} (${answer.why}); start it, or set ADMIN_URL (or ADMIN_HOST and ADMIN_PORT) to where it listens`);
         if (answer.status === 401) throw new CliError(`the service at ${answer.url} refused the admin token; set ADMIN_TOKEN to the service's`);
         if (answer.status !== 200) throw new CliError(`the service at ${answer.url} could not tell: ${problemDetail(answer)}`);

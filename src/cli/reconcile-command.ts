@@ -1,32 +1,20 @@
 import { readFile } from "node:fs/promises";
 import { text as readStream } from "node:stream/consumers";
-import { QueueEvents } from "bullmq";
 import type { Command } from "commander";
-import { loadConfig, requireTenant, type Config } from "../config.js";
-import type { Logger } from "../logger.js";
-import { createDeliveryQueues } from "../queue/delivery-queues.js";
-import { createEventLedger } from "../queue/event-ledger.js";
-import { createEventStore } from "../queue/event-store.js";
-import { countStoredEvents } from "../metrics/count-stored-events.js";
-import { routesMatching } from "../routes/route.js";
-import { createFanOut } from "../queue/fan-out.js";
-import { reconcileQueueBullPrefix, reconcileQueueName } from "../queue/queue-names.js";
-import { closeRedis, createRedis, untilReady, type RedisClient } from "../queue/redis-connection.js";
-import { resolveRedis } from "../queue/resolve-redis.js";
-import { createReconcileQueue, type EnqueuedJob, type ReconcileQueueHandle } from "../reconcile/create-reconcile-queue.js";
-import { createPacedTenant } from "../reconcile/create-paced-tenant.js";
-import { createReconcileWorker, type ReconcileWorker } from "../reconcile/create-reconcile-worker.js";
+import { loadConfig, tenantSettings } from "../config.js";
+import type { EnqueuedJob } from "../reconcile/create-reconcile-queue.js";
 import { parseEventIdList } from "../reconcile/parse-event-id-list.js";
 import { streamIdProblem } from "../tenant/stream-id.js";
 import { isFailure, type ReconcileResult } from "../reconcile/reconcile-job.js";
-import { waitForOutcomes } from "../reconcile/wait-for-outcomes.js";
+import { serviceLabel } from "../service-config/service-config.js";
 import { CliError } from "./cli-error.js";
-import { cliLogger } from "./cli-logger.js";
 import { followReconcileJobsHint } from "./follow-reconcile-jobs-hint.js";
-import { refuseWhenServiceCannotReconcile } from "./refuse-when-service-cannot-reconcile.js";
-import { routesForCommand } from "./routes-for-command.js";
 import { isWindowMode, reconcileWindow, type WindowOptions } from "./reconcile-window.js";
 import { runAction } from "./run-action.js";
+import { createServiceClient, type ServiceClient } from "./service-client.js";
+
+/** Ids per POST /admin/reconcile: the most the service takes in one request. */
+const maxIdsPerRequest = 10_000;
 
 interface ReconcileOptions extends Omit<WindowOptions, "stream"> {
   stream?: string[];
@@ -67,81 +55,73 @@ async function reconcile(args: string[], options: Omit<ReconcileOptions, "stream
   const streamProblem = options.stream === undefined ? undefined : streamIdProblem(options.stream);
   if (streamProblem) throw new CliError(`--stream ${streamProblem}`, 2);
   const config = loadConfig();
-  // stdout carries the outcomes; logs go to stderr.
-  const logger = cliLogger(config.env.LOG_LEVEL);
-  const redis = await resolveRedis(config, logger);
-  const connection = createRedis(redis.url, "client", "streamkeeper-cli");
-  connection.on("error", () => {});
-  const closers: Array<() => Promise<unknown>> = [async () => connection.disconnect(), () => redis.release()];
-  try {
-    await untilReady(connection, 5000);
-    const reconcileQueue = createReconcileQueue(connection, config.env.QUEUE_PREFIX);
-    closers.unshift(() => reconcileQueue.close());
-    const workers = await reconcileQueue.queue.getWorkersCount();
-    if (workers > 0) await refuseWhenServiceCannotReconcile(config, connection);
-    const submit = () => reconcileQueue.enqueue(eventIds, { streamId: options.stream, force: options.force });
-
-    if (!options.wait) {
-      const jobs = await submit();
-      if (workers === 0) process.stderr.write("note: no worker consumes the reconcile queue now; the jobs wait until `streamkeeper start` runs\n");
-      for (const job of jobs) print(options.json ? JSON.stringify({ ...job, streamId: options.stream ?? null, state: "queued" }) : `${job.eventId} queued ${job.jobId}`);
-      process.stderr.write(`${followReconcileJobsHint(config)}\n`);
-      return 0;
-    }
-
-    if (workers === 0) {
-      // Works with or without a running service (CONTRACT.md): be the worker ourselves.
-      requireTenant(config);
-      const worker = await startLocalWorker(config, redis.url, connection, logger);
-      closers.unshift(() => worker.close());
-      process.stderr.write(`no running worker consumes the reconcile queue; reconciling in this process (at most ${config.env.RECONCILE_RATE_SHARE} of the tenant's allowance)\n`);
-    }
-    const eventsConnection = createRedis(redis.url, "worker", "streamkeeper-cli-events");
-    eventsConnection.on("error", () => {});
-    const events = new QueueEvents(reconcileQueueName, { connection: eventsConnection, prefix: reconcileQueueBullPrefix(config.env.QUEUE_PREFIX) });
-    events.on("error", () => {});
-    closers.unshift(async () => (await events.close(), eventsConnection.disconnect()));
-    await events.waitUntilReady();
-    const jobs = await submit();
-    return await printOutcomes(reconcileQueue.queue, events, jobs, options);
-  } finally {
-    for (const close of closers) await close().catch(() => {});
+  // The running service reconciles with its own tenant settings and routes (its admin API).
+  const service = createServiceClient(config.env);
+  const running = await service.config();
+  if (running.role !== "receiver" && !running.tenantConfigured) {
+    throw new CliError(`${serviceLabel(running)} runs the reconcile worker but has no tenant settings: set ${tenantSettings} for the service and restart it`, 2);
   }
+  const jobs: EnqueuedJob[] = [];
+  let workers = 0;
+  for (let at = 0; at < eventIds.length; at += maxIdsPerRequest) {
+    const answer = await service.call<{ jobs: EnqueuedJob[]; workers?: number }>("POST", "/admin/reconcile", {
+      body: { eventIds: eventIds.slice(at, at + maxIdsPerRequest), ...(options.stream === undefined ? {} : { streamId: options.stream }), force: options.force ?? false },
+      timeoutMs: 60_000,
+    });
+    jobs.push(...answer.jobs);
+    workers = answer.workers ?? 1;
+  }
+  if (workers === 0) process.stderr.write(`note: no worker consumes the reconcile queue of ${serviceLabel(running)} now; the jobs wait until a worker role runs\n`);
+  if (!options.wait) {
+    for (const job of jobs) print(options.json ? JSON.stringify({ ...job, streamId: options.stream ?? null, state: "queued" }) : `${job.eventId} queued ${job.jobId}`);
+    process.stderr.write(`${followReconcileJobsHint(config)}\n`);
+    return 0;
+  }
+  return await printOutcomes(service, jobs, options);
 }
 
-async function startLocalWorker(config: Config, redisUrl: string, connection: RedisClient, logger: Logger): Promise<ReconcileWorker> {
-  const routes = await routesForCommand(config, connection);
-  // Without routes a recovered event would be stored for no one, and every later run
-  // would call it already_received.
-  if (routes.length === 0) {
-    throw new CliError("no worker runs and no downstream routes are configured here: set the service's ROUTES_FILE or DOWNSTREAM_URL for this command too, or start the service", 2);
-  }
-  const ledger = createEventLedger(connection, config.env.QUEUE_PREFIX, config.env.DEDUPE_TTL_SECONDS);
-  const queues = createDeliveryQueues(connection, config.env.QUEUE_PREFIX, routes, { ageSeconds: config.env.COMPLETED_JOB_RETENTION_SECONDS, count: config.env.COMPLETED_JOB_RETENTION_COUNT });
-  const store = countStoredEvents(createEventStore({ ledger, fanOut: createFanOut(queues), routesFor: routesMatching(routes) }));
-  const tenant = createPacedTenant({ config, redis: connection, logger });
-  const workerConnection = createRedis(redisUrl, "worker", "streamkeeper-cli-reconcile");
-  workerConnection.on("error", () => {});
-  const worker = createReconcileWorker({ env: config.env, tenant, connection: workerConnection, ledger, store, logger });
-  return { close: async () => (await worker.close(), await queues.close(), void (await closeRedis(workerConnection))) };
+interface JobAnswer {
+  jobId: string;
+  state: string;
+  result?: ReconcileResult;
 }
 
-async function printOutcomes(queue: ReconcileQueueHandle, events: QueueEvents, jobs: EnqueuedJob[], options: { json?: boolean }): Promise<number> {
+/** Asks the service for the outcomes of the unfinished jobs until every one has its own, printing each as it comes. */
+async function printOutcomes(service: ServiceClient, jobs: EnqueuedJob[], options: { json?: boolean }): Promise<number> {
   const progress = createProgress(jobs.length);
+  const pending = new Map(jobs.map((job) => [job.jobId, job]));
   let failures = 0;
-  await waitForOutcomes({
-    queue,
-    events,
-    jobs,
-    onResult(result: ReconcileResult) {
-      if (isFailure(result.outcome)) failures++;
-      // streamId null when no stream was named and none was searched (an id already received).
-      print(options.json ? JSON.stringify({ ...result, streamId: result.streamId ?? null }) : `${result.eventId} ${result.outcome}`);
-      progress.tick();
-    },
-  });
+  let pause = 100;
+  while (pending.size > 0) {
+    let finished = 0;
+    for (const batch of chunks([...pending.keys()], 1000)) {
+      const answer = await service.call<{ jobs: JobAnswer[] }>("POST", "/admin/reconcile/outcomes", { body: { jobIds: batch }, timeoutMs: 60_000 });
+      for (const job of answer.jobs) {
+        const asked = pending.get(job.jobId);
+        if (!asked) continue;
+        const result = job.result ?? (job.state === "unknown" ? { eventId: asked.eventId, outcome: "error: the service no longer knows this reconcile job; reconcile this id again" as const } : undefined);
+        if (!result) continue;
+        pending.delete(job.jobId);
+        finished++;
+        if (isFailure(result.outcome)) failures++;
+        // streamId null when no stream was named and none was searched (an id already received).
+        print(options.json ? JSON.stringify({ ...result, streamId: result.streamId ?? null }) : `${result.eventId} ${result.outcome}`);
+        progress.tick();
+      }
+    }
+    if (pending.size === 0) break;
+    // Quick while outcomes come, slower while they do not.
+    pause = finished > 0 ? 100 : Math.min(pause * 2, 1000);
+    await new Promise((ok) => setTimeout(ok, pause));
+  }
   progress.end();
   return failures > 0 ? 1 : 0;
+}
+
+function chunks<T>(items: T[], size: number): T[][] {
+  const out: T[][] = [];
+  for (let at = 0; at < items.length; at += size) out.push(items.slice(at, at + size));
+  return out;
 }
 
 function print(line: string) {

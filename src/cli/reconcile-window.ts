@@ -1,6 +1,6 @@
 import { loadConfig } from "../config.js";
 import { isFailure, type ReconcileOutcome } from "../reconcile/reconcile-job.js";
-import { adminUrlOf, problemDetail } from "./ask-service.js";
+import { adminUrlOf, problemDetail } from "./service-client.js";
 import { streamIdProblem } from "../tenant/stream-id.js";
 import { CliError } from "./cli-error.js";
 

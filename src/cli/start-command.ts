@@ -16,17 +16,27 @@ export function registerStartCommand(program: Command) {
         try {
           const service = await startService(config, logger, options.role);
           await new Promise<void>((ok) => {
+            let signals = 0;
+            // The first signal stops cleanly; a second one (another Ctrl-C) shortens the wait:
+            // in-flight deliveries go back to their queue (not lost, not sent twice needlessly),
+            // and the rest of the stop still runs, the embedded Redis this process leads included.
             const stop = (signal: string) => {
+              signals++;
+              if (signals === 2) {
+                logger.warn({ signal }, "second signal: stopping now; deliveries still running go back to their queue");
+                return service.hurry();
+              }
+              if (signals > 2) return;
               logger.info({ signal }, "shutting down: no new requests, finishing in-flight work");
               service.close().then(ok, (error) => {
                 logger.error({ err: error }, "shutdown failed");
                 ok();
               });
             };
-            process.once("SIGTERM", () => stop("SIGTERM"));
-            process.once("SIGINT", () => stop("SIGINT"));
-            // A closed terminal: the same clean stop, so the embedded Redis is released (issue 18).
-            process.once("SIGHUP", () => stop("SIGHUP"));
+            process.on("SIGTERM", () => stop("SIGTERM"));
+            process.on("SIGINT", () => stop("SIGINT"));
+            // A closed terminal: the same clean stop, so the embedded Redis is released.
+            process.on("SIGHUP", () => stop("SIGHUP"));
           });
           logger.info("stopped");
         } finally {

@@ -7,6 +7,7 @@ import { CliError } from "./cli-error.js";
 import { formatTable } from "./format-table.js";
 import { runAction } from "./run-action.js";
 import { registerStreamsConnectCommand } from "./streams-connect-command.js";
+import { createServiceClient } from "./service-client.js";
 import { notSweptBecause, sweptByService, type SweptAnswer } from "./swept-by-service.js";
 import { withTenantClient } from "./with-tenant-client.js";
 
@@ -41,7 +42,7 @@ export function registerStreamsCommand(program: Command): void {
     .action(
       runAction((options: ListOptions) => {
         const take = takeOf(options.take);
-        return withTenantClient((client, config) => list(client, take, options, () => sweptByService(config)));
+        return withTenantClient((client, config) => list(client, take, options, () => sweptByService(createServiceClient(config.env), (line) => process.stderr.write(`${line}\n`))));
       }),
     );
 
@@ -77,7 +78,7 @@ function takeOf(flag: string | undefined): number | undefined {
   return take;
 }
 
-async function list(client: TenantClient, take: number | undefined, options: ListOptions, sweptBy: () => Promise<(stream: EventStream) => SweptAnswer>): Promise<void> {
+async function list(client: TenantClient, take: number | undefined, options: ListOptions, sweptBy: () => Promise<(stream: EventStream) => SweptAnswer>): Promise<number> {
   let found: EventStream[];
   let more = false;
   if (options.all) {
@@ -102,6 +103,8 @@ async function list(client: TenantClient, take: number | undefined, options: Lis
     process.stdout.write(table(found, sweptOf));
   }
   if (more && !options.json) process.stderr.write("more streams exist: run with --all to list every page\n");
+  // The list is the tenant's; SWEPT needs the service: without it, the answer is incomplete (exit 1).
+  return found.some((stream) => sweptOf(stream).swept === null) ? 1 : 0;
 }
 
 /** The flags as a PATCH body, checked by the same rules as the client; a bad value names its flag (exit 2). */
@@ -152,6 +155,7 @@ function table(streams: EventStream[], sweptOf?: (stream: EventStream) => SweptA
   const swept = (stream: EventStream): string[] => {
     const answer = sweptOf?.(stream);
     if (!answer) return [];
+    if (answer.swept === null) return ["unknown (no service answers)"];
     return [answer.swept ? "yes" : `no (${notSweptBecause[answer.reason]})`];
   };
   return formatTable(

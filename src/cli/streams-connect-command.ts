@@ -4,7 +4,7 @@ import { ConnectStreamError, connectStream, describeConnection, webhookUrl } fro
 import { eventStreamSchema, type EventStream } from "../tenant/event-stream.js";
 import { CliError } from "./cli-error.js";
 import { runAction } from "./run-action.js";
-import { askService, problemDetail } from "./ask-service.js";
+import { createServiceClient, problemDetail } from "./service-client.js";
 import { withTenantClient } from "./with-tenant-client.js";
 
 /**
@@ -23,7 +23,7 @@ export function registerStreamsConnectCommand(streams: Command): void {
         const config = loadConfig();
         try {
           if (options.publicUrl !== undefined) webhookUrl(options.publicUrl, streamId, "--public-url");
-          const answer = await askService(config.env, "POST", `/admin/streams/${encodeURIComponent(streamId)}/connect`, {
+          const answer = await createServiceClient(config.env).ask("POST", `/admin/streams/${encodeURIComponent(streamId)}/connect`, {
             body: options.publicUrl === undefined ? {} : { publicUrl: options.publicUrl },
             timeoutMs: 120_000,
           });

@@ -4,6 +4,7 @@ import type { Logger } from "../logger.js";
 import { replayDeliveries } from "../metrics/archive-metrics.js";
 import { dispatchDuration, dispatchTotal } from "../metrics/registry.js";
 import type { DeliveryJobData } from "../queue/delivery-job.js";
+import { unboundedAttempts } from "../queue/delivery-queues.js";
 import type { EventLedger } from "../queue/event-ledger.js";
 import type { FreshnessRecorder } from "../freshness/create-freshness-recorder.js";
 import type { DownstreamClient } from "./downstream-client.js";
@@ -153,7 +154,8 @@ export function createDeliveryProcessor({ route, client, ledger, logger, shutdow
     const last = decision.action === "fail" || expired || job.attemptsMade + 1 >= attempts;
     dispatchTotal.inc({ ...labels, outcome: last ? "dead_letter" : "retry" });
     void recordAttempt(last ? "dead_letter" : "retry", result, "reason" in decision ? decision.reason : undefined);
-    if (last) logger.warn({ ...context, reason: decision.reason, attempts, retryWindowMs: expired ? retryWindowMs : undefined }, "delivery failed for good: the event is a dead letter of this route");
+    // `attempts`: those made; `maxAttempts` only where the route sets one (unboundedAttempts is no figure to show).
+    if (last) logger.warn({ ...context, reason: decision.reason, attempts: job.attemptsMade + 1, maxAttempts: attempts === unboundedAttempts ? undefined : attempts, retryWindowMs: expired ? retryWindowMs : undefined }, "delivery failed for good: the event is a dead letter of this route");
     else logger.info({ ...context, reason: decision.reason }, "delivery failed; it will be retried");
     if (decision.action === "fail") throw new UnrecoverableError(decision.reason);
     if (expired) {

@@ -67,6 +67,8 @@ export interface DispatcherOptions {
 export interface Dispatcher {
   /** Stops taking jobs and waits for in-flight deliveries, at most `shutdownTimeoutMs`. */
   close(): Promise<void>;
+  /** Ends that wait now (a second signal): in-flight deliveries go back to their queue. */
+  hurry(): void;
 }
 
 /**
@@ -140,16 +142,23 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
   logger.info({ routes: routes.map(({ name, concurrency, ratePerSecond }) => ({ name, concurrency, ratePerSecond })) }, "dispatcher started");
 
   let closing: Promise<void> | undefined;
+  const hurried = new AbortController();
   return {
+    hurry() {
+      hurried.abort();
+    },
     close() {
       closing ??= (async () => {
         const graceful = Promise.all(workers.map((worker) => worker.close()));
-        let closed = await settlesWithin(graceful, shutdownTimeoutMs);
+        const cutShort = new Promise<void>((ok) => (hurried.signal.aborted ? ok() : hurried.signal.addEventListener("abort", () => ok(), { once: true })));
+        let closed = await settlesWithin(Promise.race([graceful, cutShort]), shutdownTimeoutMs);
+        if (closed && hurried.signal.aborted) closed = await settlesWithin(graceful, 0);
         if (!closed) {
           // BullMQ's close(true) cannot follow a close() (it returns the first call's
           // promise), so we force it ourselves: abort the attempts still running, and
           // each goes back to its queue without spending an attempt.
-          logger.warn({ shutdownTimeoutMs }, "deliveries still running at the shutdown deadline; putting them back in the queue");
+          if (hurried.signal.aborted) logger.warn("stopping now (a second signal): deliveries still running go back to the queue");
+          else logger.warn({ shutdownTimeoutMs }, "deliveries still running at the shutdown deadline; putting them back in the queue");
           shutdown.abort();
           for (const client of clients) client.abortAll();
           closed = await settlesWithin(graceful, 2000);

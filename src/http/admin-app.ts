@@ -10,6 +10,8 @@ export interface AdminDeps {
   /** False while the embedded Redis is dead and could not be restarted: /healthz fails. */
   alive?(): boolean;
   adminToken?: string;
+  /** ADMIN_PREVIOUS_TOKEN: also accepted while set. */
+  adminPreviousToken?: string;
   logger: Logger;
   /** What this service knows of one event, or undefined when it knows nothing. */
   describeEvent?(eventId: string): Promise<unknown>;
@@ -31,7 +33,7 @@ export function createAdminApp(deps: AdminDeps) {
   app.use(createHealthRouter(deps.ready, deps.alive));
 
   const admin = express.Router();
-  admin.use(adminAuth(deps.adminToken));
+  admin.use(adminAuth(deps.adminToken, deps.adminPreviousToken));
   admin.use(express.json({ limit: "2mb" }));
   admin.get("/events/:eventId", async (req, res) => {
     const description = await deps.describeEvent?.(req.params.eventId as string);

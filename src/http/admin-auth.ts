@@ -1,5 +1,6 @@
 import type { NextFunction, Request, Response } from "express";
-import { equalsSecret } from "./check-credentials.js";
+import { adminAuthPrevious } from "../metrics/previous-credential-uses.js";
+import { equalsCurrentOrPrevious } from "./check-credentials.js";
 import { sendProblem } from "./problem.js";
 
 /**
@@ -7,8 +8,9 @@ import { sendProblem } from "./problem.js";
  * with any user name and ADMIN_TOKEN as the password, so a browser can log in to the
  * dashboard. Without ADMIN_TOKEN the admin API is off.
  */
-export function adminAuth(adminToken: string | undefined) {
-  const isAdminToken = adminToken ? equalsSecret(adminToken) : undefined;
+export function adminAuth(adminToken: string | undefined, previousToken?: string) {
+  // ADMIN_PREVIOUS_TOKEN too while set: a rotation with no 401s (docs/operating.md).
+  const isAdminToken = adminToken ? equalsCurrentOrPrevious(adminToken, previousToken, () => adminAuthPrevious.inc()) : undefined;
   return (req: Request, res: Response, next: NextFunction) => {
     if (!isAdminToken) return sendProblem(res, 403, "the admin API is off: set ADMIN_TOKEN to enable it");
     const header = req.headers.authorization ?? "";

@@ -15,13 +15,30 @@ export function equalsSecret(expected: string): (given: string) => boolean {
   return (given) => timingSafeEqual(digest(given), expectedDigest);
 }
 
+/**
+ * A constant-time check against the current secret and, during a rotation, the previous
+ * one (both always compared, so timing tells neither which matched nor whether a previous
+ * one is set); `onPrevious` hears of each request the previous one let in.
+ */
+export function equalsCurrentOrPrevious(current: string, previous: string | undefined, onPrevious: () => void = () => {}): (given: string) => boolean {
+  const isCurrent = equalsSecret(current);
+  const isPrevious = equalsSecret(previous ?? current);
+  return (given) => {
+    const currentMatches = isCurrent(given);
+    const previousMatches = isPrevious(given);
+    if (!currentMatches && previousMatches && previous !== undefined) onPrevious();
+    return currentMatches || (previousMatches && previous !== undefined);
+  };
+}
+
 /** Builds the check for the configured method; returns a problem (no secret in it) or undefined. */
-export function createCredentialCheck(auth: ResolvedWebhookAuth): (headers: Headers) => string | undefined {
+export function createCredentialCheck(auth: ResolvedWebhookAuth, onPrevious: () => void = () => {}): (headers: Headers) => string | undefined {
   switch (auth.method) {
     case "none":
       return () => undefined;
     case "basic": {
-      const isExpected = equalsSecret(`Basic ${Buffer.from(`${auth.username}:${auth.password}`).toString("base64")}`);
+      const basic = (password: string) => `Basic ${Buffer.from(`${auth.username}:${password}`).toString("base64")}`;
+      const isExpected = equalsCurrentOrPrevious(basic(auth.password), auth.previous === undefined ? undefined : basic(auth.previous), onPrevious);
       return (headers) => {
         const given = first(headers.authorization);
         if (!given) return "the Authorization header is missing: send Basic credentials";
@@ -31,7 +48,7 @@ export function createCredentialCheck(auth: ResolvedWebhookAuth): (headers: Head
       };
     }
     case "bearer": {
-      const isToken = equalsSecret(auth.token);
+      const isToken = equalsCurrentOrPrevious(auth.token, auth.previous, onPrevious);
       return (headers) => {
         const given = first(headers.authorization);
         if (!given) return "the Authorization header is missing: send a Bearer token";
@@ -41,7 +58,7 @@ export function createCredentialCheck(auth: ResolvedWebhookAuth): (headers: Head
     }
     case "custom_header": {
       const name = auth.headerName.toLowerCase();
-      const isValue = equalsSecret(auth.headerValue);
+      const isValue = equalsCurrentOrPrevious(auth.headerValue, auth.previous, onPrevious);
       return (headers) => {
         const given = first(headers[name]);
         if (given === undefined) return `the ${auth.headerName} header is missing`;

@@ -8,6 +8,7 @@ import { createRepeatLog, type RepeatLog } from "../repeat-log.js";
 import { eventsNonconforming, eventsRejected, webhookRequestDuration, webhookRequests } from "../metrics/registry.js";
 import type { EventStore } from "../queue/event-store.js";
 import { challengeFor, createCredentialCheck } from "./check-credentials.js";
+import { webhookAuthPrevious } from "../metrics/previous-credential-uses.js";
 import { createHealthRouter } from "./health-router.js";
 import { rememberAnswer } from "./remember-answer.js";
 import { sendProblem } from "./problem.js";
@@ -43,7 +44,7 @@ class StoreUnavailableError extends Error {}
  * a 4xx, real-world.md), and 503 with Retry-After for everything transient.
  */
 export function createReceiverApp(deps: ReceiverDeps) {
-  const checkCredentials = createCredentialCheck(deps.auth);
+  const checkCredentials = createCredentialCheck(deps.auth, () => webhookAuthPrevious.inc());
   const challenge = challengeFor(deps.auth);
   const storeTimeoutMs = deps.storeTimeoutMs ?? 1500;
   // A Redis outage or a tenant with the wrong credentials fails every request alike: a

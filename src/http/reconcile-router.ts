@@ -16,6 +16,8 @@ const requestBody = z.strictObject({
   force: z.boolean("must be true or false").default(false),
 });
 
+const outcomesBody = z.strictObject({ jobIds: z.array(z.string().min(1)).min(1).max(maxIdsPerRequest) });
+
 /**
  * `POST /admin/reconcile` and `GET /admin/reconcile/:jobId` (CONTRACT.md, "Admin surface"),
  * mounted by the admin app behind ADMIN_TOKEN, with its JSON parser.
@@ -36,7 +38,21 @@ export function createReconcileRouter(reconcile: ReconcileQueue): Router {
     }
     const { eventIds, streamId, force } = parsed.data;
     const jobs = await reconcile.enqueue([...new Set(eventIds)], { streamId, force });
-    res.status(202).json({ jobs });
+    // `workers`: 0 says the jobs wait for a worker role to start (a command says so).
+    res.status(202).json({ jobs, workers: await reconcile.queue.getWorkersCount() });
+  });
+
+  // Many jobs' outcomes in one call (a command waiting on a long list of ids).
+  router.post("/reconcile/outcomes", async (req, res) => {
+    const parsed = outcomesBody.safeParse(req.body ?? {});
+    if (!parsed.success) return sendProblem(res, 400, `send {"jobIds":[...]} with 1 to ${maxIdsPerRequest} job ids from POST /admin/reconcile`);
+    const jobs = await Promise.all(
+      parsed.data.jobIds.map(async (jobId) => {
+        const job = await reconcile.outcomeOf(jobId);
+        return { jobId, state: job?.state ?? "unknown", outcome: job?.result?.outcome ?? null, ...(job?.result ? { result: job.result } : {}) };
+      }),
+    );
+    res.json({ jobs });
   });
 
   router.get("/reconcile/:jobId", async (req, res) => {

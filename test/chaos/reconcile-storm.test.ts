@@ -1,7 +1,7 @@
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterAll, describe, expect, inject, it } from "vitest";
+import { afterAll, describe, expect, it } from "vitest";
 import { startEmulator } from "../../src/emulator/start-emulator.js";
 import { startTestService, testCredentials } from "../helpers/start-test-service.js";
 import { call, createStream, emit, type ControlDelivery } from "../integration/emulator-test-kit.js";
@@ -69,6 +69,7 @@ describe("chaos: tenant API storms during a reconcile", () => {
       MGMT_CLIENT_SECRET: "emulator-secret",
       RECONCILE_RATE_PER_SECOND: "100",
       DOWNSTREAM_URL: sink.url,
+      ADMIN_TOKEN: "storm-admin-token",
     });
     cleanup.push(() => service.close());
 
@@ -88,12 +89,8 @@ describe("chaos: tenant API storms during a reconcile", () => {
     await writeFile(file, `${ids.join("\n")}\n`);
 
     armedAt = Date.now();
-    const run = await runCli(["reconcile", "--file", file, "--json"], {
-      REDIS_URL: inject("redisUrl"),
-      QUEUE_PREFIX: service.config.env.QUEUE_PREFIX,
-      DATA_DIR: dir,
-      LOG_LEVEL: "warn",
-    }, 240_000);
+    // The running service reconciles; the command reaches it through its admin API only.
+    const run = await runCli(["reconcile", "--file", file, "--json"], { ADMIN_URL: service.adminUrl, ADMIN_TOKEN: "storm-admin-token", LOG_LEVEL: "warn" }, 240_000);
     const reconcileMs = Date.now() - armedAt;
     armedAt = undefined;
 

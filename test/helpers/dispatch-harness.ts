@@ -56,7 +56,7 @@ export async function createDispatchHarness(redisUrl: string, routes: Route[], p
         shutdownTimeoutMs: 2000,
         ...options,
       });
-      const dispatcher: Dispatcher = { close: async () => (await started.close(), void (await closeRedis(connection))) };
+      const dispatcher: Dispatcher = { close: async () => (await started.close(), void (await closeRedis(connection))), hurry: () => started.hurry() };
       dispatchers.push(dispatcher);
       return dispatcher;
     },

@@ -16,6 +16,11 @@ declare module "vitest" {
 
 /** One throwaway redis-server and one Postgres for the whole run; each test file uses its own queue prefix and database. */
 export default async function setup(project: TestProject) {
+  // Every temporary folder of the run (test files, the processes they start) goes under one
+  // folder of its own, removed at the end: a test that forgets its own leaves nothing behind.
+  const previousTmp = process.env.TMPDIR;
+  const runTmp = await mkdtemp(join(tmpdir(), "sk-run-"));
+  process.env.TMPDIR = runTmp;
   const dir = await mkdtemp(join(tmpdir(), "sk-redis-"));
   const redis = await startRedisServer({ dir, appendOnly: false });
   project.provide("redisUrl", redis.url);
@@ -28,5 +33,8 @@ export default async function setup(project: TestProject) {
     await Promise.all([redis.stop(), postgres.stop()]);
     await rm(dir, { recursive: true, force: true });
     await rm(pgDir, { recursive: true, force: true });
+    if (previousTmp === undefined) delete process.env.TMPDIR;
+    else process.env.TMPDIR = previousTmp;
+    await rm(runTmp, { recursive: true, force: true });
   };
 }

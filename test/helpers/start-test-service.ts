@@ -1,4 +1,4 @@
-import { mkdtemp } from "node:fs/promises";
+import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { startService, type Role, type Service } from "../../src/app.js";
@@ -20,22 +20,28 @@ export interface TestService extends Service {
  * replaces the silent one (a test that reads the logs).
  */
 export async function startTestService(env: Record<string, string> = {}, role: Role = "all", logger?: Logger): Promise<TestService> {
+  const dataDir = await mkdtemp(join(tmpdir(), "sk-data-"));
   const config = loadConfig(
     serviceProcessEnv({
       PORT: "0",
       HOST: "127.0.0.1",
       ADMIN_PORT: "0",
-      DATA_DIR: await mkdtemp(join(tmpdir(), "sk-data-")),
+      DATA_DIR: dataDir,
       LOG_LEVEL: "silent",
       SHUTDOWN_TIMEOUT_MS: "2000",
       DISPATCH_BACKOFF_BASE_MS: "20",
       ...env,
     }),
   );
-  const service = await startService(config, logger ?? createLogger(config.env.LOG_LEVEL), role);
+  const service = await startService(config, logger ?? createLogger(config.env.LOG_LEVEL), role).catch(async (error: unknown) => {
+    await rm(dataDir, { recursive: true, force: true });
+    throw error;
+  });
   const authorization = `Basic ${Buffer.from(`${testCredentials.username}:${testCredentials.password}`).toString("base64")}`;
   return {
     ...service,
+    // The data folder it made goes with it (a test's own DATA_DIR is the test's to remove).
+    close: () => service.close().finally(() => rm(dataDir, { recursive: true, force: true })),
     config,
     post: (path, body, headers = {}) =>
       fetch(`${service.publicUrl}${path}`, {

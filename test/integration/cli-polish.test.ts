@@ -1,10 +1,7 @@
-import { randomUUID } from "node:crypto";
 import { readFileSync } from "node:fs";
-import { mkdtemp, rm } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { runCli } from "../chaos/run-cli.js";
+import { startTestService } from "../helpers/start-test-service.js";
 
 const version = (JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8")) as { version: string }).version;
 
@@ -25,9 +22,9 @@ describe("the command line", () => {
   it("when a command's help is asked, then it lists the settings it reads, what it prints and its exit codes", async () => {
     const run = await runCli(["dead-letters", "replay", "--help"], {});
     expect(run.code).toBe(0);
-    expect(run.stdout).toContain("\nSettings read: REDIS_URL (else the embedded Redis under DATA_DIR), QUEUE_PREFIX; the running service's routes (else ROUTES_FILE or DOWNSTREAM_URL)\n");
+    expect(run.stdout).toContain("\nSettings read: ADMIN_URL (else ADMIN_HOST/ADMIN_PORT), ADMIN_TOKEN: the running service's admin API, never Redis\n");
     expect(run.stdout).toContain("\nPrints: replayed <route>/<job-id>, one line each\n");
-    expect(run.stdout).toContain("\nExit codes: 0 replayed; 1 an id is no dead letter (nothing replayed); 2 bad usage or settings\n");
+    expect(run.stdout).toContain("\nExit codes: 0 replayed; 1 an id is no dead letter (nothing replayed); 1 no service answers (one line says so) or it failed; 2 bad usage or settings (ADMIN_TOKEN refused)\n");
   });
 
   it("when the help of reconcile or streams list is asked, then it tells the --since mode, both rate settings, and the SWEPT column with its JSON fields", async () => {
@@ -52,22 +49,23 @@ describe("the command line", () => {
     expect(run.stderr).toBe("error: unknown command 'nope' (run with --help for usage)\n");
   });
 
-  it("when reconcile --no-wait queues ids, then stdout has only the job ids and stderr says how to follow them, without log lines unless --verbose", async () => {
-    // The embedded Redis: the command starts and stops one, and would log both.
-    const dataDir = await mkdtemp(join(tmpdir(), "sk-polish-"));
-    const env = { DATA_DIR: dataDir, QUEUE_PREFIX: `polish-${randomUUID()}`, ADMIN_URL: "http://127.0.0.1:9", LOG_LEVEL: "debug" };
-    const run = await runCli(["reconcile", "evt_polish000000000000000a", "--no-wait"], env);
-    expect(run.code).toBe(0);
-    expect(run.stdout).toMatch(/^evt_polish000000000000000a queued \S+\n$/);
-    expect(run.stderr).toBe(
-      "note: no worker consumes the reconcile queue now; the jobs wait until `streamkeeper start` runs\n" +
-        'follow each job with: curl -H "Authorization: Bearer $ADMIN_TOKEN" http://127.0.0.1:9/admin/reconcile/<job-id>\n',
-    );
-    const verbose = await runCli(["reconcile", "evt_polish000000000000000b", "--no-wait", "--verbose"], env);
-    expect(verbose.code).toBe(0);
-    expect(verbose.stdout).toMatch(/^evt_polish000000000000000b queued \S+\n$/);
-    const logged = verbose.stderr.split("\n").filter((line) => line.startsWith("{")).map((line) => (JSON.parse(line) as { msg: string }).msg);
-    expect(logged).toContain("started the embedded redis-server (append-only file and log in DATA_DIR/redis)");
-    await rm(dataDir, { recursive: true, force: true });
+  it("when reconcile --no-wait queues ids, then stdout has only the job ids and stderr says they wait and how to follow them, also with --verbose", async () => {
+    // A receiver: the admin API answers, and no worker consumes the reconcile queue.
+    const service = await startTestService({ ADMIN_TOKEN: "polish-admin-token" }, "receiver");
+    try {
+      const env = { ADMIN_URL: service.adminUrl, ADMIN_TOKEN: "polish-admin-token", LOG_LEVEL: "debug" };
+      const hint =
+        /^note: no worker consumes the reconcile queue of the service \(role receiver, pid \d+ on .*\) now; the jobs wait until a worker role runs\n/.source +
+        `follow each job with: curl -H "Authorization: Bearer \\$ADMIN_TOKEN" ${service.adminUrl}/admin/reconcile/<job-id>\n$`;
+      const run = await runCli(["reconcile", "evt_polish000000000000000a", "--no-wait"], env);
+      expect(run.code).toBe(0);
+      expect(run.stdout).toMatch(/^evt_polish000000000000000a queued \S+\n$/);
+      expect(run.stderr).toMatch(new RegExp(hint));
+      const verbose = await runCli(["reconcile", "evt_polish000000000000000b", "--no-wait", "--verbose"], env);
+      expect(verbose.code).toBe(0);
+      expect(verbose.stdout).toMatch(/^evt_polish000000000000000b queued \S+\n$/);
+    } finally {
+      await service.close();
+    }
   });
 });

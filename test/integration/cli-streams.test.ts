@@ -1,15 +1,12 @@
 import { execFile, execFileSync } from "node:child_process";
-import { randomUUID } from "node:crypto";
 import { existsSync } from "node:fs";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { Redis } from "ioredis";
-import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { loadConfig } from "../../src/config.js";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startEmulator, type Emulator } from "../../src/emulator/start-emulator.js";
-import { writeServiceConfig } from "../../src/queue/service-config-store.js";
-import { describeServiceConfig } from "../../src/service-config/service-config.js";
+import { freePort } from "../../src/queue/redis-server.js";
+import { startTestService, type TestService } from "../helpers/start-test-service.js";
 import { control } from "./emulator-test-kit.js";
 
 /**
@@ -21,6 +18,9 @@ const main = join(root, "dist/cli/main.js");
 
 let emu: Emulator;
 let dataDir: string;
+/** The running service the commands ask (no sweep settings: SWEPT says what to set). */
+let service: TestService;
+const adminToken = "cli-streams-admin-token";
 
 interface Run {
   code: number;
@@ -37,8 +37,8 @@ function cli(args: string[], env: Record<string, string> = {}): Promise<Run> {
     MGMT_CLIENT_SECRET: "emulator-secret",
     DATA_DIR: dataDir,
     LOG_LEVEL: "warn",
-    // No service there (port 9 is discard, never an HTTP server): these runs act from this shell alone.
-    ADMIN_URL: "http://127.0.0.1:9",
+    ADMIN_URL: service.adminUrl,
+    ADMIN_TOKEN: adminToken,
   };
   return new Promise((resolve) => {
     execFile(process.execPath, [main, ...args], { env: { ...base, ...env }, timeout: 30_000 }, (error, stdout, stderr) => {
@@ -67,6 +67,7 @@ beforeAll(async () => {
   expect(existsSync(main), "build dist/ first: npx tsc -p tsconfig.build.json").toBe(true);
   emu = await startEmulator({ timeScale: 0.01 });
   dataDir = await mkdtemp(join(tmpdir(), "sk-cli-streams-"));
+  service = await startTestService({ ADMIN_TOKEN: adminToken });
   for (const name of ["alpha", "beta", "gamma"]) {
     const stream = await control<{ id: string }>(emu, "/streams", {
       name,
@@ -78,6 +79,7 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
+  await service?.close();
   await emu?.close();
   if (dataDir) await rm(dataDir, { recursive: true, force: true });
 });
@@ -94,63 +96,60 @@ describe("streamkeeper streams", () => {
     );
   });
 
-  it("when the running service published its sweep settings, then SWEPT follows them, not this shell's, in the table and in --json", async () => {
+  it("when the running service has sweep settings, then SWEPT follows them, not this shell's, in the table and in --json", async () => {
     await control(emu, "/streams", {
       name: "delta",
       subscriptions: [{ event_type: "user.created" }],
       destination: { type: "webhook", configuration: { webhook_endpoint: "https://hooks.example.com.evil.example/delta", webhook_authorization: { method: "bearer", token: "t" } } },
     });
-    const redis = new Redis(inject("redisUrl"));
-    const prefix = `cli-swept-${randomUUID().slice(0, 8)}`;
-    // What a service started with these settings publishes (service-config.ts).
-    // The service's tenant settings (only whether they are there is published).
+    // A running service with these settings answers; the CLI follows what it says.
+    // The service's tenant settings (only whether they are there counts).
     const serviceTenant = { MGMT_API_BASE_URL: "http://127.0.0.1:9/api/v2", MGMT_TOKEN_URL: "http://127.0.0.1:9/oauth/token", MGMT_CLIENT_ID: "id", MGMT_CLIENT_SECRET: "secret" };
-    const publish = (env: Record<string, string>, tenant = serviceTenant) => writeServiceConfig(redis, prefix, describeServiceConfig(loadConfig({ QUEUE_PREFIX: prefix, ...tenant, ...env }), [], "all"));
-    // This shell's own settings disagree: they must not count.
-    const shell = { REDIS_URL: inject("redisUrl"), QUEUE_PREFIX: prefix, PUBLIC_URL: "https://elsewhere.example.com" };
-    try {
-      await publish({ PUBLIC_URL: "https://hooks.example.com", RECONCILE_SWEEP_STREAMS: `${streamIds[0]},${streamIds[1]}` });
-      const run = await cli(["streams", "list"], shell);
-      expect(run.code).toBe(0);
-      expect(run.stderr).toBe("");
-      const swept = Object.fromEntries(
-        run.stdout
-          .trimEnd()
-          .split("\n")
-          .slice(1)
-          .map((line) => [line.split(/\s+/)[1], line.match(/\s(yes|no \([^)]*\))\s/)?.[1]]),
-      );
-      expect(swept).toEqual({ alpha: "yes", beta: "yes", gamma: "no (not in RECONCILE_SWEEP_STREAMS)", delta: "no (not in RECONCILE_SWEEP_STREAMS)" });
+    const listedBy = async (env: Record<string, string>, args: string[], tenant: Record<string, string> = serviceTenant) => {
+      const running = await startTestService({ ADMIN_TOKEN: adminToken, STREAM_WATCH_INTERVAL_SECONDS: "0", ...tenant, ...env });
+      try {
+        // This shell's own settings disagree: they must not count.
+        return await cli(args, { ADMIN_URL: running.adminUrl, PUBLIC_URL: "https://elsewhere.example.com" });
+      } finally {
+        await running.close();
+      }
+    };
+    const run = await listedBy({ PUBLIC_URL: "https://hooks.example.com", RECONCILE_SWEEP_STREAMS: `${streamIds[0]},${streamIds[1]}`, RECONCILE_SWEEP_INTERVAL_SECONDS: "3600" }, ["streams", "list"]);
+    expect(run.code).toBe(0);
+    expect(run.stderr).toBe("");
+    const swept = Object.fromEntries(
+      run.stdout
+        .trimEnd()
+        .split("\n")
+        .slice(1)
+        .map((line) => [line.split(/\s+/)[1], line.match(/\s(yes|no \([^)]*\))\s/)?.[1]]),
+    );
+    expect(swept).toEqual({ alpha: "yes", beta: "yes", gamma: "no (not in RECONCILE_SWEEP_STREAMS)", delta: "no (not in RECONCILE_SWEEP_STREAMS)" });
 
-      await publish({ PUBLIC_URL: "https://hooks.example.com" });
-      const byUrl = await cli(["streams", "list", "--json"], shell);
-      const listed = JSON.parse(byUrl.stdout) as Array<{ name: string; swept: boolean; whyNotSwept?: string }>;
-      expect(listed.map(({ name, swept, whyNotSwept }) => ({ name, swept, whyNotSwept }))).toEqual([
-        { name: "alpha", swept: true, whyNotSwept: undefined },
-        { name: "beta", swept: true, whyNotSwept: undefined },
-        { name: "gamma", swept: true, whyNotSwept: undefined },
-        { name: "delta", swept: false, whyNotSwept: "points_elsewhere" },
-      ]);
+    const byUrl = await listedBy({ PUBLIC_URL: "https://hooks.example.com", RECONCILE_SWEEP_INTERVAL_SECONDS: "3600" }, ["streams", "list", "--json"]);
+    const listed = JSON.parse(byUrl.stdout) as Array<{ name: string; swept: boolean; whyNotSwept?: string }>;
+    expect(listed.map(({ name, swept, whyNotSwept }) => ({ name, swept, whyNotSwept }))).toEqual([
+      { name: "alpha", swept: true, whyNotSwept: undefined },
+      { name: "beta", swept: true, whyNotSwept: undefined },
+      { name: "gamma", swept: true, whyNotSwept: undefined },
+      { name: "delta", swept: false, whyNotSwept: "points_elsewhere" },
+    ]);
 
-      await publish({ PUBLIC_URL: "https://hooks.example.com", RECONCILE_SWEEP_INTERVAL_SECONDS: "0" });
-      const off = await cli(["streams", "list", "--json"], shell);
-      expect((JSON.parse(off.stdout) as Array<{ whyNotSwept?: string }>)[0]).toMatchObject({ swept: false, whyNotSwept: "sweep_off" });
+    const off = await listedBy({ PUBLIC_URL: "https://hooks.example.com", RECONCILE_SWEEP_INTERVAL_SECONDS: "0" }, ["streams", "list", "--json"]);
+    expect((JSON.parse(off.stdout) as Array<{ whyNotSwept?: string }>)[0]).toMatchObject({ swept: false, whyNotSwept: "sweep_off" });
 
-      // A service without tenant settings sweeps nothing, whatever its scope.
-      await publish({ PUBLIC_URL: "https://hooks.example.com" }, {} as typeof serviceTenant);
-      const noTenant = await cli(["streams", "list", "--json"], shell);
-      expect((JSON.parse(noTenant.stdout) as Array<{ whyNotSwept?: string }>)[0]).toMatchObject({ swept: false, whyNotSwept: "no_tenant" });
-    } finally {
-      await redis.quit();
-    }
+    // A service without tenant settings sweeps nothing, whatever its scope.
+    const noTenant = await listedBy({ PUBLIC_URL: "https://hooks.example.com" }, ["streams", "list", "--json"], {});
+    expect((JSON.parse(noTenant.stdout) as Array<{ whyNotSwept?: string }>)[0]).toMatchObject({ swept: false, whyNotSwept: "no_tenant" });
   });
 
-  it("when no service configuration can be read, then SWEPT follows this shell's settings and one note says so", async () => {
-    const run = await cli(["streams", "list", "--json"], { PUBLIC_URL: "https://hooks.example.com" });
-    expect(run.code).toBe(0);
-    expect(run.stderr).toMatch(/^note: no service runs here: .*; SWEPT follows this shell's RECONCILE_SWEEP_STREAMS, PUBLIC_URL and RECONCILE_SWEEP_INTERVAL_SECONDS\n$/);
-    const listed = JSON.parse(run.stdout) as Array<{ name: string; swept: boolean }>;
-    expect(listed.filter((stream) => stream.swept).map((stream) => stream.name)).toEqual(["alpha", "beta", "gamma"]);
+  it("when no service answers, then SWEPT is unknown, one note says so, and the command exits 1", async () => {
+    const nobody = `http://127.0.0.1:${await freePort()}`;
+    const run = await cli(["streams", "list", "--json"], { ADMIN_URL: nobody, PUBLIC_URL: "https://hooks.example.com" });
+    expect(run.code).toBe(1);
+    expect(run.stderr).toMatch(/^note: no service answers at http:\/\/127\.0\.0\.1:\d+ \(ECONNREFUSED\), so SWEPT is unknown: start it, or set ADMIN_URL to where it runs\n$/);
+    const listed = JSON.parse(run.stdout) as Array<{ name: string; swept: boolean | null; whyNotSwept?: string }>;
+    expect(listed.every((stream) => stream.swept === null && stream.whyNotSwept === "no_service")).toBe(true);
   });
 
   it("when --take is smaller than the list, then one page is shown and --all --json follows every page into one array", async () => {
@@ -231,7 +230,8 @@ describe("streamkeeper streams", () => {
 
   it("when a stream is connected, then it points at <public-url>/webhooks/<id> with the service's credentials, printed without the password", async () => {
     const id = streamIds[0]!;
-    const env = { WEBHOOK_AUTH: "basic", WEBHOOK_USERNAME: "hooks", WEBHOOK_PASSWORD: "connect-password-1" };
+    // No service answers there: the command acts with this shell's complete credentials.
+    const env = { WEBHOOK_AUTH: "basic", WEBHOOK_USERNAME: "hooks", WEBHOOK_PASSWORD: "connect-password-1", ADMIN_URL: `http://127.0.0.1:${await freePort()}` };
     const run = await cli(["streams", "connect", id, "--public-url", "https://sk.example.com/"], env);
     expect(run.code).toBe(0);
     expect(run.stdout).toBe(`stream ${id} now delivers to https://sk.example.com/webhooks/${id} with basic authorization (user hooks)\n`);
@@ -243,7 +243,8 @@ describe("streamkeeper streams", () => {
   });
 
   it("when the service has WEBHOOK_AUTH=none or a bad public URL, then connect exits 2", async () => {
-    const none = await cli(["streams", "connect", streamIds[0]!, "--public-url", "https://sk.example.com"], { WEBHOOK_AUTH: "none" });
+    const nobody = `http://127.0.0.1:${await freePort()}`;
+    const none = await cli(["streams", "connect", streamIds[0]!, "--public-url", "https://sk.example.com"], { WEBHOOK_AUTH: "none", ADMIN_URL: nobody });
     expect(none.code).toBe(2);
     expect(none.stderr).toMatch(/^error: WEBHOOK_AUTH=none, but the tenant requires authorization; set WEBHOOK_AUTH=basic/);
     const plain = await cli(["streams", "connect", streamIds[0]!, "--public-url", "http://sk.example.com"]);

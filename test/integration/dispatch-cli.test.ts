@@ -1,17 +1,23 @@
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, it, inject, vi } from "vitest";
-import { collectDeadLetters } from "../helpers/collect-dead-letters.js";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { ensureBuilt, runCli } from "../helpers/dispatch-cli.js";
-import { createDispatchHarness, testRoute, type DispatchHarness } from "../helpers/dispatch-harness.js";
+import { testRoute } from "../helpers/dispatch-harness.js";
 import { userEvent } from "../helpers/fixtures.js";
 import { startSinkServer, type SinkServer } from "../helpers/sink-server.js";
+import { startTestService, type TestService } from "../helpers/start-test-service.js";
 
-const redisUrl = inject("redisUrl");
+const adminToken = "dead-letters-cli-token";
+
+/** The running service's dead letters, read through its admin API. */
+async function deadLetters(service: TestService): Promise<unknown[]> {
+  const answer = await fetch(`${service.adminUrl}/admin/dead-letters`, { headers: { authorization: `Bearer ${adminToken}` } });
+  return ((await answer.json()) as { deadLetters: unknown[] }).deadLetters;
+}
 
 describe("streamkeeper dead-letters", () => {
-  let harness: DispatchHarness;
+  let service: TestService;
   let orders: SinkServer;
   let audit: SinkServer;
   let dir: string;
@@ -24,17 +30,17 @@ describe("streamkeeper dead-letters", () => {
     orders = await startSinkServer(() => ({ status: 400, body: "schema mismatch" }));
     audit = await startSinkServer(() => ({ status: 422 }));
     const routes = [testRoute("orders", orders.url), testRoute("audit", audit.url)];
-    harness = await createDispatchHarness(redisUrl, routes);
     dir = await mkdtemp(join(tmpdir(), "sk-dead-letters-"));
     await writeFile(join(dir, "routes.json"), JSON.stringify(routes));
-    env = { REDIS_URL: redisUrl, QUEUE_PREFIX: harness.prefix, ROUTES_FILE: join(dir, "routes.json"), LOG_LEVEL: "warn" };
-    harness.startDispatcher();
-    for (const event of events) await harness.store.store(event, { origin: "webhook" });
-    await vi.waitFor(async () => expect(await collectDeadLetters(harness.queues)).toHaveLength(4), { timeout: 30_000, interval: 50 });
+    service = await startTestService({ ROUTES_FILE: join(dir, "routes.json"), ADMIN_TOKEN: adminToken });
+    // The command's shell: the service's admin API, and a Redis it cannot reach (a closed port).
+    env = { ADMIN_URL: service.adminUrl, ADMIN_TOKEN: adminToken, REDIS_URL: "redis://127.0.0.1:9", LOG_LEVEL: "warn" };
+    for (const event of events) expect((await service.post("/webhooks", JSON.stringify(event))).status).toBe(202);
+    await vi.waitFor(async () => expect(await deadLetters(service)).toHaveLength(4), { timeout: 30_000, interval: 50 });
     await built;
   }, 60_000);
   afterAll(async () => {
-    await harness.close();
+    await service.close();
     await Promise.all([orders.close(), audit.close()]);
     await rm(dir, { recursive: true, force: true });
   });
@@ -68,8 +74,7 @@ describe("streamkeeper dead-letters", () => {
   it("when replay gets an unknown id, then it exits 1 naming it and replays nothing", async () => {
     const { code, stderr } = await runCli(["dead-letters", "replay", `audit/${events[0]!.id}`, "evt_nope"], env);
     expect(code).toBe(1);
-    // No service runs in this test: the command says so in a note line, then the error.
-    expect(stderr.replace(/^note: no service has published its configuration .*\n/, "")).toBe("error: no dead letter with job id evt_nope; nothing was replayed (see `streamkeeper dead-letters list`)\n");
+    expect(stderr).toBe("error: no dead letter with job id evt_nope; nothing was replayed (see `streamkeeper dead-letters list`)\n");
     expect(audit.requests).toHaveLength(2);
   });
 
@@ -78,7 +83,7 @@ describe("streamkeeper dead-letters", () => {
     const { code, stdout } = await runCli(["dead-letters", "replay", `audit/${events[0]!.id}`], env);
     expect([code, stdout]).toEqual([0, `replayed audit/${events[0]!.id}\n`]);
     await audit.until((requests) => requests.some((request) => request.status === 204));
-    await expect.poll(async () => (await collectDeadLetters(harness.queues)).length).toBe(3);
+    await expect.poll(async () => (await deadLetters(service)).length).toBe(3);
   });
 
   it("when every route is fixed and replay --all runs, then every dead letter is delivered", async () => {

@@ -22,6 +22,7 @@ import { call, createStream, emit, settled, tenantEnv } from "./emulator-test-ki
 const root = new URL("../../", import.meta.url).pathname;
 const main = join(root, "dist/cli/main.js");
 const redisUrl = inject("redisUrl");
+const adminToken = "reconcile-cli-admin-token";
 
 let emulator: Emulator;
 let sink: SinkServer;
@@ -39,8 +40,10 @@ function cli(args: string[], env: Record<string, string> = {}, stdin = ""): Prom
   const child = spawn(process.execPath, [main, ...args], {
     env: {
       PATH: process.env.PATH ?? "",
-      REDIS_URL: redisUrl,
-      QUEUE_PREFIX: service.config.env.QUEUE_PREFIX,
+      // The command reaches only the running service (its admin API); its own Redis setting is a closed port.
+      REDIS_URL: "redis://127.0.0.1:9",
+      ADMIN_URL: service.adminUrl,
+      ADMIN_TOKEN: adminToken,
       DATA_DIR: dataDir,
       MGMT_API_BASE_URL: emulator.apiBaseUrl,
       MGMT_TOKEN_URL: emulator.tokenUrl,
@@ -82,12 +85,14 @@ beforeAll(async () => {
     DOWNSTREAM_URL: sink.url,
     ...tenantEnv(emulator),
     RECONCILE_RATE_PER_SECOND: "20",
+    ADMIN_TOKEN: adminToken,
   });
   streamId = await createStream(emulator, `${service.publicUrl}/webhooks`, {
     auth: { method: "basic", username: testCredentials.username, password: "not-the-password" },
     types: ["user.created"],
   });
-});
+  // The build above takes a while on a loaded machine.
+}, 180_000);
 
 afterAll(async () => {
   await service?.close();
@@ -127,41 +132,44 @@ describe("streamkeeper reconcile", () => {
     expect(run.stdout.split("\n").filter(Boolean).sort()).toEqual([`${known} recovered`, `${unknown} not_found`].sort());
   });
 
-  it("when the client lacks read:event_deliveries and no worker runs, then the CLI reconciles in-process and the error names the scope", async () => {
+  it("when the service's client lacks read:event_deliveries, then the outcome names the scope and the command exits 1", async () => {
     await call(emulator, "POST", "/emulator/clients", {
       body: { client_id: "no-deliveries", client_secret: "no-deliveries-secret", scopes: ["read:event_streams"], global: true },
     });
     const id = await failedEvent();
-    // A prefix no service works on: the CLI must be the worker itself.
-    const run = await cli(["reconcile", id, "--stream", streamId], {
-      QUEUE_PREFIX: `test-${randomUUID()}`,
-      DOWNSTREAM_URL: sink.url,
-      MGMT_CLIENT_ID: "no-deliveries",
-      MGMT_CLIENT_SECRET: "no-deliveries-secret",
-    });
-    expect(run.stderr).toContain("reconciling in this process");
-    expect(run.code).toBe(1);
-    expect(run.stdout).toMatch(new RegExp(`^${id} error: get_delivery: insufficient scope: the client needs read:event_deliveries; grant it to the application in the tenant`));
-    expect(run.stdout).not.toContain("no-deliveries-secret");
+    const scoped = await startTestService({ DOWNSTREAM_URL: sink.url, ...tenantEnv(emulator), MGMT_CLIENT_ID: "no-deliveries", MGMT_CLIENT_SECRET: "no-deliveries-secret", ADMIN_TOKEN: adminToken });
+    try {
+      const run = await cli(["reconcile", id, "--stream", streamId], { ADMIN_URL: scoped.adminUrl });
+      expect(run.code).toBe(1);
+      expect(run.stdout).toMatch(new RegExp(`^${id} error: get_delivery: insufficient scope: the client needs read:event_deliveries; grant it to the application in the tenant`));
+      expect(run.stdout + run.stderr).not.toContain("no-deliveries-secret");
+    } finally {
+      await scoped.close();
+    }
   });
 
-  it("when jobs were queued with --no-wait and no worker runs, then a later waiting run works the queue in-process", async () => {
+  it("when jobs are queued with --no-wait and no worker runs, then the command says they wait, and a worker started later works them", async () => {
     const id = await failedEvent();
     const prefix = `test-${randomUUID()}`;
-    const queued = await cli(["reconcile", id, "--no-wait"], { QUEUE_PREFIX: prefix });
-    expect(queued.code).toBe(0);
-    expect(queued.stdout).toMatch(new RegExp(`^${id} queued \\S+\\n$`));
-    expect(queued.stderr).toContain("no worker consumes the reconcile queue now");
+    const receiver = await startTestService({ QUEUE_PREFIX: prefix, DOWNSTREAM_URL: sink.url, ...tenantEnv(emulator), ADMIN_TOKEN: adminToken }, "receiver");
+    try {
+      const queued = await cli(["reconcile", id, "--no-wait"], { ADMIN_URL: receiver.adminUrl });
+      expect(queued.code).toBe(0);
+      expect(queued.stdout).toMatch(new RegExp(`^${id} queued \\S+\\n$`));
+      expect(queued.stderr).toContain("no worker consumes the reconcile queue of the service");
 
-    const withoutRoutes = await cli(["reconcile", id], { QUEUE_PREFIX: prefix });
-    expect(withoutRoutes.code).toBe(2);
-    expect(withoutRoutes.stderr).toMatch(/^error: no worker runs and no downstream routes are configured here: set the service's ROUTES_FILE or DOWNSTREAM_URL/);
-
-    const run = await cli(["reconcile", id, "--stream", streamId], { QUEUE_PREFIX: prefix, DOWNSTREAM_URL: sink.url });
-    expect(run.stderr).toContain("reconciling in this process");
-    expect(run.code).toBe(0);
-    // The --no-wait job and this one race for the id: one recovers it, the other finds it received.
-    expect([`${id} recovered\n`, `${id} already_received\n`]).toContain(run.stdout);
+      const worker = await startTestService({ QUEUE_PREFIX: prefix, DOWNSTREAM_URL: sink.url, ...tenantEnv(emulator), ADMIN_TOKEN: adminToken }, "worker");
+      try {
+        const run = await cli(["reconcile", id, "--stream", streamId], { ADMIN_URL: receiver.adminUrl });
+        expect(run.code).toBe(0);
+        // The --no-wait job and this one race for the id: one recovers it, the other finds it received.
+        expect([`${id} recovered\n`, `${id} already_received\n`]).toContain(run.stdout);
+      } finally {
+        await worker.close();
+      }
+    } finally {
+      await receiver.close();
+    }
   });
 
   it("when no id is given or the file cannot be read, then exit 2 with one error line saying what to change", async () => {

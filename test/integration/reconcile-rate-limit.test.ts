@@ -3,7 +3,7 @@ import { existsSync } from "node:fs";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startEmulator, type Emulator } from "../../src/emulator/start-emulator.js";
 import { startTestService, testCredentials, type TestService } from "../helpers/start-test-service.js";
 import { call, createStream, emit, getToken, type ControlDelivery, tenantEnv } from "./emulator-test-kit.js";
@@ -38,6 +38,7 @@ beforeAll(async () => {
     ...tenantEnv(emulator),
     RECONCILE_RATE_SHARE: "1",
     RECONCILE_RATE_PER_SECOND: String(rate),
+    ADMIN_TOKEN: "rate-admin-token",
   });
 });
 
@@ -83,9 +84,9 @@ describe("reconcile under the tenant's rate limit", () => {
       const child = spawn(process.execPath, [main, "reconcile", "--file", file, "--json"], {
         env: {
           PATH: process.env.PATH ?? "",
-          REDIS_URL: inject("redisUrl"),
-          QUEUE_PREFIX: service.config.env.QUEUE_PREFIX,
-          DATA_DIR: dataDir,
+          // The running service reconciles (its admin API); the command never reads Redis.
+          ADMIN_URL: service.adminUrl,
+          ADMIN_TOKEN: "rate-admin-token",
           LOG_LEVEL: "warn",
         },
       });

@@ -109,7 +109,8 @@ describe("secrets: never in logs, answers, CLI output or metrics", () => {
     const rightAuth = `Basic ${forms.webhookBasic}`;
     const admin = { authorization: `Bearer ${secret.adminToken}` };
     const cli = async (what: string, args: string[], extra: Record<string, string> = {}) => {
-      const run = await runCli(args, { ...env, ...extra });
+      // Always this test's service (ADMIN_URL): never one that happens to run on the default ports.
+      const run = await runCli(args, { ...env, ADMIN_URL: service.adminUrl, ...extra });
       keep(`cli ${what} (exit ${run.code}) stdout`, run.stdout);
       keep(`cli ${what} stderr`, run.stderr);
       return run;

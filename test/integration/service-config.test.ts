@@ -4,8 +4,8 @@ import { hostname, tmpdir } from "node:os";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { readServiceConfig } from "../../src/cli/read-service-config.js";
-import { loadConfig } from "../../src/config.js";
+import { freePort } from "../../src/queue/redis-server.js";
+import { createRedis } from "../../src/queue/redis-connection.js";
 import { runCli } from "../chaos/run-cli.js";
 import { startServiceProcess, type ServiceProcess } from "../chaos/start-service-process.js";
 import { userEvent } from "../helpers/fixtures.js";
@@ -32,7 +32,9 @@ beforeAll(async () => {
   service = await startServiceProcess("all", serviceProcessEnv({ QUEUE_PREFIX: prefix, DATA_DIR: dir, ADMIN_TOKEN: adminToken, DOWNSTREAM_URL: downstream, LOG_LEVEL: "info" }));
   const routesFile = join(dir, "shell-routes.json");
   await writeFile(routesFile, JSON.stringify([{ name: "shell-only", match: "*", url: "http://127.0.0.1:9/elsewhere" }]));
-  shellEnv = { REDIS_URL: inject("redisUrl"), QUEUE_PREFIX: prefix, DATA_DIR: dir, ROUTES_FILE: routesFile, ADMIN_URL: "http://127.0.0.1:9" };
+  // The command's shell: other routes, and a Redis that does not answer (a closed port):
+  // commands reach only the service, through its admin API.
+  shellEnv = { REDIS_URL: "redis://127.0.0.1:9", QUEUE_PREFIX: prefix, DATA_DIR: dir, ROUTES_FILE: routesFile, ADMIN_URL: service.adminUrl, ADMIN_TOKEN: adminToken };
 });
 
 afterAll(async () => {
@@ -42,7 +44,7 @@ afterAll(async () => {
 });
 
 describe("the service's published configuration", () => {
-  it("when the service runs, then GET /admin/config and Redis hold its routes without credentials, its version and what is configured", async () => {
+  it("when the service runs, then GET /admin/config holds its routes without credentials, its version and what is configured, and Redis holds no copy of it", async () => {
     const answer = await fetch(`${service.adminUrl}/admin/config`, { headers: { authorization: `Bearer ${adminToken}` } });
     expect(answer.status).toBe(200);
     const published = await answer.json();
@@ -56,13 +58,12 @@ describe("the service's published configuration", () => {
       sweep: { configured: false, streamIds: null, publicUrl: null },
     });
     expect(JSON.stringify(published)).not.toContain("route-password");
-
-    const fromRedis = await readServiceConfig(loadConfig({ REDIS_URL: inject("redisUrl"), QUEUE_PREFIX: prefix }));
-    expect(fromRedis).toEqual({ config: published, from: "Redis" });
-    const fromAdmin = await readServiceConfig(loadConfig({ ADMIN_URL: service.adminUrl, ADMIN_TOKEN: adminToken, DATA_DIR: dir }));
-    expect(fromAdmin).toEqual({ config: published, from: `${service.adminUrl}/admin/config` });
-    const none = await readServiceConfig(loadConfig({ REDIS_URL: inject("redisUrl"), QUEUE_PREFIX: `${prefix}-other` }));
-    expect(none).toEqual({ config: undefined, why: `no service has published its configuration under QUEUE_PREFIX=${prefix}-other (start it, or set REDIS_URL and QUEUE_PREFIX as the service has them)` });
+    const redis = createRedis(inject("redisUrl"), "worker");
+    try {
+      expect(await redis.keys(`{${prefix}}:service-config`)).toEqual([]);
+    } finally {
+      redis.disconnect();
+    }
   });
 
   it("when the service starts without tenant settings, then it says once that reconcile, the sweep and the stream watch are off", () => {
@@ -71,22 +72,53 @@ describe("the service's published configuration", () => {
     expect(JSON.parse(lines[0]!)).toMatchObject({ level: 40, msg: "reconcile, the sweep and the stream watch are off: set TENANT_DOMAIN (or MGMT_API_BASE_URL and MGMT_TOKEN_URL), MGMT_CLIENT_ID, MGMT_CLIENT_SECRET" });
   });
 
-  it("when dead-letters runs in a shell with other routes, then it lists the service's route's dead letters and says in one line that the shell differs", async () => {
+  it("when a second start fails on the same PORT, then it exits 2 and the commands still list and replay the running service's dead letters, with the shell's Redis unreachable", async () => {
     const post = await fetch(`${service.publicUrl}/webhooks`, {
       method: "POST",
       headers: { authorization: `Basic ${Buffer.from(`${testCredentials.username}:${testCredentials.password}`).toString("base64")}`, "content-type": "application/json" },
       body: JSON.stringify(userEvent({ id: "evt_deadletterconfig000000", a0stream: "est_aD5AUDqZbHFcMoEx2LxAk9" })),
     });
     expect(post.status).toBe(202);
+    const port = new URL(service.publicUrl!).port;
+    const second = await runCli(["start"], { ...shellEnv, REDIS_URL: inject("redisUrl"), PORT: port, HOST: "127.0.0.1", ADMIN_PORT: String(await freePort()), ADMIN_HOST: "127.0.0.1", WEBHOOK_USERNAME: "other", WEBHOOK_PASSWORD: "other-password" });
+    expect(second.code).toBe(2);
+    expect(second.stderr).toContain(`PORT ${port} is already in use`);
+
     let run;
     const deadline = Date.now() + 60_000;
     for (;;) {
       run = await runCli(["dead-letters", "list", "--json"], shellEnv);
       if (run.code !== 0 || run.stdout.includes("evt_deadletterconfig000000") || Date.now() > deadline) break;
     }
-    expect(run.code).toBe(0);
-    expect((JSON.parse(run.stdout) as { route: string; eventId: string }[]).map(({ route, eventId }) => ({ route, eventId }))).toEqual([{ route: "default", eventId: "evt_deadletterconfig000000" }]);
-    expect(run.stderr).toBe(`note: this shell's ROUTES_FILE/DOWNSTREAM_URL differ from the service's routes; using the service's: default (* -> ${new URL(sink.url).origin})\n`);
+    expect([run.code, run.stderr]).toEqual([0, ""]);
+    const letters = JSON.parse(run.stdout) as { route: string; eventId: string; jobId: string; type: string; failedReason: string; failedAt: string; attempts: number }[];
+    expect(letters.map(({ route, eventId, type, attempts }) => ({ route, eventId, type, attempts }))).toEqual([{ route: "default", eventId: "evt_deadletterconfig000000", type: "user.updated", attempts: 1 }]);
+    expect(letters[0]!.failedReason).toContain("400");
+
+    const table = await runCli(["dead-letters", "list"], shellEnv);
+    expect(table.stdout).toMatch(/^ROUTE\s+JOB ID/);
+    expect(table.stdout).toContain("evt_deadletterconfig000000");
+
+    const replay = await runCli(["dead-letters", "replay", "--all"], shellEnv);
+    expect([replay.code, replay.stdout, replay.stderr]).toEqual([0, `replayed default/${letters[0]!.jobId}\n`, ""]);
+    // The downstream still refuses it: a dead letter again, after a second delivery attempt.
+    await expect.poll(() => sink.requests.length, { timeout: 30_000 }).toBeGreaterThanOrEqual(2);
+  });
+
+  it("when no service answers at ADMIN_URL, then dead-letters and reconcile say so in one line and exit 1", async () => {
+    const gone = { ...shellEnv, ADMIN_URL: `http://127.0.0.1:${await freePort()}` };
+    for (const args of [["dead-letters", "list"], ["dead-letters", "replay", "--all"], ["reconcile", "evt_nobodyhome000000000000"]]) {
+      const run = await runCli(args, gone);
+      expect(run.code).toBe(1);
+      expect(run.stderr).toMatch(new RegExp(`^error: no service answers at ${gone.ADMIN_URL} \\(ECONNREFUSED\\): start it with \`streamkeeper start\`, or set ADMIN_URL to where it runs\n$`));
+      expect(run.stdout).toBe("");
+    }
+  });
+
+  it("when the shell's ADMIN_TOKEN is not the service's, then dead-letters exits 2 saying to set it", async () => {
+    const run = await runCli(["dead-letters", "list"], { ...shellEnv, ADMIN_TOKEN: "not-the-token" });
+    expect(run.code).toBe(2);
+    expect(run.stderr).toMatch(/^error: the service at .* refused this shell's ADMIN_TOKEN: set ADMIN_TOKEN to the service's admin token/);
   });
 
   it("when the service cannot reconcile, then reconcile from a shell with tenant settings exits 2 naming the service, and a job's outcome names it too, in the service's log as well", async () => {

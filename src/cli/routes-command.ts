@@ -1,0 +1,65 @@
+import type { Command } from "commander";
+import { loadConfig } from "../config.js";
+import { CliError } from "./cli-error.js";
+import { formatTable } from "./format-table.js";
+import { runAction } from "./run-action.js";
+import { createServiceClient } from "./service-client.js";
+
+interface ListedRoute {
+  name: string;
+  state: "configured" | "removed";
+  match?: string[];
+  url?: string;
+  waiting: number;
+  deadLetters?: number;
+}
+
+/**
+ * `streamkeeper routes list|move|drop` (CONTRACT.md, route lifecycle), through the running
+ * service's admin API: a route renamed or removed keeps its waiting events until they are
+ * moved to a configured route or dropped.
+ */
+export function registerRoutesCommand(program: Command): void {
+  const routes = program.command("routes").description("the running service's routes, and routes removed with events still waiting (through its admin API: ADMIN_URL, ADMIN_TOKEN)");
+
+  routes
+    .command("list")
+    .description("every configured route, and every removed one with events waiting: NAME, STATE (configured or removed), WAITING, DEAD LETTERS, MATCH, URL")
+    .option("--json", "print one JSON array")
+    .action(
+      runAction(async (options: { json?: boolean }) => {
+        const { routes: listed } = await createServiceClient(loadConfig().env).call<{ routes: ListedRoute[] }>("GET", "/admin/routes", { timeoutMs: 60_000 });
+        if (options.json) return void process.stdout.write(`${JSON.stringify(listed, null, 2)}\n`);
+        process.stdout.write(
+          formatTable(
+            ["NAME", "STATE", "WAITING", "DEAD LETTERS", "MATCH", "URL"],
+            listed.map((route) => [route.name, route.state, String(route.waiting), route.deadLetters === undefined ? "" : String(route.deadLetters), route.match?.join(",") ?? "", route.url ?? ""]),
+          ),
+        );
+        const removed = listed.filter((route) => route.state === "removed");
+        if (removed.length > 0) process.stderr.write(`note: removed route(s) ${removed.map((route) => route.name).join(", ")} still hold events: \`streamkeeper routes move <old> <route>\` or \`streamkeeper routes drop <old> --yes\`\n`);
+      }),
+    );
+
+  routes
+    .command("move <old-route> <route>")
+    .description("hand every event waiting for a removed route (queued, retrying, dead letters) to a configured route, delivered there once with fresh attempts")
+    .action(
+      runAction(async (old: string, to: string) => {
+        const answer = await createServiceClient(loadConfig().env).call<{ moved: number }>("POST", `/admin/routes/${encodeURIComponent(old)}/move`, { body: { to }, timeoutMs: 30 * 60_000 });
+        process.stdout.write(`moved ${answer.moved} event(s) from ${old} to ${to}\n`);
+      }),
+    );
+
+  routes
+    .command("drop <old-route>")
+    .description("delete every event waiting for a removed route; prints how many")
+    .option("--yes", "confirm: the events are deleted for good")
+    .action(
+      runAction(async (old: string, options: { yes?: boolean }) => {
+        if (!options.yes) throw new CliError(`dropping deletes every event waiting for ${old} for good: add --yes to confirm (or move them: streamkeeper routes move ${old} <route>)`, 2);
+        const answer = await createServiceClient(loadConfig().env).call<{ dropped: number }>("DELETE", `/admin/routes/${encodeURIComponent(old)}`, { timeoutMs: 30 * 60_000 });
+        process.stdout.write(`dropped ${answer.dropped} event(s) of ${old}\n`);
+      }),
+    );
+}

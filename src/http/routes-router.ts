@@ -1,0 +1,64 @@
+import express, { type Router } from "express";
+import { z } from "zod";
+import type { DeliveryQueues } from "../queue/delivery-queues.js";
+import type { OrphanedRoutes } from "../queue/orphaned-routes.js";
+import type { Route } from "../routes/route.js";
+import { publishedRoute } from "../service-config/service-config.js";
+import { sendProblem } from "./problem.js";
+
+export interface RoutesRouterDeps {
+  routes: Route[];
+  queues: DeliveryQueues;
+  orphans: OrphanedRoutes;
+  /** Told after a move or drop, so the orphaned-jobs gauge and the start warning's list follow. */
+  forget(route: string): void;
+}
+
+const moveBody = z.strictObject({ to: z.string("must be the name of a configured route").min(1, "must be the name of a configured route") });
+
+/**
+ * `GET /admin/routes`, `POST /admin/routes/:name/move {"to"}`, `DELETE /admin/routes/:name`
+ * (CONTRACT.md, route lifecycle), behind ADMIN_TOKEN: what `streamkeeper routes` uses. A
+ * route renamed or removed keeps its waiting events until they are moved or dropped here.
+ */
+export function createRoutesRouter(deps: RoutesRouterDeps): Router {
+  const router = express.Router();
+  const names = deps.routes.map((route) => route.name);
+  const configuredNames = () => names.join(", ") || "none";
+
+  router.get("/routes", async (_req, res) => {
+    const configured = await Promise.all(
+      deps.routes.map(async (route) => {
+        const counts = await deps.queues.forRoute(route.name).getJobCounts("wait", "prioritized", "delayed", "active", "failed");
+        const { url, match } = publishedRoute(route);
+        return { name: route.name, state: "configured", match, url, waiting: counts.wait! + counts.prioritized! + counts.delayed! + counts.active!, deadLetters: counts.failed! };
+      }),
+    );
+    const removed = await Promise.all((await deps.orphans.find()).map(async (name) => ({ name, state: "removed", waiting: await deps.orphans.count(name) })));
+    res.json({ routes: [...configured, ...removed.filter((route) => route.waiting > 0)] });
+  });
+
+  router.post("/routes/:name/move", async (req, res) => {
+    const name = req.params.name as string;
+    if (names.includes(name)) return sendProblem(res, 409, `route ${name} is configured: only the events of a removed route can be moved`);
+    const parsed = moveBody.safeParse(req.body ?? {});
+    if (!parsed.success) return sendProblem(res, 400, `send {"to":"<route>"}, a configured route (${configuredNames()})`);
+    const { to } = parsed.data;
+    if (!names.includes(to)) return sendProblem(res, 404, `no configured route ${to}: the routes are ${configuredNames()}`);
+    if (!(await deps.orphans.find()).includes(name)) return sendProblem(res, 404, `no removed route ${name} has events waiting (see GET /admin/routes)`);
+    const moved = await deps.orphans.move(name, deps.queues.forRoute(to));
+    deps.forget(name);
+    res.json({ moved, from: name, to });
+  });
+
+  router.delete("/routes/:name", async (req, res) => {
+    const name = req.params.name as string;
+    if (names.includes(name)) return sendProblem(res, 409, `route ${name} is configured: remove it from ROUTES_FILE (or DOWNSTREAM_URL) and restart first; its events then wait, and can be dropped`);
+    if (!(await deps.orphans.find()).includes(name)) return sendProblem(res, 404, `no removed route ${name} has events waiting (see GET /admin/routes)`);
+    const dropped = await deps.orphans.drop(name);
+    deps.forget(name);
+    res.json({ dropped, route: name });
+  });
+
+  return router;
+}
