@@ -8,8 +8,7 @@ ARG NODE_IMAGE=node:20-bookworm-slim
 FROM ${NODE_IMAGE} AS build
 WORKDIR /app
 COPY package.json package-lock.json ./
-# `npm ci` fails against this registry (STACK-NOTES.md): install from package.json and the lock file.
-RUN npm install --no-audit --no-fund
+RUN npm ci --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json ./
 COPY src ./src
 # The archive's migrations are read beside its compiled module (scripts/copy-sql.mjs).
@@ -31,7 +30,7 @@ ENV ADMIN_HOST=0.0.0.0
 ENV DATA_DIR=/data
 WORKDIR /app
 COPY package.json package-lock.json ./
-RUN npm install --omit=dev --no-audit --no-fund && npm cache clean --force
+RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
 COPY --from=build /app/dist ./dist
 # The operator view's page (/admin/), served as it is from the repository.
 COPY web ./web
