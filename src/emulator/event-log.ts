@@ -1,4 +1,5 @@
 import type { TenantEvent } from "./delivery-store.js";
+import { jsonText } from "../events/json-text.js";
 
 /** An event as the log holds it: the tenant's, without the stream a push adds. */
 export type LogEvent = Omit<TenantEvent, "a0stream">;
@@ -73,7 +74,7 @@ export function createEventLog(options: { retentionMs?: number; now?: () => numb
   return {
     append(event) {
       const offset = offsetOf(head + 1);
-      add({ seq: head + 1, offset, at: Date.parse(event.time) || now(), type: event.type, data: JSON.stringify({ offset, event }) });
+      add({ seq: head + 1, offset, at: Date.parse(event.time) || now(), type: event.type, data: jsonText({ offset, event }) });
     },
     appendRaw(type, data) {
       add({ seq: head + 1, offset: offsetOf(head + 1), at: now(), type, data });

@@ -20,7 +20,7 @@ describe("streamkeeper demo", () => {
     expect(stdout).toContain(`${lost} recovered by the sweep, found without being told`);
     expect(stdout).toContain("nobody runs reconcile");
     expect(stdout).toContain(`downstream received ${lost} (organization.created, origin reconcile)`);
-    expect(stdout).toMatch(/9\. done: .*delivered once/);
+    expect(stdout).toMatch(/10\. done: .*delivered once/);
     // The event no stream subscribes to came by the pull.
     const unpushed = /10\. tenant emitted (evt_\w+) \(group\.created\)/.exec(stdout)?.[1];
     expect(unpushed).toBeDefined();
@@ -28,7 +28,7 @@ describe("streamkeeper demo", () => {
     expect(stdout.match(new RegExp(`downstream received ${lost}`, "g"))).toHaveLength(1);
     expect(stdout).toMatch(/dashboard: http:\/\/127\.0\.0\.1:\d+\/admin\/queues/);
     // The archive (an embedded Postgres): a search by user, then a replay.
-    expect(stdout).toMatch(/10\. what happened to user auth0\|\w+\? streamkeeper events search --entity/);
+    expect(stdout).toMatch(/11\. what happened to user auth0\|\w+\? streamkeeper events search --entity/);
     expect(stdout.match(/ {3}evt_\w{22} {2}\S+ {2}user\.(created|updated) {2}origin webhook {2}default=delivered/g)).toHaveLength(2);
     expect(stdout).toMatch(/replay rpl_\w+: 3 matched, 3 sent, 3 delivered/);
     expect(stdout.match(/origin replay\)/g)).toHaveLength(3);
