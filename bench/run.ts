@@ -18,6 +18,7 @@ import { runReconcilePace, type ReconcilePaceResults } from "./scenarios/run-rec
 import { runSoak, type SoakResults } from "./scenarios/run-soak.js";
 import { runStaleGuard, type StaleGuardResults } from "./scenarios/run-stale-guard.js";
 import { runArchive, type ArchiveResults } from "./scenarios/run-archive.js";
+import { runArchivePipeline, type ArchivePipelineResults } from "./scenarios/run-archive-pipeline.js";
 import { runWorkerDrain, type WorkerDrainResults } from "./scenarios/run-worker-drain.js";
 import { runOperatorView, type OperatorViewResults } from "./scenarios/run-operator-view.js";
 
@@ -46,6 +47,8 @@ export interface BenchResults {
   /** the cost of a dropStale route's guard per delivery, against a plain route */
   staleGuard?: StaleGuardResults;
   archive?: ArchiveResults;
+  /** the pipeline with the archive off and on, and a replay's throughput to the sink */
+  archivePipeline?: ArchivePipelineResults;
   outage?: OutageResults;
   /** Redis bytes per event: per job, and the ledger's once the jobs are gone */
   memory?: MemoryResults;
@@ -54,7 +57,7 @@ export interface BenchResults {
   /** the operator view's requests against 100 routes */
   operatorView?: OperatorViewResults;
   /** each target: true met, false missed, undefined not measured */
-  targets: { ingestRatio?: boolean; ackP99?: boolean; ackP99Paced?: boolean; pipeline: Partial<Record<Topology, boolean>>; workerCpu?: boolean; reconcile?: boolean; reconcilePace?: boolean; soak?: boolean; operatorView?: boolean; archiveBytesPerEvent?: boolean; archiveSearchP99?: boolean };
+  targets: { ingestRatio?: boolean; ackP99?: boolean; ackP99Paced?: boolean; pipeline: Partial<Record<Topology, boolean>>; workerCpu?: boolean; reconcile?: boolean; reconcilePace?: boolean; soak?: boolean; operatorView?: boolean; archiveBytesPerEvent?: boolean; archiveSearchP99?: boolean; archivePipelineCost?: boolean };
 }
 
 const resultsDir = fileURLToPath(new URL("./results/", import.meta.url));
@@ -144,6 +147,15 @@ async function main() {
       results.archive = await runArchive({ sizeEvents: 20_000, searchRows: settings.BENCH_ARCHIVE_SEARCH_ROWS, searches: 500 });
       results.targets.archiveBytesPerEvent = results.archive.bytesPerEvent <= 600;
       results.targets.archiveSearchP99 = results.archive.searchByEntityP99Ms <= 50;
+    }
+    if (scenarios.has("archive-pipeline")) {
+      results.archivePipeline = await runArchivePipeline(
+        { settings, redis, redisUrl: redisServer.url, redisPid: redisServer.process.pid!, sinkPid: sink.process.pid!, dataDir: dir, sinkUrl: sink.info.url, cpuProfileDir, log },
+        { replayEvents: settings.BENCH_ARCHIVE_REPLAY_EVENTS },
+      );
+      const { ratio, on, off } = results.archivePipeline;
+      const nothingLost = [on, off].every((run) => run.status === "measured" && run.throughput.lost === 0 && run.fixedRate.lost === 0);
+      results.targets.archivePipelineCost = ratio === undefined ? undefined : ratio >= 0.9 && nothingLost;
     }
     if (scenarios.has("soak")) {
       results.soak = await runSoak({ settings, redis, redisUrl: redisServer.url, redisPid: redisServer.process.pid!, sinkPid: sink.process.pid!, dataDir: dir, sinkUrl: sink.info.url, cpuProfileDir, log });

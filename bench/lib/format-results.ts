@@ -156,6 +156,26 @@ export function formatResults(results: BenchResults): string {
     rows.push(["Soak", `pending: ${soak.reason}`, "-", "-", "-", "-", "memory flat within 10 %: pending"]);
   }
 
+  const archive = results.archivePipeline;
+  if (archive) {
+    for (const [label, run] of [["off", archive.off], ["on", archive.on]] as const) {
+      if (run.status !== "measured") {
+        rows.push([`Pipeline, one \`--role all\` process, ARCHIVE=${label}`, `pending: ${run.reason}`, "-", "-", "-", "-", ""]);
+        continue;
+      }
+      const t = run.throughput;
+      const target = label === "on" ? `archive costs ≤ 10 % of events/s (on ÷ off ${n(archive.ratio, 3)}), nothing lost: ${verdict(results.targets.archivePipelineCost)}` : "";
+      rows.push([`Pipeline, one \`--role all\` process, ARCHIVE=${label}: POST → sink, as fast as it goes`, `**${n(t.eventsPerSecond)} events/s** (${n(t.delivered)} events in ${n(t.seconds, 1)} s)`, ms(t.endToEndMs.p50), ms(t.endToEndMs.p99), `${n(t.load.errors)}; lost ${n(t.lost)}`, coresPerEvent(t.load, t.eventsPerSecond), target]);
+      const f = run.fixedRate;
+      rows.push([`Pipeline, one \`--role all\` process, ARCHIVE=${label}: ${n(s.BENCH_PIPELINE_RATE)} events/s evenly paced`, `${n(f.eventsPerSecond)} events/s`, ms(f.endToEndMs.p50), ms(f.endToEndMs.p99), `${n(f.load.errors)}; lost ${n(f.lost)}`, coresPerEvent(f.load, f.eventsPerSecond), ""]);
+    }
+    const { stored, atDrain, complete } = archive.archived;
+    rows.push(["Archive after the ARCHIVE=on runs", `${n(atDrain)} of ${n(stored)} stored events archived when the sink had them all; ${n(complete)} once the outbox drained`, "-", "-", "-", "-", "archive complete"]);
+    const replay = archive.replay;
+    if ("status" in replay) rows.push(["Replay to the sink", `pending: ${replay.reason}`, "-", "-", "-", "-", ""]);
+    else rows.push([`Replay of ${n(replay.matched)} archived events to a route added afterwards (the sink)`, `**${n(replay.eventsPerSecond)} events/s** (${n(replay.delivered)} delivered in ${n(replay.seconds, 1)} s; all queued after ${n(replay.queuedSeconds, 1)} s)`, "-", "-", `${n(replay.failed)} failed`, "-", ""]);
+  }
+
   const memory: string[] = [];
   if (ingest) {
     memory.push(`| Service peak RSS, \`--role receiver\` (ingest runs) | ${mib(ingest.service.peakRssBytes)} |`);

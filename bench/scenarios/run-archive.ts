@@ -80,15 +80,19 @@ export async function runArchive(options: { sizeEvents: number; searchRows: numb
       const now = Date.now();
       await maintainPartitions(pool, now, 30);
 
-      // Bytes per event: one day's partition filled through the writer's own insert.
+      // Bytes per event: one day's partition filled through the writer's own insert, one
+      // arrival a millisecond from 01:00 UTC today (each its own time, as in service: equal
+      // times would let Postgres deduplicate index entries and flatter the figure).
       const at = new Date(now).toISOString();
+      const firstArrival = Math.floor(now / 86_400_000) * 86_400_000 + 3_600_000;
       began = Date.now();
       for (let start = 0; start < options.sizeEvents; start += 500) {
         const records = Array.from({ length: Math.min(500, options.sizeEvents - start) }, (_, offset) => {
           const event = userUpdated(start + offset, at);
+          const receivedAt = firstArrival + start + offset;
           return [
-            { kind: "event" as const, event, origin: "webhook" as const, receivedAt: now, routes: ["crm"] },
-            { kind: "attempt" as const, eventId: event.id, receivedAt: now, route: "crm", key: `${event.id}:1`, at: now + 20, status: 200, outcome: "delivered" as const },
+            { kind: "event" as const, event, origin: "webhook" as const, receivedAt, routes: ["crm"] },
+            { kind: "attempt" as const, eventId: event.id, receivedAt, route: "crm", key: `${event.id}:1`, at: receivedAt + 20, status: 200, outcome: "delivered" as const },
           ];
         }).flat();
         await writeArchiveBatch(pool, records);

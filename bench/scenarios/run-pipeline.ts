@@ -74,12 +74,13 @@ const streamId = "est_38ANnv8pQhqsZrX2VFbftv";
  * load generator goes, then waiting until the sink has every event the ledger holds: the
  * sustained events/s from POST to downstream. Then a fixed moderate rate, evenly paced,
  * for the end-to-end latency (sink receive time minus the send time stamped in each event).
+ * `extraEnv` adds settings to the service's (the archive scenario runs it with ARCHIVE on and off).
  */
-export async function runPipeline(context: PipelineContext, topology: Topology): Promise<PipelineResults> {
+export async function runPipeline(context: PipelineContext, topology: Topology, extraEnv: Record<string, string> = {}): Promise<PipelineResults> {
   const { settings, log, redis } = context;
   await redis.flushall();
   const queuePrefix = `bench-pipeline-${topology}`;
-  const env = await routeEnv(context);
+  const env = { ...(await routeEnv(context)), ...extraEnv };
   const start = (role: "all" | "receiver" | "worker") =>
     startServiceProcess({ role, redisUrl: context.redisUrl, queuePrefix, dataDir: context.dataDir, env, cpuProfileDir: context.cpuProfileDir });
   const processes: Record<string, Pick<ServiceProcess, "pid" | "publicUrl" | "peakRssBytes" | "stop">> = {};

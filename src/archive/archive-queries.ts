@@ -78,7 +78,7 @@ WHERE ($1::text IS NULL OR e.id = $1)
        OR ($8 = 'unrouted' AND cardinality(e.routes) = 0)
        OR ($8 = 'pending' AND NOT EXISTS (SELECT 1 FROM attempts a WHERE a.arrived_at = e.arrived_at AND a.event_id = e.id AND ($7::text IS NULL OR a.route = $7)) AND cardinality(e.routes) > 0)
        OR EXISTS (SELECT 1 FROM attempts a WHERE a.arrived_at = e.arrived_at AND a.event_id = e.id AND a.outcome = $8 AND ($7::text IS NULL OR a.route = $7)))
-  AND ($9::timestamptz IS NULL OR (e.arrived_at, e.id) < ($9, $10))
+  AND ($9::timestamptz IS NULL OR (e.arrived_at <= $9 AND (e.arrived_at, e.id) < ($9, $10)))  -- the first half an index bound: the search indexes end at arrived_at
 ORDER BY e.arrived_at DESC, e.id DESC
 LIMIT $11`;
 

@@ -76,7 +76,7 @@ export function createReplayRunner(deps: ReplayRunnerDeps) {
       const params = [...replayWindowParams(filter), checkpoint?.at ?? null, checkpoint?.id ?? null, pageSize];
       const page = (await client.query<EventRow>(
         `SELECT e.arrived_at, e.id, e.origin, e.stream, e.payload FROM events e WHERE ${replayWindowWhere}
-         AND ($6::timestamptz IS NULL OR (e.arrived_at, e.id) > ($6, $7)) ORDER BY e.arrived_at, e.id LIMIT $8`,
+         AND ($6::timestamptz IS NULL OR (e.arrived_at >= $6 AND (e.arrived_at, e.id) > ($6, $7))) ORDER BY e.arrived_at, e.id LIMIT $8`,
         params,
       )).rows;
       if (page.length === 0) {

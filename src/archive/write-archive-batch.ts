@@ -40,7 +40,8 @@ export async function writeArchiveBatch(pool: pg.Pool, records: ArchiveRecord[])
           arrived_at: new Date(record.receivedAt).toISOString(),
           event_id: record.eventId,
           route: record.route,
-          attempt_key: record.key,
+          // The key begins with the event's id (its job's id): kept without it, as the row has it already.
+          attempt_key: record.key.startsWith(record.eventId) ? record.key.slice(record.eventId.length) : record.key,
           at: new Date(record.at).toISOString(),
           status: record.status ?? null,
           error: record.error ?? null,
