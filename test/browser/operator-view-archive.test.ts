@@ -1,40 +1,192 @@
-import { describe } from "vitest";
+import { existsSync } from "node:fs";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { chromium, type BrowserContext, type Page } from "playwright-core";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { Overview } from "../../src/admin/describe-overview.js";
+import { startEmulator, type Emulator } from "../../src/emulator/start-emulator.js";
+import { freePort } from "../../src/queue/redis-server.js";
+import { createTestDatabase, type TestDatabase } from "../helpers/archive-database.js";
+import { userEvent } from "../helpers/fixtures.js";
+import { startSinkServer, type SinkRequest, type SinkServer } from "../helpers/sink-server.js";
+import { startTestService, type TestService } from "../helpers/start-test-service.js";
+import { tenantEnv } from "../integration/emulator-test-kit.js";
+
+const chromiumPath = "/usr/bin/chromium";
+const adminToken = "operator-view-archive-admin-token";
+const refreshSeconds = 2;
+const alice = "auth0|alice00000000000000000001";
+const bob = "auth0|bob000000000000000000002";
+
+function eventOf(user: string, type: string) {
+  const event = userEvent({ type });
+  (event.data as { object: { user_id: string } }).object.user_id = user;
+  return event;
+}
+
+const webhookIds = (requests: SinkRequest[]) => requests.map((request) => request.headers["webhook-id"]);
 
 /**
- * The operator view's search, timeline, replay and dead-letter retry in a real Chromium.
- * They need the archive's endpoints (CONTRACT.md "Archive, search and replay": GET
- * /admin/events, GET /admin/events/:id with `timeline`, POST/GET/DELETE /admin/replays) and
- * GET /admin/dead-letters with POST /admin/dead-letters/replay, which this version does
- * not have yet: the page codes against those shapes (web/admin/operator-view.js) and says
- * "not available in this version" meanwhile (test/browser/operator-view.test.ts proves
- * that). Once they exist, these become tests, with the set-up of operator-view.test.ts
- * (service with ADMIN_TOKEN, emulator, sinks, Chromium logged in):
- *
- * 1. "when an operator searches by user id, then that user's events are listed and the
- *    timeline shows each route's outcome": post 3 events for auth0|alice (one type
- *    user.created, two user.updated) and 1 for auth0|bob to routes crm (204) and billing
- *    (400 once); fill "User, organization or group id" with auth0|alice, Search; expect 3
- *    rows, none of bob's; click the first id; expect the timeline's arrival line (origin
- *    webhook) and one list item per route: crm delivered, billing dead_letter with its 400
- *    attempt.
- * 2. "when an event the tenant had failed is recovered, then its timeline says the tenant
- *    failed it first": emulator stream pointing at a closed port, emit, settle as failed,
- *    start the service with the sweep on, wait for the recovery; open its timeline; expect
- *    "after the tenant had failed to deliver it" and origin reconcile.
- * 3. "when a replay is started from the page, then the sink receives the events and its
- *    progress reaches done": window of the last hour to crm; "Count events (dry run)"
- *    shows "Dry run: 3 events match"; nothing reached the sink meanwhile; "Start replay of
- *    3 events to crm"; the sink receives 3 requests with X-Streamkeeper-Origin: replay and
- *    the original webhook-id; the replay's row under Recovery and replays reaches "done"
- *    with matched 3, delivered 3 within one refresh of the last delivery.
- * 4. "when 'Replay this event' is clicked in a timeline, then only that event is sent
- *    again" (the sink gets exactly one more request, same webhook-id).
- * 5. "when a dead letter is retried from the page, then it is delivered": billing's 400
- *    dead letter; fix the sink (204); "List dead letters", tick it, "Retry selected";
- *    expect "1 dead letters queued again" and the sink's 204 for that webhook-id; the
- *    route's dead-letter count on the page falls to 0 within one refresh.
- * 6. "when the service runs with ARCHIVE=off, then search says the archive is not
- *    available and the rest of the page works" (no console error besides the 404/503).
- * 7. Each write above is in the service log as "admin write asked" with its body.
+ * The operator view's search, timeline, replay and dead-letter retry in a real headless
+ * Chromium, against the whole service with the archive on (the run's Postgres, a database
+ * of this file's own), the tenant emulator and two downstreams: `crm` (204) and `billing`
+ * (400 for alice's first event until the test fixes it, 204 otherwise).
  */
-describe.todo("operate: the operator view's search, timeline, replay and dead-letter retry (after the archive lands)");
+describe.skipIf(!existsSync(chromiumPath))("operate: the operator view's search, timeline, replay and dead-letter retry in a real browser", () => {
+  const cleanup: Array<() => Promise<unknown>> = [];
+  afterAll(async () => {
+    for (const step of cleanup.reverse()) await step().catch(() => {});
+  });
+
+  let db: TestDatabase;
+  let emulator: Emulator;
+  let service: TestService;
+  let crm: SinkServer;
+  let billing: SinkServer;
+  let page: Page;
+  const consoleErrors: string[] = [];
+  const aliceEvents = [eventOf(alice, "user.created"), eventOf(alice, "user.updated"), eventOf(alice, "user.updated")];
+  const bobEvent = eventOf(bob, "user.updated");
+  const refused = aliceEvents[0]!;
+  let billingFixed = false;
+
+  async function overview(): Promise<Overview> {
+    return (await (await fetch(`${service.adminUrl}/admin/overview`, { headers: { authorization: `Bearer ${adminToken}` } })).json()) as Overview;
+  }
+  const refreshes = async () => Number(await page.locator("body").getAttribute("data-refreshes"));
+  /** Once the service shows `holds`, the page shows it after at most one refresh started after it. */
+  async function withinOneRefresh(holds: (seen: Overview) => boolean) {
+    await expect.poll(async () => holds(await overview()), { timeout: 60_000 }).toBe(true);
+    const seen = await refreshes();
+    await expect.poll(refreshes, { timeout: 30_000 }).toBeGreaterThanOrEqual(seen + 2);
+  }
+  const text = async (selector: string) => (await page.locator(selector).textContent()) ?? "";
+
+  beforeAll(async () => {
+    db = await createTestDatabase();
+    cleanup.push(() => db.drop());
+    emulator = await startEmulator({ timeScale: 0.01 });
+    cleanup.push(() => emulator.close());
+    crm = await startSinkServer(() => ({ status: 204 }));
+    cleanup.push(() => crm.close());
+    billing = await startSinkServer((request) => (!billingFixed && request.headers["webhook-id"] === refused.id ? { status: 400, body: "unknown customer" } : { status: 204 }));
+    cleanup.push(() => billing.close());
+
+    const dir = await mkdtemp(join(tmpdir(), "sk-operator-view-archive-"));
+    cleanup.push(() => rm(dir, { recursive: true, force: true }));
+    const routesFile = join(dir, "routes.yaml");
+    await writeFile(routesFile, [`- { name: crm, match: "user.*", url: "${crm.url}" }`, `- { name: billing, match: "user.*", url: "${billing.url}" }`].join("\n"));
+    const port = await freePort();
+    service = await startTestService({
+      ...tenantEnv(emulator),
+      PORT: String(port),
+      PUBLIC_URL: `http://127.0.0.1:${port}`,
+      ROUTES_FILE: routesFile,
+      ADMIN_TOKEN: adminToken,
+      ARCHIVE: "on",
+      ARCHIVE_DATABASE_URL: db.url,
+    });
+    cleanup.push(() => service.close());
+
+    const userDataDir = await mkdtemp(join(tmpdir(), "sk-chromium-"));
+    cleanup.push(() => rm(userDataDir, { recursive: true, force: true }));
+    const context: BrowserContext = await chromium.launchPersistentContext(userDataDir, {
+      executablePath: chromiumPath,
+      args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"],
+      httpCredentials: { username: "operator", password: adminToken },
+      viewport: { width: 1400, height: 1000 },
+    });
+    cleanup.push(() => context.close());
+    page = await context.newPage();
+    page.on("console", (message) => {
+      if (message.type() === "error") consoleErrors.push(`${message.text()} (${message.location().url})`);
+    });
+    page.on("pageerror", (error) => consoleErrors.push(error.message));
+    page.on("response", (response) => {
+      if (response.status() >= 400) consoleErrors.push(`${response.status()} ${response.url()}`);
+    });
+    page.setDefaultTimeout(30_000);
+  });
+
+  it("when an operator searches by user id, then that user's events are listed and the timeline shows each route's outcome", async () => {
+    for (const event of [...aliceEvents, bobEvent]) expect((await service.post("/webhooks", JSON.stringify(event))).status).toBe(202);
+    await crm.untilReceived(4, 60_000);
+    await billing.until((requests) => requests.length >= 4, 60_000);
+    // Archived with each route's outcome before the page searches.
+    await expect.poll(async () => (await db.query<{ n: string }>("SELECT count(DISTINCT (event_id, route)) AS n FROM attempts WHERE outcome IN ('delivered', 'dead_letter')"))[0]!.n, { timeout: 60_000 }).toBe("8");
+    await page.goto(`${service.adminUrl}/admin/?refresh=${refreshSeconds}`);
+    await expect.poll(refreshes, { timeout: 30_000 }).toBeGreaterThanOrEqual(1);
+    await page.locator("#search").getByLabel("User, organization or group id").fill(alice);
+    await page.locator("#search").getByRole("button", { name: "Search" }).click();
+    await page.locator("#search-results table").waitFor();
+    expect(await text("#search-results caption")).toBe("3 events");
+    const listed = await page.locator("#search-results tbody th button").allTextContents();
+    expect(listed.sort()).toEqual(aliceEvents.map((event) => event.id).sort());
+    expect(await text("#search-results")).not.toContain(bobEvent.id);
+    const refusedRow = page.locator("#search-results tbody tr", { has: page.getByRole("button", { name: refused.id }) });
+    expect(await refusedRow.locator("td").nth(1).textContent()).toBe("user.created");
+    expect(await refusedRow.locator("td").nth(4).textContent()).toMatch(/crm: delivered/);
+    expect(await refusedRow.locator("td").nth(4).textContent()).toMatch(/billing: dead_letter/);
+
+    await page.getByRole("button", { name: refused.id }).click();
+    await page.locator("#timeline ol").first().waitFor();
+    expect(await text("#timeline h3")).toBe(`Timeline of ${refused.id} (user.created)`);
+    expect(await page.locator("#timeline > div > ol > li").first().textContent()).toMatch(/^Arrived .* by webhook\.$/);
+    expect(await page.locator("#timeline [data-timeline-route]").count()).toBe(2);
+    const crmLine = page.locator('#timeline [data-timeline-route="crm"]');
+    expect(await crmLine.textContent()).toMatch(/^Route crm: delivered/);
+    expect(await crmLine.locator("li").allTextContents()).toEqual([expect.stringMatching(/: 204, delivered$/)]);
+    const billingLine = page.locator('#timeline [data-timeline-route="billing"]');
+    expect(await billingLine.textContent()).toMatch(/^Route billing: dead_letter/);
+    expect(await billingLine.locator("li").allTextContents()).toEqual([expect.stringMatching(/: 400, dead_letter$/)]);
+    expect(consoleErrors).toEqual([]);
+  });
+
+  it("when a replay is started from the page, then the sink receives the events and its progress reaches done", async () => {
+    const before = crm.requests.length;
+    const form = page.locator("#replay");
+    await form.getByRole("combobox", { name: /^Route/ }).selectOption("crm");
+    await form.locator("input[name=since]").fill(new Date(Date.now() - 3_600_000).toISOString());
+    await form.getByLabel("User, organization or group id").fill(alice);
+    await form.getByRole("button", { name: "Count events (dry run)" }).click();
+    await expect.poll(() => text("#replay-message"), { timeout: 30_000 }).toBe("Dry run: 3 events match; nothing was sent.");
+    expect(crm.requests.length).toBe(before);
+
+    await page.getByRole("button", { name: "Start replay of 3 events to crm" }).click();
+    await expect.poll(() => text("#replay-message"), { timeout: 30_000 }).toMatch(/^Replay \S+ started: 3 events to crm\./);
+    const replayed = await crm.until((requests) => requests.length >= before + 3, 60_000);
+    const sent = replayed.slice(before);
+    expect(sent.map((request) => request.headers["x-streamkeeper-origin"])).toEqual(["replay", "replay", "replay"]);
+    expect(webhookIds(sent).sort()).toEqual(aliceEvents.map((event) => event.id).sort());
+
+    const row = page.locator("#replays tbody tr[data-replay]");
+    await expect.poll(async () => (await row.locator("td.replay-state").textContent()) ?? "", { timeout: 60_000 }).toBe("done");
+    const cells = await row.locator("td").allTextContents();
+    // route, state, matched, sent, delivered, failed
+    expect(cells.slice(0, 6)).toEqual(["crm", "done", "3", "3", "3", "0"]);
+    expect(crm.requests.length).toBe(before + 3);
+    expect(consoleErrors).toEqual([]);
+  });
+
+  it("when a dead letter is retried from the page, then it is delivered", async () => {
+    expect((await overview()).routes.find((route) => route.name === "billing")?.deadLetters).toBe(1);
+    await expect.poll(() => text('#routes tr[data-route="billing"] td:nth-of-type(6)'), { timeout: 30_000 }).toBe("1");
+    billingFixed = true;
+    const before = billing.requests.length;
+
+    await page.getByRole("button", { name: "List dead letters" }).click();
+    await page.locator("#dead-letters table").waitFor();
+    expect(await text("#dead-letters caption")).toBe("1 dead letters");
+    await page.getByRole("checkbox", { name: `Select ${refused.id} of route billing` }).check();
+    await page.getByRole("button", { name: "Retry selected" }).click();
+    await expect.poll(() => text("#dead-letters p"), { timeout: 30_000 }).toBe("1 dead letters queued again, with fresh attempts.");
+
+    const retried = await billing.until((requests) => requests.slice(before).some((request) => request.status === 204), 60_000);
+    expect(webhookIds(retried.slice(before))).toEqual([refused.id]);
+    expect(crm.requests.filter((request) => request.headers["webhook-id"] === refused.id)).toHaveLength(2); // the original and the replay: the retry went to billing only
+    await withinOneRefresh((seen) => seen.routes.find((route) => route.name === "billing")?.deadLetters === 0);
+    expect(await text('#routes tr[data-route="billing"] td:nth-of-type(6)')).toBe("0");
+    expect(consoleErrors).toEqual([]);
+  });
+});
