@@ -8,6 +8,7 @@ import type { Overview } from "../../src/admin/describe-overview.js";
 import { startEmulator, type Emulator } from "../../src/emulator/start-emulator.js";
 import { freePort } from "../../src/queue/redis-server.js";
 import { createTestDatabase, type TestDatabase } from "../helpers/archive-database.js";
+import { capturedLogger } from "../helpers/captured-logger.js";
 import { userEvent } from "../helpers/fixtures.js";
 import { startSinkServer, type SinkRequest, type SinkServer } from "../helpers/sink-server.js";
 import { startTestService, type TestService } from "../helpers/start-test-service.js";
@@ -50,6 +51,7 @@ describe.skipIf(!existsSync(chromiumPath))("operate: the operator view's search,
   const bobEvent = eventOf(bob, "user.updated");
   const refused = aliceEvents[0]!;
   let billingFixed = false;
+  const log = capturedLogger();
 
   async function overview(): Promise<Overview> {
     return (await (await fetch(`${service.adminUrl}/admin/overview`, { headers: { authorization: `Bearer ${adminToken}` } })).json()) as Overview;
@@ -86,7 +88,7 @@ describe.skipIf(!existsSync(chromiumPath))("operate: the operator view's search,
       ADMIN_TOKEN: adminToken,
       ARCHIVE: "on",
       ARCHIVE_DATABASE_URL: db.url,
-    });
+    }, "all", log.logger);
     cleanup.push(() => service.close());
 
     const userDataDir = await mkdtemp(join(tmpdir(), "sk-chromium-"));
@@ -188,5 +190,34 @@ describe.skipIf(!existsSync(chromiumPath))("operate: the operator view's search,
     await withinOneRefresh((seen) => seen.routes.find((route) => route.name === "billing")?.deadLetters === 0);
     expect(await text('#routes tr[data-route="billing"] td:nth-of-type(6)')).toBe("0");
     expect(consoleErrors).toEqual([]);
+  });
+
+  it("when 'Replay this event' is clicked in a timeline, then only that event is sent again", async () => {
+    const chosen = aliceEvents[1]!;
+    const before = crm.requests.length;
+    await page.locator("#search").getByRole("button", { name: "Search" }).click();
+    await page.getByRole("button", { name: chosen.id }).click();
+    await expect.poll(() => text("#timeline h3"), { timeout: 30_000 }).toBe(`Timeline of ${chosen.id} (user.updated)`);
+    await page.locator("#timeline").getByRole("combobox", { name: /^Replay to route/ }).selectOption("crm");
+    await page.locator("#timeline").getByRole("button", { name: "Replay this event" }).click();
+    await expect.poll(() => text("#timeline-message"), { timeout: 30_000 }).toMatch(/^Replay \S+ started: 1 events to crm\./);
+    const replayId = /^Replay (\S+) started/.exec(await text("#timeline-message"))![1]!;
+    const row = page.locator(`#replays tbody tr[data-replay="${replayId}"]`);
+    await expect.poll(async () => (await row.locator("td.replay-state").textContent()) ?? "", { timeout: 60_000 }).toBe("done");
+    expect((await row.locator("td").allTextContents()).slice(0, 6)).toEqual(["crm", "done", "1", "1", "1", "0"]);
+    const sent = crm.requests.slice(before);
+    expect(webhookIds(sent)).toEqual([chosen.id]);
+    expect(sent[0]!.headers["x-streamkeeper-origin"]).toBe("replay");
+    expect(consoleErrors).toEqual([]);
+  });
+
+  it("when an operator writes from the page, then each write is in the service log as 'admin write asked' with its body", () => {
+    const asked = log.lines.filter((line) => line.msg === "admin write asked").map((line) => ({ method: line.method, path: line.path, asked: line.asked }));
+    expect(asked).toEqual([
+      { method: "POST", path: "/admin/replays", asked: expect.objectContaining({ route: "crm", entity: alice, dryRun: true }) },
+      { method: "POST", path: "/admin/replays", asked: expect.not.objectContaining({ dryRun: true }) },
+      { method: "POST", path: "/admin/dead-letters/replay", asked: { jobIds: [expect.stringMatching(/^billing\//)] } },
+      { method: "POST", path: "/admin/replays", asked: expect.objectContaining({ route: "crm", entity: alice, type: "user.updated" }) },
+    ]);
   });
 });
