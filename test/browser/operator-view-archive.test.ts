@@ -11,8 +11,8 @@ import { createTestDatabase, type TestDatabase } from "../helpers/archive-databa
 import { capturedLogger } from "../helpers/captured-logger.js";
 import { userEvent } from "../helpers/fixtures.js";
 import { startSinkServer, type SinkRequest, type SinkServer } from "../helpers/sink-server.js";
-import { startTestService, type TestService } from "../helpers/start-test-service.js";
-import { tenantEnv } from "../integration/emulator-test-kit.js";
+import { startTestService, testCredentials, type TestService } from "../helpers/start-test-service.js";
+import { createStream, emit, settled, tenantEnv } from "../integration/emulator-test-kit.js";
 
 const chromiumPath = "/usr/bin/chromium";
 const adminToken = "operator-view-archive-admin-token";
@@ -279,5 +279,53 @@ describe.skipIf(!existsSync(chromiumPath))("operate: the operator view with the 
     // Only the archive's missing endpoints failed (the browser reports them as failed loads).
     expect(consoleErrors.filter((line) => !/^Failed to load resource: .*404.*\/admin\/(events|replays)\b|^404 .*\/admin\/(events|replays)\b/.test(line))).toEqual([]);
     expect(consoleErrors.length).toBeGreaterThanOrEqual(2);
+  });
+});
+
+describe.skipIf(!existsSync(chromiumPath))("operate: the operator view shows a recovered event's story", () => {
+  const cleanup: Array<() => Promise<unknown>> = [];
+  afterAll(async () => {
+    for (const step of cleanup.reverse()) await step().catch(() => {});
+  });
+
+  it("when an event the tenant had failed is recovered, then its timeline says the tenant failed it first", async () => {
+    const db = await createTestDatabase();
+    cleanup.push(() => db.drop());
+    const emulator = await startEmulator({ timeScale: 0.01 });
+    cleanup.push(() => emulator.close());
+    const sink = await startSinkServer(() => ({ status: 204 }));
+    cleanup.push(() => sink.close());
+    // The stream points at the service's port before the service listens: the tenant fails the delivery.
+    const port = await freePort();
+    const publicUrl = `http://127.0.0.1:${port}`;
+    await createStream(emulator, `${publicUrl}/webhooks`, { auth: { method: "basic", username: testCredentials.username, password: testCredentials.password }, types: ["user.created"] });
+    const eventId = await emit(emulator, "user.created", { object: { user_id: alice } });
+    expect((await settled(emulator, eventId, 60_000)).status).toBe("failed");
+
+    const service = await startTestService({
+      ...tenantEnv(emulator),
+      PORT: String(port),
+      PUBLIC_URL: publicUrl,
+      DOWNSTREAM_URL: sink.url,
+      ADMIN_TOKEN: adminToken,
+      ARCHIVE: "on",
+      ARCHIVE_DATABASE_URL: db.url,
+      RECONCILE_SWEEP_INTERVAL_SECONDS: "1",
+    });
+    cleanup.push(() => service.close());
+    await sink.until((requests) => webhookIds(requests).includes(eventId), 90_000);
+    await expect.poll(async () => (await db.query<{ origin: string }>("SELECT origin FROM events WHERE id = $1", [eventId]))[0]?.origin, { timeout: 60_000 }).toBe("reconcile");
+    await expect.poll(async () => (await db.query("SELECT 1 FROM attempts WHERE event_id = $1 AND outcome = 'delivered'", [eventId])).length, { timeout: 60_000 }).toBe(1);
+
+    const consoleErrors: string[] = [];
+    const page = await openBrowser(cleanup, consoleErrors);
+    await page.goto(`${service.adminUrl}/admin/?refresh=${refreshSeconds}`);
+    await page.locator("#search").getByLabel("Event id").fill(eventId);
+    await page.locator("#search").getByRole("button", { name: "Search" }).click();
+    await page.getByRole("button", { name: eventId }).click();
+    await page.locator("#timeline ol").first().waitFor();
+    expect(await page.locator("#timeline > div > ol > li").first().textContent()).toMatch(/^Arrived .* by reconcile, after the tenant had failed to deliver it\.$/);
+    expect(await page.locator('#timeline [data-timeline-route="default"]').textContent()).toMatch(/^Route default: delivered/);
+    expect(consoleErrors).toEqual([]);
   });
 });
