@@ -56,7 +56,8 @@ async function openBrowser(cleanup: Array<() => Promise<unknown>>, consoleErrors
  * The operator view's search, timeline, replay and dead-letter retry in a real headless
  * Chromium, against the whole service with the archive on (the run's Postgres, a database
  * of this file's own), the tenant emulator and two downstreams: `crm` (204) and `billing`
- * (400 for alice's first event until the test fixes it, 204 otherwise).
+ * (400 for alice's first event until the test fixes it, 204 otherwise). The tests run in
+ * order on one page: the first posts the events the others search, replay and retry.
  */
 describe.skipIf(!existsSync(chromiumPath))("operate: the operator view's search, timeline, replay and dead-letter retry in a real browser", () => {
   const cleanup: Array<() => Promise<unknown>> = [];

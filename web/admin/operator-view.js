@@ -355,7 +355,7 @@ function renderTimeline(eventId, event) {
   }
   const routeSelect = el("select", { name: "route" }, routes.map((route) => el("option", { value: route.name }, route.name)));
   const message = el("p", { id: "timeline-message", "aria-live": "polite" });
-  // The archive's replay window is on arrival (CONTRACT.md "Archive, search and replay").
+  // The archive filters replays by arrival time (timeline.arrival.at), not the event's own time.
   const time = arrival.at ?? event.time;
   const entity = entityOf(event) ?? arrival.entity ?? null;
   const replayOne = async () => {
