@@ -349,14 +349,15 @@ function renderTimeline(eventId, event) {
   const perRoute = timeline.routes ?? event.routes ?? [];
   for (const route of Array.isArray(perRoute) ? perRoute : Object.entries(perRoute).map(([name, value]) => ({ route: name, ...value }))) {
     const attempts = (route.attempts instanceof Array ? route.attempts : []).map((attempt) =>
-      el("li", {}, `${when(attempt.at ?? attempt.time)}: ${attempt.status ?? attempt.error ?? "sent"}${attempt.origin ? ` (${attempt.origin})` : ""}`),
+      el("li", {}, `${when(attempt.at ?? attempt.time)}: ${attempt.status ?? attempt.error ?? "sent"}${attempt.outcome ? `, ${attempt.outcome}` : ""}${attempt.replayId ? ` (replay ${attempt.replayId})` : ""}`),
     );
     items.push(el("li", { "data-timeline-route": route.route ?? route.name }, `Route ${route.route ?? route.name}: ${route.outcome ?? route.state ?? "unknown"}`, attempts.length ? el("ol", {}, attempts) : ""));
   }
   const routeSelect = el("select", { name: "route" }, routes.map((route) => el("option", { value: route.name }, route.name)));
   const message = el("p", { id: "timeline-message", "aria-live": "polite" });
-  const time = event.time ?? arrival.time;
-  const entity = entityOf(event);
+  // The archive filters replays by arrival time (timeline.arrival.at), not the event's own time.
+  const time = arrival.at ?? event.time;
+  const entity = entityOf(event) ?? arrival.entity ?? null;
   const replayOne = async () => {
     const at = Date.parse(time);
     if (Number.isNaN(at)) return void message.replaceChildren("This event has no time: replay it with a window instead.");
@@ -405,7 +406,7 @@ function renderDeadLetters(deadLetters) {
     el(
       "tr",
       {},
-      el("td", {}, el("input", { type: "checkbox", value: letter.jobId, "aria-label": `Select ${letter.eventId} of route ${letter.route}` })),
+      el("td", {}, el("input", { type: "checkbox", value: `${letter.route}/${letter.jobId}`, "aria-label": `Select ${letter.eventId} of route ${letter.route}` })),
       el("th", { scope: "row" }, letter.eventId),
       cell(letter.route),
       cell(letter.type),
