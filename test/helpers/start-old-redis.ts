@@ -11,7 +11,7 @@ export interface OldRedis {
 /**
  * A real TCP server speaking just enough RESP2 to pass for a Redis of `version`: it
  * refuses HELLO as Redis 5 does (so a client falls back to RESP2), answers INFO with that
- * version, PING with PONG, and OK to anything else. For start-up checks, not for storing.
+ * version, PING with PONG, SCAN with an empty keyspace, and OK to anything else. For start-up checks, not for storing.
  */
 export async function startOldRedis(version: string): Promise<OldRedis> {
   const commands: string[][] = [];
@@ -21,6 +21,8 @@ export async function startOldRedis(version: string): Promise<OldRedis> {
     const name = command[0]?.toUpperCase() ?? "";
     if (name === "HELLO") return `-ERR unknown command 'HELLO'\r\n`;
     if (name === "INFO") return `$${Buffer.byteLength(info)}\r\n${info}\r\n`;
+    // An empty keyspace: the start's SCAN for routes no longer configured ends at once.
+    if (name === "SCAN") return "*2\r\n$1\r\n0\r\n*0\r\n";
     if (name === "PING") return "+PONG\r\n";
     return "+OK\r\n";
   };
