@@ -1,6 +1,7 @@
 import type pg from "pg";
 import { decodePayload } from "./payload-codec.js";
 import type { CloudEvent } from "../events/cloud-event.js";
+import { checkOut } from "./check-out.js";
 
 /** What `GET /admin/events` and `events search` filter on (CONTRACT.md); every field optional. */
 export interface EventFilter {
@@ -188,7 +189,7 @@ export async function timelineOfEvent(pool: pg.Pool, eventId: string): Promise<T
 
 /** Erasure: drops the payloads of an entity's archived events, keeping ids, types, times and outcomes. Resolves with how many it erased. */
 export async function forgetEntity(pool: pg.Pool, entity: string): Promise<number> {
-  const client = await pool.connect();
+  const client = await checkOut(pool);
   try {
     await client.query("BEGIN");
     // The writers' lock (write-archive-batch.ts): no batch of the entity's events commits between these two statements.

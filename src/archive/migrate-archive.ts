@@ -1,5 +1,6 @@
 import { readdir, readFile } from "node:fs/promises";
 import type pg from "pg";
+import { checkOut } from "./check-out.js";
 
 /** The folder of the numbered migrations, beside this module in src/ and in dist/ alike (the build copies them). */
 const sqlDir = new URL("./sql/", import.meta.url);
@@ -11,7 +12,7 @@ const sqlDir = new URL("./sql/", import.meta.url);
  */
 export async function migrateArchive(pool: pg.Pool): Promise<number[]> {
   const files = (await readdir(sqlDir)).filter((name) => /^\d+-.+\.sql$/.test(name)).sort();
-  const client = await pool.connect();
+  const client = await checkOut(pool);
   const applied: number[] = [];
   try {
     await client.query("SELECT pg_advisory_lock(hashtext('streamkeeper archive migrations'))");

@@ -7,6 +7,7 @@ import { jobIdFor } from "../queue/job-id.js";
 import type { Origin } from "../events/cloud-event.js";
 import { decodePayload } from "./payload-codec.js";
 import { replayWindowParams, replayWindowWhere, type ReplayFilter } from "./replays.js";
+import { checkOut } from "./check-out.js";
 
 export interface ReplayRunnerDeps {
   pool: pg.Pool;
@@ -46,7 +47,7 @@ export function createReplayRunner(deps: ReplayRunnerDeps) {
   let timer: NodeJS.Timeout | undefined;
 
   const run = async (replayId: string) => {
-    const client = await pool.connect();
+    const client = await checkOut(pool);
     try {
       const locked = (await client.query<{ locked: boolean }>("SELECT pg_try_advisory_lock(hashtext('replay:' || $1)) AS locked", [replayId])).rows[0]?.locked;
       if (!locked) return;

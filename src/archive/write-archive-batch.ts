@@ -2,6 +2,7 @@ import type pg from "pg";
 import type { ArchiveRecord } from "./archive-record.js";
 import { entityOf } from "./entity-of.js";
 import { encodePayload } from "./payload-codec.js";
+import { checkOut } from "./check-out.js";
 
 export interface BatchResult {
   written: number;
@@ -49,7 +50,7 @@ export async function writeArchiveBatch(pool: pg.Pool, records: ArchiveRecord[])
           replay_id: record.replayId ?? null,
         }],
   );
-  const client = await pool.connect();
+  const client = await checkOut(pool);
   try {
     await client.query("BEGIN");
     await client.query("SELECT pg_advisory_xact_lock(hashtext('streamkeeper archive writer'))");
