@@ -1,5 +1,5 @@
 /**
- * The folder boundaries of STYLE.md, checked on every `npm run lint` (issue 20): who may
+ * The folder boundaries of STYLE.md, checked on every `npm run lint`: who may
  * import whom inside src/, and no import cycles. Imports are read as text (static,
  * re-exports and dynamic `import()`), which is all this codebase uses.
  *

@@ -18,7 +18,7 @@ const cores = (load: LoadResult) =>
     .map(([name, value]) => `${name} ${n(value, 2)}`)
     .join(" · ");
 /**
- * The same, with CPU microseconds per event for each process (issue 21): cores busy over
+ * The same, with CPU microseconds per event for each process: cores busy over
  * events per second. It moves less than a rate on a shared machine.
  */
 const coresPerEvent = (load: LoadResult, eventsPerSecond: number) =>

@@ -27,7 +27,7 @@ export interface OutageContext {
 }
 
 /**
- * A downstream outage (issue 16): one `--role all` process with the default retry and
+ * A downstream outage: one `--role all` process with the default retry and
  * circuit settings, a downstream that answers 503 for BENCH_OUTAGE_S while events keep
  * arriving at BENCH_OUTAGE_RATE per second, then 200 again. Measures how many requests
  * the downstream got during its outage (the circuit's probes, against one per event and

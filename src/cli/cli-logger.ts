@@ -11,7 +11,7 @@ export function showLogs(on: boolean): void {
 /**
  * A command's logger: silent unless --verbose, then at LOG_LEVEL on stderr. A command's
  * output is its result lines (stdout) and its one-line errors and notes (stderr); JSON
- * log lines mixed into either made both hard to read and to parse (issue 18).
+ * log lines mixed into either made both hard to read and to parse.
  */
 export function cliLogger(level: string): Logger {
   return createLogger(verbose ? level : "silent", pino.destination({ dest: 2, sync: true }));

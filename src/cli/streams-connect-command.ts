@@ -11,7 +11,7 @@ import { withTenantClient } from "./with-tenant-client.js";
  * `streamkeeper streams connect <stream-id> [--public-url <url>]` (CONTRACT.md): through the
  * running service's admin API, so the stream gets the credentials the service checks; only
  * with no service reachable, with this shell's WEBHOOK_* when every one is set. It never
- * generates credentials: a shell that did pushed ones no service knew (issue 18).
+ * generates credentials: a shell that did pushed ones no service knew.
  */
 export function registerStreamsConnectCommand(streams: Command): void {
   streams

@@ -95,7 +95,7 @@ export interface RouteCircuitDeps {
 }
 
 /**
- * The per-route circuit breaker (issue 16, after Convoy's): after `failures` consecutive
+ * The per-route circuit breaker (after Convoy's): after `failures` consecutive
  * failed deliveries the route stops sending; one delivery probes after `probeMinMs`,
  * doubling to `probeMaxMs` while it fails; a success closes it and the queue drains by
  * itself. Jobs wait in the route's queue meanwhile, spending no attempts. Other routes

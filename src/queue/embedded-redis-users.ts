@@ -46,7 +46,7 @@ const leaveScript = "redis.call('HDEL', KEYS[1], ARGV[1]); return redis.call('HG
 
 /**
  * A lease per process in the embedded Redis itself, refreshed every 10 s: the last
- * process out stops the server, none stops it under another (issue 18: a CLI command or a
+ * process out stops the server, none stops it under another (a CLI command or a
  * restarted receiver stopped it under a running service; an orphan left by kill -9 was
  * never stopped). A lease whose process is gone (kill -9) does not count, so the next
  * process adopts the orphan and stops it when it is the last.

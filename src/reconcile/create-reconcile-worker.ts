@@ -64,7 +64,7 @@ export function createReconcileWorker(options: ReconcileWorkerOptions): Reconcil
       try {
         const result = await reconciler.reconcile(job.data);
         reconcileTotal.inc({ outcome: outcomeLabel(result.outcome) });
-        // The caller sees the outcome; the service's log says it too (issue 18: nothing silent).
+        // The caller sees the outcome; the service's log says it too (nothing silent).
         if (result.outcome.startsWith("error:")) logger.warn({ eventId: job.data.eventId, jobId: job.id, outcome: result.outcome }, "reconcile could not recover the event");
         return result;
       } catch (error) {

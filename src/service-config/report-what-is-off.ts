@@ -6,7 +6,7 @@ type WatchEnv = Pick<Env, "STREAM_WATCH_INTERVAL_SECONDS" | "STREAM_AUTO_ENABLE"
 
 /**
  * Says once, at start, what this service will not do and which settings turn it on
- * (issue 18: a service that said nothing let a shell's settings take the blame). The one
+ * (a service that said nothing let a shell's settings take the blame). The one
  * place that says it: the sweeper and the stream watch stay quiet when they are off.
  */
 export function reportWhatIsOff(config: ServiceConfig, env: WatchEnv, logger: Logger): string[] {

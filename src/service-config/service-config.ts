@@ -13,7 +13,7 @@ import { version } from "../version.js";
 export type PublishedRoute = Pick<Route, "name" | "match" | "url" | "timeoutMs" | "maxAttemptsPerEvent" | "concurrency"> & { urlFingerprint: string };
 
 /**
- * The effective non-secret configuration of a running service (issue 18), written to
+ * The effective non-secret configuration of a running service, written to
  * Redis at start and served at GET /admin/config, so commands act with the service's
  * routes and scope instead of whatever their own shell holds.
  */

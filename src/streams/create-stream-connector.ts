@@ -22,7 +22,7 @@ export interface StreamConnectorOptions {
 /**
  * What `POST /admin/streams/:streamId/connect` does: the service connects the stream with
  * its own webhook credentials, so they never leave it and no shell can push others
- * (issue 18: a shell's differing credentials made the tenant's deliveries fail with 401).
+ * (a shell's differing credentials made the tenant's deliveries fail with 401).
  */
 export function createStreamConnector({ config, auth, tenant, logger }: StreamConnectorOptions): StreamConnector {
   return {

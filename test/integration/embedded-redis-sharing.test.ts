@@ -14,7 +14,7 @@ import { testCredentials } from "../helpers/start-test-service.js";
 /**
  * The embedded redis-server (no REDIS_URL) shared by real processes on one DATA_DIR: none
  * stops it under another, the last one out stops it, an orphan of kill -9 is adopted and
- * stopped (issue 18).
+ * stopped.
  */
 const dirs: string[] = [];
 const running: ServiceProcess[] = [];

@@ -3,7 +3,7 @@ import { ConfigError, loadConfig, settings } from "../../src/config.js";
 import { problemsOf } from "../helpers/config-problems.js";
 
 
-/** Where zod's own text showed through ("Invalid input: expected number, received NaN"), our words (issue 18). */
+/** Where zod's own text showed through ("Invalid input: expected number, received NaN"), our words. */
 describe("config messages in the project's words", () => {
   it.each([
     [{ PORT: "eighty" }, 'PORT: use a whole number from 0 to 65535 (got "eighty")'],

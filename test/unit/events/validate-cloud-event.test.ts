@@ -47,7 +47,7 @@ describe("brokenTenantRules", () => {
   });
 });
 
-/** Where zod's own text showed through ("Invalid input: expected string, received number"), our words (issue 18). */
+/** Where zod's own text showed through ("Invalid input: expected string, received number"), our words. */
 describe("validateCloudEvent: an attribute of the wrong type", () => {
   it.each([
     [123, "id must be a string, got a number"],
