@@ -1,25 +1,17 @@
-import { execFile } from "node:child_process";
-import { cpSync, existsSync } from "node:fs";
-import { join, resolve } from "node:path";
-import { promisify } from "node:util";
-
-const execFileAsync = promisify(execFile);
-const root = resolve(import.meta.dirname, "../..");
+import { cp, mkdir, mkdtemp } from "node:fs/promises";
+import { dirname, join } from "node:path";
+import { inject } from "vitest";
 
 /**
- * Compiles src/ the way the Dockerfile does (tsconfig.build.json) into a private directory
- * under test-artifacts/, so a concurrent `npm run build` cannot swap files under the test.
- * Type errors in files being edited elsewhere do not stop the emit; a missing CLI does.
- * Returns the directory that holds `dist/`.
+ * The run's build of src/ (compiled once by test/helpers/global-setup.ts, as the Dockerfile
+ * compiles it with tsconfig.build.json), copied into a directory of this test's own beside
+ * it under test-artifacts/, which the test may change or remove. Returns the directory that
+ * holds `dist/`.
  */
 export async function buildCli(name: string): Promise<string> {
-  const outDir = join(root, "test-artifacts", `${name}-${process.pid}`);
-  const tsc = join(root, "node_modules/typescript/bin/tsc");
-  const output = await execFileAsync(process.execPath, [tsc, "-p", "tsconfig.build.json", "--outDir", join(outDir, "dist")], { cwd: root }).catch(
-    (error: { stdout?: string }) => error.stdout ?? String(error),
-  );
-  if (!existsSync(join(outDir, "dist/cli/main.js"))) throw new Error(`the build failed: ${String(output)}`);
-  // The archive's migrations are read beside its compiled module (scripts/copy-sql.mjs).
-  cpSync(join(root, "src/archive/sql"), join(outDir, "dist/archive/sql"), { recursive: true });
-  return outDir;
+  const shared = inject("builtDir");
+  await mkdir(dirname(shared), { recursive: true });
+  const dir = await mkdtemp(join(dirname(shared), `${name}-`));
+  await cp(join(shared, "dist"), join(dir, "dist"), { recursive: true });
+  return dir;
 }

@@ -1,6 +1,7 @@
-import { mkdtemp, rm } from "node:fs/promises";
+import { execFileSync } from "node:child_process";
+import { cp, mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { join, resolve } from "node:path";
 import type { TestProject } from "vitest/node";
 import type {} from "vitest";
 import { startPostgresServer, systemPostgresBinDir } from "../../src/archive/postgres-server.js";
@@ -11,6 +12,8 @@ declare module "vitest" {
     redisUrl: string;
     /** The run's throwaway Postgres (the `postgres` database); each test file makes a database of its own (archive-database.ts). */
     postgresUrl: string;
+    /** A private copy of the run's build (its `dist/`), which test/helpers/build-cli.ts copies for each test that runs the built CLI. */
+    builtDir: string;
   }
 }
 
@@ -29,12 +32,31 @@ export default async function setup(project: TestProject) {
   const pgDir = await mkdtemp(join(tmpdir(), "sk-postgres-"));
   const postgres = await startPostgresServer({ binDir, dataDir: join(pgDir, "data"), port: await freePort(), socketDir: pgDir });
   project.provide("postgresUrl", postgres.url);
+  const built = await buildOnce();
+  project.provide("builtDir", built);
   return async () => {
     await Promise.all([redis.stop(), postgres.stop()]);
+    await rm(built, { recursive: true, force: true });
     await rm(dir, { recursive: true, force: true });
     await rm(pgDir, { recursive: true, force: true });
     if (previousTmp === undefined) delete process.env.TMPDIR;
     else process.env.TMPDIR = previousTmp;
     await rm(runTmp, { recursive: true, force: true });
   };
+}
+
+/**
+ * Compiles src/ once for the whole run, as `npm start` does (only when a source is newer than
+ * dist/; `npm test` has just built it), then copies dist/ aside: a build started later in
+ * the checkout cannot swap files under the tests that run the copy. The copies live under
+ * test-artifacts/ in the checkout, where the built code finds node_modules/, web/ and
+ * package.json by looking up, as dist/ does.
+ */
+async function buildOnce(): Promise<string> {
+  const root = resolve(import.meta.dirname, "../..");
+  execFileSync(process.execPath, ["scripts/build-if-stale.mjs"], { cwd: root, stdio: "inherit" });
+  const dir = join(root, "test-artifacts", `built-${process.pid}`);
+  await rm(dir, { recursive: true, force: true });
+  await cp(join(root, "dist"), join(dir, "dist"), { recursive: true });
+  return dir;
 }
