@@ -1,6 +1,5 @@
 import type { Command } from "commander";
 import { loadConfig } from "../config.js";
-import { runDemo } from "../demo/run-demo.js";
 import { runAction } from "./run-action.js";
 
 export function registerDemoCommand(program: Command) {
@@ -10,6 +9,7 @@ export function registerDemoCommand(program: Command) {
     .option("--keep-running", "keep everything running after the story, to look at metrics and the dashboard")
     .action(
       runAction(async (options: { keepRunning?: boolean }) => {
+        const { runDemo } = await import("../demo/run-demo.js"); // only this command needs the emulator and the service
         const ok = await runDemo({
           keepRunning: options.keepRunning ?? false,
           redisUrl: loadConfig().env.REDIS_URL,

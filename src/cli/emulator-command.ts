@@ -1,7 +1,6 @@
 import { once } from "node:events";
 import type { Command } from "commander";
 import { EmulatorSettingsError, emulatorSettings } from "../emulator/emulator-settings.js";
-import { startEmulator } from "../emulator/start-emulator.js";
 import { CliError } from "./cli-error.js";
 import { runAction } from "./run-action.js";
 
@@ -20,6 +19,7 @@ export function registerEmulatorCommand(program: Command): void {
           if (error instanceof EmulatorSettingsError) throw new CliError(`bad emulator setting: ${error.message}`, 2);
           throw error;
         }
+        const { startEmulator } = await import("../emulator/start-emulator.js"); // only this command needs Express and the emulator
         const emulator = await startEmulator(options).catch((error: NodeJS.ErrnoException) => {
           // A port in use is a setting to change: exit 2, as `start` does (CONTRACT.md, exit codes).
           if (error.code === "EADDRINUSE") throw new CliError(`port ${options.port} is in use: pass another with --port or EMULATOR_PORT`, 2);

@@ -1,5 +1,5 @@
 import { Option, type Command } from "commander";
-import { startService, type Role } from "../app.js";
+import type { Role } from "../app.js";
 import { loadConfig } from "../config.js";
 import { createLogger } from "../logger.js";
 import { runAction } from "./run-action.js";
@@ -14,6 +14,8 @@ export function registerStartCommand(program: Command) {
         const config = loadConfig();
         const logger = createLogger(config.env.LOG_LEVEL);
         try {
+          // Loaded here, not at the top: every other command starts without the whole service.
+          const { startService } = await import("../app.js");
           const service = await startService(config, logger, options.role);
           await new Promise<void>((ok) => {
             let signals = 0;
