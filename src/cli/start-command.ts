@@ -23,7 +23,8 @@ export function registerStartCommand(program: Command) {
             const stop = (signal: string) => {
               signals++;
               if (signals === 2) {
-                logger.warn({ signal }, "second signal: stopping now; deliveries still running go back to their queue");
+                // The dispatcher says how many deliveries it cut, if any (shutdown/close-workers.ts).
+                logger.warn({ signal }, "second signal: stopping now, without waiting for deliveries in flight");
                 return service.hurry();
               }
               if (signals > 2) return;

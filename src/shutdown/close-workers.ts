@@ -7,6 +7,7 @@ import { settlesWithin } from "../settles-within.js";
 export interface StoppableWorker {
   close(): Promise<void>;
   disconnect(): Promise<void>;
+  once(event: "closing", listener: (message: string) => void): unknown;
 }
 
 export interface CloseWorkersOptions {
@@ -51,6 +52,10 @@ const lookEveryMs = 50;
 export async function closeWorkers(options: CloseWorkersOptions): Promise<boolean> {
   const { workers, logger, what } = options;
   const redisAway = () => options.connection.status !== "ready";
+  // A worker stops fetching once it says "closing" and its blocking read is ended (in the
+  // same turn): work cut before that goes back to the queue where this very worker would
+  // fetch it again, and the stop would wait for that repeat.
+  const stoppedFetching = Promise.all(workers.map((worker) => new Promise<void>((ok) => worker.once("closing", () => setImmediate(ok)))));
   const graceful = Promise.all(workers.map((worker) => worker.close())).then(
     () => "closed" as const,
     () => "closed" as const,
@@ -77,6 +82,7 @@ export async function closeWorkers(options: CloseWorkersOptions): Promise<boolea
         const goes = away ? "Redis does not answer, so they are taken up again once their lock expires" : options.cutWorkGoes;
         logger.warn({ running }, `${when}: ${running} ${what} still running; ${goes}`);
       }
+      await Promise.race([stoppedFetching, graceful]);
       options.abortRunning?.();
       // What remains of the close is Redis round trips and the work just cut: briefly.
       how = await Promise.race([graceful, onlyRedisLeft(), deadline(2000)]);
