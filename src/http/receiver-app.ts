@@ -7,7 +7,7 @@ import type { Logger } from "../logger.js";
 import { createRepeatLog, type RepeatLog } from "../repeat-log.js";
 import { eventsNonconforming, eventsRejected, webhookRequestDuration, webhookRequests } from "../metrics/registry.js";
 import type { EventStore } from "../queue/event-store.js";
-import { isRedisUnreachable } from "../queue/redis-unreachable.js";
+import { isRedisUnreachable } from "../redis-unreachable.js";
 import { challengeFor, createCredentialCheck } from "./check-credentials.js";
 import { webhookAuthPrevious } from "../metrics/previous-credential-uses.js";
 import { createHealthRouter } from "./health-router.js";

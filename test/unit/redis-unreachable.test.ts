@@ -1,8 +1,9 @@
 import { Redis } from "ioredis";
 import { afterAll, describe, expect, inject, it } from "vitest";
-import { createRedis, untilReady } from "../../../src/queue/redis-connection.js";
-import { isRedisUnreachable } from "../../../src/queue/redis-unreachable.js";
-import { freePort } from "../../../src/queue/redis-server.js";
+import { createRedis, untilReady } from "../../src/queue/redis-connection.js";
+import { isRedisUnreachable } from "../../src/redis-unreachable.js";
+import { freePort } from "../../src/queue/redis-server.js";
+import { capturedLogger } from "../helpers/captured-logger.js";
 
 /** Errors as ioredis and Redis raise them, not made up: which say only "Redis cannot be reached" (logged once per outage) and which are faults (logged with their stack). */
 describe("isRedisUnreachable", () => {
@@ -40,5 +41,18 @@ describe("isRedisUnreachable", () => {
     expect(isRedisUnreachable(new Error("cannot read properties of undefined"))).toBe(false);
     expect(isRedisUnreachable("ECONNREFUSED")).toBe(false);
     expect(isRedisUnreachable(undefined)).toBe(false);
+  });
+
+  it("when the service's logger is given an unreachable-Redis error, then it logs its message and code without the library's stack; any other error keeps its stack", async () => {
+    const client = createRedis(`redis://127.0.0.1:${await freePort()}`, "client") as Redis;
+    connections.push(client);
+    const refused = await new Promise<Error>((ok) => client.once("error", ok));
+    const { logger, lines } = capturedLogger();
+    logger.warn({ err: refused }, "outage");
+    logger.warn({ err: new Error("a fault of ours") }, "fault");
+    expect(lines).toHaveLength(2);
+    expect(lines[0]!.err).toMatchObject({ message: refused.message, code: "ECONNREFUSED" });
+    expect(lines[0]!.err).not.toHaveProperty("stack");
+    expect((lines[1]!.err as { stack: string }).stack).toContain("Error: a fault of ours");
   });
 });
