@@ -42,8 +42,10 @@ export function registerStartCommand(program: Command) {
           logger.info("stopped");
         } finally {
           // Stopped or failed half-way: nothing left open (a reconnect timer of a client
-          // whose Redis never came back, a port already bound) may keep the process alive.
-          setTimeout(() => process.exit(), 1000).unref();
+          // whose Redis never came back, the timers of workers dropped while Redis was away,
+          // a port already bound) may keep the process alive. Everything worth waiting for
+          // was awaited above, and the log is written synchronously.
+          setTimeout(() => process.exit(), 250).unref();
         }
       }),
     );

@@ -90,7 +90,7 @@ export async function closeWorkers(options: CloseWorkersOptions): Promise<boolea
     }
     logger.warn(`Redis does not answer: ${options.name} stops without it (a job whose outcome could not be recorded is taken up again once its lock expires)`);
     // BullMQ's disconnect waits for an "end" that a socket never connected does not emit.
-    await settlesWithin(Promise.all(workers.map((worker) => worker.disconnect())), 1000);
+    await settlesWithin(Promise.all(workers.map((worker) => worker.disconnect())), 250);
     return false;
   } finally {
     stop.abort();
