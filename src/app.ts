@@ -41,7 +41,8 @@ import { closeRedis, createRedis, untilReady } from "./queue/redis-connection.js
 import { createReplicaAcks } from "./queue/replica-acks.js";
 import { checkRedisVersion } from "./queue/redis-version.js";
 import { resolveRedis } from "./queue/resolve-redis.js";
-import { createRepeatLog } from "./repeat-log.js";
+import { createRedisErrorLog } from "./queue/redis-error-log.js";
+import { watchRedisReachability } from "./queue/watch-redis-reachability.js";
 import { createReconcileQueue } from "./reconcile/create-reconcile-queue.js";
 import { createPacedTenant } from "./reconcile/create-paced-tenant.js";
 import { createReconcileWorker, reconcileTenantOf } from "./reconcile/create-reconcile-worker.js";
@@ -138,6 +139,8 @@ export async function startService(config: Config, logger: Logger, role: Role): 
   } else {
     client.once("ready", () => void checkRedisVersion(client).catch((error: Error) => logger.error(error.message)));
   }
+  // One line per outage and per recovery (the start said it already when Redis was away).
+  const unwatchRedis = watchRedisReachability(client, logger, reachable);
 
   const tracing = await startTracing(env.OTEL_EXPORTER_OTLP_ENDPOINT, logger);
   const ledger = createEventLedger(client, env.QUEUE_PREFIX, env.DEDUPE_TTL_SECONDS, env.LEDGER_SHARDS);
@@ -155,7 +158,7 @@ export async function startService(config: Config, logger: Logger, role: Role): 
   const reconcileQueue = createReconcileQueue(client, env.QUEUE_PREFIX, tracing.bullmq);
   const replayRunner = archive && createReplayRunner({ pool: archive.pool, queues, logger });
   const logRepeatsEveryMs = env.LOG_REPEAT_INTERVAL_SECONDS * 1000;
-  const logQueueError = createRepeatLog(logger, "warn", "queue: Redis error", logRepeatsEveryMs);
+  const logQueueError = createRedisErrorLog(logger, "queue: Redis error", logRepeatsEveryMs);
   for (const queue of [...queues.all(), reconcileQueue.queue]) {
     // Without a listener a Redis outage prints raw stack traces; the ingress answers 503 meanwhile.
     queue.on("error", (error) => logQueueError({ err: error, queue: queue.name }, queue.name));
@@ -217,6 +220,7 @@ export async function startService(config: Config, logger: Logger, role: Role): 
       () => reconcileQueue.close(),
       async () => archive?.close(),
       () => closeRedis(tenantConnection),
+      async () => unwatchRedis(),
       () => closeRedis(client),
       () => redis.release(),
       () => tracing.shutdown(),

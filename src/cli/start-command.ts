@@ -25,7 +25,8 @@ export function registerStartCommand(program: Command) {
             const stop = (signal: string) => {
               signals++;
               if (signals === 2) {
-                logger.warn({ signal }, "second signal: stopping now; deliveries still running go back to their queue");
+                // The dispatcher says how many deliveries it cut, if any (shutdown/close-workers.ts).
+                logger.warn({ signal }, "second signal: stopping now, without waiting for deliveries in flight");
                 return service.hurry();
               }
               if (signals > 2) return;
@@ -43,8 +44,10 @@ export function registerStartCommand(program: Command) {
           logger.info("stopped");
         } finally {
           // Stopped or failed half-way: nothing left open (a reconnect timer of a client
-          // whose Redis never came back, a port already bound) may keep the process alive.
-          setTimeout(() => process.exit(), 1000).unref();
+          // whose Redis never came back, the timers of workers dropped while Redis was away,
+          // a port already bound) may keep the process alive. Everything worth waiting for
+          // was awaited above, and the log is written synchronously.
+          setTimeout(() => process.exit(), 250).unref();
         }
       }),
     );

@@ -1,6 +1,6 @@
 import { DelayedError, UnrecoverableError, Worker, type Telemetry } from "bullmq";
 import type { Logger } from "../logger.js";
-import { createRepeatLog } from "../repeat-log.js";
+import { createRedisErrorLog } from "../queue/redis-error-log.js";
 import type { DeliveryJobData } from "../queue/delivery-job.js";
 import type { EntityVersions } from "../queue/entity-versions.js";
 import type { EventLedger } from "../queue/event-ledger.js";
@@ -8,7 +8,8 @@ import type { FreshnessRecorder } from "../freshness/create-freshness-recorder.j
 import { legacyBullPrefix } from "../queue/legacy-queue-layout.js";
 import { circuitKey, deliveryQueueBullPrefix, deliveryQueueName } from "../queue/queue-names.js";
 import type { RedisClient } from "../queue/redis-connection.js";
-import { settlesWithin } from "../settles-within.js";
+import { closeWorkers } from "../shutdown/close-workers.js";
+import { createInFlight } from "../shutdown/in-flight.js";
 import { createDeliveryProcessor, type DeliveryProcessorDeps, type DeliveryResult } from "./create-delivery-processor.js";
 import { createDownstreamClient } from "./downstream-client.js";
 import { backoffDelay } from "./retry-policy.js";
@@ -87,11 +88,12 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
   });
   const { connection } = options;
   // An outage raises these on every reconnect attempt, per worker.
-  const logRedisError = createRepeatLog(logger, "warn", "dispatch: Redis error; reconnecting", options.logRepeatsEveryMs ?? 60_000);
+  const logRedisError = createRedisErrorLog(logger, "dispatch: Redis error; reconnecting", options.logRepeatsEveryMs ?? 60_000);
   const shutdown = new AbortController();
   const backoff = { baseMs: options.backoffBaseMs, maxMs: options.backoffMaxMs };
 
   const clients = routes.map(createDownstreamClient);
+  const inFlight = createInFlight();
   const workers = routes.map((route, index) => {
     const circuit = options.circuit && createRouteCircuit({
       route: route.name,
@@ -102,7 +104,7 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
       hold: (ms) => worker.rateLimit(ms),
       logger,
     });
-    const processJob = createDeliveryProcessor({ route, client: clients[index]!, ledger, logger, shutdown: shutdown.signal, staleGuard: staleGuards[index], circuit, retryWindowMs: options.retryWindowMs, freshness: options.freshness, archive: options.archive });
+    const processJob = inFlight.track(createDeliveryProcessor({ route, client: clients[index]!, ledger, logger, shutdown: shutdown.signal, staleGuard: staleGuards[index], circuit, retryWindowMs: options.retryWindowMs, freshness: options.freshness, archive: options.archive }));
     const worker: Worker<DeliveryJobData, DeliveryResult> = new Worker<DeliveryJobData, DeliveryResult>(
       deliveryQueueName(route.name),
       // A job of the earlier layout reads the ledger before it sends, as a re-run does: the
@@ -149,28 +151,26 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
     },
     close() {
       closing ??= (async () => {
-        const graceful = Promise.all(workers.map((worker) => worker.close()));
-        const cutShort = new Promise<void>((ok) => (hurried.signal.aborted ? ok() : hurried.signal.addEventListener("abort", () => ok(), { once: true })));
-        let closed = await settlesWithin(Promise.race([graceful, cutShort]), shutdownTimeoutMs);
-        if (closed && hurried.signal.aborted) closed = await settlesWithin(graceful, 0);
-        if (!closed) {
+        const closed = await closeWorkers({
+          workers,
+          running: inFlight.count,
+          runningWithoutRedis: () => clients.reduce((sum, client) => sum + client.inFlight(), 0),
+          connection,
+          timeoutMs: shutdownTimeoutMs,
+          cutShort: hurried.signal,
+          name: "the dispatcher",
+          what: "deliveries",
+          cutWorkGoes: "they go back to their queue without spending an attempt",
           // BullMQ's close(true) cannot follow a close() (it returns the first call's
-          // promise), so we force it ourselves: abort the attempts still running, and
-          // each goes back to its queue without spending an attempt.
-          if (hurried.signal.aborted) logger.warn("stopping now (a second signal): deliveries still running go back to the queue");
-          else logger.warn({ shutdownTimeoutMs }, "deliveries still running at the shutdown deadline; putting them back in the queue");
-          shutdown.abort();
-          for (const client of clients) client.abortAll();
-          closed = await settlesWithin(graceful, 2000);
-        }
+          // promise), so we cut the attempts ourselves: each goes back to its queue.
+          abortRunning: () => {
+            shutdown.abort();
+            for (const client of clients) client.abortAll();
+          },
+          logger,
+        });
         for (const client of clients) client.close();
-        if (closed) return void logger.info("dispatcher stopped");
-        // Redis does not answer: the jobs cannot be put back, nor the workers close.
-        // Drop their connections; the locks expire and the next worker takes the jobs
-        // over (stalled-job recovery). BullMQ's disconnect waits for an "end" that a
-        // never-connected socket does not emit, hence the deadline.
-        logger.warn("Redis did not answer during shutdown; disconnecting");
-        await settlesWithin(Promise.all(workers.map((worker) => worker.disconnect())), 1000);
+        if (closed) logger.info("dispatcher stopped");
       })();
       return closing;
     },

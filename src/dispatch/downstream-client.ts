@@ -10,6 +10,8 @@ export interface DownstreamClient {
   post(headers: Record<string, string>, body: string): Promise<AttemptResult>;
   /** Cuts every request in flight (shutdown past its deadline); each resolves `{ error }`. */
   abortAll(): void;
+  /** Requests sent and not yet answered. */
+  inFlight(): number;
   close(): void;
 }
 
@@ -85,6 +87,7 @@ export function createDownstreamClient(route: Route): DownstreamClient {
     abortAll() {
       for (const deadline of inFlight) deadline.abort(shutdownCut);
     },
+    inFlight: () => inFlight.size,
     close: () => void pool.close().catch(() => {}),
   };
 }

@@ -2,6 +2,7 @@ import express, { type NextFunction, type Request, type Response, type Router } 
 import type { Logger } from "../logger.js";
 import { registry } from "../metrics/registry.js";
 import { adminAuth } from "./admin-auth.js";
+import { createDashboardAssets } from "./dashboard-assets.js";
 import { createHealthRouter } from "./health-router.js";
 import { sendProblem } from "./problem.js";
 
@@ -32,6 +33,8 @@ export function createAdminApp(deps: AdminDeps) {
   });
   app.use(createHealthRouter(deps.ready, deps.alive));
 
+  // The queue dashboard's scripts and translations: the same in every install, no login (dashboard-assets.ts).
+  app.use(createDashboardAssets());
   const admin = express.Router();
   admin.use(adminAuth(deps.adminToken, deps.adminPreviousToken));
   admin.use(express.json({ limit: "2mb" }));

@@ -7,6 +7,7 @@ import type { Logger } from "../logger.js";
 import { createRepeatLog, type RepeatLog } from "../repeat-log.js";
 import { eventsNonconforming, eventsRejected, webhookRequestDuration, webhookRequests } from "../metrics/registry.js";
 import type { EventStore } from "../queue/event-store.js";
+import { isRedisUnreachable } from "../redis-unreachable.js";
 import { challengeFor, createCredentialCheck } from "./check-credentials.js";
 import { webhookAuthPrevious } from "../metrics/previous-credential-uses.js";
 import { createHealthRouter } from "./health-router.js";
@@ -140,7 +141,10 @@ export function createReceiverApp(deps: ReceiverDeps) {
       return sendProblem(res, 400, detail);
     }
     // Anything else is transient from the tenant's point of view: never a 4xx.
-    logNotStored({ err: error, path: req.path });
+    // Redis away or too slow is an expected condition, said once per outage by the process
+    // (watch-redis-reachability.ts): its message here, no stack. Anything else keeps its stack.
+    const expected = error instanceof StoreUnavailableError || isRedisUnreachable(error);
+    logNotStored(expected ? { error: (error as Error).message, path: req.path } : { err: error, path: req.path });
     sendProblem(res, 503, "the event could not be stored right now; retry later", { "Retry-After": "1" });
   });
 

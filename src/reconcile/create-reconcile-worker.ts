@@ -1,7 +1,7 @@
 import { Worker, type Telemetry } from "bullmq";
 import { type Env, tenantSettings } from "../config.js";
 import type { Logger } from "../logger.js";
-import { createRepeatLog } from "../repeat-log.js";
+import { createRedisErrorLog } from "../queue/redis-error-log.js";
 import { reconcileTotal } from "../metrics/registry.js";
 import type { EventLedger } from "../queue/event-ledger.js";
 import type { EventStore } from "../queue/event-store.js";
@@ -13,7 +13,8 @@ import { createReconciler, type ReconcilerDeps } from "./create-reconciler.js";
 import type { PacedTenant } from "./create-paced-tenant.js";
 import { createStreamIdCache } from "./create-stream-id-cache.js";
 import { outcomeLabel, type ReconcileJobData, type ReconcileResult } from "./reconcile-job.js";
-import { settlesWithin } from "../settles-within.js";
+import { closeWorkers } from "../shutdown/close-workers.js";
+import { createInFlight } from "../shutdown/in-flight.js";
 
 export interface ReconcileWorkerOptions {
   env: Pick<Env, "QUEUE_PREFIX" | "SHUTDOWN_TIMEOUT_MS" | "DEFAULT_STREAM_ID" | "LOG_REPEAT_INTERVAL_SECONDS" | "RECONCILE_RATE_SHARE" | "RECONCILE_RATE_PER_SECOND">;
@@ -49,7 +50,7 @@ export function createReconcileWorker(options: ReconcileWorkerOptions): Reconcil
   const { env, logger, connection } = options;
   const prefix = options.legacyLayout ? legacyBullPrefix(env.QUEUE_PREFIX) : reconcileQueueBullPrefix(env.QUEUE_PREFIX);
   // An outage raises these on every reconnect attempt: a line per interval with the count.
-  const logRedisError = createRepeatLog(logger, "warn", "reconcile: Redis error; reconnecting", env.LOG_REPEAT_INTERVAL_SECONDS * 1000);
+  const logRedisError = createRedisErrorLog(logger, "reconcile: Redis error; reconnecting", env.LOG_REPEAT_INTERVAL_SECONDS * 1000);
 
   const reconciler = createReconciler({
     ledger: options.ledger,
@@ -58,9 +59,10 @@ export function createReconcileWorker(options: ReconcileWorkerOptions): Reconcil
     defaultStreamId: env.DEFAULT_STREAM_ID,
   });
 
+  const inFlight = createInFlight();
   const worker: Worker<ReconcileJobData, ReconcileResult> = new Worker<ReconcileJobData, ReconcileResult>(
     reconcileQueueName,
-    async (job) => {
+    inFlight.track(async (job) => {
       try {
         const result = await reconciler.reconcile(job.data);
         reconcileTotal.inc({ outcome: outcomeLabel(result.outcome) });
@@ -76,7 +78,7 @@ export function createReconcileWorker(options: ReconcileWorkerOptions): Reconcil
         await worker.rateLimit(waitMs);
         throw Worker.RateLimitError();
       }
-    },
+    }),
     {
       connection,
       prefix,
@@ -100,13 +102,19 @@ export function createReconcileWorker(options: ReconcileWorkerOptions): Reconcil
   let closing: Promise<void> | undefined;
   return {
     close() {
-      closing ??= (async () => {
-        if (!(await settlesWithin(worker.close(), env.SHUTDOWN_TIMEOUT_MS))) {
-          logger.warn("reconcile jobs still running at the shutdown deadline; they are taken up again after their lock expires");
-        }
-        // Redis away: drop the worker's own blocking connection too (its owner closes `connection`).
-        if (connection.status !== "ready") await settlesWithin(worker.disconnect(), 1000);
-      })();
+      closing ??= closeWorkers({
+        workers: [worker],
+        running: inFlight.count,
+        // Every reconcile ends by storing in Redis: none can end while it is away.
+        runningWithoutRedis: () => 0,
+        connection,
+        timeoutMs: env.SHUTDOWN_TIMEOUT_MS,
+        name: "the reconcile worker",
+        what: "reconcile jobs",
+        // Reconciling is idempotent: a job cut short is simply done again.
+        cutWorkGoes: "they are taken up again once their lock expires",
+        logger,
+      }).then(() => undefined);
       return closing;
     },
   };

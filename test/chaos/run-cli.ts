@@ -1,4 +1,5 @@
 import { spawn } from "node:child_process";
+import { explicitPorts } from "../helpers/explicit-ports.js";
 import { cliEntry } from "./start-service-process.js";
 
 export interface CliRun {
@@ -7,10 +8,10 @@ export interface CliRun {
   stderr: string;
 }
 
-/** Runs one `streamkeeper` command with exactly `env` (plus PATH); SIGKILLed at the deadline. */
+/** Runs one `streamkeeper` command with exactly `env` (plus PATH), ports explicit (explicit-ports.ts); SIGKILLed at the deadline. */
 export function runCli(args: string[], env: Record<string, string>, timeoutMs = 120_000): Promise<CliRun> {
   return new Promise((ok) => {
-    const child = spawn(process.execPath, [...cliEntry, ...args], { env: { PATH: process.env.PATH ?? "", ARCHIVE: "off", ...env }, stdio: ["ignore", "pipe", "pipe"] });
+    const child = spawn(process.execPath, [...cliEntry, ...args], { env: { PATH: process.env.PATH ?? "", ARCHIVE: "off", ...explicitPorts(args, env) }, stdio: ["ignore", "pipe", "pipe"] });
     let stdout = "";
     let stderr = "";
     child.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString()));

@@ -3,6 +3,7 @@ import { existsSync } from "node:fs";
 import { readdir, stat } from "node:fs/promises";
 import { join } from "node:path";
 import { promisify } from "node:util";
+import { explicitPorts } from "./explicit-ports.js";
 
 const run = promisify(execFile);
 const main = "dist/cli/main.js";
@@ -32,10 +33,10 @@ export interface CliResult {
   stderr: string;
 }
 
-/** Runs the built `streamkeeper` binary with exactly these settings (nothing from this process's environment). */
+/** Runs the built `streamkeeper` binary with exactly these settings (nothing from this process's environment), ports explicit (explicit-ports.ts). */
 export async function runCli(args: string[], env: Record<string, string>): Promise<CliResult> {
   try {
-    const { stdout, stderr } = await run(process.execPath, [main, ...args], { env: { PATH: process.env.PATH ?? "", ...env } });
+    const { stdout, stderr } = await run(process.execPath, [main, ...args], { env: { PATH: process.env.PATH ?? "", ...explicitPorts(args, env) } });
     return { code: 0, stdout, stderr };
   } catch (error) {
     const failed = error as { code?: number; stdout?: string; stderr?: string };

@@ -6,6 +6,7 @@ import type { TestProject } from "vitest/node";
 import type {} from "vitest";
 import { startPostgresServer, systemPostgresBinDir } from "../../src/archive/postgres-server.js";
 import { freePort, startRedisServer } from "../../src/queue/redis-server.js";
+import { startDefaultPortDecoys } from "./default-port-decoys.js";
 
 declare module "vitest" {
   export interface ProvidedContext {
@@ -19,6 +20,9 @@ declare module "vitest" {
 
 /** One throwaway redis-server and one Postgres for the whole run; each test file uses its own queue prefix and database. */
 export default async function setup(project: TestProject) {
+  // Proof that no test falls back to the default ports (a service running on the machine
+  // would answer it): a decoy on each one that is free, checked at the end of the run.
+  const decoys = await startDefaultPortDecoys();
   // Every temporary folder of the run (test files, the processes they start) goes under one
   // folder of its own, removed at the end: a test that forgets its own leaves nothing behind.
   const previousTmp = process.env.TMPDIR;
@@ -42,6 +46,12 @@ export default async function setup(project: TestProject) {
     if (previousTmp === undefined) delete process.env.TMPDIR;
     else process.env.TMPDIR = previousTmp;
     await rm(runTmp, { recursive: true, force: true });
+    await decoys.close();
+    if (decoys.hits.length > 0) {
+      // vitest reports an error thrown here but keeps the run's exit code: fail it ourselves.
+      process.exitCode = 1;
+      throw new Error(`tests reached the default ports ${decoys.held.join(" and ")} (a service running there would have answered): ${decoys.hits.join(", ")}; give those tests explicit PORT, ADMIN_PORT or ADMIN_URL`);
+    }
   };
 }
 

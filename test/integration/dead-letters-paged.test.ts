@@ -11,6 +11,7 @@ import { createDeliveryQueues, type DeliveryQueues } from "../../src/queue/deliv
 import { deliveryQueueBullPrefix, deliveryQueueName } from "../../src/queue/queue-names.js";
 import { createRedis } from "../../src/queue/redis-connection.js";
 import { ensureBuilt } from "../helpers/dispatch-cli.js";
+import { explicitPorts } from "../helpers/explicit-ports.js";
 import { startTestService, type TestService } from "../helpers/start-test-service.js";
 import { createDispatchHarness, testRoute, type DispatchHarness } from "../helpers/dispatch-harness.js";
 import { userEvent } from "../helpers/fixtures.js";
@@ -21,7 +22,7 @@ const adminToken = "paged-admin-token";
 
 /** The built CLI, its output streamed (a 20,000-line answer is larger than execFile's buffer). */
 async function cli(args: string[], env: Record<string, string>, onStdout?: (chunk: string) => void) {
-  const child = spawn(process.execPath, ["dist/cli/main.js", ...args], { env: { PATH: process.env.PATH ?? "", ...env }, stdio: ["ignore", "pipe", "pipe"] });
+  const child = spawn(process.execPath, ["dist/cli/main.js", ...args], { env: { PATH: process.env.PATH ?? "", ...explicitPorts(args, env) }, stdio: ["ignore", "pipe", "pipe"] });
   let stdout = "";
   let stderr = "";
   child.stdout.setEncoding("utf8").on("data", (chunk: string) => {

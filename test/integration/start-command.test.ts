@@ -6,12 +6,13 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { randomUUID } from "node:crypto";
 import { describe, expect, inject, it } from "vitest";
+import { explicitPorts } from "../helpers/explicit-ports.js";
 import { userEvent } from "../helpers/fixtures.js";
 
 const cli = join(import.meta.dirname, "../../dist/cli/main.js");
 
 function run(args: string[], env: Record<string, string>) {
-  const child = spawn(process.execPath, [cli, ...args], { env: { PATH: process.env.PATH, ARCHIVE: "off", ...env }, stdio: ["ignore", "pipe", "pipe"] });
+  const child = spawn(process.execPath, [cli, ...args], { env: { PATH: process.env.PATH, ARCHIVE: "off", ...explicitPorts(args, env) }, stdio: ["ignore", "pipe", "pipe"] });
   let stdout = "";
   let stderr = "";
   child.stdout.on("data", (chunk) => (stdout += chunk));

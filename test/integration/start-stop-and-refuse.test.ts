@@ -5,6 +5,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { randomUUID } from "node:crypto";
 import { afterEach, describe, expect, inject, it } from "vitest";
+import { explicitPorts } from "../helpers/explicit-ports.js";
 import { userEvent } from "../helpers/fixtures.js";
 import { startOldRedis } from "../helpers/start-old-redis.js";
 
@@ -12,7 +13,7 @@ const cli = join(import.meta.dirname, "../../dist/cli/main.js");
 
 /** `streamkeeper start` as its own process, output captured; the test stops it. */
 function start(role: string, env: Record<string, string>) {
-  const child = spawn(process.execPath, [cli, "start", "--role", role], { env: { PATH: process.env.PATH, ...env }, stdio: ["ignore", "pipe", "pipe"] });
+  const child = spawn(process.execPath, [cli, "start", "--role", role], { env: { PATH: process.env.PATH, ...explicitPorts(["start"], env) }, stdio: ["ignore", "pipe", "pipe"] });
   let stdout = "";
   let stderr = "";
   child.stdout.on("data", (chunk) => (stdout += chunk));
