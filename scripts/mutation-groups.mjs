@@ -16,6 +16,7 @@ export const mutationGroups = [
       "test/integration/dispatch-drop-stale-reconcile.test.ts",
       "test/integration/dispatch-drop-stale-states.test.ts",
       "test/integration/dispatch-drop-stale.test.ts",
+      "test/integration/dispatch-drop-stale-lease.test.ts",
     ],
   },
   {
@@ -68,8 +69,21 @@ export const mutationGroups = [
     mutate: ["src/sweep/sweep-window.ts"],
     tests: ["test/integration/sweep-recovers.test.ts", "test/integration/sweep-late-failure.test.ts"],
   },
-  // Being built beside this (their modules are not on main yet): the archive writer,
-  // replay and the pull offset. Add each as { name, mutate: [its src files], tests: [...] }.
+  {
+    name: "archive-writer",
+    mutate: ["src/archive/write-archive-batch.ts", "src/archive/create-archive-writer.ts"],
+    tests: ["test/integration/archive-writer.test.ts", "test/integration/archive-postgres-outage.test.ts"],
+  },
+  {
+    name: "replay",
+    mutate: ["src/archive/replay-runner.ts"],
+    tests: ["test/integration/archive-replay.test.ts"],
+  },
+  {
+    name: "pull-offset",
+    mutate: ["src/pull/pull-state.ts"],
+    tests: ["test/integration/pull/pull-faults.test.ts", "test/integration/pull/pull-beside-push.test.ts"],
+  },
 ];
 
 /** The group named, or an error that lists the names there are. */
