@@ -62,12 +62,15 @@ export const mutationGroups = [
       "test/integration/dispatch-once.test.ts",
       "test/integration/dispatch-retry-window.test.ts",
       "test/integration/dispatch-crash.test.ts",
+      "test/integration/dispatch-says.test.ts",
     ],
   },
   {
     name: "sweep-window",
     mutate: ["src/sweep/sweep-window.ts"],
-    tests: ["test/integration/sweep-recovers.test.ts", "test/integration/sweep-late-failure.test.ts"],
+    // Tests that run the service in this process: sweep-recovers and sweep-late-failure run
+    // it as its own process, where a mutant of this one is never loaded.
+    tests: ["test/integration/reconcile-window-cli.test.ts", "test/integration/sweep-poison.test.ts", "test/integration/sweep-redis-outage.test.ts"],
   },
   {
     name: "archive-writer",
