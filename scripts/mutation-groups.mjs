@@ -42,7 +42,7 @@ export const mutationGroups = [
   },
   {
     name: "admission-ledger",
-    mutate: ["src/queue/event-store.ts", "src/queue/event-ledger.ts"],
+    mutate: ["src/queue/event-store.ts", "src/queue/event-ledger.ts", "src/queue/ledger-script.ts"],
     tests: [
       "test/integration/event-store.test.ts",
       "test/integration/event-ledger.test.ts",
@@ -86,7 +86,7 @@ export const mutationGroups = [
   {
     name: "pull-offset",
     mutate: ["src/pull/pull-state.ts"],
-    tests: ["test/integration/pull/pull-faults.test.ts", "test/integration/pull/pull-beside-push.test.ts"],
+    tests: ["test/integration/pull/pull-faults.test.ts", "test/integration/pull/pull-delivers.test.ts"],
   },
 ];
 
