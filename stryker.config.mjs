@@ -23,7 +23,8 @@ export default {
   // Results of the last run are reused for mutants whose code and tests did not change.
   incremental: true,
   incrementalFile: `test-artifacts/mutation/${group.name}/incremental.json`,
-  tempDirName: "test-artifacts/stryker-tmp",
+  // Per group: two groups may run side by side without sharing a sandbox.
+  tempDirName: `test-artifacts/stryker-tmp/${group.name}`,
   ignorePatterns: ["dist", "bench/results", "test-artifacts", "coverage", ".streamkeeper"],
   reporters: ["clear-text", "progress-append-only", "json", "html"],
   jsonReporter: { fileName: `test-artifacts/mutation/${group.name}/mutation.json` },

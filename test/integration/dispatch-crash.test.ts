@@ -139,7 +139,7 @@ describe("dispatch: crashes and shutdown", () => {
     await sink.until((requests) => answered(requests).size === 2);
   });
 
-  it("when Redis dies during deliveries, then close() still returns within seconds", async () => {
+  it("when Redis dies during deliveries, then close() still returns, while Redis is down and the POSTs are still held", async () => {
     const dir = await mkdtemp(join(tmpdir(), "sk-dispatch-redis-"));
     const redisServer = await startRedisServer({ dir, appendOnly: false });
     const sink = await startSinkServer(() => new Promise<SinkAnswer>(() => {})); // holds every request
@@ -150,11 +150,11 @@ describe("dispatch: crashes and shutdown", () => {
       await own.store.store(userEvent(), { origin: "webhook" });
       await sink.untilReceived(1);
       await redisServer.kill();
-      const started = Date.now();
-      await dispatcher.close();
       // Its own bounds add up to about 3 s (200 ms, 2 s, 1 s); the point is that it returns
-      // at all, so the check leaves room for a loaded machine.
-      expect(Date.now() - started).toBeLessThan(20_000);
+      // at all, with Redis never back and the POST never answered: a hang fails the test
+      // at its timeout, a ceiling on the clock would only measure the machine's load.
+      await dispatcher.close();
+      expect(sink.requests).toHaveLength(1);
     } finally {
       await own.close();
       await redisServer.kill();

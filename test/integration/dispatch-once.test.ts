@@ -56,6 +56,24 @@ describe("dispatch: once per route, live first", () => {
     }
   });
 
+  it("when a forced reconcile's first attempt fails, then its retry is still sent: force holds for every attempt of the job", async () => {
+    const { a, harness } = await twoRoutes();
+    const event = userEvent();
+    await harness.store.store(event, { origin: "webhook" });
+    await a.untilReceived(1);
+    await expect.poll(() => harness.ledger.deliveredAt(event.id, "a")).toBeGreaterThan(0);
+
+    const answer = a.answer;
+    a.answer = (request) => (request.index === 1 ? { status: 503 } : answer(request));
+    await harness.store.store(event, { origin: "reconcile", force: true });
+    await a.until((requests) => requests.filter((request) => request.status === 200).length === 2);
+    expect(a.requests.map((request) => [request.headers["webhook-id"], request.status])).toEqual([
+      [event.id, 200],
+      [event.id, 503],
+      [event.id, 200],
+    ]);
+  });
+
   it("when a store stopped between its job and its claim, the job was delivered and the id comes back later, then the route does not get it again", async () => {
     const { a, b, harness } = await twoRoutes();
     const event = userEvent();

@@ -71,7 +71,7 @@ describe("operate: metrics", () => {
     expect(later).toBeLessThanOrEqual((Date.now() - posted) / 1000 + 0.01);
   });
 
-  it("when Redis is gone, then /metrics still answers at once, with redis_up 0 and no stale queue counts", async () => {
+  it("when Redis is gone, then /metrics still answers while it is down, scrape after scrape, with redis_up 0 and no stale queue counts", async () => {
     const dir = await mkdtemp(join(tmpdir(), "sk-operate-redis-"));
     const redis = await startRedisServer({ dir, appendOnly: false });
     // Its own route name: the other tests' services share this process's metrics registry.
@@ -83,11 +83,12 @@ describe("operate: metrics", () => {
     expect(sample(await scrape(service), 'streamkeeper_queue_jobs{queue="deliver-fault",state="waiting"}')).toBe(1);
 
     await redis.kill();
-    const started = Date.now();
-    const text = await scrape(service);
-    // Bounded by the Redis client's 1.5 s command timeout, never a hang; the margin is for a loaded machine.
-    expect(Date.now() - started).toBeLessThan(5000);
-    expect(sample(text, "streamkeeper_redis_up")).toBe(0);
-    expect(text).not.toContain('streamkeeper_queue_jobs{queue="deliver-fault"');
+    // Never a hang: each scrape is answered while Redis stays down (it is never started
+    // again), the Redis client's command timeout bounding it; order, not the clock.
+    for (let scrapes = 0; scrapes < 3; scrapes++) {
+      const text = await scrape(service);
+      expect(sample(text, "streamkeeper_redis_up")).toBe(0);
+      expect(text).not.toContain('streamkeeper_queue_jobs{queue="deliver-fault"');
+    }
   });
 });

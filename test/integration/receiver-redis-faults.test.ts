@@ -29,7 +29,7 @@ describe("receiver: Redis faults", () => {
     for (const step of cleanup.reverse()) await step();
   });
 
-  it("when Redis is killed mid-run, then requests get 503 with Retry-After quickly, and 202 again once it is back, with nothing acknowledged lost", async () => {
+  it("when Redis is killed mid-run, then each request is answered 503 with Retry-After while it is still down (none waits for it), and 202 again once it is back, with nothing acknowledged lost", async () => {
     const dir = await mkdtemp(join(tmpdir(), "sk-fault-"));
     let redis: RedisServer = await startRedisServer({ dir, appendOnly: true });
     const port = redis.port;
@@ -45,15 +45,14 @@ describe("receiver: Redis faults", () => {
     }
 
     await redis.kill();
-    const started = Date.now();
-    const res = await service.post("/webhooks", JSON.stringify(userEvent()));
-    const elapsed = Date.now() - started;
-    expect(res.status).toBe(503);
-    expect(res.headers.get("retry-after")).toBe("1");
-    expect(((await res.json()) as { detail: string }).detail).toMatch(/could not be stored/);
-    // Bounded by the 1.5 s store timeout, never a hang; the rest of the margin is for a
-    // loaded machine (wall-clock time measured from the test, not the service's own).
-    expect(elapsed).toBeLessThan(5000);
+    // Never a hang: three requests in a row are each answered while Redis stays down (it is
+    // started again only below), the store's timeout bounding each; order, not the clock.
+    for (let request = 0; request < 3; request++) {
+      const res = await service.post("/webhooks", JSON.stringify(userEvent()));
+      expect(res.status).toBe(503);
+      expect(res.headers.get("retry-after")).toBe("1");
+      expect(((await res.json()) as { detail: string }).detail).toMatch(/could not be stored/);
+    }
     // The public /readyz answer may be up to 1 s old (CONTRACT.md).
     await expect.poll(async () => (await fetch(`${service.publicUrl}/readyz`)).status).toBe(503);
 

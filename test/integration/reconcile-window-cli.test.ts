@@ -56,6 +56,12 @@ describe("reconcile --since (one window, from the command line)", () => {
     expect(sink.requests).toHaveLength(1);
   });
 
+  it("when --type is a pattern, then the failed deliveries whose type matches it are listed (the pattern is ours: the tenant is asked for every type)", async () => {
+    const run = await runCli(["reconcile", "--since", "1h", "--stream", streamId, "--type", "user.*", "--dry-run"], cliEnv);
+    expect(run.code, run.stderr).toBe(0);
+    expect(run.stdout.trim().split("\n").sort()).toEqual([`${ids[0]} already_received`, `${ids[1]} would_recover`, `${ids[2]} would_recover`].sort());
+  });
+
   it("when run for real, then the window's missing events are recovered and reach the sink once", async () => {
     const run = await runCli(["reconcile", "--since", "1h", "--stream", streamId], cliEnv);
     expect(run.code, run.stderr).toBe(0);
