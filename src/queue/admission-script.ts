@@ -13,7 +13,7 @@ function asFunction(name: string, lua: string): string {
 /**
  * The admission's script (admission.ts): the ledger's script (ledger-script.ts) plus one
  * op, `admit`, which stores a new id in one atomic step: the ledger's check, every route's
- * job, the ledger's claim and the archive's outbox entry. A script runs whole or not at
+ * job, the archive's outbox entry and the ledger's claim, in that order. A script runs whole or not at
  * all, and Redis persists its writes as one transaction (MULTI/EXEC in the append-only
  * file and to replicas), so no crash leaves part of it (docs/architecture.md, "Admission").
  *
@@ -54,8 +54,11 @@ local function admit()
     if type(added) == 'number' and added < 0 then error('BullMQ refused a job: ' .. added) end
     nextKey, nextArg = nextKey + 9, nextArg + 4
   end
-  arrive(1, fresh(receivedAt), receivedAt, indices)
   if K[nextKey] then redis.call('XADD', K[nextKey], '*', 'r', A[nextArg]) end
+  -- The claim last, as in the long way: should a step above fail (Redis does not undo a
+  -- script's writes on an error), the id is still unknown and the tenant's retry stores it,
+  -- its jobs then already there under their ids (docs/architecture.md, "Admission").
+  arrive(1, fresh(receivedAt), receivedAt, indices)
   return 0
 end
 local function run()
