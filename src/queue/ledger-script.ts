@@ -244,12 +244,18 @@ local function ledgerOp()
     return 1
   end
 
-  if op == 'mark' then
+  if op == 'mark' or op == 'markNewest' then
     -- ARGV: route, at, mark (2 delivered, 4 stale). Without a record, one without an
-    -- arrival (a 'delivered_only' record) starts in the newest bucket.
+    -- arrival (a 'delivered_only' record) starts in the newest bucket. 'markNewest' is
+    -- sent the newest bucket and its dictionary alone, where a record of a recent event
+    -- is: it answers 2, writing nothing, when the record is not there (then 'mark' is
+    -- sent the whole window).
     local at = tonumber(A[7])
     local i, r = find(true)
-    if not r then i = 1; r = fresh(at) end
+    if not r then
+      if op == 'markNewest' then return 2 end
+      i = 1; r = fresh(at)
+    end
     local idx = intern(i, { { 'r', A[6] } })[1]
     local route = routeEntry(r, idx)
     if not route then
