@@ -2,7 +2,7 @@ import { ConfigError, type Config } from "./config.js";
 import { createDispatcher } from "./dispatch/create-dispatcher.js";
 import { describeEvent } from "./admin/describe-event.js";
 import { describeArchivedEvent } from "./admin/describe-archived-event.js";
-import { createArchiveOutbox } from "./archive/archive-outbox.js";
+import { archiveOutboxKey, createArchiveOutbox } from "./archive/archive-outbox.js";
 import { startArchive } from "./archive/start-archive.js";
 import { createReplays } from "./archive/replays.js";
 import { createReplayRunner } from "./archive/replay-runner.js";
@@ -28,6 +28,7 @@ import type { Logger } from "./logger.js";
 import { registerQueueGauges } from "./metrics/register-queue-gauges.js";
 import { registerRedisGauges } from "./metrics/register-redis-gauges.js";
 import { redisUp } from "./metrics/registry.js";
+import { createAdmission } from "./queue/admission.js";
 import { createDeliveryQueues } from "./queue/delivery-queues.js";
 import { createEntityVersions } from "./queue/entity-versions.js";
 import { createEventLedger } from "./queue/event-ledger.js";
@@ -154,7 +155,9 @@ export async function startService(config: Config, logger: Logger, role: Role): 
   const archive = await startArchive({ config, logger, redisUrl: redis.url, client, who: `start --role ${role}` });
   const queues = createDeliveryQueues(client, env.QUEUE_PREFIX, routes, { ageSeconds: env.COMPLETED_JOB_RETENTION_SECONDS, count: env.COMPLETED_JOB_RETENTION_COUNT }, tracing.bullmq);
   const storeOutbox = archive && createArchiveOutbox(client, env.QUEUE_PREFIX);
-  const store = countStoredEvents(createEventStore({ ledger, fanOut: createFanOut(queues), routesFor: routesMatching(routes), archive: storeOutbox && ((record) => storeOutbox([record])) }));
+  // A new id is stored in one round trip (admission.ts), the archive's outbox entry with it.
+  const admit = createAdmission({ ledger, queues, outboxKey: archive ? archiveOutboxKey(env.QUEUE_PREFIX) : undefined });
+  const store = countStoredEvents(createEventStore({ ledger, fanOut: createFanOut(queues), routesFor: routesMatching(routes), archive: storeOutbox && ((record) => storeOutbox([record])), admit }));
   const reconcileQueue = createReconcileQueue(client, env.QUEUE_PREFIX, tracing.bullmq);
   const replayRunner = archive && createReplayRunner({ pool: archive.pool, queues, logger });
   const logRepeatsEveryMs = env.LOG_REPEAT_INTERVAL_SECONDS * 1000;

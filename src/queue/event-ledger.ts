@@ -1,6 +1,7 @@
 import { hash } from "node:crypto";
 import type { Cluster, Redis } from "ioredis";
 import type { Origin } from "../events/cloud-event.js";
+import { admissionScript } from "./admission-script.js";
 import { createBatchPerTurn } from "./batch-per-turn.js";
 import { ledgerScript } from "./ledger-script.js";
 import { ledgerBucketKey, ledgerShardsKey } from "./queue-names.js";
@@ -41,6 +42,22 @@ export interface Arrival {
  */
 export type LedgerState = "absent" | "arrived" | "delivered_only";
 
+/** A BullMQ add to run inside an admission: its script (`s` standard, `p` prioritized), keys and arguments (capture-job-add.ts). */
+export interface AdmittedJob {
+  script: "s" | "p";
+  keys: string[];
+  args: Array<string | Buffer>;
+}
+
+/**
+ * `stored`: claimed, and every job added, in one step. `duplicate`: the id had arrived;
+ * its duplicate is counted, nothing added. `recheck`: the record holds route deliveries but
+ * no arrival; nothing written (store it the long way, with `recheck`). `unsupported`: this
+ * Redis enforces slots (a cluster), where one script cannot reach the ledger and the queues;
+ * nothing written (store it the long way).
+ */
+export type Admission = "stored" | "duplicate" | "recheck" | "unsupported";
+
 export interface EventLedger {
   /** The ledger's id shards, fixed in Redis by its first writer (LEDGER_SHARDS then). */
   shards(): Promise<number>;
@@ -55,6 +72,12 @@ export interface EventLedger {
   /** Records that a `dropStale` route skipped the event as stale, for GET /admin/events once its job is gone. */
   markStale(eventId: string, route: string, at: number): Promise<void>;
   deliveredAt(eventId: string, route: string): Promise<number | undefined>;
+  /**
+   * A new id's whole store in one script, one round trip: the check, the jobs, the claim,
+   * and the outbox entry (an XADD of field `r`) when given (admission-script.ts). Atomic:
+   * it happens whole or not at all. Only for an unforced store.
+   */
+  admit(eventId: string, arrival: Arrival, jobs: AdmittedJob[], outbox?: { key: string; entry: string }): Promise<Admission>;
 }
 
 /** LEDGER_SHARDS's default: callers that do not pass it must read the same shards. */
@@ -63,9 +86,7 @@ export const defaultLedgerShards = 1024;
 // One script, each op atomic like the MULTI it replaced, and the ops of one turn in one
 // call. Not a MULTI or a pipeline: ioredis copies every script defined on the connection
 // (BullMQ's, dozens) onto each pipeline it builds (docs/benchmarks.md).
-type LedgerCommands = {
-  streamkeeperLedger(...args: Array<string | number>): Promise<unknown>;
-};
+type LedgerCommands = Record<"streamkeeperLedger" | "streamkeeperAdmit", (...args: Array<string | number | Buffer>) => Promise<unknown>>;
 
 /**
  * The ledger keeps one compact record per id, at most ~40 bytes of Redis
@@ -90,18 +111,18 @@ export function createEventLedger(redis: Redis | Cluster, queuePrefix: string, t
   // since a script reaches one slot. A single endpoint may enforce slots as well (a proxy
   // in front of a cluster, or a cluster node reached directly): it answers CROSSSLOT to a
   // batch across shards, and from then on this ledger batches per shard there too.
-  type Call = { shard: number; keys: string[]; args: Array<string | number> };
+  type Call = { shard: number; keys: string[]; args: Array<string | number | Buffer> };
   let perShard = "isCluster" in redis && redis.isCluster;
-  const run = async (calls: Call[]): Promise<unknown[]> => {
-    if (calls.length === 1) return [await commands.streamkeeperLedger(calls[0]!.keys.length, ...calls[0]!.keys, ...calls[0]!.args)];
+  const run = async (command: keyof LedgerCommands, calls: Call[]): Promise<unknown[]> => {
+    if (calls.length === 1) return [await commands[command](calls[0]!.keys.length, ...calls[0]!.keys, ...calls[0]!.args)];
     const keys = calls.flatMap((call) => call.keys);
     const args = calls.flatMap((call) => [call.keys.length, call.args.length, ...call.args]);
-    return (await commands.streamkeeperLedger(keys.length, ...keys, "batch", calls.length, ...args)) as unknown[];
+    return (await commands[command](keys.length, ...keys, "batch", calls.length, ...args)) as unknown[];
   };
   const send = createBatchPerTurn<Call, unknown>(
     async (calls) => {
       try {
-        return await run(calls);
+        return await run("streamkeeperLedger", calls);
       } catch (error) {
         // Also a batch grouped before the switch: it is sent again per shard like the first.
         if (!String(error).includes("CROSSSLOT") || new Set(calls.map((call) => call.shard)).size === 1) throw error;
@@ -110,13 +131,20 @@ export function createEventLedger(redis: Redis | Cluster, queuePrefix: string, t
         const shards = new Map<number, number[]>();
         calls.forEach((call, index) => shards.set(call.shard, [...(shards.get(call.shard) ?? []), index]));
         await Promise.all(
-          [...shards.values()].map(async (indexes) => (await run(indexes.map((index) => calls[index]!))).forEach((reply, k) => (replies[indexes[k]!] = reply))),
+          [...shards.values()].map(async (indexes) => (await run("streamkeeperLedger", indexes.map((index) => calls[index]!))).forEach((reply, k) => (replies[indexes[k]!] = reply))),
         );
         return replies;
       }
     },
     { groupOf: (call) => (perShard ? String(call.shard) : "") },
   );
+  // The admissions of one turn go in one script call too. Defined on first use: a worker never admits.
+  let admitting: ((call: Call) => Promise<unknown>) | undefined;
+  const admitSend = () => {
+    if (admitting) return admitting;
+    redis.defineCommand("streamkeeperAdmit", { lua: admissionScript });
+    return (admitting = createBatchPerTurn<Call, unknown>((calls) => run("streamkeeperAdmit", calls)));
+  };
   const bucketSeconds = Math.min(86_400, ttlSeconds);
   const bucketCount = Math.floor(ttlSeconds / bucketSeconds) + 1;
 
@@ -138,29 +166,37 @@ export function createEventLedger(redis: Redis | Cluster, queuePrefix: string, t
     }));
   // A shard's window of buckets, then their dictionaries: the same all day, so built once a
   // day. A lookup reads no dictionary and is sent the buckets alone.
-  const windows = new Map<number, { newest: number; all: string[]; buckets: string[] }>();
+  const windows = new Map<number, { newest: number; all: string[]; buckets: string[]; newestOnly: string[] }>();
   const windowKeys = (shard: number, newest: number, op: string) => {
     let known = windows.get(shard);
     if (known?.newest !== newest) {
       const buckets = Array.from({ length: bucketCount }, (_, i) => ledgerBucketKey(queuePrefix, shard, newest - i));
-      known = { newest, buckets, all: [...buckets, ...buckets.map((key) => `${key}:names`)] };
+      known = { newest, buckets, all: [...buckets, ...buckets.map((key) => `${key}:names`)], newestOnly: [buckets[0]!, `${buckets[0]!}:names`] };
       windows.set(shard, known);
     }
-    return op === "lookup" ? known.buckets : known.all;
+    if (op === "lookup") return known.buckets;
+    return op === "markNewest" ? known.newestOnly : known.all;
   };
-  const call = async (op: string, eventId: string, ...args: Array<string | number>) => {
+  const prepare = async (op: string, eventId: string, args: Array<string | number | Buffer>): Promise<Call> => {
     const digest = hash("sha256", eventId, "buffer");
     const shard = digest.readUInt32BE(0) % (await ledgerShards());
     const now = Date.now();
     const keys = windowKeys(shard, Math.floor(now / (bucketSeconds * 1000)), op);
-    return send({ shard, keys, args: [op, digest.toString("hex", 4, 12), now, ttlSeconds, bucketSeconds, ...args] });
+    return { shard, keys, args: [op, digest.toString("hex", 4, 12), now, ttlSeconds, bucketSeconds, ...args] };
   };
+  const call = async (op: string, eventId: string, ...args: Array<string | number>) => send(await prepare(op, eventId, args));
 
   const lookup = async (eventId: string): Promise<LedgerState> => {
     const state = await call("lookup", eventId);
     return state === 1 ? "arrived" : state === 2 ? "delivered_only" : "absent";
   };
   const routeMarks = { matched: 1, delivered: 2, stale: 4 };
+  // A mark is sent the newest bucket first, where a record of a recent event is: 2 keys
+  // instead of the window's 16 (docs/benchmarks.md), and the whole window only when the
+  // record is not there (an event older than the newest bucket, or no record yet).
+  const mark = async (eventId: string, route: string, at: number, marks: number) => {
+    if ((await call("markNewest", eventId, route, at, marks)) === 2) await call("mark", eventId, route, at, marks);
+  };
   return {
     async get(eventId) {
       const reply = (await call("get", eventId)) as Array<string | number> | null;
@@ -201,15 +237,38 @@ export function createEventLedger(redis: Redis | Cluster, queuePrefix: string, t
     async recordDuplicate(eventId, at) {
       await call("duplicate", eventId, at);
     },
-    async markDelivered(eventId, route, at) {
-      await call("mark", eventId, route, at, routeMarks.delivered);
-    },
-    async markStale(eventId, route, at) {
-      await call("mark", eventId, route, at, routeMarks.stale);
-    },
+    markDelivered: (eventId, route, at) => mark(eventId, route, at, routeMarks.delivered),
+    markStale: (eventId, route, at) => mark(eventId, route, at, routeMarks.stale),
     async deliveredAt(eventId, route) {
       const at = Number(await call("deliveredAt", eventId, route));
       return at >= 0 ? at : undefined;
+    },
+    async admit(eventId, arrival, jobs, outbox) {
+      if (perShard) return "unsupported";
+      const args: Array<string | number | Buffer> = [arrival.receivedAt, arrival.origin, arrival.type, arrival.streamId ?? "", arrival.routes.length, ...arrival.routes];
+      const keys: string[] = [];
+      for (const job of jobs) {
+        keys.push(...job.keys);
+        args.push(job.script, ...job.args);
+      }
+      if (outbox) {
+        keys.push(outbox.key);
+        args.push(outbox.entry);
+      }
+      const prepared = await prepare("admit", eventId, args);
+      prepared.keys = [...prepared.keys, ...keys];
+      try {
+        const reply = await admitSend()(prepared);
+        if (reply === 0) return "stored";
+        if (reply === 1) return "duplicate";
+        if (reply === 2) return "recheck";
+        throw new Error(`the admission script answered ${String(reply)}, which is none of its answers`);
+      } catch (error) {
+        // A Redis that enforces slots refuses the script before it runs: nothing was written.
+        if (!String(error).includes("CROSSSLOT")) throw error;
+        perShard = true;
+        return "unsupported";
+      }
     },
   };
 }

@@ -1,5 +1,6 @@
 import type { EventRecord } from "../archive/archive-record.js";
 import type { CloudEvent, Origin } from "../events/cloud-event.js";
+import type { Admit } from "./admission.js";
 import type { EventLedger } from "./event-ledger.js";
 import type { FanOut } from "./fan-out.js";
 
@@ -33,10 +34,19 @@ export interface EventStoreDeps {
    * even while Postgres is down.
    */
   archive?(record: EventRecord): Promise<void>;
+  /**
+   * One round trip for an unforced store (admission.ts): the check, the jobs, the claim and
+   * the outbox entry in one script. Without it, and where it cannot run, the steps below.
+   */
+  admit?: Admit;
 }
 
 /**
- * The one way an event enters the system, from a webhook or a reconcile alike:
+ * The one way an event enters the system, from a webhook or a reconcile alike. An unforced
+ * store is one script where `admit` is given (admission.ts): a known id is a duplicate,
+ * else the jobs and the claim are written together, all or nothing. Otherwise, and for
+ * what the script leaves to it (a record of deliveries without an arrival; a Redis that
+ * enforces slots), the long way, which keeps the same guarantees in three steps:
  * 1. a known id (within the dedupe TTL) is a duplicate, unless forced; an id whose record
  *    holds only route deliveries is stored with `recheck`, so those routes skip it;
  * 2. one job per matching route is added (fan-out.ts), idempotent on a retried store;
@@ -45,20 +55,29 @@ export interface EventStoreDeps {
  * Any Redis error rejects: the caller answers 503 and the tenant retries. Counting what
  * was stored is the caller's (metrics/count-stored-events.ts).
  */
-export function createEventStore({ ledger, fanOut, routesFor, archive }: EventStoreDeps): EventStore {
+export function createEventStore({ ledger, fanOut, routesFor, archive, admit }: EventStoreDeps): EventStore {
   return {
     async store(event, { origin, streamId, force = false }) {
       const receivedAt = Date.now();
+      const routes = routesFor(event.type);
+      const record = archive && ({ kind: "event", event, origin, streamId, receivedAt, routes } as const);
+      let state: Awaited<ReturnType<EventLedger["lookup"]>> | undefined;
+      if (admit && !force) {
+        const admission = await admit(event, routes, { origin, streamId, receivedAt }, record);
+        if (admission === "stored") return { status: "stored", routes };
+        if (admission === "duplicate") return { status: "duplicate", routes: [] };
+        // Nothing was written: the long way, knowing what the ledger holds when it said so.
+        if (admission === "recheck") state = "delivered_only";
+      }
       // A forced store delivers anyway, so it needs neither the check nor a recheck.
-      const state = force ? "absent" : await ledger.lookup(event.id);
+      state ??= force ? "absent" : await ledger.lookup(event.id);
       if (state === "arrived") {
         await ledger.recordDuplicate(event.id, receivedAt);
         return { status: "duplicate", routes: [] };
       }
-      const routes = routesFor(event.type);
       await Promise.all([
         fanOut(event, routes, { origin, streamId, receivedAt, force, recheck: state === "delivered_only" }),
-        archive?.({ kind: "event", event, origin, streamId, receivedAt, routes }),
+        record && archive?.(record),
       ]);
       const first = await ledger.claim(event.id, { receivedAt, origin, streamId, type: event.type, routes }, force);
       // Not first: another request with the same id won the race between our check and our claim.

@@ -27,18 +27,29 @@ export type FanOut = (event: CloudEvent, routes: string[], job: FanOutJob) => Pr
  * nothing is written before BullMQ serialises, so the second add is the only one.
  */
 export function createFanOut(queues: DeliveryQueues): FanOut {
-  return async (event, routes, { origin, streamId, receivedAt, force = false, recheck = false }) => {
-    const jobId = force ? replayJobIdFor(event.id, receivedAt) : jobIdFor(event.id);
-    const data: DeliveryJobData = { event, origin, streamId, receivedAt, force: force || undefined, recheck: recheck || undefined };
-    const priority = origin === "reconcile" ? reconcilePriority : undefined;
+  return async (event, routes, job) => {
+    const { jobId, data, priority } = deliveryJobFor(event, job);
     const add = (jobData: DeliveryJobData) => Promise.all(routes.map((route) => queues.forRoute(route).add(event.type, jobData, { jobId, priority })));
     try {
       await add(data);
     } catch (error) {
       if (!isStackOverflow(error)) throw error;
-      await add({ ...data, event: envelopeOf(event), eventJson: stringifyDeep(event) });
+      await add(deepEventData(data));
     }
   };
+}
+
+/** The job id, data and priority of an event's delivery jobs (one per route, the same for each). */
+export function deliveryJobFor(event: CloudEvent, { origin, streamId, receivedAt, force = false, recheck = false }: FanOutJob) {
+  const jobId = force ? replayJobIdFor(event.id, receivedAt) : jobIdFor(event.id);
+  const data: DeliveryJobData = { event, origin, streamId, receivedAt, force: force || undefined, recheck: recheck || undefined };
+  const priority = origin === "reconcile" ? reconcilePriority : undefined;
+  return { jobId, data, priority };
+}
+
+/** The job data of an event too deep for BullMQ's `JSON.stringify`: its envelope, and the whole as its JSON text. */
+export function deepEventData(data: DeliveryJobData): DeliveryJobData {
+  return { ...data, event: envelopeOf(data.event), eventJson: stringifyDeep(data.event) };
 }
 
 /** The event without its payload, for what reads the envelope only (dead letters, GET /admin/events). */

@@ -15,7 +15,7 @@
  * marked, the mark's time as ms after the record's (a varint: 2 bytes within 16 s). Route indices are per bucket and append-only, so a route renamed,
  * added or removed later never changes what an older record means.
  */
-export const ledgerScript = `
+export const ledgerCore = `
 -- One call's keys and arguments (K, A), and what they say; set by \`start\` before each op.
 local K, A, op, field, now, ttl, bucketSeconds, n
 local dictWritten = false
@@ -27,8 +27,8 @@ end
 local function start(keys, args)
   K, A = keys, args
   op, field, now, ttl, bucketSeconds = A[1], unhex(A[2]), tonumber(A[3]), tonumber(A[4]), tonumber(A[5])
-  -- A lookup is sent the buckets alone (it reads no dictionary).
-  n = op == 'lookup' and #K or #K / 2
+  -- A lookup is sent the buckets alone (it reads no dictionary); an admission its jobs' keys after them.
+  if op == 'lookup' then n = #K elseif op == 'admit' then n = math.floor(ttl / bucketSeconds) + 1 else n = #K / 2 end
   dictWritten = false
 end
 
@@ -180,7 +180,30 @@ local function fresh(at)
   return { flags = 0, at = at, type = 0, stream = 0, dups = 0, replays = 0, routes = {} }
 end
 
-local function run()
+-- Records the arrival in record r of bucket i: origin from A[7]; indices are the bucket's
+-- dictionary indices of the type, the stream, then the matched routes in their order.
+local function arrive(i, r, receivedAt, indices)
+  r.flags = bit.bor(1, A[7] == 'reconcile' and 2 or A[7] == 'pull' and 16 or 0)
+  r.at = receivedAt
+  r.type = indices[1]
+  r.stream = indices[2]
+  -- The matched routes in their order, then the marks of any other route.
+  local routes = {}
+  local taken = {}
+  for k = 3, #indices do
+    local idx = indices[k]
+    local earlier = routeEntry(r, idx)
+    routes[#routes + 1] = { idx = idx, marks = bit.bor(1, earlier and earlier.marks or 0), at = earlier and earlier.at }
+    taken[idx] = true
+  end
+  for _, route in ipairs(r.routes) do
+    if not taken[route.idx] then routes[#routes + 1] = route end
+  end
+  r.routes = routes
+  write(i, r)
+end
+
+local function ledgerOp()
   if op == 'lookup' then
     local _, r = find(false)
     if not r then return 0 end
@@ -205,27 +228,9 @@ local function run()
       return 1
     end
     if not r then i = 1; r = fresh(receivedAt) end
-    r.flags = bit.bor(1, A[7] == 'reconcile' and 2 or A[7] == 'pull' and 16 or 0)
-    r.at = receivedAt
     local names = { { 's', A[8] }, { 's', A[9] } }
     for k = 11, #A do names[#names + 1] = { 'r', A[k] } end
-    local indices = intern(i, names)
-    r.type = indices[1]
-    r.stream = indices[2]
-    -- The matched routes in their order, then the marks of any other route.
-    local routes = {}
-    local taken = {}
-    for k = 11, #A do
-      local idx = indices[k - 8]
-      local earlier = routeEntry(r, idx)
-      routes[#routes + 1] = { idx = idx, marks = bit.bor(1, earlier and earlier.marks or 0), at = earlier and earlier.at }
-      taken[idx] = true
-    end
-    for _, route in ipairs(r.routes) do
-      if not taken[route.idx] then routes[#routes + 1] = route end
-    end
-    r.routes = routes
-    write(i, r)
+    arrive(i, r, receivedAt, intern(i, names))
     return 1
   end
 
@@ -239,12 +244,18 @@ local function run()
     return 1
   end
 
-  if op == 'mark' then
+  if op == 'mark' or op == 'markNewest' then
     -- ARGV: route, at, mark (2 delivered, 4 stale). Without a record, one without an
-    -- arrival (a 'delivered_only' record) starts in the newest bucket.
+    -- arrival (a 'delivered_only' record) starts in the newest bucket. 'markNewest' is
+    -- sent the newest bucket and its dictionary alone, where a record of a recent event
+    -- is: it answers 2, writing nothing, when the record is not there (then 'mark' is
+    -- sent the whole window).
     local at = tonumber(A[7])
     local i, r = find(true)
-    if not r then i = 1; r = fresh(at) end
+    if not r then
+      if op == 'markNewest' then return 2 end
+      i = 1; r = fresh(at)
+    end
     local idx = intern(i, { { 'r', A[6] } })[1]
     local route = routeEntry(r, idx)
     if not route then
@@ -284,6 +295,10 @@ local function run()
   return redis.error_reply('unknown ledger op ' .. op)
 end
 
+`;
+
+/** One op or a batch of them, each run by `run` (the ledger's ops, or the admission's as well). */
+export const ledgerDispatch = `
 -- One op (ARGV as above), or a batch: 'batch', the op count, then per op its key count,
 -- its argument count and its arguments; KEYS holds every op's keys in turn. A batch
 -- answers each op's reply in its order (an error as that op's reply, not the batch's).
@@ -309,3 +324,7 @@ for j = 1, tonumber(ARGV[2]) do
 end
 return replies
 `;
+
+export const ledgerScript = `${ledgerCore}
+local run = ledgerOp
+${ledgerDispatch}`;

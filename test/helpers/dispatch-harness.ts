@@ -2,6 +2,7 @@ import { randomUUID } from "node:crypto";
 import { createDispatcher, type Dispatcher, type DispatcherOptions } from "../../src/dispatch/create-dispatcher.js";
 import { routesMatching, type Route } from "../../src/routes/route.js";
 import { createLogger } from "../../src/logger.js";
+import { createAdmission } from "../../src/queue/admission.js";
 import { createDeliveryQueues, type DeliveryQueues } from "../../src/queue/delivery-queues.js";
 import { createEventLedger, type EventLedger } from "../../src/queue/event-ledger.js";
 import { createEventStore, type EventStore } from "../../src/queue/event-store.js";
@@ -34,7 +35,7 @@ export async function createDispatchHarness(redisUrl: string, routes: Route[], p
   const queues = createDeliveryQueues(redis, prefix, routes, { ageSeconds: 60, count: 1000 });
   for (const queue of queues.all()) queue.on("error", () => {});
   const ledger = createEventLedger(redis, prefix, 600);
-  const store = createEventStore({ ledger, fanOut: createFanOut(queues), routesFor: routesMatching(routes) });
+  const store = createEventStore({ ledger, fanOut: createFanOut(queues), routesFor: routesMatching(routes), admit: createAdmission({ ledger, queues }) });
   const dispatchers: Dispatcher[] = [];
   return {
     prefix,

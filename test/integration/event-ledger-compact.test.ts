@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import type { Redis } from "ioredis";
-import { afterAll, beforeAll, describe, expect, it, inject } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, inject, vi } from "vitest";
 import { createEventLedger, type Arrival } from "../../src/queue/event-ledger.js";
 import { createRedis, untilReady } from "../../src/queue/redis-connection.js";
 import { ledgerKeys } from "../helpers/ledger-keys.js";
@@ -66,6 +66,26 @@ describe("compact event ledger", () => {
     expect(await ledger.deliveredAt("evt_1", "users")).toBeUndefined();
     expect(await ledger.deliveredAt("evt_1", "renamed")).toBeUndefined();
     expect((await ledger.get("evt_2"))?.deliveredAt).toEqual({ renamed: receivedAt });
+  });
+
+  it("when an event's record is in an older bucket than the newest, then its delivered mark lands on that record (a mark tries the newest bucket first)", async () => {
+    const prefix = `test-${randomUUID()}`;
+    const ledger = createEventLedger(redis, prefix, 604_800, 1);
+    const yesterday = Date.now() - 86_400_000;
+    vi.useFakeTimers({ toFake: ["Date"], now: yesterday });
+    try {
+      await ledger.claim("evt_old", arrival(["default"], yesterday), false);
+    } finally {
+      vi.useRealTimers();
+    }
+    const at = Date.now();
+    await ledger.markDelivered("evt_old", "default", at);
+    expect(await ledger.lookup("evt_old")).toBe("arrived");
+    expect(await ledger.get("evt_old")).toMatchObject({ receivedAt: yesterday, routes: ["default"], deliveredAt: { default: at } });
+    // And an id with no record at all still gets one (delivered_only) in the newest bucket.
+    await ledger.markDelivered("evt_none", "default", at);
+    expect(await ledger.lookup("evt_none")).toBe("delivered_only");
+    expect(await ledger.deliveredAt("evt_none", "default")).toBe(at);
   });
 
   it("when duplicates and forced replays come, then they are counted on the record", async () => {

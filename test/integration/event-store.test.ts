@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it, inject } from "vitest";
 import { routesMatching, type Route } from "../../src/routes/route.js";
+import { createAdmission } from "../../src/queue/admission.js";
 import { createDeliveryQueues, type DeliveryQueues } from "../../src/queue/delivery-queues.js";
 import { createEventLedger, type EventLedger } from "../../src/queue/event-ledger.js";
 import { createEventStore, type EventStore } from "../../src/queue/event-store.js";
@@ -12,7 +13,10 @@ const route = (name: string, match: string[]): Route => ({
   name, match, url: "http://127.0.0.1:9/", headers: {}, timeoutMs: 1000, maxAttemptsPerEvent: 3, concurrency: 1,
 });
 
-describe("event store", () => {
+describe.each([
+  { way: "the long way (three steps)", admission: false },
+  { way: "the admission (one script)", admission: true },
+])("event store, $way", ({ admission }) => {
   const redis = createRedis(inject("redisUrl"), "client");
   const prefix = `test-${randomUUID()}`;
   const routes = [route("users", ["user.*"]), route("all", ["*"]), route("orgs", ["organization.*"])];
@@ -24,7 +28,7 @@ describe("event store", () => {
     await untilReady(redis);
     queues = createDeliveryQueues(redis, prefix, routes, { ageSeconds: 60, count: 1000 });
     ledger = createEventLedger(redis, prefix, 60);
-    store = createEventStore({ ledger, fanOut: createFanOut(queues), routesFor: routesMatching(routes) });
+    store = createEventStore({ ledger, fanOut: createFanOut(queues), routesFor: routesMatching(routes), admit: admission ? createAdmission({ ledger, queues }) : undefined });
   });
   afterAll(async () => {
     await queues.close();
