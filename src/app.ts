@@ -282,6 +282,7 @@ export async function startService(config: Config, logger: Logger, role: Role): 
     hurries.push(() => dispatcher.hurry());
     const reconcileOptions = { env, tenant, connection: reconcileConnection, ledger, store, telemetry: tracing.bullmq, serviceName: serviceLabel(serviceConfig) };
     const reconciler = createReconcileWorker({ ...reconcileOptions, logger });
+    hurries.push(() => reconciler.hurry());
     // What an earlier release left under its key layout runs through the same processors.
     const earlier = logger.child({ keyLayout: "earlier release" });
     legacyDrain = await drainLegacy({

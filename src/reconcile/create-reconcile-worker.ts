@@ -38,6 +38,8 @@ export interface ReconcileWorkerOptions {
 export interface ReconcileWorker {
   /** Stops taking jobs; waits for those in flight at most SHUTDOWN_TIMEOUT_MS (a job cut short is taken up again: reconciling is idempotent). */
   close(): Promise<void>;
+  /** Ends that wait now (a second signal): jobs still running are taken up again once their lock expires. */
+  hurry(): void;
 }
 
 /**
@@ -100,7 +102,9 @@ export function createReconcileWorker(options: ReconcileWorkerOptions): Reconcil
   logger.info({ rateShare: env.RECONCILE_RATE_SHARE, ratePerSecondCap: env.RECONCILE_RATE_PER_SECOND }, "reconcile worker started");
 
   let closing: Promise<void> | undefined;
+  const hurried = new AbortController();
   return {
+    hurry: () => hurried.abort(),
     close() {
       closing ??= closeWorkers({
         workers: [worker],
@@ -109,6 +113,7 @@ export function createReconcileWorker(options: ReconcileWorkerOptions): Reconcil
         runningWithoutRedis: () => 0,
         connection,
         timeoutMs: env.SHUTDOWN_TIMEOUT_MS,
+        cutShort: hurried.signal,
         name: "the reconcile worker",
         what: "reconcile jobs",
         // Reconciling is idempotent: a job cut short is simply done again.

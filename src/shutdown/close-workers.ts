@@ -88,7 +88,9 @@ export async function closeWorkers(options: CloseWorkersOptions): Promise<boolea
       how = await Promise.race([graceful, onlyRedisLeft(), deadline(2000)]);
       if (how === "closed") return true;
     }
-    logger.warn(`Redis does not answer: ${options.name} stops without it (a job whose outcome could not be recorded is taken up again once its lock expires)`);
+    const left = options.running();
+    if (redisAway() || left === 0) logger.warn(`Redis does not answer: ${options.name} stops without it (a job whose outcome could not be recorded is taken up again once its lock expires)`);
+    else logger.warn({ running: left }, `${options.name} stops without waiting for ${left} ${what} still running; they are taken up again once their lock expires`);
     // BullMQ's disconnect waits for an "end" that a socket never connected does not emit.
     await settlesWithin(Promise.all(workers.map((worker) => worker.disconnect())), 250);
     return false;
