@@ -1,5 +1,5 @@
 # syntax=docker/dockerfile:1
-# One image for every role: `start --role all|receiver|worker` (CONTRACT.md "Commands").
+# One image for every role: `start --role all|receiver|worker` (README.md#commands).
 # Build:  docker build -t streamkeeper .
 # Run:    docker run -e REDIS_URL=redis://redis:6379 ... streamkeeper start --role receiver
 ARG NODE_IMAGE=node:20-bookworm-slim

@@ -18,7 +18,7 @@ export interface PullPosition {
   lastEventAt?: string;
 }
 
-/** `GET /admin/pull` (CONTRACT.md, "Pulling events from the tenant"). */
+/** `GET /admin/pull` (README.md#pulling-events-pull-on). */
 export interface PullStatus {
   state: PullStateName;
   offsetAt: string | null;

@@ -124,7 +124,7 @@ const lowestPerSecond = 0.5;
 
 /**
  * Spaces tenant API calls evenly across every process (a reservation per call, GCRA style),
- * at a pace all of them move by what the tenant's answers show (CONTRACT.md, "Pacing";
+ * at a pace all of them move by what the tenant's answers show (docs/operating.md#how-the-recovery-pace-works;
  * docs/operating.md, "How the recovery pace works"). Even spacing, not bursts: the bucket
  * then never empties because of us, so we pace before a 429 rather than after it. A slot
  * reserved before a hold began is given up at its time and taken again after the hold, so

@@ -2,7 +2,7 @@ import type { Cluster, Redis } from "ioredis";
 import { sweepKey } from "../queue/queue-names.js";
 import { createRedisLease, leaseLua } from "../queue/redis-lease.js";
 
-/** What `GET /admin/sweep` shows of one stream (CONTRACT.md). */
+/** What `GET /admin/sweep` shows of one stream (README.md#the-sweep-failed-deliveries-found-without-being-told). */
 export interface StreamSweepStatus {
   streamId: string;
   /** End of the last window read completely (ISO 8601), null before the first. */

@@ -18,7 +18,7 @@ const runs = Number(process.env.FUZZ_RUNS ?? 300);
 /** A fixed seed, so a failure found in CI is found again: FUZZ_SEED to explore others. */
 const seed = Number(process.env.FUZZ_SEED ?? 20261125);
 /**
- * CONTRACT.md, "Public ingress": the only answers the ingress may give to any request to
+ * README.md#http-surfaces: the only answers the ingress may give to any request to
  * /webhooks; a 503 only when the event could not be stored (never for the input itself).
  */
 const allowed = new Set([202, 400, 401, 413, 415, 503]);

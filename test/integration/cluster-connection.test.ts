@@ -77,7 +77,7 @@ describe("the receiver on a three-master Redis Cluster", () => {
     for (const event of events.slice(0, 10)) {
       expect(await (await service.post("/webhooks", JSON.stringify(event))).json()).toEqual({ accepted: 0, duplicates: 1 });
     }
-    // The public /readyz answer may be up to 1 s old (CONTRACT.md).
+    // The public /readyz answer may be up to 1 s old (README.md#http-surfaces).
     await expect.poll(async () => (await fetch(`${service.publicUrl}/readyz`)).status).toBe(200);
 
     const store = await inspectStore(service.config, cluster.url);
@@ -124,7 +124,7 @@ describe("the receiver on a three-master Redis Cluster", () => {
     expect(refused.status).toBe(503);
     // Fail fast, never hang: bounded by the 1.5 s store timeout, with a margin for a loaded machine.
     expect(Date.now() - started).toBeLessThan(5000);
-    // The public /readyz answer may be up to 1 s old (CONTRACT.md).
+    // The public /readyz answer may be up to 1 s old (README.md#http-surfaces).
     await expect.poll(async () => (await fetch(`${service.publicUrl}/readyz`)).status).toBe(503);
 
     await cluster.restart(owner);

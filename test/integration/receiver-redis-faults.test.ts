@@ -54,14 +54,14 @@ describe("receiver: Redis faults", () => {
     // Bounded by the 1.5 s store timeout, never a hang; the rest of the margin is for a
     // loaded machine (wall-clock time measured from the test, not the service's own).
     expect(elapsed).toBeLessThan(5000);
-    // The public /readyz answer may be up to 1 s old (CONTRACT.md).
+    // The public /readyz answer may be up to 1 s old (README.md#http-surfaces).
     await expect.poll(async () => (await fetch(`${service.publicUrl}/readyz`)).status).toBe(503);
 
     redis = await startRedisServer({ dir, port, appendOnly: true });
     const after = await postUntil(service, 202, 15_000);
     for (const answer of after) if (answer.status === 202) acknowledged.push(answer.id);
     expect(after.every((answer) => answer.status === 202 || answer.status === 503)).toBe(true);
-    // The public /readyz answer may be up to 1 s old (CONTRACT.md).
+    // The public /readyz answer may be up to 1 s old (README.md#http-surfaces).
     await expect.poll(async () => (await fetch(`${service.publicUrl}/readyz`)).status).toBe(200);
 
     const store = await inspectStore(service.config, redis.url);

@@ -4,7 +4,7 @@ import { tenantId } from "../helpers/fixtures.js";
 import { startTestService, testCredentials, type TestService } from "../helpers/start-test-service.js";
 import { createStream, emit, settled, tenantEnv } from "./emulator-test-kit.js";
 
-/** `POST /admin/reconcile` and `GET /admin/reconcile/:jobId` on the real service (CONTRACT.md, "Admin surface"). */
+/** `POST /admin/reconcile` and `GET /admin/reconcile/:jobId` on the real service (README.md#http-surfaces). */
 const adminToken = "reconcile-admin-token";
 const auth = { authorization: `Bearer ${adminToken}` };
 

@@ -7,7 +7,7 @@ import { createStream, emit, tenantEnv } from "./emulator-test-kit.js";
 import { adminToken, failedCount, until } from "./sweep-test-kit.js";
 
 /**
- * `streamkeeper reconcile --since` (CONTRACT.md, the sweep): one window read by the running
+ * `streamkeeper reconcile --since` (README.md#the-sweep-failed-deliveries-found-without-being-told): one window read by the running
  * service through its admin API; `--dry-run` says what would happen and acts on nothing.
  */
 describe("reconcile --since (one window, from the command line)", () => {

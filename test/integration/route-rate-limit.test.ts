@@ -17,7 +17,7 @@ async function delivered(worker: ServiceProcess): Promise<number> {
 }
 
 /**
- * `ratePerSecond` (CONTRACT.md "Route delivery controls") holds across worker processes:
+ * `ratePerSecond` (README.md#routes) holds across worker processes:
  * one receiver and two `start --role worker` processes, a backlog that both workers drain
  * as fast as they may, each with room for 8 deliveries at once.
  */

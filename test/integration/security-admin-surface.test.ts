@@ -6,7 +6,7 @@ import { startTestService, type TestService } from "../helpers/start-test-servic
 const adminToken = "adm1n-t0ken-for-security-tests";
 const basic = (user: string, password: string) => `Basic ${Buffer.from(`${user}:${password}`).toString("base64")}`;
 
-/** Every admin endpoint of CONTRACT.md ("Admin surface"), with a request that would succeed given the token. */
+/** Every admin endpoint of README.md#http-surfaces, with a request that would succeed given the token. */
 const endpoints: Array<{ method: string; path: string; body?: string }> = [
   { method: "GET", path: `/admin/events/${tenantId("evt")}` },
   { method: "POST", path: "/admin/reconcile", body: JSON.stringify({ eventIds: [tenantId("evt")] }) },

@@ -27,7 +27,7 @@ const logLines = (stdout: string) =>
     .filter((line) => line.startsWith("{"))
     .map((line) => JSON.parse(line) as { level: number; msg: string; signal?: string; url?: string });
 
-/** README "Run it" / CONTRACT.md: SIGINT stops as SIGTERM does; generated credentials are private; too old a Redis is a setting to change. */
+/** README.md#set-up, README.md#commands: SIGINT stops as SIGTERM does; generated credentials are private; too old a Redis is a setting to change. */
 describe("streamkeeper start: stopping on SIGINT, private credentials, an old Redis", () => {
   const cleanup: Array<() => Promise<unknown>> = [];
   afterEach(async () => {

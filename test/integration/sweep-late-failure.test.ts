@@ -9,7 +9,7 @@ import { control, createStream, emit, tenantEnv, type ControlDelivery } from "./
 import { byEventId, sweepStatus, sweepingEnv, until } from "./sweep-test-kit.js";
 
 /**
- * "A delivery that turns failed after its window was read is still found" (CONTRACT.md):
+ * "A delivery that turns failed after its window was read is still found" (README.md#the-sweep-failed-deliveries-found-without-being-told):
  * the tenant is still retrying an event (our ingress answers 503 through a proxy) while a
  * sweep reads the window that holds it and moves the checkpoint past it; once the tenant
  * gives up, a later sweep, reading back RECONCILE_SWEEP_OVERLAP_SECONDS, finds it.

@@ -17,7 +17,7 @@ function sweepsOf(service: ServiceProcess): Array<{ start: number; end: number }
 }
 
 /**
- * "Exactly one sweeper at a time across any number of worker processes" (CONTRACT.md):
+ * "Exactly one sweeper at a time across any number of worker processes" (README.md#the-sweep-failed-deliveries-found-without-being-told):
  * two workers sweep the same stream for a while; their sweeps never overlap in time, and
  * each failed delivery reaches the downstream once.
  */

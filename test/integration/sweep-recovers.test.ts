@@ -10,7 +10,7 @@ import { adminToken, byEventId, failedCount, sweepStatus, until } from "./sweep-
 import { serviceProcessEnv } from "../helpers/service-process-env.js";
 
 /**
- * The sweep (CONTRACT.md, "Finding failed deliveries without being told") against the
+ * The sweep (README.md#the-sweep-failed-deliveries-found-without-being-told) against the
  * emulator and a real `streamkeeper start` process: the service is down while the tenant
  * gives up on 130 deliveries; once it runs, the sweep finds and recovers each, with no
  * command run, while live events keep arriving, and a stream pointing elsewhere is left alone.

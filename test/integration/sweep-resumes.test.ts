@@ -13,7 +13,7 @@ import { byEventId, failedCount, sweepingEnv, until } from "./sweep-test-kit.js"
 const minuteMs = 60_000;
 
 /**
- * "A restart neither skips a window" (CONTRACT.md): a stream with a checkpoint reads on from
+ * "A restart neither skips a window" (README.md#the-sweep-failed-deliveries-found-without-being-told): a stream with a checkpoint reads on from
  * it however long the service was down, not only RECONCILE_SWEEP_LOOKBACK_SECONDS back (that
  * is the first sweep's reach); only what lies beyond DEDUPE_TTL_SECONDS is left, and said.
  * Scaled down: a lookback of 1 s, so the failures are older than it when the service starts.

@@ -6,7 +6,7 @@ import { TenantNotFoundError, TenantUnauthorizedError } from "../../src/tenant/t
 import { call, control, createStream, emit, getToken, startSink, type ControlDelivery, type Sink } from "./emulator-test-kit.js";
 
 /**
- * The failed-deliveries list as the real tenant has it (real-world.md, "Other operations"),
+ * The failed-deliveries list as the real tenant has it (docs/tenant-api.md#failed-deliveries),
  * read by our tenant client against the emulator: every page, the date rules, the filters.
  */
 describe("list deliveries (tenant client against the emulator)", () => {
@@ -25,7 +25,7 @@ describe("list deliveries (tenant client against the emulator)", () => {
     failedIds = [];
     for (let n = 0; n < 120; n++) failedIds.push(await emit(emulator, "user.created"));
     for (let n = 0; n < 10; n++) failedIds.push(await emit(emulator, "user.deleted"));
-    // A 400 fails a delivery at once (real-world.md): wait until all 130 are failed.
+    // A 400 fails a delivery at once (docs/tenant-api.md#webhook-delivery): wait until all 130 are failed.
     const deadline = Date.now() + 30_000;
     for (;;) {
       const { deliveries } = await control<{ deliveries: ControlDelivery[] }>(emulator, `/deliveries?stream_id=${streamId}`);
