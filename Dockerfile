@@ -11,9 +11,10 @@ COPY package.json package-lock.json ./
 RUN npm ci --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json ./
 COPY src ./src
-# The archive's migrations are read beside its compiled module (scripts/copy-sql.mjs).
+COPY scripts/copy-assets.mjs ./scripts/
 RUN npx tsc -p tsconfig.build.json
-RUN cp -r src/archive/sql dist/archive/sql
+# The archive's migrations and the Lua scripts are read beside their compiled modules.
+RUN node scripts/copy-assets.mjs
 
 # --- runtime: production dependencies and dist/ only, as the unprivileged `node` user ---
 FROM ${NODE_IMAGE} AS runtime

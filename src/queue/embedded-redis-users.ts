@@ -1,4 +1,5 @@
 import { hostname } from "node:os";
+import { loadLua } from "../load-lua.js";
 import type { Logger } from "../logger.js";
 import { infoField } from "./info-field.js";
 import { closeRedis, createRedis, untilReady } from "./redis-connection.js";
@@ -42,7 +43,7 @@ export interface EmbeddedRedisUse {
 }
 
 // Drop our lease and answer the rest in one step, so two processes leaving at once cannot both miss each other.
-const leaveScript = "redis.call('HDEL', KEYS[1], ARGV[1]); return redis.call('HGETALL', KEYS[1])";
+const leaveScript = loadLua(new URL("./embedded-redis-leave.lua", import.meta.url));
 
 /**
  * A lease per process in the embedded Redis itself, refreshed every 10 s: the last

@@ -1,5 +1,5 @@
 import { execFile } from "node:child_process";
-import { cpSync, existsSync } from "node:fs";
+import { existsSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { promisify } from "node:util";
 
@@ -19,7 +19,7 @@ export async function buildCli(name: string): Promise<string> {
     (error: { stdout?: string }) => error.stdout ?? String(error),
   );
   if (!existsSync(join(outDir, "dist/cli/main.js"))) throw new Error(`the build failed: ${String(output)}`);
-  // The archive's migrations are read beside its compiled module (scripts/copy-sql.mjs).
-  cpSync(join(root, "src/archive/sql"), join(outDir, "dist/archive/sql"), { recursive: true });
+  // The archive's migrations and the Lua scripts are read beside their compiled modules.
+  await execFileAsync(process.execPath, [join(root, "scripts/copy-assets.mjs"), join(outDir, "dist")], { cwd: root });
   return outDir;
 }
