@@ -1,7 +1,7 @@
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { startEmulator } from "../../src/emulator/start-emulator.js";
 import { startTestService, testCredentials } from "../helpers/start-test-service.js";
 import { call, createStream, emit, type ControlDelivery } from "../integration/emulator-test-kit.js";
@@ -10,6 +10,7 @@ import { recordChaosResult } from "./record-chaos-result.js";
 import { routeFigures } from "./route-figures.js";
 import { runCli } from "./run-cli.js";
 import { startFaultProxy, type InjectedFault } from "./start-fault-proxy.js";
+import { useCleanup } from "../helpers/cleanup.js";
 
 const count = 1000;
 
@@ -45,10 +46,7 @@ function storm(elapsedMs: number, path: string): InjectedFault | undefined {
  * retries, the 429s hold the queue), and each recovered event reach the downstream once.
  */
 describe("chaos: tenant API storms during a reconcile", () => {
-  const cleanup: Array<() => Promise<unknown>> = [];
-  afterAll(async () => {
-    for (const step of cleanup.reverse()) await step().catch(() => {});
-  });
+  const cleanup = useCleanup("all", { quiet: true });
 
   it(`when ${count} ids are reconciled while the tenant answers 429 and 5xx storms, then every id is recovered, none an error, each delivered once`, async () => {
     const started = Date.now();

@@ -1,13 +1,14 @@
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import type { CloudEvent } from "../../src/events/cloud-event.js";
 import { startServiceProcess, type ServiceProcess } from "../chaos/start-service-process.js";
 import { userEvent } from "../helpers/fixtures.js";
 import { startSinkServer, type SinkAnswer } from "../helpers/sink-server.js";
 import { testCredentials } from "../helpers/start-test-service.js";
 import { serviceProcessEnv } from "../helpers/service-process-env.js";
+import { useCleanup } from "../helpers/cleanup.js";
 
 const authorization = `Basic ${Buffer.from(`${testCredentials.username}:${testCredentials.password}`).toString("base64")}`;
 
@@ -17,10 +18,7 @@ const authorization = `Basic ${Buffer.from(`${testCredentials.username}:${testCr
  * without going back in time.
  */
 describe("dropStale: a crashed worker does not block its entity", () => {
-  const cleanup: Array<() => Promise<unknown>> = [];
-  afterAll(async () => {
-    for (const step of cleanup.reverse()) await step().catch(() => {});
-  });
+  const cleanup = useCleanup("all", { quiet: true });
 
   it("when the worker delivering a user's state is killed, then a newer state of that user still reaches the route, after the lease expires, and no older one follows it", async () => {
     const dir = await mkdtemp(join(tmpdir(), "sk-drop-stale-crash-"));

@@ -1,11 +1,12 @@
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import { afterAll, describe, expect, inject, it } from "vitest";
+import { describe, expect, inject, it } from "vitest";
 import { deliveryQueueBullPrefix } from "../../src/queue/queue-names.js";
 import { createRedis, untilReady } from "../../src/queue/redis-connection.js";
 import { userEvent } from "../helpers/fixtures.js";
 import { startSinkServer } from "../helpers/sink-server.js";
 import { startTestService } from "../helpers/start-test-service.js";
+import { useCleanup } from "../helpers/cleanup.js";
 
 interface OtlpSpan {
   traceId: string;
@@ -52,10 +53,7 @@ async function until(check: () => boolean, what: string, timeoutMs = 30_000) {
 }
 
 describe("operate: traces", () => {
-  const cleanup: Array<() => Promise<void>> = [];
-  afterAll(async () => {
-    for (const step of cleanup.reverse()) await step();
-  });
+  const cleanup = useCleanup("all");
 
   it("when OTEL_EXPORTER_OTLP_ENDPOINT is set, then one trace runs from the webhook request through the queue to the downstream delivery", async () => {
     const collector = await startCollector();

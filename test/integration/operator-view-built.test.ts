@@ -2,10 +2,11 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { cp, mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import { afterAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { freePort } from "../../src/queue/redis-server.js";
 import { buildCli } from "../helpers/build-cli.js";
 import { serviceProcessEnv } from "../helpers/service-process-env.js";
+import { useCleanup } from "../helpers/cleanup.js";
 
 const root = resolve(import.meta.dirname, "../..");
 const adminToken = "built-operator-view-token";
@@ -15,10 +16,7 @@ const adminToken = "built-operator-view-token";
  * files in web/admin/ beside dist/ (package.json "files" ships both), not in src/.
  */
 describe("operator view from the built service", () => {
-  const cleanup: Array<() => Promise<unknown>> = [];
-  afterAll(async () => {
-    for (const step of cleanup.reverse()) await step().catch(() => {});
-  });
+  const cleanup = useCleanup("all", { quiet: true });
 
   it("when dist/cli/main.js starts the service, then /admin/ serves the page and its script from web/admin/", { timeout: 300_000 }, async () => {
     const dir = await buildCli("operator-view");

@@ -1,11 +1,12 @@
 import { mkdtemp } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { startRedisServer, type RedisServer } from "../../src/queue/redis-server.js";
 import { userEvent } from "../helpers/fixtures.js";
 import { inspectStore } from "../helpers/inspect-store.js";
 import { startTestService, type TestService } from "../helpers/start-test-service.js";
+import { useCleanup } from "../helpers/cleanup.js";
 
 const sink = { DOWNSTREAM_URL: "http://127.0.0.1:9/" };
 
@@ -24,10 +25,7 @@ async function postUntil(service: TestService, status: number, deadlineMs: numbe
 }
 
 describe("receiver: Redis faults", () => {
-  const cleanup: Array<() => Promise<void>> = [];
-  afterAll(async () => {
-    for (const step of cleanup.reverse()) await step();
-  });
+  const cleanup = useCleanup("all");
 
   it("when Redis is killed mid-run, then requests get 503 with Retry-After quickly, and 202 again once it is back, with nothing acknowledged lost", async () => {
     const dir = await mkdtemp(join(tmpdir(), "sk-fault-"));

@@ -1,12 +1,13 @@
 import { mkdtemp } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import { createRedis, untilReady, type RedisClient } from "../../src/queue/redis-connection.js";
 import { startRedisServer, type RedisServer } from "../../src/queue/redis-server.js";
 import { userEvent } from "../helpers/fixtures.js";
 import { inspectStore } from "../helpers/inspect-store.js";
 import { startTestService } from "../helpers/start-test-service.js";
+import { useCleanup } from "../helpers/cleanup.js";
 
 const sink = { DOWNSTREAM_URL: "http://127.0.0.1:9/" };
 
@@ -23,7 +24,7 @@ describe("REDIS_MIN_REPLICAS: a 202 only once replicas hold the write", () => {
   let primary: RedisServer;
   let replica: RedisServer;
   let admin: RedisClient;
-  const cleanup: Array<() => Promise<void>> = [];
+  const cleanup = useCleanup("all");
 
   beforeAll(async () => {
     primary = await startRedisServer({ dir: await mkdtemp(join(tmpdir(), "sk-primary-")), appendOnly: false });
@@ -34,9 +35,6 @@ describe("REDIS_MIN_REPLICAS: a 202 only once replicas hold the write", () => {
     cleanup.push(async () => admin.disconnect());
     await untilReady(admin);
     await untilInfo(admin, (info) => /^slave0:.*state=online/m.test(info), "the replica is online");
-  });
-  afterAll(async () => {
-    for (const step of cleanup.reverse()) await step();
   });
 
   it("when one replica is online and REDIS_MIN_REPLICAS=1, then the event is answered 202 and the replica holds it", async () => {

@@ -4,9 +4,10 @@ import { mkdtemp, readFile, rm, stat } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { randomUUID } from "node:crypto";
-import { afterEach, describe, expect, inject, it } from "vitest";
+import { describe, expect, inject, it } from "vitest";
 import { userEvent } from "../helpers/fixtures.js";
 import { startOldRedis } from "../helpers/start-old-redis.js";
+import { useCleanup } from "../helpers/cleanup.js";
 
 const cli = join(import.meta.dirname, "../../dist/cli/main.js");
 
@@ -29,11 +30,7 @@ const logLines = (stdout: string) =>
 
 /** README.md#set-up, README.md#commands: SIGINT stops as SIGTERM does; generated credentials are private; too old a Redis is a setting to change. */
 describe("streamkeeper start: stopping on SIGINT, private credentials, an old Redis", () => {
-  const cleanup: Array<() => Promise<unknown>> = [];
-  afterEach(async () => {
-    for (const step of cleanup.reverse()) await step().catch(() => {});
-    cleanup.length = 0;
-  });
+  const cleanup = useCleanup("each", { quiet: true });
   const dataDir = async () => {
     const dir = await mkdtemp(join(tmpdir(), "sk-signals-"));
     cleanup.push(() => rm(dir, { recursive: true, force: true }));

@@ -1,13 +1,14 @@
 import { randomUUID } from "node:crypto";
 import { Redis } from "ioredis";
 import { pino } from "pino";
-import { afterEach, describe, expect, inject, it } from "vitest";
+import { describe, expect, inject, it } from "vitest";
 import { startEmulator, type Emulator } from "../../src/emulator/start-emulator.js";
 import { registry } from "../../src/metrics/registry.js";
 import { createStreamWatcher, type StreamWatcher } from "../../src/streams/create-stream-watcher.js";
 import { createTenantClient, type TenantClient } from "../../src/tenant/create-tenant-client.js";
 import { capturedLogger } from "../helpers/captured-logger.js";
 import { call, createStream, getToken } from "./emulator-test-kit.js";
+import { useCleanup } from "../helpers/cleanup.js";
 
 async function value(name: string, labels: Record<string, string>): Promise<number | undefined> {
   const metric = (await registry.getMetricsAsJSON()).find((each) => each.name === name);
@@ -27,11 +28,7 @@ async function until<T>(what: string, probe: () => Promise<T | undefined | false
 
 /** The watcher in this process, against the emulator and the test Redis, to drive readiness and the tenant directly. */
 describe("stream watcher", () => {
-  const cleanup: Array<() => Promise<unknown>> = [];
-  afterEach(async () => {
-    for (const step of cleanup.reverse()) await step().catch(() => {});
-    cleanup.length = 0;
-  });
+  const cleanup = useCleanup("each", { quiet: true });
 
   async function setUp() {
     const emulator: Emulator = await startEmulator({ timeScale: 0.01 });

@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import { afterAll, describe, expect, inject, it } from "vitest";
+import { describe, expect, inject, it } from "vitest";
 import { startEmulator } from "../../src/emulator/start-emulator.js";
 import { freePort } from "../../src/queue/redis-server.js";
 import { startServiceProcess } from "../chaos/start-service-process.js";
@@ -8,6 +8,7 @@ import { testCredentials } from "../helpers/start-test-service.js";
 import { createStream, emit, tenantEnv } from "./emulator-test-kit.js";
 import { adminToken, byEventId, failedCount, sweepStatus, until } from "./sweep-test-kit.js";
 import { serviceProcessEnv } from "../helpers/service-process-env.js";
+import { useCleanup } from "../helpers/cleanup.js";
 
 /**
  * The sweep (README.md#the-sweep-failed-deliveries-found-without-being-told) against the
@@ -16,10 +17,7 @@ import { serviceProcessEnv } from "../helpers/service-process-env.js";
  * command run, while live events keep arriving, and a stream pointing elsewhere is left alone.
  */
 describe("sweep: failed deliveries recovered with no one asking", () => {
-  const cleanup: Array<() => Promise<unknown>> = [];
-  afterAll(async () => {
-    for (const step of cleanup.reverse()) await step().catch(() => {});
-  });
+  const cleanup = useCleanup("all", { quiet: true });
 
   it("when the service was down while the tenant failed 130 deliveries, then after it starts each reaches the sink once with origin reconcile; live events once; a stream pointing elsewhere untouched; no 429 at the default share", async () => {
     // A tenant limiting to 20 API calls a second: at the default share the sweep spends 10.

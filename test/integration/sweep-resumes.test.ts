@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { Redis } from "ioredis";
-import { afterAll, describe, expect, inject, it } from "vitest";
+import { describe, expect, inject, it } from "vitest";
 import { startEmulator } from "../../src/emulator/start-emulator.js";
 import { sweepKey } from "../../src/queue/queue-names.js";
 import { freePort } from "../../src/queue/redis-server.js";
@@ -9,6 +9,7 @@ import { startSinkServer } from "../helpers/sink-server.js";
 import { testCredentials } from "../helpers/start-test-service.js";
 import { createStream, emit, tenantEnv } from "./emulator-test-kit.js";
 import { byEventId, failedCount, sweepingEnv, until } from "./sweep-test-kit.js";
+import { useCleanup } from "../helpers/cleanup.js";
 
 const minuteMs = 60_000;
 
@@ -19,10 +20,7 @@ const minuteMs = 60_000;
  * Scaled down: a lookback of 1 s, so the failures are older than it when the service starts.
  */
 describe("sweep: resuming from a checkpoint after a long downtime", () => {
-  const cleanup: Array<() => Promise<unknown>> = [];
-  afterAll(async () => {
-    for (const step of cleanup.reverse()) await step().catch(() => {});
-  });
+  const cleanup = useCleanup("all", { quiet: true });
 
   it("when the service was down longer than the lookback, then the sweep reads from each stream's checkpoint and recovers what failed meanwhile; a checkpoint beyond DEDUPE_TTL_SECONDS is cut there with a warning naming the range and the command", async () => {
     const emulator = await startEmulator({ timeScale: 0.001 });

@@ -2,7 +2,7 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Redis } from "ioredis";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { startEmulator, type Emulator } from "../../../src/emulator/start-emulator.js";
 import { pullKey } from "../../../src/pull/pull-state.js";
 import { startRedisServer } from "../../../src/queue/redis-server.js";
@@ -10,14 +10,11 @@ import { startServiceProcess, type ServiceProcess } from "../../chaos/start-serv
 import { serviceProcessEnv } from "../../helpers/service-process-env.js";
 import { startSinkServer, type SinkServer } from "../../helpers/sink-server.js";
 import { adminToken, deliveriesById, emitWithOffsets, eventsApi, pullEnv } from "./pull-test-kit.js";
+import { useCleanup } from "../../helpers/cleanup.js";
 
 /** Worker processes that pull: SIGKILLed, two at once, Redis stopped under them. */
 describe("pulling with worker processes that die", () => {
-  const cleanup: Array<() => Promise<unknown>> = [];
-  afterEach(async () => {
-    for (const step of cleanup.reverse()) await step().catch(() => undefined);
-    cleanup.length = 0;
-  }, 300000);
+  const cleanup = useCleanup("each", { quiet: true, timeoutMs: 300000 });
 
   async function worker(env: Record<string, string>): Promise<ServiceProcess> {
     const started = await startServiceProcess("worker", env);
