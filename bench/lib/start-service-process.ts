@@ -6,11 +6,12 @@ import type { Role } from "../../src/app.js";
 import { settings } from "../../src/config.js";
 import { freePort } from "../../src/queue/redis-server.js";
 import { peakRssBytes, stopChild } from "./start-child.js";
+import { basicAuthorization } from "../../test/helpers/credentials.js";
 
 const cli = fileURLToPath(new URL("../../dist/cli/main.js", import.meta.url));
 
 export const benchCredentials = { username: "bench", password: "bench-webhook-password" };
-export const benchAuthorization = `Basic ${Buffer.from(`${benchCredentials.username}:${benchCredentials.password}`).toString("base64")}`;
+export const benchAuthorization = basicAuthorization(benchCredentials.username, benchCredentials.password);
 
 export interface ServiceOptions {
   role: Role;

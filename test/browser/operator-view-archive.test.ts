@@ -14,6 +14,7 @@ import { startSinkServer, type SinkRequest, type SinkServer } from "../helpers/s
 import { startTestService, testCredentials, type TestService } from "../helpers/start-test-service.js";
 import { createStream, emit, settled, tenantEnv } from "../integration/emulator-test-kit.js";
 import { useCleanup, type Cleanup } from "../helpers/cleanup.js";
+import { adminHeaders } from "../helpers/credentials.js";
 
 const chromiumPath = "/usr/bin/chromium";
 const adminToken = "operator-view-archive-admin-token";
@@ -77,7 +78,7 @@ describe.skipIf(!existsSync(chromiumPath))("operate: the operator view's search,
   const log = capturedLogger();
 
   async function overview(): Promise<Overview> {
-    return (await (await fetch(`${service.adminUrl}/admin/overview`, { headers: { authorization: `Bearer ${adminToken}` } })).json()) as Overview;
+    return (await (await fetch(`${service.adminUrl}/admin/overview`, { headers: adminHeaders(adminToken) })).json()) as Overview;
   }
   const refreshes = async () => Number(await page.locator("body").getAttribute("data-refreshes"));
   /** Once the service shows `holds`, the page shows it after at most one refresh started after it. */
@@ -94,7 +95,7 @@ describe.skipIf(!existsSync(chromiumPath))("operate: the operator view's search,
    */
   async function replayRowOnceDelivered(replayId: string, count: number): Promise<string[]> {
     const status = async () => {
-      const seen = (await (await fetch(`${service.adminUrl}/admin/replays/${replayId}`, { headers: { authorization: `Bearer ${adminToken}` } })).json()) as { state: string; delivered: number };
+      const seen = (await (await fetch(`${service.adminUrl}/admin/replays/${replayId}`, { headers: adminHeaders(adminToken) })).json()) as { state: string; delivered: number };
       return `${seen.state} ${seen.delivered}`;
     };
     await expect.poll(status, { timeout: 60_000 }).toBe(`done ${count}`);

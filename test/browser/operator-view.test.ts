@@ -12,6 +12,7 @@ import { startSinkServer } from "../helpers/sink-server.js";
 import { startTestService, testCredentials, type TestService } from "../helpers/start-test-service.js";
 import { call, createStream, getToken, tenantEnv } from "../integration/emulator-test-kit.js";
 import { useCleanup } from "../helpers/cleanup.js";
+import { adminHeaders } from "../helpers/credentials.js";
 
 const chromiumPath = "/usr/bin/chromium";
 const adminToken = "operator-view-admin-token";
@@ -40,7 +41,7 @@ describe.skipIf(!existsSync(chromiumPath))("operate: the operator view in a real
   const consoleErrors: string[] = [];
 
   async function overview(): Promise<Overview> {
-    return (await (await fetch(`${service.adminUrl}/admin/overview`, { headers: { authorization: `Bearer ${adminToken}` } })).json()) as Overview;
+    return (await (await fetch(`${service.adminUrl}/admin/overview`, { headers: adminHeaders(adminToken) })).json()) as Overview;
   }
 
   const refreshes = async () => Number(await page.locator("body").getAttribute("data-refreshes"));

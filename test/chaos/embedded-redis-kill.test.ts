@@ -3,15 +3,15 @@ import { mkdtemp } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { serviceProcessEnv, testCredentials } from "../helpers/service-process-env.js";
+import { serviceProcessEnv } from "../helpers/service-process-env.js";
 import { startChaosSink } from "./chaos-sink.js";
 import { recordChaosResult } from "./record-chaos-result.js";
 import { routeFigures } from "./route-figures.js";
 import { startLoadDriver } from "./start-load-driver.js";
 import { startServiceProcess } from "./start-service-process.js";
 import { useCleanup } from "../helpers/cleanup.js";
+import { webhookAuthorization as authorization } from "../helpers/credentials.js";
 
-const authorization = `Basic ${Buffer.from(`${testCredentials.username}:${testCredentials.password}`).toString("base64")}`;
 const concurrency = 4;
 
 /**

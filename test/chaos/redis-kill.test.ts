@@ -3,14 +3,14 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { startRedisServer, type RedisServer } from "../../src/queue/redis-server.js";
-import { startTestService, testCredentials, type TestService } from "../helpers/start-test-service.js";
+import { startTestService, type TestService } from "../helpers/start-test-service.js";
 import { startChaosSink, type ChaosSink } from "./chaos-sink.js";
 import { recordChaosResult } from "./record-chaos-result.js";
 import { routeFigures } from "./route-figures.js";
 import { startLoadDriver, type LoadDriver } from "./start-load-driver.js";
 import { useCleanup } from "../helpers/cleanup.js";
+import { webhookAuthorization as authorization } from "../helpers/credentials.js";
 
-const authorization = `Basic ${Buffer.from(`${testCredentials.username}:${testCredentials.password}`).toString("base64")}`;
 const concurrency = 4;
 
 /**

@@ -4,15 +4,15 @@ import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { inspectStore } from "../helpers/inspect-store.js";
 import { serviceProcessEnv } from "../helpers/service-process-env.js";
-import { startTestService, testCredentials } from "../helpers/start-test-service.js";
+import { startTestService } from "../helpers/start-test-service.js";
 import { startChaosSink, type ChaosSink } from "./chaos-sink.js";
 import { recordChaosResult } from "./record-chaos-result.js";
 import { routeFigures } from "./route-figures.js";
 import { startLoadDriver } from "./start-load-driver.js";
 import { startServiceProcess, type ServiceProcess } from "./start-service-process.js";
 import { useCleanup } from "../helpers/cleanup.js";
+import { webhookAuthorization as authorization } from "../helpers/credentials.js";
 
-const authorization = `Basic ${Buffer.from(`${testCredentials.username}:${testCredentials.password}`).toString("base64")}`;
 const concurrency = 4;
 const kills = 2;
 

@@ -12,6 +12,7 @@ import { startTestService, testCredentials } from "../helpers/start-test-service
 import { createStream, emit, tenantEnv } from "./emulator-test-kit.js";
 import { failedCount, until } from "./sweep-test-kit.js";
 import { useCleanup } from "../helpers/cleanup.js";
+import { adminHeaders } from "../helpers/credentials.js";
 
 /**
  * The archive at volume (docs/architecture.md, "The archive"): 5,000 events, some
@@ -144,7 +145,7 @@ describe("archive: 5,000 events by webhook and by the sweep", () => {
     expect(await db.query("SELECT a.event_id FROM attempts a LEFT JOIN events e ON e.id = a.event_id WHERE e.id IS NULL LIMIT 1")).toEqual([]);
 
     const admin = async <T>(path: string): Promise<T> => {
-      const answer = await fetch(`${service.adminUrl}${path}`, { headers: { authorization: `Bearer ${adminToken}` } });
+      const answer = await fetch(`${service.adminUrl}${path}`, { headers: adminHeaders(adminToken) });
       expect(answer.status, path).toBe(200);
       return (await answer.json()) as T;
     };

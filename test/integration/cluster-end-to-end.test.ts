@@ -9,6 +9,7 @@ import { startRedisCluster, type RedisClusterHandle } from "../helpers/redis-clu
 import { startSinkServer, type SinkRequest, type SinkServer } from "../helpers/sink-server.js";
 import { startTestService, testCredentials, type TestService } from "../helpers/start-test-service.js";
 import { createStream, emit, settled } from "./emulator-test-kit.js";
+import { adminHeaders } from "../helpers/credentials.js";
 
 const adminToken = "cluster-admin-token";
 
@@ -147,7 +148,7 @@ describe("end to end on a three-master Redis Cluster", () => {
 
   /** POST /admin/reconcile, then polls each job to its outcome. */
   async function reconcile(eventIds: string[], streamId: string): Promise<Map<string, string>> {
-    const headers = { authorization: `Bearer ${adminToken}`, "content-type": "application/json" };
+    const headers = adminHeaders(adminToken, { "content-type": "application/json" });
     const answer = await fetch(`${service.adminUrl}/admin/reconcile`, { method: "POST", headers, body: JSON.stringify({ eventIds, streamId }) });
     expect(answer.status).toBe(202);
     const { jobs } = (await answer.json()) as { jobs: Array<{ eventId: string; jobId: string }> };

@@ -9,6 +9,7 @@ import { startServiceProcess, type ServiceProcess } from "../chaos/start-service
 import { serviceProcessEnv } from "../helpers/service-process-env.js";
 import { startTestService, type TestService } from "../helpers/start-test-service.js";
 import { control, createStream, emit, settled, startSink, tenantEnv, type Sink } from "./emulator-test-kit.js";
+import { adminHeaders } from "../helpers/credentials.js";
 
 interface StoredStream {
   destination: { configuration: { webhook_endpoint: string; webhook_authorization: Record<string, string> } };
@@ -107,7 +108,7 @@ describe("POST /admin/streams/:streamId/connect", () => {
   });
 
   const connect = (adminUrl: string, streamId: string, body: unknown) =>
-    fetch(`${adminUrl}/admin/streams/${streamId}/connect`, { method: "POST", headers: { authorization: `Bearer ${adminToken}`, "content-type": "application/json" }, body: JSON.stringify(body) });
+    fetch(`${adminUrl}/admin/streams/${streamId}/connect`, { method: "POST", headers: adminHeaders(adminToken, { "content-type": "application/json" }), body: JSON.stringify(body) });
 
   it("when a worker has the receivers' explicit credentials, then it connects with them; with generated ones, 409 saying where to ask", async () => {
     const worker = await startTestService({ ADMIN_TOKEN: adminToken, ...tenantEnv(emu) }, "worker");

@@ -6,11 +6,10 @@ import type { CloudEvent } from "../../src/events/cloud-event.js";
 import { startServiceProcess, type ServiceProcess } from "../chaos/start-service-process.js";
 import { userEvent } from "../helpers/fixtures.js";
 import { startSinkServer, type SinkAnswer } from "../helpers/sink-server.js";
-import { testCredentials } from "../helpers/start-test-service.js";
 import { serviceProcessEnv } from "../helpers/service-process-env.js";
 import { useCleanup } from "../helpers/cleanup.js";
+import { webhookAuthorization as authorization } from "../helpers/credentials.js";
 
-const authorization = `Basic ${Buffer.from(`${testCredentials.username}:${testCredentials.password}`).toString("base64")}`;
 
 /**
  * A worker process SIGKILLed while it delivers a state of a dropStale route holds that

@@ -6,14 +6,13 @@ import type { CloudEvent } from "../../src/events/cloud-event.js";
 import { startServiceProcess, type ServiceProcess } from "../chaos/start-service-process.js";
 import { userEvent } from "../helpers/fixtures.js";
 import { startSinkServer, type SinkServer } from "../helpers/sink-server.js";
-import { testCredentials } from "../helpers/start-test-service.js";
 import { serviceProcessEnv } from "../helpers/service-process-env.js";
 import { seededRandom, testSeed } from "../helpers/test-seed.js";
+import { adminHeaders, webhookAuthorization as authorization } from "../helpers/credentials.js";
 
 /** The shuffle and the sink's hold times: seeded, so a failing order can be run again. */
 const random = seededRandom(testSeed("dispatch-drop-stale"));
 
-const authorization = `Basic ${Buffer.from(`${testCredentials.username}:${testCredentials.password}`).toString("base64")}`;
 const adminToken = "drop-stale-admin";
 const base = Date.parse("2026-01-01T00:00:00.000Z");
 
@@ -105,7 +104,7 @@ describe("dropStale: a route never goes back in time for a user, across worker p
   }
 
   async function stateOf(eventId: string, route: string): Promise<string | undefined> {
-    const answer = await fetch(`${receiver.adminUrl}/admin/events/${eventId}`, { headers: { authorization: `Bearer ${adminToken}` } });
+    const answer = await fetch(`${receiver.adminUrl}/admin/events/${eventId}`, { headers: adminHeaders(adminToken) });
     if (answer.status !== 200) return undefined;
     const description = (await answer.json()) as { routes: Array<{ route: string; state: string }> };
     return description.routes.find((candidate) => candidate.route === route)?.state;

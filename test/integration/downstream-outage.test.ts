@@ -5,10 +5,9 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startServiceProcess, type ServiceProcess } from "../chaos/start-service-process.js";
 import { userEvent } from "../helpers/fixtures.js";
 import { startSinkServer, type SinkRequest, type SinkServer } from "../helpers/sink-server.js";
-import { testCredentials } from "../helpers/start-test-service.js";
 import { serviceProcessEnv } from "../helpers/service-process-env.js";
+import { webhookAuthorization as authorization } from "../helpers/credentials.js";
 
-const authorization = `Basic ${Buffer.from(`${testCredentials.username}:${testCredentials.password}`).toString("base64")}`;
 const ids = (requests: SinkRequest[]) => requests.map((request) => String(request.headers["webhook-id"]));
 
 async function metric(service: ServiceProcess, line: string): Promise<number | undefined> {

@@ -10,6 +10,7 @@ import { afterAll, afterEach, describe, expect, it } from "vitest";
 import { runCli } from "../chaos/run-cli.js";
 import { startServiceProcess, type ServiceProcess } from "../chaos/start-service-process.js";
 import { testCredentials } from "../helpers/start-test-service.js";
+import { webhookAuthorization } from "../helpers/credentials.js";
 
 /**
  * The embedded redis-server (no REDIS_URL) shared by real processes on one DATA_DIR: none
@@ -81,7 +82,7 @@ async function ready(service: ServiceProcess): Promise<number> {
 async function accepts(service: ServiceProcess, id: string): Promise<number> {
   const answer = await fetch(`${service.publicUrl}/webhooks/est_aD5AUDqZbHFcMoEx2LxAk9`, {
     method: "POST",
-    headers: { authorization: `Basic ${Buffer.from(`${testCredentials.username}:${testCredentials.password}`).toString("base64")}`, "content-type": "application/json" },
+    headers: { authorization: webhookAuthorization, "content-type": "application/json" },
     body: JSON.stringify({ id, source: "urn:test", specversion: "1.0", type: "user.created", data: {} }),
   });
   return answer.status;

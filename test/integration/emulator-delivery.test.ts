@@ -2,6 +2,7 @@ import { CloudEvent } from "cloudevents";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startEmulator, type Emulator } from "../../src/emulator/start-emulator.js";
 import { call, createStream, emit, getToken, settled, startSink, type Sink } from "./emulator-test-kit.js";
+import { basicAuthorization } from "../helpers/credentials.js";
 
 interface Record {
   id: string;
@@ -142,7 +143,7 @@ describe("emulator delivery engine", () => {
     const eventId = await emit(emulator, "group.updated");
 
     await until(() => basic.requests.length + bearer.requests.length + custom.requests.length === 3);
-    expect(basic.requests[0]?.headers.authorization).toBe(`Basic ${Buffer.from("tenant:s3cret:x").toString("base64")}`);
+    expect(basic.requests[0]?.headers.authorization).toBe(basicAuthorization("tenant", "s3cret:x"));
     expect(bearer.requests[0]?.headers.authorization).toBe("Bearer tok-123");
     expect(custom.requests[0]?.headers["x-hook-key"]).toBe("k-456");
     expect(custom.requests[0]?.headers.authorization).toBeUndefined();

@@ -7,6 +7,7 @@ import { freePort } from "../../src/queue/redis-server.js";
 import { buildCli } from "../helpers/build-cli.js";
 import { serviceProcessEnv } from "../helpers/service-process-env.js";
 import { useCleanup } from "../helpers/cleanup.js";
+import { basicAuthorization } from "../helpers/credentials.js";
 
 const root = resolve(import.meta.dirname, "../..");
 const adminToken = "built-operator-view-token";
@@ -34,7 +35,7 @@ describe("operator view from the built service", () => {
       child.kill("SIGTERM");
       await new Promise((done) => (child.exitCode !== null ? done(undefined) : child.once("exit", done)));
     });
-    const basic = { authorization: `Basic ${Buffer.from(`operator:${adminToken}`).toString("base64")}` };
+    const basic = { authorization: basicAuthorization("operator", adminToken) };
     const url = `http://127.0.0.1:${adminPort}/admin/`;
     await expect.poll(async () => (await fetch(url, { headers: basic }).catch(() => undefined))?.status, { timeout: 60_000, interval: 200 }).toBe(200);
     expect(await (await fetch(url, { headers: basic })).text()).toContain("Streamkeeper operator view");

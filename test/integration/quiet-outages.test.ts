@@ -7,6 +7,7 @@ import { capturedLogger } from "../helpers/captured-logger.js";
 import { userEvent } from "../helpers/fixtures.js";
 import { startTestService, testCredentials } from "../helpers/start-test-service.js";
 import { useCleanup } from "../helpers/cleanup.js";
+import { basicAuthorization } from "../helpers/credentials.js";
 
 const sink = { DOWNSTREAM_URL: "http://127.0.0.1:9/" };
 const linesOf = (lines: Array<Record<string, unknown>>, msg: string) => lines.filter((line) => String(line.msg).startsWith(msg));
@@ -34,7 +35,7 @@ describe("quiet outages: a line per interval with counts, not a line per request
     const { logger, lines } = capturedLogger();
     const service = await startTestService({ ...sink, LOG_REPEAT_INTERVAL_SECONDS: "1" }, "receiver", logger);
     cleanup.push(() => service.close());
-    const wrong = `Basic ${Buffer.from(`${testCredentials.username}:wrong`).toString("base64")}`;
+    const wrong = basicAuthorization(testCredentials.username, "wrong");
     for (let i = 0; i < 20; i++) expect((await service.post("/webhooks", JSON.stringify(userEvent()), { authorization: wrong })).status).toBe(401);
     const refused = () => linesOf(lines, "webhook refused");
     expect(refused()[0]).toMatchObject({ problem: "the Basic credentials are wrong" });

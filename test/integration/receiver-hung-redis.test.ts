@@ -2,10 +2,10 @@ import { describe, expect, inject, it } from "vitest";
 import { userEvent } from "../helpers/fixtures.js";
 import { inspectStore } from "../helpers/inspect-store.js";
 import { startFreezingProxy } from "../helpers/start-freezing-proxy.js";
-import { startTestService, testCredentials } from "../helpers/start-test-service.js";
+import { startTestService } from "../helpers/start-test-service.js";
 import { useCleanup } from "../helpers/cleanup.js";
+import { webhookAuthorization as authorization } from "../helpers/credentials.js";
 
-const authorization = `Basic ${Buffer.from(`${testCredentials.username}:${testCredentials.password}`).toString("base64")}`;
 
 /**
  * README: the receiver "answers `202` only once it is stored (`503`, never a 4xx, when it

@@ -3,10 +3,11 @@ import { startEmulator, type Emulator } from "../../src/emulator/start-emulator.
 import { tenantId } from "../helpers/fixtures.js";
 import { startTestService, testCredentials, type TestService } from "../helpers/start-test-service.js";
 import { createStream, emit, settled, tenantEnv } from "./emulator-test-kit.js";
+import { adminHeaders } from "../helpers/credentials.js";
 
 /** `POST /admin/reconcile` and `GET /admin/reconcile/:jobId` on the real service (README.md#http-surfaces). */
 const adminToken = "reconcile-admin-token";
-const auth = { authorization: `Bearer ${adminToken}` };
+const auth = adminHeaders(adminToken);
 
 let emulator: Emulator;
 let service: TestService;

@@ -5,10 +5,9 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startServiceProcess, type ServiceProcess } from "../chaos/start-service-process.js";
 import { userEvent } from "../helpers/fixtures.js";
 import { startSinkServer, type SinkServer } from "../helpers/sink-server.js";
-import { testCredentials } from "../helpers/start-test-service.js";
 import { serviceProcessEnv } from "../helpers/service-process-env.js";
+import { webhookAuthorization as authorization } from "../helpers/credentials.js";
 
-const authorization = `Basic ${Buffer.from(`${testCredentials.username}:${testCredentials.password}`).toString("base64")}`;
 
 async function delivered(worker: ServiceProcess): Promise<number> {
   const text = await (await fetch(`${worker.adminUrl}/metrics`)).text();

@@ -7,6 +7,7 @@ import { join } from "node:path";
 import { randomUUID } from "node:crypto";
 import { describe, expect, inject, it } from "vitest";
 import { userEvent } from "../helpers/fixtures.js";
+import { basicAuthorization } from "../helpers/credentials.js";
 
 const cli = join(import.meta.dirname, "../../dist/cli/main.js");
 
@@ -127,7 +128,7 @@ describe("streamkeeper start", () => {
     const res = await fetch(`${publicUrl}/webhooks`, {
       method: "POST",
       body: JSON.stringify(userEvent()),
-      headers: { "content-type": "application/json", authorization: `Basic ${Buffer.from(`${credentials.username}:${credentials.password}`).toString("base64")}` },
+      headers: { "content-type": "application/json", authorization: basicAuthorization(credentials.username, credentials.password) },
     });
     expect(res.status).toBe(202);
     expect((await fetch(`${adminUrl}/readyz`)).status).toBe(200);

@@ -8,6 +8,7 @@ import { describe, expect, inject, it } from "vitest";
 import { userEvent } from "../helpers/fixtures.js";
 import { startOldRedis } from "../helpers/start-old-redis.js";
 import { useCleanup } from "../helpers/cleanup.js";
+import { basicAuthorization } from "../helpers/credentials.js";
 
 const cli = join(import.meta.dirname, "../../dist/cli/main.js");
 
@@ -59,7 +60,7 @@ describe("streamkeeper start: stopping on SIGINT, private credentials, an old Re
     const res = await fetch(`${publicUrl}/webhooks`, {
       method: "POST",
       body: JSON.stringify(userEvent()),
-      headers: { "content-type": "application/json", authorization: `Basic ${Buffer.from(`${credentials.username}:${credentials.password}`).toString("base64")}` },
+      headers: { "content-type": "application/json", authorization: basicAuthorization(credentials.username, credentials.password) },
     });
     expect(res.status).toBe(202);
 

@@ -5,6 +5,7 @@ import type { SinkRequest } from "../helpers/sink-server.js";
 import { testCredentials } from "../helpers/start-test-service.js";
 import { control, createStream, emit, type ControlDelivery } from "./emulator-test-kit.js";
 import { serviceProcessEnv } from "../helpers/service-process-env.js";
+import { adminHeaders } from "../helpers/credentials.js";
 
 /** Helpers shared by the sweep's tests (not a test file itself). */
 
@@ -15,7 +16,7 @@ interface SweepStatus {
 }
 
 export async function sweepStatus(service: Pick<ServiceProcess, "adminUrl">): Promise<SweepStatus> {
-  const answer = await fetch(`${service.adminUrl}/admin/sweep`, { headers: { authorization: `Bearer ${adminToken}` } });
+  const answer = await fetch(`${service.adminUrl}/admin/sweep`, { headers: adminHeaders(adminToken) });
   expect(answer.status).toBe(200);
   return (await answer.json()) as SweepStatus;
 }

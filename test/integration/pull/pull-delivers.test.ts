@@ -8,6 +8,7 @@ import { startSinkServer, type SinkServer } from "../../helpers/sink-server.js";
 import { startTestService, type TestService } from "../../helpers/start-test-service.js";
 import { adminToken, deliveriesById, keptOffset, emitMany, eventsApi, metricValue, metricsOf, pullEnv, pullStatus } from "./pull-test-kit.js";
 import { useCleanup } from "../../helpers/cleanup.js";
+import { adminHeaders } from "../../helpers/credentials.js";
 
 describe("pulling the tenant's event log", () => {
   const cleanup = useCleanup("each", { timeoutMs: 240000 });
@@ -70,7 +71,7 @@ describe("pulling the tenant's event log", () => {
     await expect.poll(async () => (await pullStatus(service.adminUrl)).state, { timeout: 20_000 }).toBe("connected");
     const [id] = await emitMany(emulator, 1);
     await sink.until((requests) => requests.some((request) => request.headers["webhook-id"] === id));
-    const view = await fetch(`${service.adminUrl}/admin/events/${id}`, { headers: { authorization: `Bearer ${adminToken}` } });
+    const view = await fetch(`${service.adminUrl}/admin/events/${id}`, { headers: adminHeaders(adminToken) });
     expect(view.status).toBe(200);
     expect(((await view.json()) as { arrival: { origin: string } }).arrival.origin).toBe("pull");
     await expect.poll(async () => (await pullStatus(service.adminUrl)).lastEventAt, { timeout: 10_000 }).not.toBeNull();

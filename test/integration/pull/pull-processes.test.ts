@@ -11,6 +11,7 @@ import { serviceProcessEnv } from "../../helpers/service-process-env.js";
 import { startSinkServer, type SinkServer } from "../../helpers/sink-server.js";
 import { adminToken, deliveriesById, emitWithOffsets, eventsApi, pullEnv } from "./pull-test-kit.js";
 import { useCleanup } from "../../helpers/cleanup.js";
+import { adminHeaders } from "../../helpers/credentials.js";
 
 /** Worker processes that pull: SIGKILLed, two at once, Redis stopped under them. */
 describe("pulling with worker processes that die", () => {
@@ -23,7 +24,7 @@ describe("pulling with worker processes that die", () => {
   }
 
   async function holderOf(service: ServiceProcess): Promise<{ state: string; holder: string | null } | undefined> {
-    const answer = await fetch(`${service.adminUrl}/admin/pull`, { headers: { authorization: `Bearer ${adminToken}` } }).catch(() => undefined);
+    const answer = await fetch(`${service.adminUrl}/admin/pull`, { headers: adminHeaders(adminToken) }).catch(() => undefined);
     return answer?.status === 200 ? ((await answer.json()) as { state: string; holder: string | null }) : undefined;
   }
 
@@ -86,7 +87,7 @@ describe("pulling with worker processes that die", () => {
       const at = kept === null ? -1 : offsets.indexOf(kept);
       if (at < 0) return;
       for (const id of ids.slice(Math.max(0, at - 20), at + 1)) {
-        const answer = await fetch(`${current.adminUrl}/admin/events/${id}`, { headers: { authorization: `Bearer ${adminToken}` } }).catch(() => undefined);
+        const answer = await fetch(`${current.adminUrl}/admin/events/${id}`, { headers: adminHeaders(adminToken) }).catch(() => undefined);
         if (answer?.status === 404) violations.push(`offset ${kept} kept while ${id} is not stored`);
       }
     };
