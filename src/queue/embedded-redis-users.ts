@@ -3,6 +3,7 @@ import { loadLua } from "../load-lua.js";
 import type { Logger } from "../logger.js";
 import { infoField } from "./info-field.js";
 import { closeRedis, createRedis, untilReady } from "./redis-connection.js";
+import { isAlive } from "../is-alive.js";
 
 /** One field per process using the embedded Redis: `<host>:<pid>` -> `{pid, host, who, heartbeatAt}`. */
 export const usersKey = "streamkeeper:embedded-redis:users";
@@ -130,13 +131,4 @@ function liveLeases(leases: Record<string, string>, ours: string): string[] {
       return lease.host === host ? isAlive(lease.pid) && age < staleSameHostMs : age < staleOtherHostMs;
     })
     .map(([key]) => key);
-}
-
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === "EPERM";
-  }
 }

@@ -8,7 +8,7 @@ import { startChaosSink } from "./chaos-sink.js";
 import { recordChaosResult } from "./record-chaos-result.js";
 import { routeFigures } from "./route-figures.js";
 import { startLoadDriver } from "./start-load-driver.js";
-import { startServiceProcess } from "./start-service-process.js";
+import { startServiceProcess } from "../helpers/start-service-process.js";
 import { useCleanup } from "../helpers/cleanup.js";
 import { webhookAuthorization as authorization } from "../helpers/credentials.js";
 

@@ -1,5 +1,5 @@
 import { spawn } from "node:child_process";
-import { cliEntry } from "./start-service-process.js";
+import { cliEntry } from "../helpers/start-service-process.js";
 
 export interface CliRun {
   code: number | null;

@@ -11,7 +11,7 @@ import { testCredentials } from "../helpers/start-test-service.js";
 import { startChaosSink } from "./chaos-sink.js";
 import { recordChaosResult } from "./record-chaos-result.js";
 import { routeFigures } from "./route-figures.js";
-import { startServiceProcess } from "./start-service-process.js";
+import { startServiceProcess } from "../helpers/start-service-process.js";
 import { useCleanup } from "../helpers/cleanup.js";
 
 const ratePerSecond = 20;

@@ -9,7 +9,7 @@ import { startChaosSink, type ChaosSink } from "./chaos-sink.js";
 import { recordChaosResult } from "./record-chaos-result.js";
 import { routeFigures } from "./route-figures.js";
 import { startLoadDriver } from "./start-load-driver.js";
-import { startServiceProcess, type ServiceProcess } from "./start-service-process.js";
+import { startServiceProcess, type ServiceProcess } from "../helpers/start-service-process.js";
 import { useCleanup } from "../helpers/cleanup.js";
 import { webhookAuthorization as authorization } from "../helpers/credentials.js";
 

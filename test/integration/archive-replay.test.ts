@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { CloudEvent } from "../../src/events/cloud-event.js";
-import { startServiceProcess, type ServiceProcess } from "../chaos/start-service-process.js";
+import { startServiceProcess, type ServiceProcess } from "../helpers/start-service-process.js";
 import { createTestDatabase, type TestDatabase } from "../helpers/archive-database.js";
 import { userEvent } from "../helpers/fixtures.js";
 import { serviceProcessEnv } from "../helpers/service-process-env.js";

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startEmulator, type Emulator } from "../../src/emulator/start-emulator.js";
 import { freePort } from "../../src/queue/redis-server.js";
 import { runCli } from "../chaos/run-cli.js";
-import { startServiceProcess, type ServiceProcess } from "../chaos/start-service-process.js";
+import { startServiceProcess, type ServiceProcess } from "../helpers/start-service-process.js";
 import { serviceProcessEnv } from "../helpers/service-process-env.js";
 import { startTestService, type TestService } from "../helpers/start-test-service.js";
 import { control, createStream, emit, settled, startSink, tenantEnv, type Sink } from "./emulator-test-kit.js";

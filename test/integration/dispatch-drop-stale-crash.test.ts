@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import type { CloudEvent } from "../../src/events/cloud-event.js";
-import { startServiceProcess, type ServiceProcess } from "../chaos/start-service-process.js";
+import { startServiceProcess, type ServiceProcess } from "../helpers/start-service-process.js";
 import { userEvent } from "../helpers/fixtures.js";
 import { startSinkServer, type SinkAnswer } from "../helpers/sink-server.js";
 import { serviceProcessEnv } from "../helpers/service-process-env.js";

@@ -2,7 +2,7 @@ import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startServiceProcess, type ServiceProcess } from "../chaos/start-service-process.js";
+import { startServiceProcess, type ServiceProcess } from "../helpers/start-service-process.js";
 import { userEvent } from "../helpers/fixtures.js";
 import { startSinkServer, type SinkServer } from "../helpers/sink-server.js";
 import { serviceProcessEnv } from "../helpers/service-process-env.js";

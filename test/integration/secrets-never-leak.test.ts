@@ -6,7 +6,7 @@ import { describe, expect, it } from "vitest";
 import { startEmulator, type Emulator } from "../../src/emulator/start-emulator.js";
 import { startRedisServer, type RedisServer } from "../../src/queue/redis-server.js";
 import { runCli } from "../chaos/run-cli.js";
-import { startServiceProcess, type ServiceProcess } from "../chaos/start-service-process.js";
+import { startServiceProcess, type ServiceProcess } from "../helpers/start-service-process.js";
 import { userEvent } from "../helpers/fixtures.js";
 import { startSinkServer, type SinkServer } from "../helpers/sink-server.js";
 import { createStream, emit, settled } from "./emulator-test-kit.js";

@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { freePort } from "../../src/queue/redis-server.js";
 import { createRedis } from "../../src/queue/redis-connection.js";
 import { runCli } from "../chaos/run-cli.js";
-import { startServiceProcess, type ServiceProcess } from "../chaos/start-service-process.js";
+import { startServiceProcess, type ServiceProcess } from "../helpers/start-service-process.js";
 import { userEvent } from "../helpers/fixtures.js";
 import { startSink, type Sink } from "./emulator-test-kit.js";
 import { serviceProcessEnv } from "../helpers/service-process-env.js";

@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { startEmulator } from "../../src/emulator/start-emulator.js";
 import { freePort } from "../../src/queue/redis-server.js";
 import { startFaultProxy } from "../chaos/start-fault-proxy.js";
-import { startServiceProcess } from "../chaos/start-service-process.js";
+import { startServiceProcess } from "../helpers/start-service-process.js";
 import { startSinkServer } from "../helpers/sink-server.js";
 import { tenantEnv } from "./emulator-test-kit.js";
 import { byEventId, counterValue, failWhileDown, sweepStatus, sweepingEnv, until } from "./sweep-test-kit.js";

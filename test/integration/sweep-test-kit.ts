@@ -1,6 +1,6 @@
 import { expect } from "vitest";
 import type { Emulator } from "../../src/emulator/start-emulator.js";
-import type { ServiceProcess } from "../chaos/start-service-process.js";
+import type { ServiceProcess } from "../helpers/start-service-process.js";
 import type { SinkRequest } from "../helpers/sink-server.js";
 import { testCredentials } from "../helpers/start-test-service.js";
 import { control, createStream, emit, type ControlDelivery } from "./emulator-test-kit.js";

@@ -6,7 +6,7 @@ import { describe, expect, it } from "vitest";
 import { startEmulator, type Emulator } from "../../../src/emulator/start-emulator.js";
 import { pullKey } from "../../../src/pull/pull-state.js";
 import { startRedisServer } from "../../../src/queue/redis-server.js";
-import { startServiceProcess, type ServiceProcess } from "../../chaos/start-service-process.js";
+import { startServiceProcess, type ServiceProcess } from "../../helpers/start-service-process.js";
 import { serviceProcessEnv } from "../../helpers/service-process-env.js";
 import { startSinkServer, type SinkServer } from "../../helpers/sink-server.js";
 import { adminToken, deliveriesById, emitWithOffsets, eventsApi, pullEnv } from "./pull-test-kit.js";
