@@ -6,29 +6,23 @@ export interface UntilOptions {
   withinMs?: number;
   /** Pause between two checks. @defaultValue 100 */
   everyMs?: number;
+  /** What to add to the error when it gives up (the last answer seen, a process's output). */
+  detail?: () => string;
 }
 
 /**
  * Asks `check` until it answers (anything but undefined, null or false) and returns that
- * answer; a check that throws is asked again. After `withinMs` it throws an Error that
- * says what was awaited and, when the check threw, its last error: a wait on an event,
- * never a fixed sleep (docs/testing.md).
+ * answer: a wait on an event, never a fixed sleep (docs/testing.md). A check that throws
+ * ends the wait with its error. After `withinMs` (or the number given instead of options)
+ * it throws an Error naming what was awaited.
  */
-export async function until<T>(what: string, check: () => Answer<T> | Promise<Answer<T>>, { withinMs = 30_000, everyMs = 100 }: UntilOptions = {}): Promise<T> {
+export async function until<T>(what: string, check: () => Answer<T> | Promise<Answer<T>>, options: UntilOptions | number = {}): Promise<T> {
+  const { withinMs = 30_000, everyMs = 100, detail } = typeof options === "number" ? { withinMs: options } : options;
   const deadline = Date.now() + withinMs;
-  let lastError: unknown;
   for (;;) {
-    try {
-      const answer = await check();
-      if (answer !== undefined && answer !== null && answer !== false) return answer;
-      lastError = undefined;
-    } catch (error) {
-      lastError = error;
-    }
-    if (Date.now() >= deadline) {
-      const cause = lastError === undefined ? "" : `; last error: ${lastError instanceof Error ? lastError.message : String(lastError)}`;
-      throw new Error(`not within ${withinMs} ms: ${what}${cause}`, { cause: lastError });
-    }
+    const answer = await check();
+    if (answer !== undefined && answer !== null && answer !== false) return answer;
+    if (Date.now() > deadline) throw new Error(`not within ${withinMs} ms: ${what}${detail ? `\n${detail()}` : ""}`);
     await new Promise((resolve) => setTimeout(resolve, everyMs));
   }
 }

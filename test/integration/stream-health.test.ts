@@ -6,6 +6,7 @@ import { startSinkServer, type SinkRequest, type SinkServer } from "../helpers/s
 import { call, createStream, emit, getToken, settled, tenantEnv } from "./emulator-test-kit.js";
 import { serviceProcessEnv } from "../helpers/service-process-env.js";
 import { useCleanup } from "../helpers/cleanup.js";
+import { until } from "../helpers/until.js";
 
 const webhookAuth = { method: "basic", username: "tenant", password: "stream-health-pw" } as const;
 /** Small, so a few failed deliveries disable the stream (the tenant's is 500). */
@@ -19,16 +20,6 @@ function sample(text: string, series: string): number | undefined {
 
 async function metric(service: ServiceProcess, series: string): Promise<number | undefined> {
   return sample(await (await fetch(`${service.adminUrl}/metrics`)).text(), series);
-}
-
-async function until<T>(what: string, probe: () => Promise<T | undefined | false>, timeoutMs = 30_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined && value !== false) return value;
-    if (Date.now() > deadline) throw new Error(`${what}: not within ${timeoutMs} ms`);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
 }
 
 /**
