@@ -10,6 +10,7 @@ import { startSinkServer, type SinkRequest, type SinkServer } from "../helpers/s
 import { startTestService, testCredentials, type TestService } from "../helpers/start-test-service.js";
 import { createStream, emit, settled } from "./emulator-test-kit.js";
 import { adminHeaders } from "../helpers/credentials.js";
+import { until } from "../helpers/until.js";
 
 const adminToken = "cluster-admin-token";
 
@@ -67,13 +68,13 @@ describe("end to end on a three-master Redis Cluster", () => {
   async function untilQueuesDrained() {
     const store = await inspectStore(service.config, cluster.url);
     try {
-      const deadline = Date.now() + 45_000;
-      for (;;) {
-        const counts = await store.queues.forRoute("default").getJobCounts("waiting", "active", "delayed", "prioritized");
-        if (Object.values(counts).every((count) => count === 0)) return;
-        if (Date.now() > deadline) throw new Error(`delivery jobs still pending: ${JSON.stringify(counts)}`);
-        await new Promise((resolve) => setTimeout(resolve, 50));
-      }
+      let counts: Record<string, number> = {};
+      await until(
+        "no delivery job pending",
+        async () => Object.values((counts = await store.queues.forRoute("default").getJobCounts("waiting", "active", "delayed", "prioritized"))).every((count) => count === 0),
+        { withinMs: 45_000, everyMs: 50, detail: () => JSON.stringify(counts) },
+      );
+      return;
     } finally {
       await store.close();
     }

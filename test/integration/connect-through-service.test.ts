@@ -10,6 +10,7 @@ import { serviceProcessEnv } from "../helpers/service-process-env.js";
 import { startTestService, type TestService } from "../helpers/start-test-service.js";
 import { control, createStream, emit, settled, startSink, tenantEnv, type Sink } from "./emulator-test-kit.js";
 import { adminHeaders } from "../helpers/credentials.js";
+import { until } from "../helpers/until.js";
 
 interface StoredStream {
   destination: { configuration: { webhook_endpoint: string; webhook_authorization: Record<string, string> } };
@@ -56,11 +57,7 @@ describe("streamkeeper streams connect", () => {
 
     const eventId = await emit(emu);
     expect((await settled(emu, eventId, 30_000)).status).toBe("succeeded");
-    const deadline = Date.now() + 30_000;
-    while (!sink.requests.some((request) => request.headers["webhook-id"] === eventId)) {
-      if (Date.now() > deadline) throw new Error(`event ${eventId} never reached the downstream`);
-      await new Promise((ok) => setTimeout(ok, 50));
-    }
+    await until(`event ${eventId} reaches the downstream`, () => sink.requests.some((request) => request.headers["webhook-id"] === eventId), { everyMs: 50 });
   });
 
   it("when neither a service runs nor the shell has webhook credentials, then exit 2 naming what to set, and nothing changes", async () => {

@@ -9,6 +9,7 @@ import { startSinkServer, type SinkAnswer } from "../helpers/sink-server.js";
 import { serviceProcessEnv } from "../helpers/service-process-env.js";
 import { useCleanup } from "../helpers/cleanup.js";
 import { webhookAuthorization as authorization } from "../helpers/credentials.js";
+import { until } from "../helpers/until.js";
 
 
 /**
@@ -71,14 +72,15 @@ describe("dropStale: a crashed worker does not block its entity", () => {
     await sink.until(() => finished.includes(2), 60_000);
     // Version 1's job comes back from the dead worker (stalled), and ends stale or, had it
     // run first, delivered before version 2: never after it.
-    const deadline = Date.now() + 60_000;
-    for (;;) {
-      const text = await (await fetch(`${survivor.adminUrl}/metrics`)).text();
-      const counted = (outcome: string) => Number(new RegExp(`streamkeeper_dispatch_total\\{[^}]*outcome="${outcome}"[^}]*\\} (\\d+)`).exec(text)?.[1] ?? 0);
-      if (counted("stale") + counted("delivered") >= 2) break;
-      if (Date.now() > deadline) throw new Error(`version 1 never ended: ${survivor.output().slice(-2000)}`);
-      await new Promise((ok) => setTimeout(ok, 100));
-    }
+    await until(
+      "version 1 ended",
+      async () => {
+        const text = await (await fetch(`${survivor.adminUrl}/metrics`)).text();
+        const counted = (outcome: string) => Number(new RegExp(`streamkeeper_dispatch_total\\{[^}]*outcome="${outcome}"[^}]*\\} (\\d+)`).exec(text)?.[1] ?? 0);
+        return counted("stale") + counted("delivered") >= 2;
+      },
+      { withinMs: 60_000, detail: () => survivor.output().slice(-2000) },
+    );
     expect(finished.slice().sort((a, b) => a - b)).toEqual(finished);
     expect(finished.at(-1)).toBe(2);
   });

@@ -8,16 +8,14 @@ import { userEvent } from "../helpers/fixtures.js";
 import { inspectStore } from "../helpers/inspect-store.js";
 import { startTestService } from "../helpers/start-test-service.js";
 import { useCleanup } from "../helpers/cleanup.js";
+import { until } from "../helpers/until.js";
 
 const sink = { DOWNSTREAM_URL: "http://127.0.0.1:9/" };
 
 /** Polls INFO until `check` holds, failing after a generous deadline. */
 async function untilInfo(redis: RedisClient, check: (info: string) => boolean, what: string, timeoutMs = 20_000) {
-  for (const deadline = Date.now() + timeoutMs; ; await new Promise((ok) => setTimeout(ok, 50))) {
-    const info = await redis.info("replication");
-    if (check(info)) return;
-    if (Date.now() > deadline) throw new Error(`${what} within ${timeoutMs} ms: ${info}`);
-  }
+  let info = "";
+  await until(what, async () => check((info = await redis.info("replication"))), { withinMs: timeoutMs, everyMs: 50, detail: () => info });
 }
 
 describe("REDIS_MIN_REPLICAS: a 202 only once replicas hold the write", () => {
@@ -71,11 +69,12 @@ describe("REDIS_MIN_REPLICAS: a 202 only once replicas hold the write", () => {
     cleanup.push(() => service.close());
     const answers = Promise.all(Array.from({ length: 20 }, () => service.post("/webhooks", JSON.stringify(userEvent()))));
     // A WAIT is on the service's connection, blocked for want of the second replica.
-    for (const deadline = Date.now() + 20_000; ; await new Promise((ok) => setTimeout(ok, 10))) {
-      const clients = String(await admin.client("LIST")).split("\n");
-      if (clients.some((line) => / flags=\S*b\S* /.test(line) && / cmd=wait /.test(line))) break;
-      if (Date.now() > deadline) throw new Error(`no WAIT pending within 20 s: ${clients.join("\n")}`);
-    }
+    let clients: string[] = [];
+    await until(
+      "a WAIT pending",
+      async () => (clients = String(await admin.client("LIST")).split("\n")).some((line) => / flags=\S*b\S* /.test(line) && / cmd=wait /.test(line)),
+      { withinMs: 20_000, everyMs: 10, detail: () => clients.join("\n") },
+    );
     const readyz = await fetch(`${service.adminUrl}/readyz`);
     expect(readyz.status).toBe(200);
     expect((await answers).map((answer) => answer.status)).toEqual(Array.from({ length: 20 }, () => 503));
