@@ -1,27 +1,14 @@
-import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { readdirSync, readFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { dirname, join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
 import { checkBoundaries, compareArchitecture, readArrows } from "../../scripts/check-boundaries.js";
+import { useCleanup } from "../helpers/cleanup.js";
+import { writeTree } from "../helpers/write-tree.js";
 
 const root = join(import.meta.dirname, "../..");
 const doc = readFileSync(join(root, "docs/architecture.md"), "utf8");
-const made: string[] = [];
-
-afterEach(async () => {
-  await Promise.all(made.splice(0).map((dir) => rm(dir, { recursive: true, force: true })));
-});
-
-async function tree(files: Record<string, string>): Promise<string> {
-  const dir = await mkdtemp(join(tmpdir(), "sk-architecture-"));
-  made.push(dir);
-  for (const [path, source] of Object.entries(files)) {
-    await mkdir(dirname(join(dir, path)), { recursive: true });
-    await writeFile(join(dir, path), source);
-  }
-  return dir;
-}
+const cleanup = useCleanup("each");
+const tree = (files: Record<string, string>) => writeTree(files, cleanup);
 
 const arrowsDoc = (lines: string) => `# map\n\n## Who imports whom\n\n\`\`\`\n${lines}\n\`\`\`\n`;
 
