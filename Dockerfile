@@ -1,5 +1,5 @@
 # syntax=docker/dockerfile:1
-# One image for every role: `start --role all|receiver|worker` (CONTRACT.md "Commands").
+# One image for every role: `start --role all|receiver|worker` (README.md#commands).
 # Build:  docker build -t streamkeeper .
 # Run:    docker run -e REDIS_URL=redis://redis:6379 ... streamkeeper start --role receiver
 ARG NODE_IMAGE=node:20-bookworm-slim
@@ -11,9 +11,10 @@ COPY package.json package-lock.json ./
 RUN npm ci --no-audit --no-fund
 COPY tsconfig.json tsconfig.build.json ./
 COPY src ./src
-# The archive's migrations are read beside its compiled module (scripts/copy-sql.mjs).
+COPY scripts/copy-assets.mjs ./scripts/
 RUN npx tsc -p tsconfig.build.json
-RUN cp -r src/archive/sql dist/archive/sql
+# The archive's migrations and the Lua scripts are read beside their compiled modules.
+RUN node scripts/copy-assets.mjs
 
 # --- runtime: production dependencies and dist/ only, as the unprivileged `node` user ---
 FROM ${NODE_IMAGE} AS runtime

@@ -17,6 +17,7 @@ import { loadConfig } from "../src/config.js";
 import { createLogger } from "../src/logger.js";
 import { startEmulator, type Emulator } from "../src/emulator/start-emulator.js";
 import { startRedisServer } from "../src/queue/redis-server.js";
+import { basicAuthorization } from "../test/helpers/credentials.js";
 
 const count = Number(process.env.BENCH_PULL_EVENTS ?? 3000);
 const rate = Number(process.env.BENCH_PULL_RATE ?? 50);
@@ -93,7 +94,7 @@ async function ingest(redisUrl: string, sinkUrl: string) {
     while (!(await fetch(`${emulator.url}/emulator/events-api`).then((r) => r.json() as Promise<{ open: number }>)).open) await new Promise((r) => setTimeout(r, 50));
     await emit(emulator, "user.created", count);
     const started = performance.now();
-    const authorization = `Basic ${Buffer.from(`${credentials.username}:${credentials.password}`).toString("base64")}`;
+    const authorization = basicAuthorization(credentials.username, credentials.password);
     let next = 0;
     let webhookDoneAt = 0;
     const poster = async () => {

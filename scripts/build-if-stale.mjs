@@ -24,7 +24,7 @@ if (existsSync(built) && statSync(built).mtimeMs >= Math.max(...inputs.map(newes
   const tsc = createRequire(import.meta.url).resolve("typescript/bin/tsc");
   try {
     execFileSync(process.execPath, [tsc, "-p", "tsconfig.build.json"], { stdio: "inherit" });
-    execFileSync(process.execPath, ["scripts/copy-sql.mjs"], { stdio: "inherit" });
+    execFileSync(process.execPath, ["scripts/copy-assets.mjs"], { stdio: "inherit" });
   } catch {
     process.exit(1); // tsc printed the errors
   }

@@ -1,16 +1,11 @@
-import { spawn } from "node:child_process";
-import { openSync, closeSync } from "node:fs";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
 import type { Role } from "../../src/app.js";
-import { settings } from "../../src/config.js";
-import { freePort } from "../../src/queue/redis-server.js";
-import { peakRssBytes, stopChild } from "./start-child.js";
-
-const cli = fileURLToPath(new URL("../../dist/cli/main.js", import.meta.url));
+import { builtCliEntry, startServiceProcess as launch } from "../../test/helpers/start-service-process.js";
+import { peakRssBytes } from "./start-child.js";
+import { basicAuthorization } from "../../test/helpers/credentials.js";
 
 export const benchCredentials = { username: "bench", password: "bench-webhook-password" };
-export const benchAuthorization = `Basic ${Buffer.from(`${benchCredentials.username}:${benchCredentials.password}`).toString("base64")}`;
+export const benchAuthorization = basicAuthorization(benchCredentials.username, benchCredentials.password);
 
 export interface ServiceOptions {
   role: Role;
@@ -36,20 +31,16 @@ export interface ServiceProcess {
 
 /**
  * Runs the built service (`node dist/cli/main.js start --role <role>`) as its own
- * process on loopback ports, as an operator would, and waits until /readyz answers 200.
- * Settings from the caller's environment are dropped so they cannot bend a run.
+ * process on loopback ports, as an operator would, and waits until /readyz answers 200
+ * (the launcher the chaos tests use: test/helpers/start-service-process.ts). Settings from
+ * the caller's environment are dropped so they cannot bend a run; its log goes to
+ * `<dataDir>/service-<role>.log`.
  */
 export async function startServiceProcess(options: ServiceOptions): Promise<ServiceProcess> {
-  const [port, adminPort] = [await freePort(), await freePort()];
-  const inherited = Object.fromEntries(Object.entries(process.env).filter(([key]) => !(key in settings)));
+  const logFile = join(options.dataDir, `service-${options.role}.log`);
   const env = {
-    ...inherited,
     REDIS_URL: options.redisUrl,
     QUEUE_PREFIX: options.queuePrefix,
-    PORT: String(port),
-    HOST: "127.0.0.1",
-    ADMIN_PORT: String(adminPort),
-    ADMIN_HOST: "127.0.0.1",
     DATA_DIR: options.dataDir,
     WEBHOOK_AUTH: "basic",
     WEBHOOK_USERNAME: benchCredentials.username,
@@ -59,36 +50,18 @@ export async function startServiceProcess(options: ServiceOptions): Promise<Serv
     ARCHIVE: "off",
     ...options.env,
   };
-  const profile = options.cpuProfileDir
+  const nodeArgs = options.cpuProfileDir
     ? ["--cpu-prof", "--cpu-prof-dir", options.cpuProfileDir, "--cpu-prof-name", `service-${options.role}-${Date.now()}.cpuprofile`]
     : [];
-  const log = openSync(join(options.dataDir, `service-${options.role}.log`), "a");
-  const child = spawn(process.execPath, [...profile, cli, "start", "--role", options.role], { env, stdio: ["ignore", log, log] });
-  closeSync(log);
-  const adminUrl = `http://127.0.0.1:${adminPort}`;
-  try {
-    await untilReady(`${adminUrl}/readyz`, () => child.exitCode !== null, 30_000);
-  } catch (error) {
-    await stopChild(child, 2000);
-    throw new Error(`${(error as Error).message}; see ${join(options.dataDir, `service-${options.role}.log`)}`, { cause: error });
-  }
+  const service = await launch(options.role, env, { entry: builtCliEntry, nodeArgs, inheritEnvironment: true, logFile, readyTimeoutMs: 30_000 }).catch((error: Error) => {
+    throw new Error(`the ${options.role} service did not start; see ${logFile}`, { cause: error });
+  });
   return {
-    pid: child.pid!,
-    env,
-    publicUrl: `http://127.0.0.1:${port}`,
-    adminUrl,
-    peakRssBytes: () => peakRssBytes(child.pid),
-    stop: () => stopChild(child),
+    pid: service.pid,
+    env: service.env,
+    publicUrl: service.publicUrl ?? "",
+    adminUrl: service.adminUrl,
+    peakRssBytes: () => peakRssBytes(service.pid),
+    stop: async () => void (await service.stop(15_000)),
   };
-}
-
-async function untilReady(url: string, exited: () => boolean, timeoutMs: number): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (Date.now() < deadline) {
-    if (exited()) throw new Error("the service exited during start");
-    const ok = await fetch(url).then((response) => response.ok, () => false);
-    if (ok) return;
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-  throw new Error(`the service was not ready within ${timeoutMs} ms`);
 }

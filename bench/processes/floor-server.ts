@@ -9,7 +9,7 @@ import { createRedis, untilReady } from "../../src/queue/redis-connection.js";
 import { serveBenchProcess } from "../lib/serve-bench-process.js";
 
 /**
- * The floor: what the brief's durable acknowledgement ("stores it in BullMQ, answers 2xx
+ * The floor: what a durable acknowledgement ("stores it in BullMQ, answers 2xx
  * only once it is stored") costs by itself. A bare Express 5 app that reads the body,
  * parses the JSON and adds one BullMQ job to a route queue built as the service builds
  * them (same options, job id from the event id), then answers 202. No credentials, no

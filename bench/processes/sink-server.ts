@@ -24,7 +24,7 @@ export interface SinkStats {
 
 /**
  * The downstream of the pipeline runs: a plain node:http server in its own process that
- * answers 200 at once and counts distinct event ids (`webhook-id`, CONTRACT.md), so the
+ * answers 200 at once and counts distinct event ids (`webhook-id`, README.md#routes), so the
  * run can prove nothing acknowledged was lost. End-to-end latency is its receive time
  * minus `data.context.bench_sent_at`, which the load generator stamps on each event.
  * `POST /_bench/mark` starts a new window; `POST /_bench/reset` also forgets every id.

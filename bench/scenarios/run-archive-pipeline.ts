@@ -7,6 +7,7 @@ import { countLedgerIds } from "../lib/redis-figures.js";
 import { round } from "../lib/percentile.js";
 import { startServiceProcess } from "../lib/start-service-process.js";
 import { runPipeline, type PipelineContext, type PipelineResults } from "./run-pipeline.js";
+import { adminHeaders } from "../../test/helpers/credentials.js";
 
 export interface ReplayResults {
   /** archived events in the replayed window */
@@ -88,7 +89,7 @@ async function runReplay(pool: pg.Pool, adminUrl: string, events: number, log: (
   )).rows[0]!;
   if (!bounds.first) return { status: "pending", reason: "the on run archived no event" };
   const body = { route: "backfill", since: bounds.first.toISOString(), ...(bounds.after ? { until: bounds.after.toISOString() } : {}) };
-  const admin = (path: string, init: RequestInit = {}) => fetch(`${adminUrl}${path}`, { ...init, headers: { authorization: `Bearer ${adminToken}`, "content-type": "application/json" } });
+  const admin = (path: string, init: RequestInit = {}) => fetch(`${adminUrl}${path}`, { ...init, headers: adminHeaders(adminToken, { "content-type": "application/json" }) });
   const began = performance.now();
   const answer = await admin("/admin/replays", { method: "POST", body: JSON.stringify(body) });
   if (answer.status !== 202) return { status: "pending", reason: `POST /admin/replays answered ${answer.status}: ${await answer.text()}` };

@@ -10,6 +10,7 @@ import { createFanOut } from "../../src/queue/fan-out.js";
 import { routesMatching, type Route } from "../../src/routes/route.js";
 import { percentile } from "../lib/percentile.js";
 import { startServiceProcess } from "../lib/start-service-process.js";
+import { adminHeaders } from "../../test/helpers/credentials.js";
 
 export interface RequestFigures {
   requests: number;
@@ -78,7 +79,7 @@ export async function runOperatorView(context: OperatorViewContext): Promise<Ope
         { origin: "webhook" },
       );
     }
-    const headers = { authorization: `Bearer ${adminToken}` };
+    const headers = adminHeaders(adminToken);
     const timed = async (path: string) => {
       const started = performance.now();
       const answer = await fetch(`${service.adminUrl}${path}`, { headers });

@@ -6,6 +6,7 @@ import type { Redis } from "ioredis";
 import type { RefillMode } from "../../src/emulator/allowance.js";
 import { startEmulator, type Emulator } from "../../src/emulator/start-emulator.js";
 import type { BenchSettings } from "../bench-settings.js";
+import { clientToken, paceFigures, spendFromTheBucket } from "../../test/helpers/tenant-pace.js";
 import { startServiceProcess } from "../lib/start-service-process.js";
 import { failDeliveries, reconcileFile } from "./run-reconcile.js";
 
@@ -82,7 +83,7 @@ async function runShape(context: ReconcilePaceContext, shape: PaceShape, limit: 
     }
     if (shape === "other client") {
       await control(emulator, "POST", "/clients", { client_id: "other-app", client_secret: "other-secret", scopes: ["read:event_streams"] });
-      other = spendFromTheBucket(emulator, await token(emulator, "other-app", "other-secret"), limit * (1 - share));
+      other = spendFromTheBucket(emulator, await clientToken(emulator, "other-app", "other-secret"), limit * (1 - share));
     }
     await redis.flushall();
     const service = await startServiceProcess({
@@ -110,8 +111,8 @@ async function runShape(context: ReconcilePaceContext, shape: PaceShape, limit: 
       await service.stop();
     }
     await other?.stop();
-    const ours = await figures(emulator, "client:emulator-client");
-    const theirs = other ? await figures(emulator, "client:other-app") : undefined;
+    const ours = await paceFigures(emulator, "client:emulator-client");
+    const theirs = other ? await paceFigures(emulator, "client:other-app") : undefined;
     const recovered = outcomes.recovered ?? 0;
     return {
       shape,
@@ -132,19 +133,6 @@ async function runShape(context: ReconcilePaceContext, shape: PaceShape, limit: 
   }
 }
 
-/** A caller's calls as the emulator counted them: accepted per second after the first 5 s (the last, partial second left out). */
-async function figures(emulator: Emulator, caller: string) {
-  const { callers } = (await control(emulator, "GET", "/calls")) as { callers: Array<{ caller: string; accepted: number; refused: number; acceptedPerSecond: Record<string, number> }> };
-  const entry = callers.find((candidate) => candidate.caller === caller);
-  if (!entry) return { accepted: 0, refused: 0, spanSeconds: 0, perSecond: 0 };
-  const seconds = Object.keys(entry.acceptedPerSecond).map(Number);
-  const first = Math.min(...seconds);
-  const last = Math.max(...seconds);
-  let steady = 0;
-  for (let second = first + 5; second < last; second++) steady += entry.acceptedPerSecond[String(second)] ?? 0;
-  return { accepted: entry.accepted, refused: entry.refused, spanSeconds: last - first + 1, perSecond: last - first - 5 > 0 ? steady / (last - first - 5) : 0 };
-}
-
 /** `streamkeeper_mgmt_api_pace_per_second{limit}` and the cuts, from the service's /metrics. */
 async function paceOf(adminUrl: string): Promise<PaceShapeResult["pace"]> {
   const text = await (await fetch(`${adminUrl}/metrics`)).text();
@@ -157,39 +145,6 @@ async function control(emulator: Emulator, method: string, path: string, body?: 
   const response = await fetch(`${emulator.url}/emulator${path}`, { method, headers: { "content-type": "application/json" }, body: body === undefined ? undefined : JSON.stringify(body) });
   if (!response.ok) throw new Error(`emulator ${method} ${path} answered ${response.status}: ${await response.text()}`);
   return response.json();
-}
-
-async function token(emulator: Emulator, clientId: string, clientSecret: string): Promise<string> {
-  const response = await fetch(emulator.tokenUrl, {
-    method: "POST",
-    headers: { "content-type": "application/x-www-form-urlencoded" },
-    body: new URLSearchParams({ grant_type: "client_credentials", client_id: clientId, client_secret: clientSecret, audience: emulator.audience }),
-  });
-  if (!response.ok) throw new Error(`token for ${clientId} answered ${response.status}`);
-  return ((await response.json()) as { access_token: string }).access_token;
-}
-
-/** Another application of the tenant: `perSecond` calls a second from its own client (a late timer catches up by at most 10 calls). */
-function spendFromTheBucket(emulator: Emulator, bearer: string, perSecond: number): { stop(): Promise<void> } {
-  const started = performance.now();
-  let sent = 0;
-  let stopped: Promise<void> | undefined;
-  const inFlight = new Set<Promise<unknown>>();
-  const timer = setInterval(() => {
-    const due = Math.floor(((performance.now() - started) / 1000) * perSecond);
-    sent = Math.max(sent, due - 10);
-    while (sent < due && inFlight.size < 20) {
-      sent++;
-      const request = fetch(`${emulator.apiBaseUrl}/event-streams`, { headers: { authorization: `Bearer ${bearer}` } })
-        .then((response) => response.text())
-        .catch(() => undefined);
-      inFlight.add(request);
-      void request.finally(() => inFlight.delete(request));
-    }
-  }, 5);
-  return {
-    stop: () => (stopped ??= (clearInterval(timer), Promise.all(inFlight).then(() => undefined))),
-  };
 }
 
 const round = (value: number, digits: number) => Math.round(value * 10 ** digits) / 10 ** digits;

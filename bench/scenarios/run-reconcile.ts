@@ -8,6 +8,7 @@ import { freePort } from "../../src/queue/redis-server.js";
 import type { BenchSettings } from "../bench-settings.js";
 import { startCountingProxy, type ProxyCounts } from "../lib/start-counting-proxy.js";
 import { startServiceProcess } from "../lib/start-service-process.js";
+import { adminHeaders } from "../../test/helpers/credentials.js";
 
 export type ReconcileResults =
   | {
@@ -187,7 +188,7 @@ async function measureSweep(context: ReconcileContext & { tenantEnv: Record<stri
     log(`reconcile: the sweep, ${context.ids} failed deliveries and no ids given`);
     const deadline = Date.now() + 600_000;
     for (;;) {
-      const answer = await fetch(`${service.adminUrl}/admin/sweep`, { headers: { authorization: `Bearer ${adminToken}` } });
+      const answer = await fetch(`${service.adminUrl}/admin/sweep`, { headers: adminHeaders(adminToken) });
       const { streams } = (await answer.json()) as { streams: Array<{ recovered: number }> };
       const recovered = streams.reduce((sum, stream) => sum + stream.recovered, 0);
       if (recovered >= context.ids) {

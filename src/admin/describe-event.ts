@@ -39,7 +39,7 @@ export interface EventDescription {
 }
 
 /**
- * What this service knows of one event, for `GET /admin/events/:eventId` (CONTRACT.md
+ * What this service knows of one event, for `GET /admin/events/:eventId` (README.md#http-surfaces
  * "Admin surface"): its arrival from the ledger and, per route it matched, the state of
  * that route's job. Undefined when the id is unknown (never seen, or older than
  * DEDUPE_TTL_SECONDS). The job of a forced replay has its own id and is not looked up;

@@ -3,7 +3,7 @@ import { decodePayload } from "./payload-codec.js";
 import type { CloudEvent } from "../events/cloud-event.js";
 import { checkOut } from "./check-out.js";
 
-/** What `GET /admin/events` and `events search` filter on (CONTRACT.md); every field optional. */
+/** What `GET /admin/events` and `events search` filter on (README.md#the-archive-search-timelines-replay-erasure); every field optional. */
 export interface EventFilter {
   id?: string;
   /** an event type, or a pattern with `*` (`user.*`) */

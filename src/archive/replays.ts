@@ -3,7 +3,7 @@ import type pg from "pg";
 import { oldestKept } from "./archive-partitions.js";
 import { typePattern } from "./archive-queries.js";
 
-/** What a replay sends again (CONTRACT.md `POST /admin/replays`). */
+/** What a replay sends again (`POST /admin/replays`, README.md#the-archive-search-timelines-replay-erasure). */
 export interface ReplayRequest {
   route: string;
   /** arrival window, ms */

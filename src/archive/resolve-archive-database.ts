@@ -5,6 +5,7 @@ import type { Config } from "../config.js";
 import type { Logger } from "../logger.js";
 import { joinEmbeddedRedis, type EmbeddedRedisUse } from "../queue/embedded-redis-users.js";
 import { socketPort, startPostgresServer, systemPostgresBinDir } from "./postgres-server.js";
+import { isAlive } from "../is-alive.js";
 
 export interface ResolvedArchiveDatabase {
   url: string;
@@ -104,14 +105,5 @@ function postmasterPid(dataDir: string): number | undefined {
     return pid > 0 ? pid : undefined;
   } catch {
     return undefined;
-  }
-}
-
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === "EPERM";
   }
 }

@@ -14,7 +14,7 @@ const usage = "2 bad usage or settings";
 
 /**
  * What each command's --help says after its options: the settings it reads, what it
- * prints, its exit codes (CONTRACT.md: 0 success, 1 the operation failed, 2 bad usage or
+ * prints, its exit codes (README.md#commands: 0 success, 1 the operation failed, 2 bad usage or
  * configuration). Kept here, by command path, so the commands' own modules stay about what they do.
  */
 const helps: Record<string, Help> = {

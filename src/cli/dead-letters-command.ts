@@ -9,7 +9,7 @@ import { runAction } from "./run-action.js";
 import { createServiceClient, noService, problemDetail, refusal } from "./service-client.js";
 
 /**
- * `streamkeeper dead-letters list|replay` (CONTRACT.md, Commands and "Downstream delivery"),
+ * `streamkeeper dead-letters list|replay` (README.md#commands, README.md#routes),
  * through the running service's admin API (GET /admin/dead-letters, POST
  * /admin/dead-letters/replay): its routes and its Redis, whatever this shell holds.
  */

@@ -21,7 +21,7 @@ export function registerEmulatorCommand(program: Command): void {
         }
         const { startEmulator } = await import("../emulator/start-emulator.js"); // only this command needs Express and the emulator
         const emulator = await startEmulator(options).catch((error: NodeJS.ErrnoException) => {
-          // A port in use is a setting to change: exit 2, as `start` does (CONTRACT.md, exit codes).
+          // A port in use is a setting to change: exit 2, as `start` does (README.md#commands, exit codes).
           if (error.code === "EADDRINUSE") throw new CliError(`port ${options.port} is in use: pass another with --port or EMULATOR_PORT`, 2);
           throw error;
         });

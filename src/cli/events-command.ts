@@ -28,7 +28,7 @@ interface Found {
   outcomes: Record<string, string>;
 }
 
-/** `streamkeeper events search|forget` (CONTRACT.md "Archive, search and replay"), through the running service's admin API. */
+/** `streamkeeper events search|forget` (README.md#the-archive-search-timelines-replay-erasure), through the running service's admin API. */
 export function registerEventsCommand(program: Command): void {
   const events = program.command("events").description("the archive: search stored events, erase an entity's payloads");
 

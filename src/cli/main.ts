@@ -18,7 +18,7 @@ import { version } from "../version.js";
 
 /**
  * The `streamkeeper` binary. Each command lives in its own module and registers itself;
- * usage errors exit 2 with one `error:` line, as CONTRACT.md fixes for every command.
+ * usage errors exit 2 with one `error:` line, as README.md#commands fixes for every command.
  * Help goes to stdout, also when a command is given without its subcommand.
  */
 const program = new Command("streamkeeper")

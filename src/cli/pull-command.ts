@@ -5,7 +5,7 @@ import { createServiceClient, problemDetail } from "./service-client.js";
 import { CliError } from "./cli-error.js";
 import { runAction } from "./run-action.js";
 
-/** `streamkeeper pull status [--json]` (CONTRACT.md, "Pulling events from the tenant"): GET /admin/pull of the running service. */
+/** `streamkeeper pull status [--json]` (README.md#pulling-events-pull-on): GET /admin/pull of the running service. */
 export function registerPullCommand(program: Command): void {
   const pull = program.command("pull").description("the pull of the tenant's event log (PULL=on)");
   pull

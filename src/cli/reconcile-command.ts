@@ -25,7 +25,7 @@ interface ReconcileOptions extends Omit<WindowOptions, "stream"> {
   json?: boolean;
 }
 
-/** `streamkeeper reconcile <event-id>... [--stream <id>] [--file <path>|-] [--force] [--no-wait] [--json]` (CONTRACT.md). */
+/** `streamkeeper reconcile <event-id>... [--stream <id>] [--file <path>|-] [--force] [--no-wait] [--json]` (README.md#reconcile). */
 export function registerReconcileCommand(program: Command): void {
   program
     .command("reconcile")

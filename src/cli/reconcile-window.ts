@@ -35,7 +35,7 @@ export function parseWhen(flag: string, value: string, now: number): Date {
 
 /**
  * `streamkeeper reconcile --since <when> [--until <when>] [--stream <id>]... [--type <pattern>]
- * [--dry-run] [--json]` (CONTRACT.md, the sweep): one window of the tenant's failed
+ * [--dry-run] [--json]` (README.md#the-sweep-failed-deliveries-found-without-being-told): one window of the tenant's failed
  * deliveries, read by the running service with its own tenant settings and routes
  * (`POST /admin/sweep/window`), one line per failed delivery as the service handles it.
  */

@@ -27,7 +27,7 @@ interface ReplayStatus {
   failed: number;
 }
 
-/** `streamkeeper replay` (CONTRACT.md "Archive, search and replay"): starts a replay on the running service and follows it. */
+/** `streamkeeper replay` (README.md#the-archive-search-timelines-replay-erasure): starts a replay on the running service and follows it. */
 export function registerReplayCommand(program: Command): void {
   program
     .command("replay")

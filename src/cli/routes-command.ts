@@ -15,7 +15,7 @@ interface ListedRoute {
 }
 
 /**
- * `streamkeeper routes list|move|drop` (CONTRACT.md, route lifecycle), through the running
+ * `streamkeeper routes list|move|drop` (docs/operating.md#removing-or-renaming-a-route), through the running
  * service's admin API: a route renamed or removed keeps its waiting events until they are
  * moved to a configured route or dropped.
  */

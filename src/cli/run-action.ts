@@ -3,7 +3,7 @@ import { CliError } from "./cli-error.js";
 
 /**
  * Wraps a command's action: errors become one `error:` line on stderr and the exit
- * code of CONTRACT.md (2 for configuration and usage, 1 for everything else).
+ * code of README.md#commands (2 for configuration and usage, 1 for everything else).
  */
 export function runAction<A extends unknown[]>(action: (...args: A) => Promise<number | void>) {
   return async (...args: A): Promise<void> => {

@@ -26,7 +26,7 @@ export interface RequestOptions {
  * The one way a command reaches the running service: its admin API at ADMIN_URL (else
  * ADMIN_HOST/ADMIN_PORT) with `Authorization: Bearer <ADMIN_TOKEN>`. Commands that act on
  * the service's behalf go through it and never read Redis or a configuration from their own
- * shell: only a live service answers (CONTRACT.md, "Admin surface").
+ * shell: only a live service answers (README.md#http-surfaces).
  */
 export interface ServiceClient {
   url: string;

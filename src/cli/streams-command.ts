@@ -29,7 +29,7 @@ interface UpdateOptions {
   json?: boolean;
 }
 
-/** `streamkeeper streams list|update|connect` (CONTRACT.md, Commands). */
+/** `streamkeeper streams list|update|connect` (README.md#commands). */
 export function registerStreamsCommand(program: Command): void {
   const streams = program.command("streams").description("list and change the tenant's event streams");
 
@@ -171,7 +171,7 @@ function table(streams: EventStream[], sweptOf?: (stream: EventStream) => SweptA
   );
 }
 
-/** The tenant never returns write-only secrets (real-world.md); strip them anyway in case one does. */
+/** The tenant never returns write-only secrets (docs/tenant-api.md#updating-a-stream); strip them anyway in case one does. */
 function withoutSecrets(stream: EventStream): EventStream {
   const authorization = stream.destination.configuration?.webhook_authorization;
   if (!authorization) return stream;

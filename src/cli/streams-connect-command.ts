@@ -8,7 +8,7 @@ import { createServiceClient, problemDetail } from "./service-client.js";
 import { withTenantClient } from "./with-tenant-client.js";
 
 /**
- * `streamkeeper streams connect <stream-id> [--public-url <url>]` (CONTRACT.md): through the
+ * `streamkeeper streams connect <stream-id> [--public-url <url>]` (README.md#commands): through the
  * running service's admin API, so the stream gets the credentials the service checks; only
  * with no service reachable, with this shell's WEBHOOK_* when every one is set. It never
  * generates credentials: a shell that did pushed ones no service knew.

@@ -2,7 +2,7 @@ import type { Command } from "commander";
 import { runAction } from "./run-action.js";
 import { withTenantClient } from "./with-tenant-client.js";
 
-/** `streamkeeper token-exchange-profiles delete <id>` (CONTRACT.md, Commands). */
+/** `streamkeeper token-exchange-profiles delete <id>` (README.md#commands). */
 export function registerTokenExchangeProfilesCommand(program: Command): void {
   program
     .command("token-exchange-profiles")

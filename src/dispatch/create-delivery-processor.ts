@@ -95,7 +95,7 @@ export function createDeliveryProcessor({ route, client, ledger, logger, shutdow
       "content-type": "application/cloudevents+json",
       "user-agent": "streamkeeper",
       "x-streamkeeper-origin": job.data.replayId ? "replay" : origin,
-      // The same on every attempt, so the downstream can drop a repeat (CONTRACT.md).
+      // The same on every attempt, so the downstream can drop a repeat (README.md#routes).
       "webhook-id": webhookId,
       // Signed per attempt: verifiers reject timestamps older than a few minutes.
       ...(route.secret ? signWebhook(route.secret, webhookId, Math.floor(Date.now() / 1000), body) : {}),

@@ -75,7 +75,7 @@ export interface Dispatcher {
 /**
  * One BullMQ worker per route queue, each with the route's concurrency and its own HTTP
  * connection pool, so a slow or failing route never delays or repeats another
- * (CONTRACT.md "Downstream delivery"). The workers share one Redis connection with
+ * (README.md#routes). The workers share one Redis connection with
  * `maxRetriesPerRequest: null`; BullMQ adds a blocking connection per worker.
  */
 export function createDispatcher(options: DispatcherOptions): Dispatcher {

@@ -8,7 +8,7 @@ export interface RateLimiter {
 const noLimit = 1_000_000_000;
 
 /**
- * The worker limiter for a route's `ratePerSecond` (CONTRACT.md "Route delivery controls").
+ * The worker limiter for a route's `ratePerSecond` (README.md#routes).
  * BullMQ counts a limiter's jobs in one Redis key per queue (INCR in moveToActive), so it
  * holds across every worker process. Its windows are fixed: a one-second window of `rate`
  * jobs lets a burst of `rate` at its end and another at the start of the next. So the

@@ -14,7 +14,7 @@ export type Decision =
   | { action: "fail"; reason: string };
 
 /**
- * What to do after one attempt, decided in this order (CONTRACT.md "Downstream delivery",
+ * What to do after one attempt, decided in this order (README.md#routes,
  * in the shape of stripe-node's retry rule):
  */
 export function decide(result: AttemptResult, now = Date.now()): Decision {

@@ -1,4 +1,5 @@
 import type { Cluster, Redis } from "ioredis";
+import { loadLua } from "../load-lua.js";
 import type { Logger } from "../logger.js";
 
 export interface CircuitSettings {
@@ -36,42 +37,9 @@ export interface RouteCircuit {
  * `nextProbeAt`), shared by every worker process; times from Redis's clock, so processes
  * on different hosts agree. Scripts are atomic, so exactly one job claims each probe.
  */
-const admitScript = `
-local t = redis.call('TIME')
-local now = t[1] * 1000 + math.floor(t[2] / 1000)
-local s = redis.call('HMGET', KEYS[1], 'failures', 'openedAt', 'nextProbeAt', 'probeMs')
-if not s[2] then return {0, tonumber(s[1]) or 0} end
-local nextProbeAt = tonumber(s[3])
-if now >= nextProbeAt then
-  redis.call('HSET', KEYS[1], 'nextProbeAt', now + tonumber(s[4]))
-  return {2, 0}
-end
-return {1, nextProbeAt - now}`;
-
-const failedScript = `
-local t = redis.call('TIME')
-local now = t[1] * 1000 + math.floor(t[2] / 1000)
-local failures = redis.call('HINCRBY', KEYS[1], 'failures', 1)
-if redis.call('HEXISTS', KEYS[1], 'openedAt') == 1 then
-  if ARGV[4] == '1' then
-    local probeMs = math.min(tonumber(redis.call('HGET', KEYS[1], 'probeMs')) * 2, tonumber(ARGV[3]))
-    redis.call('HSET', KEYS[1], 'probeMs', probeMs, 'nextProbeAt', now + probeMs)
-  end
-  return {1, math.max(tonumber(redis.call('HGET', KEYS[1], 'nextProbeAt')) - now, 0), failures}
-end
-if failures >= tonumber(ARGV[1]) then
-  redis.call('HSET', KEYS[1], 'openedAt', now, 'probeMs', ARGV[2], 'nextProbeAt', now + tonumber(ARGV[2]))
-  return {2, tonumber(ARGV[2]), failures}
-end
-return {0, 0, failures}`;
-
-const answeredScript = `
-local t = redis.call('TIME')
-local now = t[1] * 1000 + math.floor(t[2] / 1000)
-local openedAt = redis.call('HGET', KEYS[1], 'openedAt')
-redis.call('DEL', KEYS[1])
-if openedAt then return now - tonumber(openedAt) end
-return -1`;
+const admitScript = loadLua(new URL("./circuit-admit.lua", import.meta.url));
+const failedScript = loadLua(new URL("./circuit-failed.lua", import.meta.url));
+const answeredScript = loadLua(new URL("./circuit-answered.lua", import.meta.url));
 
 // Defined commands (EVALSHA): the scripts' text goes to Redis once per connection, not
 // with every delivery. ioredis copies a connection's defined commands onto each pipeline it

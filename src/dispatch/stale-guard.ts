@@ -25,7 +25,7 @@ export type StaleGuard = (
 ) => Promise<AttemptResult | "stale">;
 
 /**
- * `dropStale` (CONTRACT.md "Route delivery controls"): each attempt about an entity runs
+ * `dropStale` (README.md#routes): each attempt about an entity runs
  * inside the (route, entity) lease: compare with the newest state the route has, POST,
  * record, give the lease back. Events about no entity go straight through.
  */

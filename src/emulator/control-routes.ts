@@ -41,7 +41,7 @@ const rawEventBody = z.strictObject({ type: z.string().min(1), data: z.string() 
 const loopback = new Set(["127.0.0.1", "::1", "::ffff:127.0.0.1"]);
 
 /**
- * The control API for tests and demos (CONTRACT.md, "The tenant emulator"): no auth,
+ * The control API for tests and demos (README.md#settings): no auth,
  * so it answers loopback callers only.
  */
 export function controlRoutes(deps: {

@@ -7,7 +7,7 @@ const optional = z.string().trim().min(1).optional();
 const seconds = z.coerce.number({ error: "give seconds, e.g. 15 or 0.5" }).positive("give seconds above 0, e.g. 15 or 0.5");
 
 /**
- * The emulator's own settings (CONTRACT.md, "The tenant emulator"). It is not the
+ * The emulator's own settings (README.md#settings). It is not the
  * service, so they are parsed here rather than in config.ts.
  */
 const schema = z.object({

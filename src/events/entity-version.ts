@@ -1,6 +1,6 @@
 import type { CloudEvent } from "./cloud-event.js";
 
-/** Which state of which entity an event carries, for a route with `dropStale` (CONTRACT.md "Route delivery controls"). */
+/** Which state of which entity an event carries, for a route with `dropStale` (README.md#routes). */
 export interface EntityVersion {
   /** The entity's kind and id, e.g. `user:auth0|679fb1b1e809445f129bc18d`. */
   entity: string;
@@ -11,7 +11,7 @@ export interface EntityVersion {
 }
 
 /**
- * The field of `data.object` that names each kind of entity (CONTRACT.md: users by
+ * The field of `data.object` that names each kind of entity (README.md#stale-updates-dropstale: users by
  * `user_id`; organizations, groups and connections by `id`).
  */
 const idFields: Record<string, string> = { user: "user_id", organization: "id", group: "id", connection: "id" };

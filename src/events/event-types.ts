@@ -1,6 +1,6 @@
 /**
- * The tenant's event type names (tenant-api.md, "Events"). Events of other types are
- * accepted and counted (a 4xx would make the tenant drop them for good, real-world.md).
+ * The tenant's event type names (docs/tenant-api.md#event-types). Events of other types are
+ * accepted and counted (a 4xx would make the tenant drop them for good, docs/tenant-api.md#webhook-delivery).
  */
 export const tenantEventTypes = [
   "group.created",

@@ -33,7 +33,7 @@ export function sendArchiveUnavailable(res: Response, logger: Logger, error: unk
 }
 
 /**
- * Search and erasure (CONTRACT.md "Archive, search and replay"): `GET /admin/events` in
+ * Search and erasure (README.md#the-archive-search-timelines-replay-erasure): `GET /admin/events` in
  * keyset pages, newest first, and `DELETE /admin/entities/:id`.
  */
 export function createArchiveRouter(deps: { archive: RunningArchive; logger: Logger }): Router {

@@ -11,7 +11,7 @@ const requestBody = z.strictObject({ publicUrl: z.string("must be a URL such as 
 const statusOf: Record<ConnectStreamError["reason"], number> = { bad_public_url: 400, no_public_url: 400, no_auth: 409, no_tenant: 409, no_receiver: 409 };
 
 /**
- * `POST /admin/streams/:streamId/connect {"publicUrl"?}` (CONTRACT.md, "Admin surface"),
+ * `POST /admin/streams/:streamId/connect {"publicUrl"?}` (README.md#http-surfaces),
  * mounted behind ADMIN_TOKEN: 200 with the stream as the tenant returned it.
  */
 export function createConnectRouter(connector: StreamConnector): Router {

@@ -9,7 +9,7 @@ import { routeOfQueue } from "../queue/queue-names.js";
 const basePath = "/admin/queues";
 
 /**
- * The queue dashboard (CONTRACT.md "Admin surface": `/admin/queues`), bull-board over
+ * The queue dashboard (README.md#http-surfaces: `/admin/queues`), bull-board over
  * every delivery queue and the reconcile queue. It has no login of its own: the admin
  * router's `adminAuth` runs before it, and a browser resends the Basic credentials for
  * the page, its assets and its API calls alike. Not read-only, so a dead letter (a failed

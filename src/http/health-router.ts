@@ -3,7 +3,7 @@ import express, { type Router } from "express";
 /**
  * `GET /healthz` (the process answers, and the embedded Redis it relies on is not dead for
  * good: `alive`) and `GET /readyz` (Redis reachable and writable), the same on the public
- * and the admin port (CONTRACT.md: a worker has no public port).
+ * and the admin port (README.md#http-surfaces: a worker has no public port).
  */
 export function createHealthRouter(ready: () => Promise<boolean>, alive: () => boolean = () => true): Router {
   const router = express.Router();

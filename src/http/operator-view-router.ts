@@ -16,7 +16,7 @@ const pageFiles = new Map([
 ]);
 
 /**
- * The operator view (CONTRACT.md "Operator view"; docs/operating.md): the page at `/admin/`
+ * The operator view (docs/operating.md#the-operator-view; docs/operating.md): the page at `/admin/`
  * and its one aggregate, `GET /admin/overview`. Behind the admin login like every /admin
  * route (admin-auth.ts); the page's other calls go to the admin API as it is.
  */

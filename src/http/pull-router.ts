@@ -3,7 +3,7 @@ import type { PullStatus } from "../pull/pull-state.js";
 import { sendProblem } from "./problem.js";
 
 /**
- * `GET /admin/pull` (CONTRACT.md, "Pulling events from the tenant"): where the pull stands,
+ * `GET /admin/pull` (README.md#pulling-events-pull-on): where the pull stands,
  * as the holding worker published it in Redis, so any process of the service answers.
  */
 export function createPullRouter(describe: () => Promise<PullStatus>): Router {

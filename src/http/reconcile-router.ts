@@ -19,7 +19,7 @@ const requestBody = z.strictObject({
 const outcomesBody = z.strictObject({ jobIds: z.array(z.string().min(1)).min(1).max(maxIdsPerRequest) });
 
 /**
- * `POST /admin/reconcile` and `GET /admin/reconcile/:jobId` (CONTRACT.md, "Admin surface"),
+ * `POST /admin/reconcile` and `GET /admin/reconcile/:jobId` (README.md#http-surfaces),
  * mounted by the admin app behind ADMIN_TOKEN, with its JSON parser.
  */
 export function createReconcileRouter(reconcile: ReconcileQueue): Router {

@@ -19,7 +19,7 @@ const replayBody = z.strictObject({
 
 /**
  * `POST /admin/replays`, `GET /admin/replays/:id`, `DELETE /admin/replays/:id`
- * (CONTRACT.md "Archive, search and replay"); replay-runner.ts sends what they start.
+ * (README.md#the-archive-search-timelines-replay-erasure); replay-runner.ts sends what they start.
  */
 export function createReplayRouter(deps: { replays: Replays; logger: Logger; started(): void }): Router {
   const { replays, logger } = deps;

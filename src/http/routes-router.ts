@@ -18,7 +18,7 @@ const moveBody = z.strictObject({ to: z.string("must be the name of a configured
 
 /**
  * `GET /admin/routes`, `POST /admin/routes/:name/move {"to"}`, `DELETE /admin/routes/:name`
- * (CONTRACT.md, route lifecycle), behind ADMIN_TOKEN: what `streamkeeper routes` uses. A
+ * (docs/operating.md#removing-or-renaming-a-route), behind ADMIN_TOKEN: what `streamkeeper routes` uses. A
  * route renamed or removed keeps its waiting events until they are moved or dropped here.
  */
 export function createRoutesRouter(deps: RoutesRouterDeps): Router {

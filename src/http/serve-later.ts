@@ -10,7 +10,7 @@ export interface LateServing extends Serving {
 /**
  * Binds the port first and takes the handler once the rest of the service is built: a port
  * in use then stops a start before it has touched Redis or anything a running service or a
- * command sees (CONTRACT.md: a start that fails changes nothing).
+ * command sees (README.md#commands: a start that fails changes nothing).
  */
 export async function serveLater(port: number, host: string, options: ServeOptions = {}): Promise<LateServing> {
   let handler: RequestListener | undefined;

@@ -21,7 +21,7 @@ export interface SweepRouterDeps {
 }
 
 /**
- * `GET /admin/sweep` (CONTRACT.md, the sweep) and `POST /admin/sweep/window`, the service
+ * `GET /admin/sweep` (README.md#the-sweep-failed-deliveries-found-without-being-told) and `POST /admin/sweep/window`, the service
  * side of `streamkeeper reconcile --since`: the window is read with the service's own tenant
  * settings and routes. The answer is NDJSON, one line per failed delivery as it is handled
  * (a long window shows progress and no proxy times out), then `{"done":true,...}`, or

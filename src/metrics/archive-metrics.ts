@@ -1,7 +1,7 @@
 import { Counter, Gauge } from "prom-client";
 import { registry } from "./registry.js";
 
-/** Records the archive writer handled, by result (CONTRACT.md "Archive, search and replay"). */
+/** Records the archive writer handled, by result (README.md#the-archive-search-timelines-replay-erasure). */
 export const archiveWrites = new Counter({
   name: "streamkeeper_archive_writes_total",
   help: "Archive records handled by the archive writer: written (events and attempts committed to Postgres), duplicate (archived before), poison (unreadable, set aside), expired (older than ARCHIVE_RETENTION_DAYS), error (a batch Postgres refused; retried)",

@@ -2,7 +2,7 @@ import { Counter, Histogram } from "prom-client";
 import { registry } from "./registry.js";
 
 /**
- * Freshness (CONTRACT.md, metrics and "Route delivery controls"): how old an event is when
+ * Freshness (docs/operating.md#freshness; README.md#routes): how old an event is when
  * a route answers 2xx for it, from the event's `time`. Buckets from 50 ms to a day, with
  * the objectives operators promise (1 s, 5 s, 30 s, a minute) among them.
  */

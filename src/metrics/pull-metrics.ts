@@ -1,7 +1,7 @@
 import { Counter, Gauge } from "prom-client";
 import { registry } from "./registry.js";
 
-/** The pull's metrics (CONTRACT.md, "Pulling events from the tenant"), in the one registry. */
+/** The pull's metrics (README.md#pulling-events-pull-on), in the one registry. */
 export const pullConnected = new Gauge({
   name: "streamkeeper_pull_connected",
   help: "1 while this process holds an open connection to the tenant's Events API",

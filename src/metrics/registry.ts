@@ -2,7 +2,7 @@ import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom
 
 /**
  * The one metrics registry of the process (the only module-level singleton, STYLE.md).
- * Names and labels are CONTRACT.md's; every label value is bounded (event types outside
+ * Names and labels are docs/operating.md#metrics's; every label value is bounded (event types outside
  * the tenant's list share `other`, statuses are numbers, routes come from config).
  */
 export const registry = new Registry();
@@ -243,7 +243,7 @@ export const tenantUnrecoveredDeliveries = new Gauge({
 });
 
 /**
- * Stream health (CONTRACT.md, "Stream health"). The worker's watcher stores what it read
+ * Stream health (README.md#stream-health). The worker's watcher stores what it read
  * in Redis and every worker process reports it at scrape time (streams/register-stream-gauges.ts),
  * so all of them agree whichever process made the tenant call: aggregate with `min by (stream)`.
  */

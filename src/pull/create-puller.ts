@@ -51,7 +51,7 @@ interface Ending {
 }
 
 /**
- * Reads the tenant's Events API (real-world.md, "Pulling events") into the event store.
+ * Reads the tenant's Events API (docs/tenant-api.md#pulling-events) into the event store.
  * One worker of the service holds a lease and the one connection; the others wait to take
  * over. Each event is stored (origin `pull`) before its offset is kept, and every message's
  * offset (`offset-only` markers too) is kept only once what it covers is stored, so a crash
@@ -238,7 +238,7 @@ export function createPuller(deps: PullerDeps): Puller {
       clearTimeout(idle);
       pullConnected.set(0);
     }
-    // The tenant closes connections every few minutes on purpose (real-world.md): reconnect at once.
+    // The tenant closes connections every few minutes on purpose (docs/tenant-api.md#pulling-events): reconnect at once.
     logger.debug("pull: the Events API stream ended (the tenant's periodic close); reconnecting from the kept offset");
     return { reason: "cycled", waitMs: 0 };
   }

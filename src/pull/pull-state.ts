@@ -1,5 +1,6 @@
 import type { Cluster, Redis } from "ioredis";
-import { createRedisLease, leaseLua, type RedisLease } from "../queue/redis-lease.js";
+import { loadLua } from "../load-lua.js";
+import { createRedisLease, type RedisLease } from "../queue/redis-lease.js";
 
 /** One hash tag for the pull's keys: its offset write checks the lease in the same script. */
 export function pullKey(queuePrefix: string, name: "lease" | "position" | "status" | "poison"): string {
@@ -18,7 +19,7 @@ export interface PullPosition {
   lastEventAt?: string;
 }
 
-/** `GET /admin/pull` (CONTRACT.md, "Pulling events from the tenant"). */
+/** `GET /admin/pull` (README.md#pulling-events-pull-on). */
 export interface PullStatus {
   state: PullStateName;
   offsetAt: string | null;
@@ -54,6 +55,8 @@ export interface PullState {
 
 type KeepCommand = { streamkeeperPullKeep(lease: string, position: string, owner: string, offset: string, offsetAt: string, lastEventAt: string): Promise<number> };
 
+const keepScript = loadLua(new URL("./pull-keep.lua", import.meta.url));
+
 /** Pull dead letters kept; the oldest go first. */
 export const poisonKept = 10_000;
 
@@ -62,15 +65,7 @@ export function createPullState(redis: Redis | Cluster, queuePrefix: string): Pu
   const positionKey = pullKey(queuePrefix, "position");
   const statusKey = pullKey(queuePrefix, "status");
   const poisonKey = pullKey(queuePrefix, "poison");
-  redis.defineCommand("streamkeeperPullKeep", {
-    numberOfKeys: 2,
-    lua: `${leaseLua}
--- KEYS lease, position; ARGV owner, offset, offsetAt, lastEventAt ('' keeps the last one). 1 kept, 0 not the holder.
-if not lease_holds(KEYS[1], ARGV[1]) then return 0 end
-redis.call('HSET', KEYS[2], 'offset', ARGV[2], 'offsetAt', ARGV[3])
-if ARGV[4] ~= '' then redis.call('HSET', KEYS[2], 'lastEventAt', ARGV[4]) end
-return 1`,
-  });
+  redis.defineCommand("streamkeeperPullKeep", { numberOfKeys: 2, lua: keepScript });
   const commands = redis as unknown as KeepCommand;
   const lease = createRedisLease(redis, leaseKey);
 

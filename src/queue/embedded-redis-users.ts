@@ -1,7 +1,9 @@
 import { hostname } from "node:os";
+import { loadLua } from "../load-lua.js";
 import type { Logger } from "../logger.js";
 import { infoField } from "./info-field.js";
 import { closeRedis, createRedis, untilReady } from "./redis-connection.js";
+import { isAlive } from "../is-alive.js";
 
 /** One field per process using the embedded Redis: `<host>:<pid>` -> `{pid, host, who, heartbeatAt}`. */
 export const usersKey = "streamkeeper:embedded-redis:users";
@@ -42,7 +44,7 @@ export interface EmbeddedRedisUse {
 }
 
 // Drop our lease and answer the rest in one step, so two processes leaving at once cannot both miss each other.
-const leaveScript = "redis.call('HDEL', KEYS[1], ARGV[1]); return redis.call('HGETALL', KEYS[1])";
+const leaveScript = loadLua(new URL("./embedded-redis-leave.lua", import.meta.url));
 
 /**
  * A lease per process in the embedded Redis itself, refreshed every 10 s: the last
@@ -129,13 +131,4 @@ function liveLeases(leases: Record<string, string>, ours: string): string[] {
       return lease.host === host ? isAlive(lease.pid) && age < staleSameHostMs : age < staleOtherHostMs;
     })
     .map(([key]) => key);
-}
-
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === "EPERM";
-  }
 }

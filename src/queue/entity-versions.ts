@@ -1,6 +1,6 @@
 import type { Cluster, Redis } from "ioredis";
 import type { EntityVersion } from "../events/entity-version.js";
-import { leaseLua } from "./redis-lease.js";
+import { loadLua } from "../load-lua.js";
 
 /** What `enter` found: the state may go (the lease is ours), it is stale, or another delivery of the entity holds the lease. */
 export type Entry = { outcome: "go" } | { outcome: "stale" } | { outcome: "busy"; leaseLeftMs: number };
@@ -33,72 +33,10 @@ export interface EntityVersions {
  */
 const shards = 4096;
 
-// A version is the state's age in ms, negated once the entity is deleted. Versions only
-// move forward in one order, by absolute value, a delete winning a tie (see next_version),
-// so the newest of several windows is the latest written.
-const versionFunctions = `
-local function newest(a, b)
-  if not a then return b end
-  if not b then return a end
-  local x, y = math.abs(a), math.abs(b)
-  if x ~= y then return (x > y) and a or b end
-  return math.min(a, b)
-end
-local function stored(field)
-  local version = nil
-  for i = 2, 4 do
-    local raw = redis.call('HGET', KEYS[i], field)
-    if raw then version = newest(version, tonumber(raw)) end
-  end
-  return version
-end
--- The version to keep once this state is delivered, or nil when it is stale:
--- - nothing known yet: it goes;
--- - deleted: a create newer than the delete goes (the id lives again: social and
---   custom-database users keep their user_id when re-created), and so does a newer delete
---   (the id was re-created and deleted again: its create may still be on its way, and
---   must then find this delete as the newest state); updates never do, whatever their
---   time, since delivering one would bring a deleted user back downstream;
--- - alive: a delete always goes (the newest state), anything else unless it is older.
-local function next_version(current, age, change)
-  if not current then
-    if change == 'd' then return -age end
-    return age
-  end
-  if current < 0 then
-    if change == 'c' and age > -current then return age end
-    if change == 'd' and age > -current then return -age end
-    return nil
-  end
-  if change == 'd' then return -math.max(current, age) end
-  if age >= current then return age end
-  return nil
-end
-`;
-
-// KEYS: lease, previous, current and next window's hash (one hash tag, one slot).
-// ARGV: entity, owner, leaseMs, age, change.
-// Returns 0 (go, the lease is ours), -1 (stale) or the ms left on another's lease. Stale is
-// told before the lease is looked at: versions only move forward, so a state older than
-// the one recorded stays stale whatever the holder delivers, and need not wait for it.
-const enterScript = `${versionFunctions}${leaseLua}
-if not next_version(stored(ARGV[1]), tonumber(ARGV[4]), ARGV[5]) then return -1 end
-return lease_take(KEYS[1], ARGV[2], ARGV[3])
-`;
-
-// KEYS: as enter. ARGV: entity, owner, received (1/0), age, change, the current window's
-// expiry (unix seconds). The version only moves forward: should the lease have expired
-// and another delivery have recorded a newer state meanwhile, that one stays.
-const leaveScript = `${versionFunctions}${leaseLua}
-if ARGV[3] == '1' then
-  local version = next_version(stored(ARGV[1]), tonumber(ARGV[4]), ARGV[5])
-  if version then
-    redis.call('HSET', KEYS[3], ARGV[1], string.format('%d', version))
-    redis.call('EXPIREAT', KEYS[3], ARGV[6])
-  end
-end
-return lease_release(KEYS[1], ARGV[2])
-`;
+// Versions, their order and the lease in one step: entity-versions.lua (the functions),
+// entity-enter.lua and entity-leave.lua (the two calls, with their keys and arguments).
+const enterScript = loadLua(new URL("./entity-enter.lua", import.meta.url));
+const leaveScript = loadLua(new URL("./entity-leave.lua", import.meta.url));
 
 type Commands = {
   streamkeeperEnterEntity(...args: [string, string, string, string, string, string, number, number, string]): Promise<number>;

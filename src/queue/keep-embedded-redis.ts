@@ -1,10 +1,10 @@
-import { readFileSync } from "node:fs";
 import { open, readFile, rm, unlink } from "node:fs/promises";
 import { join } from "node:path";
 import type { Logger } from "../logger.js";
 import { embeddedRedisRestarts } from "../metrics/registry.js";
 import { createRepeatLog } from "../repeat-log.js";
 import { answers, startRedisServer } from "./redis-server.js";
+import { isAlive } from "../is-alive.js";
 
 export interface EmbeddedRedisKeeper {
   /** False once the embedded Redis has been down for `giveUpAfterMs` (no one could restart it): `/healthz` fails then. */
@@ -128,22 +128,4 @@ export function keepEmbeddedRedis(options: KeepEmbeddedRedisOptions): EmbeddedRe
       clearTimeout(timer);
     },
   };
-}
-
-/**
- * Whether the process runs: a killed server not yet reaped by its parent (a zombie, state
- * `Z` in /proc; for good in a container whose PID 1 reaps nothing) counts as dead.
- */
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === "EPERM";
-  }
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
-    return stat.slice(stat.lastIndexOf(")") + 2, stat.lastIndexOf(")") + 3) !== "Z";
-  } catch {
-    return true; // no /proc: trust the signal
-  }
 }

@@ -1,4 +1,5 @@
 import type { Cluster, Redis } from "ioredis";
+import { loadLua } from "../load-lua.js";
 import { bullPrefix, deliveryQueueBullPrefix, deliveryQueueName, reconcileQueueBullPrefix, reconcileQueueName } from "./queue-names.js";
 
 /**
@@ -30,21 +31,11 @@ export async function legacyJobs(redis: Redis | Cluster, queuePrefix: string, qu
   return { live: wait + active + paused + delayed + prioritized, failed };
 }
 
-// On the new queue's slot: a dead letter as it was (its hash whole, scored by when it
-// failed), unless the queue already has a job of that id (then that job is the event's).
-const adoptScript = `
-if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
-redis.call('HSET', KEYS[1], unpack(ARGV, 3))
-redis.call('ZADD', KEYS[2], ARGV[2], ARGV[1])
-return 1
-`;
-
-// On the old slot: forget the job only while it is still a dead letter there (an earlier
-// release's replay may have taken it back to its queue meanwhile).
-const forgetScript = `
-if redis.call('ZREM', KEYS[1], ARGV[1]) == 1 then redis.call('DEL', KEYS[2], KEYS[3]) end
-return 0
-`;
+// A dead letter copied onto the new queue's slot, then forgotten on the old one while it
+// is still a dead letter there: two slots, two scripts (their keys and arguments at their top).
+const adoptScript = loadLua(new URL("./legacy-adopt-dead-letter.lua", import.meta.url));
+const forgetScript = loadLua(new URL("./legacy-forget-dead-letter.lua", import.meta.url));
+const reconcileIdsScript = loadLua(new URL("./legacy-reconcile-job-ids.lua", import.meta.url));
 
 type AdoptCommands = {
   streamkeeperLegacyAdopt(jobKey: string, failedKey: string, jobId: string, failedAt: string, ...fields: string[]): Promise<number>;
@@ -106,5 +97,5 @@ export async function adoptLegacyReconcileJobIds(redis: Redis | Cluster, queuePr
   const last = await redis.get(`${legacyBullPrefix(queuePrefix)}:${reconcileQueueName}:id`);
   if (last === null) return;
   const counter = `${reconcileQueueBullPrefix(queuePrefix)}:${reconcileQueueName}:id`;
-  await redis.eval("if tonumber(redis.call('GET', KEYS[1]) or '0') < tonumber(ARGV[1]) then redis.call('SET', KEYS[1], tonumber(ARGV[1]) + 1000000) end return 0", 1, counter, last);
+  await redis.eval(reconcileIdsScript, 1, counter, last);
 }

@@ -48,7 +48,7 @@ export async function resolveRedis(config: Config, logger: Logger, who = "comman
   if (!started) {
     logger.info({ socket, users: use.others }, use.others > 0 ? "reusing the embedded redis-server already running in DATA_DIR" : "adopted the embedded redis-server left running in DATA_DIR (its starter is gone); it stops when the last process using it does");
   }
-  // Every process using it watches it; one restarts it when it dies (DATA_DIR in CONTRACT.md).
+  // Every process using it watches it; one restarts it when it dies (DATA_DIR in README.md#settings).
   const keeper = keepEmbeddedRedis({ dir, socket, logger });
   let releasing: Promise<void> | undefined;
   return {

@@ -21,7 +21,7 @@ export interface ReconcilerDeps {
   defaultStreamId?: string;
 }
 
-/** What `streamkeeper reconcile --dry-run` prints per failed delivery (CONTRACT.md, the sweep). */
+/** What `streamkeeper reconcile --dry-run` prints per failed delivery (README.md#the-sweep-failed-deliveries-found-without-being-told). */
 export type DryRunOutcome = "would_recover" | "already_received" | "no_payload" | `error: ${string}`;
 
 export interface Reconciler {

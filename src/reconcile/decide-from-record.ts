@@ -11,15 +11,15 @@ export type RecordDecision =
   | { outcome: `error: ${string}` };
 
 /**
- * What to do with the tenant's delivery history of one event (tenant-api.md 3):
+ * What to do with the tenant's delivery history of one event (docs/tenant-api.md#delivery-history-of-one-event):
  * 1. no record (404): the stream or the event is unknown, or it was delivered (a success
- *    has no record, real-world.md) → `not_found`;
+ *    has no record) → `not_found`;
  * 2. not `failed` (real answers also show `pending` while attempts remain) → `not_failed`:
  *    the tenant may still deliver it, so replaying now would race it;
  * 3. failed without `event` → `no_payload`: nothing to replay;
  * 4. otherwise the stored event, replayed as stored (`source` `urn:auth0:`, `a0tenant`,
  *    `a0stream` kept), `data` as an object where the tenant sent a JSON string
- *    (the document says string, real answers send an object: real-world.md).
+ *    (the document says string, real answers send an object).
  */
 export function decideFromRecord(record: DeliveryRecord | undefined): RecordDecision {
   if (!record) return { outcome: "not_found" };
@@ -27,7 +27,7 @@ export function decideFromRecord(record: DeliveryRecord | undefined): RecordDeci
   if (!record.event) return { outcome: "no_payload" };
   const { data, ...stored } = record.event;
   // Fill only what CloudEvents requires and the tenant may leave out (every field of the
-  // stored copy is optional in tenant-api.md); what it did send wins.
+  // stored copy is optional); what it did send wins.
   const candidate = {
     specversion: "1.0",
     source: "urn:auth0:",

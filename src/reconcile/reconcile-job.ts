@@ -1,6 +1,6 @@
 /**
  * The payload of one reconcile job and its result, the job's return value. Outcome names
- * are CONTRACT.md's (`reconcile` command): `error: <reason>` carries what to change.
+ * are README.md#reconcile's (`reconcile` command): `error: <reason>` carries what to change.
  */
 export interface ReconcileJobData {
   eventId: string;
@@ -23,7 +23,7 @@ export interface ReconcileResult {
   status?: string;
 }
 
-/** Outcomes that make `streamkeeper reconcile` exit 1 (CONTRACT.md, exit codes). */
+/** Outcomes that make `streamkeeper reconcile` exit 1 (README.md#reconcile). */
 export function isFailure(outcome: ReconcileOutcome): boolean {
   return outcome === "not_found" || outcome === "no_payload" || outcome.startsWith("error:");
 }

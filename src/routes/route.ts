@@ -1,4 +1,4 @@
-/** A downstream handler (CONTRACT.md, "Downstream delivery"). */
+/** A downstream handler (README.md#routes). */
 export interface Route {
   /** Letters, digits, `_` and `-`: it names the route's queue and metric label. */
   name: string;
@@ -14,14 +14,14 @@ export interface Route {
   concurrency: number;
   /**
    * Never hand this route an older state of an entity after a newer one, nor two states
-   * of one entity at once (CONTRACT.md "Route delivery controls"). @defaultValue false
+   * of one entity at once (README.md#routes). @defaultValue false
    */
   dropStale?: boolean;
-  /** At most this many deliveries per second, across every worker process (CONTRACT.md "Route delivery controls"). */
+  /** At most this many deliveries per second, across every worker process (README.md#routes). */
   ratePerSecond?: number;
   /**
    * The route's freshness objective: 99% of live events delivered within this many seconds
-   * of their `time` (CONTRACT.md "Route delivery controls"; docs/operating.md, "Freshness").
+   * of their `time` (README.md#routes; docs/operating.md, "Freshness").
    */
   freshnessSeconds?: number;
 }

@@ -2,7 +2,7 @@ import type { Env } from "../config.js";
 import type { EventStream } from "../tenant/event-stream.js";
 
 /**
- * Which of the tenant's streams are this service's to sweep and watch (CONTRACT.md,
+ * Which of the tenant's streams are this service's to sweep and watch (README.md#the-sweep-failed-deliveries-found-without-being-told,
  * "Finding failed deliveries without being told"): those named in RECONCILE_SWEEP_STREAMS,
  * else every stream whose webhook endpoint starts with PUBLIC_URL. A stream pointing
  * elsewhere is never ours, even when named: its events belong to another destination.

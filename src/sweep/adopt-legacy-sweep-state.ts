@@ -1,12 +1,10 @@
 import type { Cluster, Redis } from "ioredis";
+import { loadLua } from "../load-lua.js";
 import { legacyBullPrefix } from "../queue/legacy-queue-layout.js";
 import { sweepKey } from "../queue/queue-names.js";
 
 // Fields the new hash already has win: a sweep of this release may have moved on meanwhile.
-const adoptHashScript = `
-for i = 1, #ARGV, 2 do redis.call('HSETNX', KEYS[1], ARGV[i], ARGV[i + 1]) end
-return 0
-`;
+const adoptHashScript = loadLua(new URL("./adopt-legacy-sweep-hash.lua", import.meta.url));
 
 /**
  * The sweep state of a release before its own hash tag (`{QUEUE_PREFIX}:sweep:…`), moved

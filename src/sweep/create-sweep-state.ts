@@ -1,8 +1,9 @@
 import type { Cluster, Redis } from "ioredis";
+import { loadLua } from "../load-lua.js";
 import { sweepKey } from "../queue/queue-names.js";
-import { createRedisLease, leaseLua } from "../queue/redis-lease.js";
+import { createRedisLease } from "../queue/redis-lease.js";
 
-/** What `GET /admin/sweep` shows of one stream (CONTRACT.md). */
+/** What `GET /admin/sweep` shows of one stream (README.md#the-sweep-failed-deliveries-found-without-being-told). */
 export interface StreamSweepStatus {
   streamId: string;
   /** End of the last window read completely (ISO 8601), null before the first. */
@@ -47,21 +48,10 @@ export interface SweepState {
   describe(lookbackMs: number, now: number): Promise<StreamSweepStatus[]>;
 }
 
-// The lease and the "not before" key in one step: a sweep starts only when both let it.
-const acquireScript = `${leaseLua}
-if redis.call('EXISTS', KEYS[2]) == 1 or lease_take(KEYS[1], ARGV[1], ARGV[2]) > 0 then return 0 end
-if tonumber(ARGV[3]) > 0 then redis.call('SET', KEYS[2], '1', 'PX', ARGV[3]) end
-return 1
-`;
-
-// Never moves a checkpoint back: a late write of an older window must not undo a newer one.
-const advanceScript = `${leaseLua}
-if not lease_holds(KEYS[1], ARGV[1]) then return 0 end
-local current = tonumber(redis.call('HGET', KEYS[2], 'checkpoint') or '0')
-if tonumber(ARGV[2]) > current then redis.call('HSET', KEYS[2], 'checkpoint', ARGV[2]) end
-redis.call('SADD', KEYS[3], ARGV[3])
-return 1
-`;
+// The lease and the "not before" key in one step (sweep-acquire.lua), and the checkpoint
+// written only by the lease's holder (sweep-advance.lua).
+const acquireScript = loadLua(new URL("./sweep-acquire.lua", import.meta.url));
+const advanceScript = loadLua(new URL("./sweep-advance.lua", import.meta.url));
 
 type StateCommands = {
   streamkeeperSweepAcquire(lease: string, due: string, owner: string, leaseMs: number, intervalMs: number): Promise<number>;

@@ -35,8 +35,7 @@ const maxWindowMs = 3_600_000;
 class Interrupted extends Error {}
 
 /**
- * Finds the tenant's failed deliveries with no one asking (CONTRACT.md, "Finding failed
- * deliveries without being told"). Every RECONCILE_SWEEP_INTERVAL_SECONDS, for each swept
+ * Finds the tenant's failed deliveries with no one asking (README.md#the-sweep-failed-deliveries-found-without-being-told). Every RECONCILE_SWEEP_INTERVAL_SECONDS, for each swept
  * stream, it reads windows from the stream's checkpoint (less RECONCILE_SWEEP_OVERLAP_SECONDS)
  * up to now, and recovers each failed delivery from the list's own records.
  *

@@ -29,7 +29,7 @@ export type WindowRunner = (request: WindowRequest, onResult: (result: WindowRes
 
 /**
  * One window from the command line (`streamkeeper reconcile --since`), run by the service
- * with its own tenant settings and routes (CONTRACT.md: a command acts with the running
+ * with its own tenant settings and routes (README.md#commands: a command acts with the running
  * service's configuration). Same list and outcomes as the sweep; no checkpoint is moved.
  */
 export function createWindowRunner(deps: {

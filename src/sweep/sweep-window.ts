@@ -45,7 +45,7 @@ const parallel = 20;
 
 /**
  * One window of one stream: every page of the tenant's failed deliveries between `from`
- * and `to` (real-world.md: the list's order and which time the dates filter on are not
+ * and `to` (docs/tenant-api.md#failed-deliveries: the list's order and which time the dates filter on are not
  * documented, so nothing here depends on either), each record reconciled from the list
  * itself (the page carries the event: no second call per id) through the reconciler's
  * path: ledger dedupe, the event store, reconcile priority below live events.
@@ -58,7 +58,7 @@ export async function sweepWindow(options: SweepWindowOptions): Promise<WindowFi
   for await (const page of pages) {
     figures.pages++;
     // Records the tenant sent in a shape we cannot read: unrecovered with their reason,
-    // and the window goes on (CONTRACT.md: one record never holds back the others).
+    // and the window goes on (README.md#the-sweep-failed-deliveries-found-without-being-told: one record never holds back the others).
     for (const record of page.unreadable ?? []) {
       const eventId = record.id ?? `unreadable record ${record.index + 1} of page ${figures.pages}`;
       const result: WindowResult = { eventId, streamId: options.streamId, outcome: `error: ${record.reason}` };

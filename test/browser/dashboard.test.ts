@@ -2,21 +2,19 @@ import { mkdir, mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { chromium, type BrowserContext } from "playwright-core";
-import { afterAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { findTool, pathOf } from "../helpers/find-tool.js";
 import { userEvent } from "../helpers/fixtures.js";
 import { startSinkServer } from "../helpers/sink-server.js";
 import { startTestService } from "../helpers/start-test-service.js";
+import { useCleanup } from "../helpers/cleanup.js";
 
 const chromiumTool = findTool("chromium", "Debian: apt-get install -y chromium");
 const adminToken = "dashboard-admin-token";
 const screenshot = "test-artifacts/dashboard.png";
 
 describe.skipIf(chromiumTool.skip)("operate: the queue dashboard in a real browser", () => {
-  const cleanup: Array<() => Promise<void>> = [];
-  afterAll(async () => {
-    for (const step of cleanup.reverse()) await step();
-  });
+  const cleanup = useCleanup("all");
 
   it("when an operator logs in to /admin/queues and retries a dead letter, then the downstream receives the event", async () => {
     // The downstream refuses the event for good (400: no retry), then is fixed.

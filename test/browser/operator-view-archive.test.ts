@@ -3,7 +3,7 @@ import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { chromium, type BrowserContext, type Page } from "playwright-core";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import type { Overview } from "../../src/admin/describe-overview.js";
 import { startEmulator, type Emulator } from "../../src/emulator/start-emulator.js";
 import { freePort } from "../../src/queue/redis-server.js";
@@ -13,6 +13,8 @@ import { userEvent } from "../helpers/fixtures.js";
 import { startSinkServer, type SinkRequest, type SinkServer } from "../helpers/sink-server.js";
 import { startTestService, testCredentials, type TestService } from "../helpers/start-test-service.js";
 import { createStream, emit, settled, tenantEnv } from "../integration/emulator-test-kit.js";
+import { useCleanup, type Cleanup } from "../helpers/cleanup.js";
+import { adminHeaders } from "../helpers/credentials.js";
 
 const chromiumPath = "/usr/bin/chromium";
 const adminToken = "operator-view-archive-admin-token";
@@ -29,7 +31,7 @@ function eventOf(user: string, type: string) {
 const webhookIds = (requests: SinkRequest[]) => requests.map((request) => request.headers["webhook-id"]);
 
 /** A headless Chromium logged in to the admin port, recording every console error and failed request of the page. */
-async function openBrowser(cleanup: Array<() => Promise<unknown>>, consoleErrors: string[]): Promise<Page> {
+async function openBrowser(cleanup: Cleanup, consoleErrors: string[]): Promise<Page> {
   const userDataDir = await mkdtemp(join(tmpdir(), "sk-chromium-"));
   cleanup.push(() => rm(userDataDir, { recursive: true, force: true }));
   const context: BrowserContext = await chromium.launchPersistentContext(userDataDir, {
@@ -60,10 +62,7 @@ async function openBrowser(cleanup: Array<() => Promise<unknown>>, consoleErrors
  * order on one page: the first posts the events the others search, replay and retry.
  */
 describe.skipIf(!existsSync(chromiumPath))("operate: the operator view's search, timeline, replay and dead-letter retry in a real browser", () => {
-  const cleanup: Array<() => Promise<unknown>> = [];
-  afterAll(async () => {
-    for (const step of cleanup.reverse()) await step().catch(() => {});
-  });
+  const cleanup = useCleanup("all", { quiet: true });
 
   let db: TestDatabase;
   let emulator: Emulator;
@@ -79,7 +78,7 @@ describe.skipIf(!existsSync(chromiumPath))("operate: the operator view's search,
   const log = capturedLogger();
 
   async function overview(): Promise<Overview> {
-    return (await (await fetch(`${service.adminUrl}/admin/overview`, { headers: { authorization: `Bearer ${adminToken}` } })).json()) as Overview;
+    return (await (await fetch(`${service.adminUrl}/admin/overview`, { headers: adminHeaders(adminToken) })).json()) as Overview;
   }
   const refreshes = async () => Number(await page.locator("body").getAttribute("data-refreshes"));
   /** Once the service shows `holds`, the page shows it after at most one refresh started after it. */
@@ -96,7 +95,7 @@ describe.skipIf(!existsSync(chromiumPath))("operate: the operator view's search,
    */
   async function replayRowOnceDelivered(replayId: string, count: number): Promise<string[]> {
     const status = async () => {
-      const seen = (await (await fetch(`${service.adminUrl}/admin/replays/${replayId}`, { headers: { authorization: `Bearer ${adminToken}` } })).json()) as { state: string; delivered: number };
+      const seen = (await (await fetch(`${service.adminUrl}/admin/replays/${replayId}`, { headers: adminHeaders(adminToken) })).json()) as { state: string; delivered: number };
       return `${seen.state} ${seen.delivered}`;
     };
     await expect.poll(status, { timeout: 60_000 }).toBe(`done ${count}`);
@@ -242,10 +241,7 @@ describe.skipIf(!existsSync(chromiumPath))("operate: the operator view's search,
 });
 
 describe.skipIf(!existsSync(chromiumPath))("operate: the operator view with the archive off", () => {
-  const cleanup: Array<() => Promise<unknown>> = [];
-  afterAll(async () => {
-    for (const step of cleanup.reverse()) await step().catch(() => {});
-  });
+  const cleanup = useCleanup("all", { quiet: true });
 
   it("when the service runs with ARCHIVE=off, then search says the archive is not available and the rest of the page works", async () => {
     const sink = await startSinkServer(() => ({ status: 204 }));
@@ -284,10 +280,7 @@ describe.skipIf(!existsSync(chromiumPath))("operate: the operator view with the 
 });
 
 describe.skipIf(!existsSync(chromiumPath))("operate: the operator view shows a recovered event's story", () => {
-  const cleanup: Array<() => Promise<unknown>> = [];
-  afterAll(async () => {
-    for (const step of cleanup.reverse()) await step().catch(() => {});
-  });
+  const cleanup = useCleanup("all", { quiet: true });
 
   it("when an event the tenant had failed is recovered, then its timeline says the tenant failed it first", async () => {
     const db = await createTestDatabase();

@@ -3,7 +3,7 @@ import { mkdir, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { chromium, type BrowserContext, type Page } from "playwright-core";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import type { Overview } from "../../src/admin/describe-overview.js";
 import { startEmulator, type Emulator } from "../../src/emulator/start-emulator.js";
 import { freePort } from "../../src/queue/redis-server.js";
@@ -11,6 +11,8 @@ import { userEvent } from "../helpers/fixtures.js";
 import { startSinkServer } from "../helpers/sink-server.js";
 import { startTestService, testCredentials, type TestService } from "../helpers/start-test-service.js";
 import { call, createStream, getToken, tenantEnv } from "../integration/emulator-test-kit.js";
+import { useCleanup } from "../helpers/cleanup.js";
+import { adminHeaders } from "../helpers/credentials.js";
 
 const chromiumPath = "/usr/bin/chromium";
 const adminToken = "operator-view-admin-token";
@@ -30,10 +32,7 @@ if (!existsSync(chromiumPath)) {
  * streams `est_…` enabled and one the tenant has disabled.
  */
 describe.skipIf(!existsSync(chromiumPath))("operate: the operator view in a real browser", () => {
-  const cleanup: Array<() => Promise<unknown>> = [];
-  afterAll(async () => {
-    for (const step of cleanup.reverse()) await step().catch(() => {});
-  });
+  const cleanup = useCleanup("all", { quiet: true });
 
   let service: TestService;
   let emulator: Emulator;
@@ -42,7 +41,7 @@ describe.skipIf(!existsSync(chromiumPath))("operate: the operator view in a real
   const consoleErrors: string[] = [];
 
   async function overview(): Promise<Overview> {
-    return (await (await fetch(`${service.adminUrl}/admin/overview`, { headers: { authorization: `Bearer ${adminToken}` } })).json()) as Overview;
+    return (await (await fetch(`${service.adminUrl}/admin/overview`, { headers: adminHeaders(adminToken) })).json()) as Overview;
   }
 
   const refreshes = async () => Number(await page.locator("body").getAttribute("data-refreshes"));

@@ -2,15 +2,16 @@ import { readFile, rm } from "node:fs/promises";
 import { mkdtemp } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterAll, describe, expect, it } from "vitest";
-import { serviceProcessEnv, testCredentials } from "../helpers/service-process-env.js";
+import { describe, expect, it } from "vitest";
+import { serviceProcessEnv } from "../helpers/service-process-env.js";
 import { startChaosSink } from "./chaos-sink.js";
 import { recordChaosResult } from "./record-chaos-result.js";
 import { routeFigures } from "./route-figures.js";
 import { startLoadDriver } from "./start-load-driver.js";
-import { startServiceProcess } from "./start-service-process.js";
+import { startServiceProcess } from "../helpers/start-service-process.js";
+import { useCleanup } from "../helpers/cleanup.js";
+import { webhookAuthorization as authorization } from "../helpers/credentials.js";
 
-const authorization = `Basic ${Buffer.from(`${testCredentials.username}:${testCredentials.password}`).toString("base64")}`;
 const concurrency = 4;
 
 /**
@@ -20,10 +21,7 @@ const concurrency = 4;
  * 503 meanwhile, and every event answered 202 reaches the route.
  */
 describe("chaos: the embedded Redis killed under load", () => {
-  const cleanup: Array<() => Promise<unknown>> = [];
-  afterAll(async () => {
-    for (const step of cleanup.reverse()) await step().catch(() => {});
-  });
+  const cleanup = useCleanup("all", { quiet: true });
 
   it("when the embedded redis-server is SIGKILLed while webhooks arrive at 20/s, then it is restarted, and nothing acknowledged is lost", async () => {
     const started = Date.now();

@@ -1,7 +1,7 @@
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { startEmulator } from "../../src/emulator/start-emulator.js";
 import { startTestService, testCredentials } from "../helpers/start-test-service.js";
 import { call, createStream, emit, type ControlDelivery } from "../integration/emulator-test-kit.js";
@@ -10,12 +10,13 @@ import { recordChaosResult } from "./record-chaos-result.js";
 import { routeFigures } from "./route-figures.js";
 import { runCli } from "./run-cli.js";
 import { startFaultProxy, type InjectedFault } from "./start-fault-proxy.js";
+import { useCleanup } from "../helpers/cleanup.js";
 
 const count = 1000;
 
 /**
  * The storm, repeating every 6 s once armed: 1.5 s of 429 (with the tenant's
- * Retry-After and X-RateLimit-* headers, real-world.md), then 0.8 s of 500/502/503, then
+ * Retry-After and X-RateLimit-* headers, docs/tenant-api.md#rate-limits), then 0.8 s of 500/502/503, then
  * 3.7 s of calm. Only the management API is hit (`/api/v2`); tokens pass. A 5xx window
  * shorter than the client's retry span (0.25 + 0.5 + 1 s at least, retry-decision.ts)
  * is one the client must ride out; a longer outage would rightly end in `error:`.
@@ -45,10 +46,7 @@ function storm(elapsedMs: number, path: string): InjectedFault | undefined {
  * retries, the 429s hold the queue), and each recovered event reach the downstream once.
  */
 describe("chaos: tenant API storms during a reconcile", () => {
-  const cleanup: Array<() => Promise<unknown>> = [];
-  afterAll(async () => {
-    for (const step of cleanup.reverse()) await step().catch(() => {});
-  });
+  const cleanup = useCleanup("all", { quiet: true });
 
   it(`when ${count} ids are reconciled while the tenant answers 429 and 5xx storms, then every id is recovered, none an error, each delivered once`, async () => {
     const started = Date.now();

@@ -1,15 +1,16 @@
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { startRedisServer, type RedisServer } from "../../src/queue/redis-server.js";
-import { startTestService, testCredentials, type TestService } from "../helpers/start-test-service.js";
+import { startTestService, type TestService } from "../helpers/start-test-service.js";
 import { startChaosSink, type ChaosSink } from "./chaos-sink.js";
 import { recordChaosResult } from "./record-chaos-result.js";
 import { routeFigures } from "./route-figures.js";
 import { startLoadDriver, type LoadDriver } from "./start-load-driver.js";
+import { useCleanup } from "../helpers/cleanup.js";
+import { webhookAuthorization as authorization } from "../helpers/credentials.js";
 
-const authorization = `Basic ${Buffer.from(`${testCredentials.username}:${testCredentials.password}`).toString("base64")}`;
 const concurrency = 4;
 
 /**
@@ -19,10 +20,7 @@ const concurrency = 4;
  * appendfsync everysec only delays the fsync), so a process kill loses none of it.
  */
 describe("chaos: Redis killed during ingest", () => {
-  const cleanup: Array<() => Promise<unknown>> = [];
-  afterAll(async () => {
-    for (const step of cleanup.reverse()) await step().catch(() => {});
-  });
+  const cleanup = useCleanup("all", { quiet: true });
 
   it("when Redis is SIGKILLed and restarted from its append-only file under load, then every event answered 202 reaches every route, and events refused meanwhile are retried by the tenant and answered 202 at a retry", async () => {
     const started = Date.now();

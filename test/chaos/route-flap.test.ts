@@ -1,17 +1,18 @@
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { inspectStore } from "../helpers/inspect-store.js";
-import { startTestService, testCredentials } from "../helpers/start-test-service.js";
+import { startTestService } from "../helpers/start-test-service.js";
 import { startChaosSink, type SinkDecision } from "./chaos-sink.js";
 import { recordChaosResult } from "./record-chaos-result.js";
 import { routeFigures } from "./route-figures.js";
 import { startLoadDriver } from "./start-load-driver.js";
 import { capturedLogger } from "../helpers/captured-logger.js";
 import { seededRandom, testSeed } from "../helpers/test-seed.js";
+import { useCleanup } from "../helpers/cleanup.js";
+import { webhookAuthorization as authorization } from "../helpers/credentials.js";
 
-const authorization = `Basic ${Buffer.from(`${testCredentials.username}:${testCredentials.password}`).toString("base64")}`;
 /** The issue asks for a minute; 20 s by default keeps the suite short. CHAOS_FLAP_SECONDS=60 for the full run. */
 const flapSeconds = Number(process.env.CHAOS_FLAP_SECONDS ?? 20);
 const timeoutMs = 500;
@@ -23,10 +24,7 @@ const timeoutMs = 500;
  * once: retries go only to the failing route, and a success is never sent again.
  */
 describe("chaos: a downstream route flapping", () => {
-  const cleanup: Array<() => Promise<unknown>> = [];
-  afterAll(async () => {
-    for (const step of cleanup.reverse()) await step().catch(() => {});
-  });
+  const cleanup = useCleanup("all", { quiet: true });
 
   it(`when a route answers 50% 5xx and some timeouts for ${flapSeconds} s under load, then everything acknowledged reaches it, repeated only where an accepted answer came after the timeout, and the healthy route the same`, async () => {
     const started = Date.now();

@@ -1,6 +1,6 @@
 import { spawn } from "node:child_process";
 import { explicitPorts } from "../helpers/explicit-ports.js";
-import { cliEntry } from "./start-service-process.js";
+import { cliEntry } from "../helpers/start-service-process.js";
 
 export interface CliRun {
   code: number | null;

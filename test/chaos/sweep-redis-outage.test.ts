@@ -1,7 +1,7 @@
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { startEmulator } from "../../src/emulator/start-emulator.js";
 import { freePort, startRedisServer, type RedisServer } from "../../src/queue/redis-server.js";
 import { call, control, tenantEnv, type ControlDelivery } from "../integration/emulator-test-kit.js";
@@ -11,7 +11,8 @@ import { testCredentials } from "../helpers/start-test-service.js";
 import { startChaosSink } from "./chaos-sink.js";
 import { recordChaosResult } from "./record-chaos-result.js";
 import { routeFigures } from "./route-figures.js";
-import { startServiceProcess } from "./start-service-process.js";
+import { startServiceProcess } from "../helpers/start-service-process.js";
+import { useCleanup } from "../helpers/cleanup.js";
 
 const ratePerSecond = 20;
 const emitMs = 40_000;
@@ -27,10 +28,7 @@ const outageMs = 20_000;
  * the downstream.
  */
 describe("chaos: Redis away for three of the tenant's retry windows", () => {
-  const cleanup: Array<() => Promise<unknown>> = [];
-  afterAll(async () => {
-    for (const step of cleanup.reverse()) await step().catch(() => {});
-  });
+  const cleanup = useCleanup("all", { quiet: true });
 
   it("when Redis is killed for 20 s while the tenant pushes 20 events/s, then every emitted event reaches the sink with no one acting", async () => {
     const started = Date.now();

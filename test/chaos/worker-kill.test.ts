@@ -1,17 +1,18 @@
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { inspectStore } from "../helpers/inspect-store.js";
 import { serviceProcessEnv } from "../helpers/service-process-env.js";
-import { startTestService, testCredentials } from "../helpers/start-test-service.js";
+import { startTestService } from "../helpers/start-test-service.js";
 import { startChaosSink, type ChaosSink } from "./chaos-sink.js";
 import { recordChaosResult } from "./record-chaos-result.js";
 import { routeFigures } from "./route-figures.js";
 import { startLoadDriver } from "./start-load-driver.js";
-import { startServiceProcess, type ServiceProcess } from "./start-service-process.js";
+import { startServiceProcess, type ServiceProcess } from "../helpers/start-service-process.js";
+import { useCleanup } from "../helpers/cleanup.js";
+import { webhookAuthorization as authorization } from "../helpers/credentials.js";
 
-const authorization = `Basic ${Buffer.from(`${testCredentials.username}:${testCredentials.password}`).toString("base64")}`;
 const concurrency = 4;
 const kills = 2;
 
@@ -23,10 +24,7 @@ const kills = 2;
  * with the same webhook-id: the only repeats there may be.
  */
 describe("chaos: worker process killed during delivery", () => {
-  const cleanup: Array<() => Promise<unknown>> = [];
-  afterAll(async () => {
-    for (const step of cleanup.reverse()) await step().catch(() => {});
-  });
+  const cleanup = useCleanup("all", { quiet: true });
 
   it("when the worker is SIGKILLed mid-delivery and restarted, twice, then every event answered 202 reaches every route, repeating only deliveries in flight at a kill", async () => {
     const started = Date.now();

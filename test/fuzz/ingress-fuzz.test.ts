@@ -6,7 +6,7 @@ import { join } from "node:path";
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { loadConfig } from "../../src/config.js";
-import { startServiceProcess, type ServiceProcess } from "../chaos/start-service-process.js";
+import { startServiceProcess, type ServiceProcess } from "../helpers/start-service-process.js";
 import { inspectStore } from "../helpers/inspect-store.js";
 import { startSinkServer, type SinkServer } from "../helpers/sink-server.js";
 import { testCredentials } from "../helpers/start-test-service.js";
@@ -18,7 +18,7 @@ const runs = Number(process.env.FUZZ_RUNS ?? 300);
 /** A fixed seed, so a failure found in CI is found again: FUZZ_SEED to explore others. */
 const seed = Number(process.env.FUZZ_SEED ?? 20261125);
 /**
- * CONTRACT.md, "Public ingress": the only answers the ingress may give to any request to
+ * README.md#http-surfaces: the only answers the ingress may give to any request to
  * /webhooks; a 503 only when the event could not be stored (never for the input itself).
  */
 const allowed = new Set([202, 400, 401, 413, 415, 503]);

@@ -54,7 +54,7 @@ const validEvent = (text: (min: number, max: number) => fc.Arbitrary<string>) =>
     // A unique suffix: fast-check repeats small ids (and shrinks to them), and a repeat is a duplicate, not a new event.
     .map(({ id, time, extensions, ...rest }): Event => ({ ...extensions, ...rest, id: `${id}~${randomUUID()}`, specversion: "1.0", ...(time ? { time } : {}) }));
 
-/** Every id well-formed Unicode: an id with a lone surrogate is refused 400 (CONTRACT.md, "Public ingress"). */
+/** Every id well-formed Unicode: an id with a lone surrogate is refused 400 (README.md#http-surfaces). */
 function idsOk(events: Event[]): boolean {
   return events.every((event) => typeof event.id === "string" && isWellFormed(event.id));
 }

@@ -1,9 +1,9 @@
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { setTimeout as sleep } from "node:timers/promises";
 import { Redis } from "ioredis";
 import { freePort, startRedisServer, type RedisServer } from "../../src/queue/redis-server.js";
+import { until } from "./until.js";
 
 export interface RedisClusterHandle {
   /** `redis+cluster://127.0.0.1:<p1>,127.0.0.1:<p2>,127.0.0.1:<p3>`: what REDIS_URL takes. */
@@ -73,14 +73,12 @@ export async function startRedisCluster(size = 3): Promise<RedisClusterHandle> {
       await admins[0]!.call("CLUSTER", "MEET", "127.0.0.1", nodes[index]!.port, busPorts[index]!);
     }
 
-    const deadline = Date.now() + 20_000;
-    for (;;) {
-      const infos = await Promise.all(admins.map((admin) => admin.call("CLUSTER", "INFO") as Promise<string>));
-      const ready = infos.every((info) => info.includes("cluster_state:ok") && info.includes(`cluster_known_nodes:${size}`));
-      if (ready) break;
-      if (Date.now() > deadline) throw new Error(`the Redis Cluster did not form within 20 s: ${infos.join(" | ")}`);
-      await sleep(50);
-    }
+    let infos: string[] = [];
+    await until(
+      "the Redis Cluster formed",
+      async () => (infos = await Promise.all(admins.map((admin) => admin.call("CLUSTER", "INFO") as Promise<string>))).every((info) => info.includes("cluster_state:ok") && info.includes(`cluster_known_nodes:${size}`)),
+      { withinMs: 20_000, everyMs: 50, detail: () => infos.join(" | ") },
+    );
   } catch (error) {
     await Promise.all(nodes.map((node) => node.kill()));
     await rm(dir, { recursive: true, force: true });

@@ -1,7 +1,8 @@
 import { randomUUID } from "node:crypto";
 import { inject } from "vitest";
+import { testCredentials } from "./credentials.js";
 
-export const testCredentials = { username: "tenant", password: "s3cret-webhook-password" };
+export { testCredentials };
 
 /**
  * The settings every test's service starts with, spawned or in-process: the run's Redis, a

@@ -5,6 +5,7 @@ import { startService, type Role, type Service } from "../../src/app.js";
 import { loadConfig, type Config } from "../../src/config.js";
 import { createLogger, type Logger } from "../../src/logger.js";
 import { serviceProcessEnv, testCredentials } from "./service-process-env.js";
+import { webhookAuthorization } from "./credentials.js";
 
 export { testCredentials };
 
@@ -37,7 +38,7 @@ export async function startTestService(env: Record<string, string> = {}, role: R
     await rm(dataDir, { recursive: true, force: true });
     throw error;
   });
-  const authorization = `Basic ${Buffer.from(`${testCredentials.username}:${testCredentials.password}`).toString("base64")}`;
+  const authorization = webhookAuthorization;
   return {
     ...service,
     // The data folder it made goes with it (a test's own DATA_DIR is the test's to remove).

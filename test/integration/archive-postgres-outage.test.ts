@@ -2,13 +2,14 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import pg from "pg";
-import { afterAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { startPostgresServer, systemPostgresBinDir, type PostgresServer } from "../../src/archive/postgres-server.js";
 import { freePort } from "../../src/queue/redis-server.js";
 import { capturedLogger } from "../helpers/captured-logger.js";
 import { userEvent } from "../helpers/fixtures.js";
 import { startSinkServer } from "../helpers/sink-server.js";
 import { startTestService } from "../helpers/start-test-service.js";
+import { useCleanup } from "../helpers/cleanup.js";
 
 /** The figures: Postgres away for 60 s while 20 events a second arrive. */
 const outageMs = 60_000;
@@ -20,10 +21,7 @@ async function lagSeconds(adminUrl: string): Promise<number> {
 }
 
 describe("archive: Postgres away", () => {
-  const cleanup: Array<() => Promise<unknown>> = [];
-  afterAll(async () => {
-    for (const step of cleanup.reverse()) await step().catch(() => {});
-  });
+  const cleanup = useCleanup("all", { quiet: true });
 
   it("when Postgres is unreachable at start, then the service starts, says the archive is unavailable and keeps trying", async () => {
     const { logger, lines } = capturedLogger("info");

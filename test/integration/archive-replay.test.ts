@@ -4,16 +4,16 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { CloudEvent } from "../../src/events/cloud-event.js";
-import { startServiceProcess, type ServiceProcess } from "../chaos/start-service-process.js";
+import { startServiceProcess, type ServiceProcess } from "../helpers/start-service-process.js";
 import { createTestDatabase, type TestDatabase } from "../helpers/archive-database.js";
 import { userEvent } from "../helpers/fixtures.js";
-import { serviceProcessEnv, testCredentials } from "../helpers/service-process-env.js";
+import { serviceProcessEnv } from "../helpers/service-process-env.js";
 import { startSinkServer, type SinkServer } from "../helpers/sink-server.js";
 import { startTestService } from "../helpers/start-test-service.js";
 import { until } from "./sweep-test-kit.js";
+import { webhookAuthorization as authorization } from "../helpers/credentials.js";
 
 const adminToken = "replay-admin-token";
-const authorization = `Basic ${Buffer.from(`${testCredentials.username}:${testCredentials.password}`).toString("base64")}`;
 
 describe("archive: replay", () => {
   let db: TestDatabase;

@@ -1,7 +1,7 @@
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import type { CloudEvent } from "../../src/events/cloud-event.js";
 import { startEmulator } from "../../src/emulator/start-emulator.js";
 import { freePort } from "../../src/queue/redis-server.js";
@@ -11,6 +11,8 @@ import { startSinkServer } from "../helpers/sink-server.js";
 import { startTestService, testCredentials } from "../helpers/start-test-service.js";
 import { createStream, emit, tenantEnv } from "./emulator-test-kit.js";
 import { failedCount, until } from "./sweep-test-kit.js";
+import { useCleanup } from "../helpers/cleanup.js";
+import { adminHeaders } from "../helpers/credentials.js";
 
 /**
  * The archive at volume (docs/architecture.md, "The archive"): 5,000 events, some
@@ -63,10 +65,7 @@ interface Expected {
 }
 
 describe("archive: 5,000 events by webhook and by the sweep", () => {
-  const cleanup: Array<() => Promise<unknown>> = [];
-  afterAll(async () => {
-    for (const step of cleanup.reverse()) await step().catch(() => {});
-  });
+  const cleanup = useCleanup("all", { quiet: true });
 
   it("when 5,000 events arrive by webhook and by the sweep over two routes, then each is archived once with its origin and every route's outcome, and search by id, type, entity and window returns exactly the right ones", async () => {
     const db = await createTestDatabase();
@@ -146,7 +145,7 @@ describe("archive: 5,000 events by webhook and by the sweep", () => {
     expect(await db.query("SELECT a.event_id FROM attempts a LEFT JOIN events e ON e.id = a.event_id WHERE e.id IS NULL LIMIT 1")).toEqual([]);
 
     const admin = async <T>(path: string): Promise<T> => {
-      const answer = await fetch(`${service.adminUrl}${path}`, { headers: { authorization: `Bearer ${adminToken}` } });
+      const answer = await fetch(`${service.adminUrl}${path}`, { headers: adminHeaders(adminToken) });
       expect(answer.status, path).toBe(200);
       return (await answer.json()) as T;
     };

@@ -77,7 +77,7 @@ describe("the receiver on a three-master Redis Cluster", () => {
     for (const event of events.slice(0, 10)) {
       expect(await (await service.post("/webhooks", JSON.stringify(event))).json()).toEqual({ accepted: 0, duplicates: 1 });
     }
-    // The public /readyz answer may be up to 1 s old (CONTRACT.md).
+    // The public /readyz answer may be up to 1 s old (README.md#http-surfaces).
     await expect.poll(async () => (await fetch(`${service.publicUrl}/readyz`)).status).toBe(200);
 
     const store = await inspectStore(service.config, cluster.url);
@@ -122,7 +122,7 @@ describe("the receiver on a three-master Redis Cluster", () => {
     // Fail fast, never hang: two requests in a row are each answered while the node stays
     // down (it is restarted only below), the store's timeout bounding each; order, not the clock.
     for (let request = 0; request < 2; request++) expect((await service.post("/webhooks", JSON.stringify(userEvent()))).status).toBe(503);
-    // The public /readyz answer may be up to 1 s old (CONTRACT.md).
+    // The public /readyz answer may be up to 1 s old (README.md#http-surfaces).
     await expect.poll(async () => (await fetch(`${service.publicUrl}/readyz`)).status).toBe(503);
 
     await cluster.restart(owner);

@@ -9,6 +9,8 @@ import { startRedisCluster, type RedisClusterHandle } from "../helpers/redis-clu
 import { startSinkServer, type SinkRequest, type SinkServer } from "../helpers/sink-server.js";
 import { startTestService, testCredentials, type TestService } from "../helpers/start-test-service.js";
 import { createStream, emit, settled } from "./emulator-test-kit.js";
+import { adminHeaders } from "../helpers/credentials.js";
+import { until } from "../helpers/until.js";
 
 const adminToken = "cluster-admin-token";
 
@@ -66,13 +68,13 @@ describe("end to end on a three-master Redis Cluster", () => {
   async function untilQueuesDrained() {
     const store = await inspectStore(service.config, cluster.url);
     try {
-      const deadline = Date.now() + 45_000;
-      for (;;) {
-        const counts = await store.queues.forRoute("default").getJobCounts("waiting", "active", "delayed", "prioritized");
-        if (Object.values(counts).every((count) => count === 0)) return;
-        if (Date.now() > deadline) throw new Error(`delivery jobs still pending: ${JSON.stringify(counts)}`);
-        await new Promise((resolve) => setTimeout(resolve, 50));
-      }
+      let counts: Record<string, number> = {};
+      await until(
+        "no delivery job pending",
+        async () => Object.values((counts = await store.queues.forRoute("default").getJobCounts("waiting", "active", "delayed", "prioritized"))).every((count) => count === 0),
+        { withinMs: 45_000, everyMs: 50, detail: () => JSON.stringify(counts) },
+      );
+      return;
     } finally {
       await store.close();
     }
@@ -147,7 +149,7 @@ describe("end to end on a three-master Redis Cluster", () => {
 
   /** POST /admin/reconcile, then polls each job to its outcome. */
   async function reconcile(eventIds: string[], streamId: string): Promise<Map<string, string>> {
-    const headers = { authorization: `Bearer ${adminToken}`, "content-type": "application/json" };
+    const headers = adminHeaders(adminToken, { "content-type": "application/json" });
     const answer = await fetch(`${service.adminUrl}/admin/reconcile`, { method: "POST", headers, body: JSON.stringify({ eventIds, streamId }) });
     expect(answer.status).toBe(202);
     const { jobs } = (await answer.json()) as { jobs: Array<{ eventId: string; jobId: string }> };

@@ -5,6 +5,7 @@ import { createRedis } from "../../src/queue/redis-connection.js";
 import { userEvent } from "../helpers/fixtures.js";
 import { startSinkServer, type SinkServer } from "../helpers/sink-server.js";
 import { startTestService, type TestService } from "../helpers/start-test-service.js";
+import { until } from "../helpers/until.js";
 
 describe("completed delivery jobs are kept by count as well as age", () => {
   let sink: SinkServer;
@@ -65,9 +66,7 @@ describe("dedupe does not rest on delivered jobs", () => {
     const queue = new Queue(deliveryQueueName("default"), { connection: redis, prefix: deliveryQueueBullPrefix(service.config.env.QUEUE_PREFIX, "default") });
     try {
       // Removed as it completed; wait for the completion rather than for the clock.
-      for (const deadline = Date.now() + 20_000; (await queue.getJobState(event.id)) !== "unknown"; await new Promise((ok) => setTimeout(ok, 50))) {
-        expect(Date.now(), "the delivered job is still kept").toBeLessThan(deadline);
-      }
+      await until("the delivered job removed", async () => (await queue.getJobState(event.id)) === "unknown", { withinMs: 20_000, everyMs: 50 });
     } finally {
       await queue.close();
       redis.disconnect();

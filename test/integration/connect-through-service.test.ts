@@ -5,10 +5,12 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startEmulator, type Emulator } from "../../src/emulator/start-emulator.js";
 import { freePort } from "../../src/queue/redis-server.js";
 import { runCli } from "../chaos/run-cli.js";
-import { startServiceProcess, type ServiceProcess } from "../chaos/start-service-process.js";
+import { startServiceProcess, type ServiceProcess } from "../helpers/start-service-process.js";
 import { serviceProcessEnv } from "../helpers/service-process-env.js";
 import { startTestService, type TestService } from "../helpers/start-test-service.js";
 import { control, createStream, emit, settled, startSink, tenantEnv, type Sink } from "./emulator-test-kit.js";
+import { adminHeaders } from "../helpers/credentials.js";
+import { until } from "../helpers/until.js";
 
 interface StoredStream {
   destination: { configuration: { webhook_endpoint: string; webhook_authorization: Record<string, string> } };
@@ -55,11 +57,7 @@ describe("streamkeeper streams connect", () => {
 
     const eventId = await emit(emu);
     expect((await settled(emu, eventId, 30_000)).status).toBe("succeeded");
-    const deadline = Date.now() + 30_000;
-    while (!sink.requests.some((request) => request.headers["webhook-id"] === eventId)) {
-      if (Date.now() > deadline) throw new Error(`event ${eventId} never reached the downstream`);
-      await new Promise((ok) => setTimeout(ok, 50));
-    }
+    await until(`event ${eventId} reaches the downstream`, () => sink.requests.some((request) => request.headers["webhook-id"] === eventId), { everyMs: 50 });
   });
 
   it("when neither a service runs nor the shell has webhook credentials, then exit 2 naming what to set, and nothing changes", async () => {
@@ -107,7 +105,7 @@ describe("POST /admin/streams/:streamId/connect", () => {
   });
 
   const connect = (adminUrl: string, streamId: string, body: unknown) =>
-    fetch(`${adminUrl}/admin/streams/${streamId}/connect`, { method: "POST", headers: { authorization: `Bearer ${adminToken}`, "content-type": "application/json" }, body: JSON.stringify(body) });
+    fetch(`${adminUrl}/admin/streams/${streamId}/connect`, { method: "POST", headers: adminHeaders(adminToken, { "content-type": "application/json" }), body: JSON.stringify(body) });
 
   it("when a worker has the receivers' explicit credentials, then it connects with them; with generated ones, 409 saying where to ask", async () => {
     const worker = await startTestService({ ADMIN_TOKEN: adminToken, ...tenantEnv(emu) }, "worker");

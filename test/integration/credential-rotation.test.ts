@@ -5,6 +5,7 @@ import { registry } from "../../src/metrics/registry.js";
 import { startSinkServer, type SinkServer } from "../helpers/sink-server.js";
 import { startTestService, testCredentials, type TestService } from "../helpers/start-test-service.js";
 import { call, createStream, emit, tenantEnv, type ControlDelivery } from "./emulator-test-kit.js";
+import { adminHeaders } from "../helpers/credentials.js";
 
 /**
  * The address the tenant sends to (a load balancer in front of the service): a TCP relay
@@ -100,7 +101,7 @@ describe("rotating the webhook password", () => {
     // 2. Switch the tenant's stream to the new credentials (what `streams connect` does).
     const connected = await fetch(`${rotating.adminUrl}/admin/streams/${streamId}/connect`, {
       method: "POST",
-      headers: { authorization: `Bearer ${adminToken}`, "content-type": "application/json" },
+      headers: adminHeaders(adminToken, { "content-type": "application/json" }),
       body: JSON.stringify({ publicUrl: address.url }),
     });
     expect(connected.status).toBe(200);

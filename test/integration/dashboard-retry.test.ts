@@ -5,8 +5,9 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { userEvent } from "../helpers/fixtures.js";
 import { startSinkServer, type SinkServer } from "../helpers/sink-server.js";
 import { startTestService, type TestService } from "../helpers/start-test-service.js";
+import { basicAuthorization } from "../helpers/credentials.js";
 
-const login = `Basic ${Buffer.from("operator:admin-token").toString("base64")}`;
+const login = basicAuthorization("operator", "admin-token");
 
 /**
  * The dashboard's "Retry" and "Retry all" (bull-board's API, as the page calls it) give a

@@ -3,19 +3,17 @@ import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { createServer, type AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { runCli } from "../chaos/run-cli.js";
 import { capturedLogger } from "../helpers/captured-logger.js";
 import { userEvent } from "../helpers/fixtures.js";
 import { startSinkServer } from "../helpers/sink-server.js";
 import { startTestService } from "../helpers/start-test-service.js";
+import { useCleanup } from "../helpers/cleanup.js";
 
 /** What an operator tripped over on the second day, each made true (docs/operating.md). */
 describe("day-two details", () => {
-  const cleanup: Array<() => Promise<unknown>> = [];
-  afterAll(async () => {
-    for (const step of cleanup.reverse()) await step().catch(() => {});
-  });
+  const cleanup = useCleanup("all", { quiet: true });
 
   it("when ROUTES_FILE lists no route, then the start says that file lists none, not that it is unset", async () => {
     const dir = await mkdtemp(join(tmpdir(), "sk-empty-routes-"));

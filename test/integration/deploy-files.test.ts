@@ -74,7 +74,7 @@ describe("Dockerfile", () => {
       .concat(instructions.slice(0, runtimeStart))
       .filter((instruction) => instruction.keyword === "COPY" && !instruction.args.startsWith("--from"))
       .flatMap((instruction) => instruction.args.split(/\s+/).slice(0, -1));
-    expect(sources.sort()).toEqual(["package-lock.json", "package-lock.json", "package.json", "package.json", "src", "tsconfig.build.json", "tsconfig.json", "web"].sort());
+    expect(sources.sort()).toEqual(["package-lock.json", "package-lock.json", "package.json", "package.json", "scripts/copy-assets.mjs", "src", "tsconfig.build.json", "tsconfig.json", "web"].sort());
     for (const source of sources) expect(existsSync(join(root, source)), source).toBe(true);
     const ignored = read(".dockerignore")
       .split("\n")

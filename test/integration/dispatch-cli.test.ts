@@ -7,12 +7,13 @@ import { testRoute } from "../helpers/dispatch-harness.js";
 import { userEvent } from "../helpers/fixtures.js";
 import { startSinkServer, type SinkServer } from "../helpers/sink-server.js";
 import { startTestService, type TestService } from "../helpers/start-test-service.js";
+import { adminHeaders } from "../helpers/credentials.js";
 
 const adminToken = "dead-letters-cli-token";
 
 /** The running service's dead letters, read through its admin API. */
 async function deadLetters(service: TestService): Promise<unknown[]> {
-  const answer = await fetch(`${service.adminUrl}/admin/dead-letters`, { headers: { authorization: `Bearer ${adminToken}` } });
+  const answer = await fetch(`${service.adminUrl}/admin/dead-letters`, { headers: adminHeaders(adminToken) });
   return ((await answer.json()) as { deadLetters: unknown[] }).deadLetters;
 }
 

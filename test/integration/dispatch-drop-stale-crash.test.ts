@@ -1,15 +1,16 @@
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import type { CloudEvent } from "../../src/events/cloud-event.js";
-import { startServiceProcess, type ServiceProcess } from "../chaos/start-service-process.js";
+import { startServiceProcess, type ServiceProcess } from "../helpers/start-service-process.js";
 import { userEvent } from "../helpers/fixtures.js";
 import { startSinkServer, type SinkAnswer } from "../helpers/sink-server.js";
-import { testCredentials } from "../helpers/start-test-service.js";
 import { serviceProcessEnv } from "../helpers/service-process-env.js";
+import { useCleanup } from "../helpers/cleanup.js";
+import { webhookAuthorization as authorization } from "../helpers/credentials.js";
+import { until } from "../helpers/until.js";
 
-const authorization = `Basic ${Buffer.from(`${testCredentials.username}:${testCredentials.password}`).toString("base64")}`;
 
 /**
  * A worker process SIGKILLed while it delivers a state of a dropStale route holds that
@@ -17,10 +18,7 @@ const authorization = `Basic ${Buffer.from(`${testCredentials.username}:${testCr
  * without going back in time.
  */
 describe("dropStale: a crashed worker does not block its entity", () => {
-  const cleanup: Array<() => Promise<unknown>> = [];
-  afterAll(async () => {
-    for (const step of cleanup.reverse()) await step().catch(() => {});
-  });
+  const cleanup = useCleanup("all", { quiet: true });
 
   it("when the worker delivering a user's state is killed, then a newer state of that user still reaches the route, after the lease expires, and no older one follows it", async () => {
     const dir = await mkdtemp(join(tmpdir(), "sk-drop-stale-crash-"));
@@ -74,14 +72,15 @@ describe("dropStale: a crashed worker does not block its entity", () => {
     await sink.until(() => finished.includes(2), 60_000);
     // Version 1's job comes back from the dead worker (stalled), and ends stale or, had it
     // run first, delivered before version 2: never after it.
-    const deadline = Date.now() + 60_000;
-    for (;;) {
-      const text = await (await fetch(`${survivor.adminUrl}/metrics`)).text();
-      const counted = (outcome: string) => Number(new RegExp(`streamkeeper_dispatch_total\\{[^}]*outcome="${outcome}"[^}]*\\} (\\d+)`).exec(text)?.[1] ?? 0);
-      if (counted("stale") + counted("delivered") >= 2) break;
-      if (Date.now() > deadline) throw new Error(`version 1 never ended: ${survivor.output().slice(-2000)}`);
-      await new Promise((ok) => setTimeout(ok, 100));
-    }
+    await until(
+      "version 1 ended",
+      async () => {
+        const text = await (await fetch(`${survivor.adminUrl}/metrics`)).text();
+        const counted = (outcome: string) => Number(new RegExp(`streamkeeper_dispatch_total\\{[^}]*outcome="${outcome}"[^}]*\\} (\\d+)`).exec(text)?.[1] ?? 0);
+        return counted("stale") + counted("delivered") >= 2;
+      },
+      { withinMs: 60_000, detail: () => survivor.output().slice(-2000) },
+    );
     expect(finished.slice().sort((a, b) => a - b)).toEqual(finished);
     expect(finished.at(-1)).toBe(2);
   });

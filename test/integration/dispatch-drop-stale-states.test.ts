@@ -7,6 +7,7 @@ import { createRedis, untilReady } from "../../src/queue/redis-connection.js";
 import { createDispatchHarness, testRoute, type DispatchHarness } from "../helpers/dispatch-harness.js";
 import { userEvent } from "../helpers/fixtures.js";
 import { startSinkServer, type SinkServer } from "../helpers/sink-server.js";
+import { until as untilAnswer } from "../helpers/until.js";
 
 const at = (second: number) => new Date(Date.parse("2026-01-01T00:00:00Z") + second * 1000).toISOString();
 const userAt = (second: number, type = "user.updated") => userEvent({ type, time: at(second), data: { object: { user_id: "auth0|states", updated_at: at(second) } } });
@@ -23,13 +24,7 @@ describe("dropStale: states and untouched paths", () => {
   let harness: DispatchHarness;
   const delivered = (eventId: string) => sink.until((requests) => requests.some((request) => request.headers["webhook-id"] === eventId && request.status === 200));
   const stateOf = async (eventId: string, route: string) => (await describeEvent(eventId, harness))?.routes.find((candidate) => candidate.route === route)?.state;
-  const until = async (condition: () => Promise<boolean>) => {
-    const deadline = Date.now() + 30_000;
-    while (!(await condition())) {
-      if (Date.now() > deadline) throw new Error("condition not met within 30 s");
-      await new Promise((ok) => setTimeout(ok, 25));
-    }
-  };
+  const until = (condition: () => Promise<boolean>) => untilAnswer("the condition", condition, { everyMs: 25 });
 
   beforeAll(async () => {
     await untilReady(redis);

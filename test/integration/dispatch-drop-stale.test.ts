@@ -3,17 +3,17 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { CloudEvent } from "../../src/events/cloud-event.js";
-import { startServiceProcess, type ServiceProcess } from "../chaos/start-service-process.js";
+import { startServiceProcess, type ServiceProcess } from "../helpers/start-service-process.js";
 import { userEvent } from "../helpers/fixtures.js";
 import { startSinkServer, type SinkServer } from "../helpers/sink-server.js";
-import { testCredentials } from "../helpers/start-test-service.js";
 import { serviceProcessEnv } from "../helpers/service-process-env.js";
 import { seededRandom, testSeed } from "../helpers/test-seed.js";
+import { adminHeaders, webhookAuthorization as authorization } from "../helpers/credentials.js";
+import { until as untilAnswer } from "../helpers/until.js";
 
 /** The shuffle and the sink's hold times: seeded, so a failing order can be run again. */
 const random = seededRandom(testSeed("dispatch-drop-stale"));
 
-const authorization = `Basic ${Buffer.from(`${testCredentials.username}:${testCredentials.password}`).toString("base64")}`;
 const adminToken = "drop-stale-admin";
 const base = Date.parse("2026-01-01T00:00:00.000Z");
 
@@ -117,19 +117,14 @@ describe("dropStale: a route never goes back in time for a user, across worker p
   }
 
   async function stateOf(eventId: string, route: string): Promise<string | undefined> {
-    const answer = await fetch(`${receiver.adminUrl}/admin/events/${eventId}`, { headers: { authorization: `Bearer ${adminToken}` } });
+    const answer = await fetch(`${receiver.adminUrl}/admin/events/${eventId}`, { headers: adminHeaders(adminToken) });
     if (answer.status !== 200) return undefined;
     const description = (await answer.json()) as { routes: Array<{ route: string; state: string }> };
     return description.routes.find((candidate) => candidate.route === route)?.state;
   }
 
-  async function until(what: string, condition: () => Promise<boolean> | boolean, timeoutMs = 60_000) {
-    const deadline = Date.now() + timeoutMs;
-    while (!(await condition())) {
-      if (Date.now() > deadline) throw new Error(`not met within ${timeoutMs} ms: ${what}\n${workers.map((worker) => worker.output().slice(-1500)).join("\n")}`);
-      await sleep(50);
-    }
-  }
+  const until = (what: string, condition: () => Promise<boolean> | boolean) =>
+    untilAnswer(what, condition, { withinMs: 60_000, everyMs: 50, detail: () => workers.map((worker) => worker.output().slice(-1500)).join("\n") });
 
   it("when 25 users × 8 versions arrive shuffled from 20 concurrent senders, some first answered 503, then each user's versions reach the fresh route in order, ending on the newest, and the plain route gets all 200", async () => {
     const users = Array.from({ length: 25 }, (_, index) => `auth0|shuffle${index}`);

@@ -4,15 +4,13 @@ import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { userEvent } from "../helpers/fixtures.js";
 import { startTestService } from "../helpers/start-test-service.js";
+import { useCleanup } from "../helpers/cleanup.js";
 
 describe("dispatch: a downstream whose 2xx body is slow", () => {
-  const cleanup: Array<() => Promise<void>> = [];
-  afterAll(async () => {
-    for (const step of cleanup.reverse()) await step();
-  });
+  const cleanup = useCleanup("all");
 
   it("when the status is 2xx but the body takes longer than timeoutMs, then the event counts as delivered and is not sent again", async () => {
     const received: string[] = [];
@@ -29,7 +27,7 @@ describe("dispatch: a downstream whose 2xx body is slow", () => {
     });
     sink.listen(0, "127.0.0.1");
     await once(sink, "listening");
-    cleanup.push(() => new Promise((ok) => (releaseBody(), sink.close(() => ok()))));
+    cleanup.push(() => new Promise<void>((ok) => (releaseBody(), sink.close(() => ok()))));
     const dir = await mkdtemp(join(tmpdir(), "sk-slow-"));
     const routesFile = join(dir, "routes.yaml");
     // A timeoutMs the status line meets even on a loaded machine; the body never does.

@@ -4,6 +4,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { createDownstreamClient } from "../../src/dispatch/downstream-client.js";
 import { testRoute } from "../helpers/dispatch-harness.js";
 import { startSinkServer, type SinkServer } from "../helpers/sink-server.js";
+import { basicAuthorization } from "../helpers/credentials.js";
 
 describe("downstream client", () => {
   const sinks: SinkServer[] = [];
@@ -29,7 +30,7 @@ describe("downstream client", () => {
     client.close();
     const [first, second] = sink.requests;
     expect(first).toMatchObject({ method: "POST", url: "/in?key=k1", body: '{"id":"1"}' });
-    expect(first!.headers.authorization).toBe(`Basic ${Buffer.from("hook:p@ss word").toString("base64")}`);
+    expect(first!.headers.authorization).toBe(basicAuthorization("hook", "p@ss word"));
     expect(first!.headers["content-length"]).toBe("10");
     expect(second!.headers.authorization).toBe("Bearer own");
   });

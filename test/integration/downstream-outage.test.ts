@@ -2,27 +2,19 @@ import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startServiceProcess, type ServiceProcess } from "../chaos/start-service-process.js";
+import { startServiceProcess, type ServiceProcess } from "../helpers/start-service-process.js";
 import { userEvent } from "../helpers/fixtures.js";
 import { startSinkServer, type SinkRequest, type SinkServer } from "../helpers/sink-server.js";
-import { testCredentials } from "../helpers/start-test-service.js";
 import { serviceProcessEnv } from "../helpers/service-process-env.js";
+import { webhookAuthorization as authorization } from "../helpers/credentials.js";
+import { until } from "../helpers/until.js";
 
-const authorization = `Basic ${Buffer.from(`${testCredentials.username}:${testCredentials.password}`).toString("base64")}`;
 const ids = (requests: SinkRequest[]) => requests.map((request) => String(request.headers["webhook-id"]));
 
 async function metric(service: ServiceProcess, line: string): Promise<number | undefined> {
   const text = await (await fetch(`${service.adminUrl}/metrics`)).text();
   const found = text.split("\n").find((candidate) => candidate.startsWith(`${line} `));
   return found === undefined ? undefined : Number(found.split(" ").at(-1));
-}
-
-async function until(what: string, check: () => Promise<boolean>, timeoutMs = 60_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`not within ${timeoutMs} ms: ${what}`);
-    await new Promise((ok) => setTimeout(ok, 50));
-  }
 }
 
 /**
@@ -85,7 +77,7 @@ describe("downstream outage: the circuit breaker", () => {
 
     // The first third arrives, the circuit opens.
     for (let index = 0; index < 100; index++) await post(index);
-    await until("route_circuit_open{route=\"outage\"} is 1", async () => (await metric(service, 'streamkeeper_route_circuit_open{route="outage"}')) === 1);
+    await until("route_circuit_open{route=\"outage\"} is 1", async () => (await metric(service, 'streamkeeper_route_circuit_open{route="outage"}')) === 1, 60_000);
     const openSeenAt = Date.now();
     expect(await metric(service, 'streamkeeper_route_circuit_open{route="steady"}')).toBe(0);
     // The rest keeps arriving during the outage, spread out so the probes have time to run.
@@ -118,7 +110,7 @@ describe("downstream outage: the circuit breaker", () => {
     down = false;
 
     await outage.until((requests) => new Set(ids(requests.filter((request) => request.status === 200))).size === events.length, 60_000);
-    await until("route_circuit_open{route=\"outage\"} is 0", async () => (await metric(service, 'streamkeeper_route_circuit_open{route="outage"}')) === 0);
+    await until("route_circuit_open{route=\"outage\"} is 0", async () => (await metric(service, 'streamkeeper_route_circuit_open{route="outage"}')) === 0, 60_000);
     const delivered = ids(outage.requests.filter((request) => request.status === 200));
     expect(delivered.sort()).toEqual(events.map((event) => event.id).sort());
     expect(ids(steady.requests).sort()).toEqual(events.map((event) => event.id).sort());

@@ -10,16 +10,13 @@ import { capturedLogger } from "../helpers/captured-logger.js";
 import { startTestService, type TestService } from "../helpers/start-test-service.js";
 import { mkdtemp } from "node:fs/promises";
 import { tmpdir } from "node:os";
+import { useCleanup } from "../helpers/cleanup.js";
 
 const pidOf = async (dataDir: string) => Number((await readFile(join(dataDir, "redis", "redis.pid"), "utf8")).trim());
 const restarts = async () => (await registry.getSingleMetric("streamkeeper_embedded_redis_restarts_total")!.get()).values[0]?.value ?? 0;
 
 describe("embedded Redis: restarted when it dies", () => {
-  const cleanup: Array<() => Promise<unknown>> = [];
-  afterEach(async () => {
-    for (const step of cleanup.reverse()) await step().catch(() => {});
-    cleanup.length = 0;
-  });
+  const cleanup = useCleanup("each", { quiet: true });
 
   it("when the embedded redis-server is SIGKILLed, then it is restarted from its append-only file, its data kept, logged and counted", async () => {
     const dataDir = await mkdtemp(join(tmpdir(), "sk-embedded-restart-"));

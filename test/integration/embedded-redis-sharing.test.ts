@@ -8,8 +8,13 @@ import { join } from "node:path";
 import { Redis } from "ioredis";
 import { afterAll, afterEach, describe, expect, it } from "vitest";
 import { runCli } from "../chaos/run-cli.js";
-import { startServiceProcess, type ServiceProcess } from "../chaos/start-service-process.js";
+import { startServiceProcess, type ServiceProcess } from "../helpers/start-service-process.js";
 import { testCredentials } from "../helpers/start-test-service.js";
+import { webhookAuthorization } from "../helpers/credentials.js";
+// Whether the server still runs, as the service itself judges it: a server that exited
+// but is not yet reaped by its parent (a zombie: its parent is gone, and the test runner
+// reaps nothing) has stopped; a bare kill(pid, 0) would call it alive.
+import { isAlive } from "../../src/is-alive.js";
 
 /**
  * The embedded redis-server (no REDIS_URL) shared by real processes on one DATA_DIR: none
@@ -64,15 +69,6 @@ async function embeddedRedisPid(dir: string): Promise<number> {
   }
 }
 
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
 async function ready(service: ServiceProcess): Promise<number> {
   return (await fetch(`${service.adminUrl}/readyz`)).status;
 }
@@ -81,7 +77,7 @@ async function ready(service: ServiceProcess): Promise<number> {
 async function accepts(service: ServiceProcess, id: string): Promise<number> {
   const answer = await fetch(`${service.publicUrl}/webhooks/est_aD5AUDqZbHFcMoEx2LxAk9`, {
     method: "POST",
-    headers: { authorization: `Basic ${Buffer.from(`${testCredentials.username}:${testCredentials.password}`).toString("base64")}`, "content-type": "application/json" },
+    headers: { authorization: webhookAuthorization, "content-type": "application/json" },
     body: JSON.stringify({ id, source: "urn:test", specversion: "1.0", type: "user.created", data: {} }),
   });
   return answer.status;

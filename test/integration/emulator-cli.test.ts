@@ -4,6 +4,7 @@ import { describe, expect, it } from "vitest";
 import type { Emulator } from "../../src/emulator/start-emulator.js";
 import { freePort } from "../../src/queue/redis-server.js";
 import { call, createStream, emit, settled } from "./emulator-test-kit.js";
+import { until } from "../helpers/until.js";
 
 const tsx = "node_modules/.bin/tsx";
 const cleanEnv = Object.fromEntries(Object.entries(process.env).filter(([key]) => !key.startsWith("EMULATOR_")));
@@ -22,11 +23,7 @@ describe("streamkeeper emulator", () => {
   it("when started with --port, then it prints its URL, serves tokens for the configured client, and stops cleanly on SIGTERM", async () => {
     const cli = run(["emulator", "--port", "0"], { EMULATOR_PORT: "1", EMULATOR_CLIENT_ID: "cli-client", EMULATOR_CLIENT_SECRET: "cli-secret" });
     try {
-      const deadline = Date.now() + 30_000;
-      while (!cli.stdout().includes("\n")) {
-        if (Date.now() > deadline || cli.child.exitCode !== null) throw new Error(`no URL printed; stderr: ${cli.stderr()}`);
-        await new Promise((resolve) => setTimeout(resolve, 20));
-      }
+      await untilListening(cli);
       const url = /^emulator listening on (http:\/\/127\.0\.0\.1:\d+)\n$/.exec(cli.stdout())?.[1];
       expect(url, cli.stdout()).toBeDefined();
       const token = await fetch(`${url}/oauth/token`, {
@@ -44,11 +41,7 @@ describe("streamkeeper emulator", () => {
   it("when EMULATOR_AUTO_DISABLE_AFTER is 2, then a stream is disabled after two failed deliveries, not one", async () => {
     const cli = run(["emulator", "--port", "0"], { EMULATOR_AUTO_DISABLE_AFTER: "2", EMULATOR_TIME_SCALE: "0.01" });
     try {
-      const deadline = Date.now() + 30_000;
-      while (!cli.stdout().includes("\n")) {
-        if (Date.now() > deadline || cli.child.exitCode !== null) throw new Error(`no URL printed; stderr: ${cli.stderr()}`);
-        await new Promise((resolve) => setTimeout(resolve, 20));
-      }
+      await untilListening(cli);
       // The kit's helpers need only the URL of the emulator's control API.
       const emulator = { url: /listening on (\S+)/.exec(cli.stdout())![1]! } as Emulator;
       // Nothing listens there: every attempt fails.
@@ -71,3 +64,15 @@ describe("streamkeeper emulator", () => {
     expect(cli.stdout()).toBe("");
   });
 });
+
+/** Until the emulator command printed its URL line; fails at once should it exit. */
+async function untilListening(cli: { stdout(): string; stderr(): string; child: { exitCode: number | null } }): Promise<void> {
+  await until(
+    "the emulator prints its URL",
+    () => {
+      if (cli.child.exitCode !== null) throw new Error(`no URL printed; stderr: ${cli.stderr()}`);
+      return cli.stdout().includes("\n");
+    },
+    { everyMs: 20, detail: () => `no URL printed; stderr: ${cli.stderr()}` },
+  );
+}

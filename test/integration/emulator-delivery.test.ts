@@ -2,6 +2,8 @@ import { CloudEvent } from "cloudevents";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startEmulator, type Emulator } from "../../src/emulator/start-emulator.js";
 import { call, createStream, emit, getToken, settled, startSink, type Sink } from "./emulator-test-kit.js";
+import { basicAuthorization } from "../helpers/credentials.js";
+import { until } from "../helpers/until.js";
 
 interface Record {
   id: string;
@@ -141,8 +143,8 @@ describe("emulator delivery engine", () => {
     await createStream(emulator, custom.url, { types: ["group.updated"], auth: { method: "custom_header", header_key: "X-Hook-Key", header_value: "k-456" } });
     const eventId = await emit(emulator, "group.updated");
 
-    await until(() => basic.requests.length + bearer.requests.length + custom.requests.length === 3);
-    expect(basic.requests[0]?.headers.authorization).toBe(`Basic ${Buffer.from("tenant:s3cret:x").toString("base64")}`);
+    await until("each of the three endpoints got its delivery", () => basic.requests.length + bearer.requests.length + custom.requests.length === 3, { withinMs: 20_000, everyMs: 10 });
+    expect(basic.requests[0]?.headers.authorization).toBe(basicAuthorization("tenant", "s3cret:x"));
     expect(bearer.requests[0]?.headers.authorization).toBe("Bearer tok-123");
     expect(custom.requests[0]?.headers["x-hook-key"]).toBe("k-456");
     expect(custom.requests[0]?.headers.authorization).toBeUndefined();
@@ -205,19 +207,15 @@ describe("emulator delivery engine", () => {
     get: (path: string) => ReturnType<typeof call> = (path) => call(emulator, "GET", path, { token }),
   ): Promise<Record> {
     let record: Record | undefined;
-    await until(async () => {
-      const answer = await get(`/api/v2/event-streams/${streamId}/deliveries/${eventId}`);
-      record = answer.body as Record;
-      return answer.status === 200 && record.status === "failed";
-    });
+    await until(
+      `the delivery of ${eventId} failed`,
+      async () => {
+        const answer = await get(`/api/v2/event-streams/${streamId}/deliveries/${eventId}`);
+        record = answer.body as Record;
+        return answer.status === 200 && record.status === "failed";
+      },
+      { withinMs: 20_000, everyMs: 10 },
+    );
     return record!;
   }
 });
-
-async function until(condition: () => boolean | Promise<boolean>, timeoutMs = 20_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await condition())) {
-    if (Date.now() > deadline) throw new Error(`condition not met within ${timeoutMs} ms`);
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-}

@@ -27,15 +27,7 @@ export function tenantEnv(emulator: Emulator): Record<string, string> {
   };
 }
 
-export async function getToken(emulator: Emulator, clientId = "emulator-client", clientSecret = "emulator-secret"): Promise<string> {
-  const response = await fetch(emulator.tokenUrl, {
-    method: "POST",
-    headers: { "Content-Type": "application/x-www-form-urlencoded" },
-    body: new URLSearchParams({ grant_type: "client_credentials", client_id: clientId, client_secret: clientSecret, audience: emulator.audience }),
-  });
-  if (response.status !== 200) throw new Error(`token request answered ${response.status}: ${await response.text()}`);
-  return ((await response.json()) as { access_token: string }).access_token;
-}
+export { clientToken as getToken } from "../helpers/tenant-pace.js";
 
 export interface Answer {
   status: number;

@@ -6,9 +6,9 @@ import { serve, type Serving } from "../../src/http/serve.js";
 import { createLogger } from "../../src/logger.js";
 import { userEvent } from "../helpers/fixtures.js";
 import { startSinkServer, type SinkServer } from "../helpers/sink-server.js";
-import { startTestService, testCredentials, type TestService } from "../helpers/start-test-service.js";
+import { startTestService, type TestService } from "../helpers/start-test-service.js";
+import { webhookAuthorization as basic } from "../helpers/credentials.js";
 
-const basic = `Basic ${Buffer.from(`${testCredentials.username}:${testCredentials.password}`).toString("base64")}`;
 
 /** Writes `text` one byte per `everyMs` until the server answers or closes; resolves with the answer and how many bytes were sent. */
 async function trickle(port: number, text: string, everyMs: number): Promise<{ answer: string; sent: number }> {

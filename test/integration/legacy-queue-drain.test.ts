@@ -14,6 +14,7 @@ import { inspectStore } from "../helpers/inspect-store.js";
 import { startSinkServer, type SinkServer } from "../helpers/sink-server.js";
 import { startTestService, type TestService } from "../helpers/start-test-service.js";
 import { createStream, emit, settled, tenantEnv } from "./emulator-test-kit.js";
+import { useCleanup } from "../helpers/cleanup.js";
 
 /**
  * An upgrade with jobs left under the single-hash-tag layout of an earlier release, in
@@ -23,13 +24,13 @@ import { createStream, emit, settled, tenantEnv } from "./emulator-test-kit.js";
 describe("upgrading with jobs left under the earlier key layout", () => {
   const redisUrl = inject("redisUrl");
   const redis = createRedis(redisUrl, "worker");
-  const cleanup: Array<() => Promise<unknown>> = [];
+  const cleanup = useCleanup("all");
   let service: TestService | undefined;
   let sink: SinkServer;
   let emulator: Emulator;
   afterAll(async () => {
     await service?.close();
-    for (const close of cleanup.reverse()) await close();
+    await cleanup.run();
     redis.disconnect();
   });
 

@@ -1,10 +1,11 @@
 import { mkdtemp, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { startRedisServer } from "../../src/queue/redis-server.js";
 import { userEvent } from "../helpers/fixtures.js";
 import { startTestService, type TestService } from "../helpers/start-test-service.js";
+import { useCleanup } from "../helpers/cleanup.js";
 
 /** One sample's value from Prometheus text, or undefined when the series is absent. */
 function sample(text: string, series: string): number | undefined {
@@ -19,10 +20,7 @@ async function scrape(service: TestService): Promise<string> {
 }
 
 describe("operate: metrics", () => {
-  const cleanup: Array<() => Promise<void>> = [];
-  afterAll(async () => {
-    for (const step of cleanup.reverse()) await step();
-  });
+  const cleanup = useCleanup("all");
 
   it("when events wait in two route queues, then /metrics reports jobs per queue (and the reconcile queue) and state and the backlog age, and the public port has no /metrics", async () => {
     const dir = await mkdtemp(join(tmpdir(), "sk-operate-"));

@@ -1,11 +1,13 @@
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import { afterAll, describe, expect, inject, it } from "vitest";
+import { describe, expect, inject, it } from "vitest";
 import { deliveryQueueBullPrefix } from "../../src/queue/queue-names.js";
 import { createRedis, untilReady } from "../../src/queue/redis-connection.js";
 import { userEvent } from "../helpers/fixtures.js";
 import { startSinkServer } from "../helpers/sink-server.js";
 import { startTestService } from "../helpers/start-test-service.js";
+import { useCleanup } from "../helpers/cleanup.js";
+import { until } from "../helpers/until.js";
 
 interface OtlpSpan {
   traceId: string;
@@ -43,19 +45,9 @@ async function startCollector() {
   };
 }
 
-async function until(check: () => boolean, what: string, timeoutMs = 30_000) {
-  const deadline = Date.now() + timeoutMs;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error(`${what} within ${timeoutMs} ms`);
-    await new Promise((ok) => setTimeout(ok, 50));
-  }
-}
 
 describe("operate: traces", () => {
-  const cleanup: Array<() => Promise<void>> = [];
-  afterAll(async () => {
-    for (const step of cleanup.reverse()) await step();
-  });
+  const cleanup = useCleanup("all");
 
   it("when OTEL_EXPORTER_OTLP_ENDPOINT is set, then one trace runs from the webhook request through the queue to the downstream delivery", async () => {
     const collector = await startCollector();
@@ -74,7 +66,7 @@ describe("operate: traces", () => {
     const event = userEvent();
     expect((await service.post(`/webhooks/${event.a0stream}`, JSON.stringify(event))).status).toBe(202);
     await sink.untilReceived(1);
-    await until(() => collector.spans.some((span) => span.name === "process deliver-default"), "no process span arrived");
+    await until("a process span", () => collector.spans.some((span) => span.name === "process deliver-default"), { everyMs: 50 });
 
     const server = collector.spans.find((span) => span.name === "POST /webhooks/:streamId")!;
     expect(server, "the webhook's server span").toBeDefined();
@@ -110,7 +102,7 @@ describe("operate: traces", () => {
     closed = true;
 
     const pathOf = (span: OtlpSpan) => span.attributes.find((a) => a.key === "url.path")?.value.stringValue;
-    await until(() => collector.spans.filter((span) => pathOf(span) !== undefined).length >= 4, "not every server span arrived");
+    await until("every server span", () => collector.spans.filter((span) => pathOf(span) !== undefined).length >= 4, { everyMs: 50 });
     const nameOf = (path: string) => collector.spans.find((span) => pathOf(span) === path)?.name;
     expect(nameOf("/webhooks")).toBe("POST /webhooks");
     expect(nameOf("/readyz")).toBe("GET /readyz");

@@ -2,10 +2,12 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { cp, mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import { afterAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { freePort } from "../../src/queue/redis-server.js";
 import { buildCli } from "../helpers/build-cli.js";
 import { serviceProcessEnv } from "../helpers/service-process-env.js";
+import { useCleanup } from "../helpers/cleanup.js";
+import { basicAuthorization } from "../helpers/credentials.js";
 
 const root = resolve(import.meta.dirname, "../..");
 const adminToken = "built-operator-view-token";
@@ -15,10 +17,7 @@ const adminToken = "built-operator-view-token";
  * files in web/admin/ beside dist/ (package.json "files" ships both), not in src/.
  */
 describe("operator view from the built service", () => {
-  const cleanup: Array<() => Promise<unknown>> = [];
-  afterAll(async () => {
-    for (const step of cleanup.reverse()) await step().catch(() => {});
-  });
+  const cleanup = useCleanup("all", { quiet: true });
 
   it("when dist/cli/main.js starts the service, then /admin/ serves the page and its script from web/admin/", { timeout: 300_000 }, async () => {
     const dir = await buildCli("operator-view");
@@ -36,7 +35,7 @@ describe("operator view from the built service", () => {
       child.kill("SIGTERM");
       await new Promise((done) => (child.exitCode !== null ? done(undefined) : child.once("exit", done)));
     });
-    const basic = { authorization: `Basic ${Buffer.from(`operator:${adminToken}`).toString("base64")}` };
+    const basic = { authorization: basicAuthorization("operator", adminToken) };
     const url = `http://127.0.0.1:${adminPort}/admin/`;
     await expect.poll(async () => (await fetch(url, { headers: basic }).catch(() => undefined))?.status, { timeout: 60_000, interval: 200 }).toBe(200);
     expect(await (await fetch(url, { headers: basic })).text()).toContain("Streamkeeper operator view");

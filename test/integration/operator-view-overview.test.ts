@@ -1,15 +1,17 @@
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import type { Overview } from "../../src/admin/describe-overview.js";
 import { capturedLogger } from "../helpers/captured-logger.js";
 import { userEvent } from "../helpers/fixtures.js";
 import { startSinkServer, type SinkServer } from "../helpers/sink-server.js";
 import { startTestService, type TestService } from "../helpers/start-test-service.js";
+import { useCleanup } from "../helpers/cleanup.js";
+import { adminHeaders, basicAuthorization } from "../helpers/credentials.js";
 
 const adminToken = "overview-admin-token";
-const bearer = { authorization: `Bearer ${adminToken}` };
+const bearer = adminHeaders(adminToken);
 
 /**
  * GET /admin/overview and the page's files against the real service (role all), a real
@@ -17,10 +19,7 @@ const bearer = { authorization: `Bearer ${adminToken}` };
  * already 3 s old when they arrive) that misses it, and one with no objective.
  */
 describe("operator view: the overview endpoint and the page's files", () => {
-  const cleanup: Array<() => Promise<unknown>> = [];
-  afterAll(async () => {
-    for (const step of cleanup.reverse()) await step().catch(() => {});
-  });
+  const cleanup = useCleanup("all", { quiet: true });
   let service: TestService;
   let sink: SinkServer;
   const captured = capturedLogger();
@@ -107,7 +106,7 @@ describe("operator view: the overview endpoint and the page's files", () => {
     expect(anonymous.headers.get("www-authenticate")).toMatch(/^Basic /);
     expect((await fetch(`${service.adminUrl}/admin/overview`)).status).toBe(401);
 
-    const basic = { authorization: `Basic ${Buffer.from(`operator:${adminToken}`).toString("base64")}` };
+    const basic = { authorization: basicAuthorization("operator", adminToken) };
     const page = await fetch(`${service.adminUrl}/admin/`, { headers: basic });
     expect(page.status).toBe(200);
     expect(page.headers.get("content-type")).toMatch(/^text\/html/);

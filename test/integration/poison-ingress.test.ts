@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { tenantId, userEvent } from "../helpers/fixtures.js";
 import { startSinkServer, type SinkServer } from "../helpers/sink-server.js";
 import { startTestService, type TestService } from "../helpers/start-test-service.js";
+import { adminHeaders } from "../helpers/credentials.js";
 
 const adminToken = "admin-token-for-poison-tests";
 
@@ -75,7 +76,7 @@ describe("ingress: any shape the parser accepts is stored and delivered", () => 
     }
     await sink.until(() => [first, second, third].every((event) => delivered(event.id).length === 1), 20_000);
     for (const event of [first, second, third]) {
-      const res = await fetch(`${service.adminUrl}/admin/events/${encodeURIComponent(event.id)}`, { headers: { authorization: `Bearer ${adminToken}` } });
+      const res = await fetch(`${service.adminUrl}/admin/events/${encodeURIComponent(event.id)}`, { headers: adminHeaders(adminToken) });
       const description = (await res.json()) as { routes: Array<{ state: string; attempts: number }> };
       expect(description.routes).toMatchObject([{ state: "delivered", attempts: 1 }]);
     }

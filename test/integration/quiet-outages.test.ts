@@ -1,20 +1,19 @@
 import { mkdtemp } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { startRedisServer } from "../../src/queue/redis-server.js";
 import { capturedLogger } from "../helpers/captured-logger.js";
 import { userEvent } from "../helpers/fixtures.js";
 import { startTestService, testCredentials } from "../helpers/start-test-service.js";
+import { useCleanup } from "../helpers/cleanup.js";
+import { basicAuthorization } from "../helpers/credentials.js";
 
 const sink = { DOWNSTREAM_URL: "http://127.0.0.1:9/" };
 const linesOf = (lines: Array<Record<string, unknown>>, msg: string) => lines.filter((line) => String(line.msg).startsWith(msg));
 
 describe("quiet outages: a line per interval with counts, not a line per request", () => {
-  const cleanup: Array<() => Promise<void>> = [];
-  afterAll(async () => {
-    for (const step of cleanup.reverse()) await step();
-  });
+  const cleanup = useCleanup("all");
 
   it("when Redis is down and 20 webhooks get 503, then the outage is said once, the 503s in one line with the cause and no stack, not 20", async () => {
     const redis = await startRedisServer({ dir: await mkdtemp(join(tmpdir(), "sk-quiet-")), appendOnly: false });
@@ -40,7 +39,7 @@ describe("quiet outages: a line per interval with counts, not a line per request
     const { logger, lines } = capturedLogger();
     const service = await startTestService({ ...sink, LOG_REPEAT_INTERVAL_SECONDS: "1" }, "receiver", logger);
     cleanup.push(() => service.close());
-    const wrong = `Basic ${Buffer.from(`${testCredentials.username}:wrong`).toString("base64")}`;
+    const wrong = basicAuthorization(testCredentials.username, "wrong");
     for (let i = 0; i < 20; i++) expect((await service.post("/webhooks", JSON.stringify(userEvent()), { authorization: wrong })).status).toBe(401);
     const refused = () => linesOf(lines, "webhook refused");
     expect(refused()[0]).toMatchObject({ problem: "the Basic credentials are wrong" });

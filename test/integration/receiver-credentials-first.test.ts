@@ -2,10 +2,10 @@ import { connect, type Socket } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { userEvent } from "../helpers/fixtures.js";
 import { startTestService, testCredentials, type TestService } from "../helpers/start-test-service.js";
+import { basicAuthorization, webhookAuthorization as goodAuthorization } from "../helpers/credentials.js";
 
 const twoMiB = 2 * 1024 * 1024;
-const goodAuthorization = `Basic ${Buffer.from(`${testCredentials.username}:${testCredentials.password}`).toString("base64")}`;
-const wrongAuthorization = `Basic ${Buffer.from(`${testCredentials.username}:wrong`).toString("base64")}`;
+const wrongAuthorization = basicAuthorization(testCredentials.username, "wrong");
 
 /** A raw HTTP/1.1 client: what the server sends, as it arrives, and whether it closed. */
 async function rawRequest(url: string, head: string[]) {

@@ -1,10 +1,11 @@
-import { afterAll, describe, expect, inject, it } from "vitest";
+import { describe, expect, inject, it } from "vitest";
 import { userEvent } from "../helpers/fixtures.js";
 import { inspectStore } from "../helpers/inspect-store.js";
 import { startFreezingProxy } from "../helpers/start-freezing-proxy.js";
-import { startTestService, testCredentials } from "../helpers/start-test-service.js";
+import { startTestService } from "../helpers/start-test-service.js";
+import { useCleanup } from "../helpers/cleanup.js";
+import { webhookAuthorization as authorization } from "../helpers/credentials.js";
 
-const authorization = `Basic ${Buffer.from(`${testCredentials.username}:${testCredentials.password}`).toString("base64")}`;
 
 /**
  * README: the receiver "answers `202` only once it is stored (`503`, never a 4xx, when it
@@ -13,10 +14,7 @@ const authorization = `Basic ${Buffer.from(`${testCredentials.username}:${testCr
  * the tenant retries, instead of a request held open; once Redis answers, 202 again.
  */
 describe("receiver: a hung Redis", () => {
-  const cleanup: Array<() => Promise<unknown>> = [];
-  afterAll(async () => {
-    for (const step of cleanup.reverse()) await step().catch(() => {});
-  });
+  const cleanup = useCleanup("all", { quiet: true });
 
   it("when Redis stops answering without closing its connection, then a webhook gets 503 with Retry-After (not a hang), readiness fails, and 202 comes back once Redis answers", async () => {
     const target = new URL(inject("redisUrl"));

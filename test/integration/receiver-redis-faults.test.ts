@@ -1,11 +1,12 @@
 import { mkdtemp } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { startRedisServer, type RedisServer } from "../../src/queue/redis-server.js";
 import { userEvent } from "../helpers/fixtures.js";
 import { inspectStore } from "../helpers/inspect-store.js";
 import { startTestService, type TestService } from "../helpers/start-test-service.js";
+import { useCleanup } from "../helpers/cleanup.js";
 
 const sink = { DOWNSTREAM_URL: "http://127.0.0.1:9/" };
 
@@ -24,10 +25,7 @@ async function postUntil(service: TestService, status: number, deadlineMs: numbe
 }
 
 describe("receiver: Redis faults", () => {
-  const cleanup: Array<() => Promise<void>> = [];
-  afterAll(async () => {
-    for (const step of cleanup.reverse()) await step();
-  });
+  const cleanup = useCleanup("all");
 
   it("when Redis is killed mid-run, then each request is answered 503 with Retry-After while it is still down (none waits for it), and 202 again once it is back, with nothing acknowledged lost", async () => {
     const dir = await mkdtemp(join(tmpdir(), "sk-fault-"));
@@ -58,14 +56,14 @@ describe("receiver: Redis faults", () => {
       expect(res.headers.get("retry-after")).toBe("1");
       expect(((await res.json()) as { detail: string }).detail).toMatch(/could not be stored/);
     }
-    // The public /readyz answer may be up to 1 s old (CONTRACT.md).
+    // The public /readyz answer may be up to 1 s old (README.md#http-surfaces).
     await expect.poll(async () => (await fetch(`${service.publicUrl}/readyz`)).status).toBe(503);
 
     redis = await startRedisServer({ dir, port, ...durable });
     const after = await postUntil(service, 202, 15_000);
     for (const answer of after) if (answer.status === 202) acknowledged.push(answer.id);
     expect(after.every((answer) => answer.status === 202 || answer.status === 503)).toBe(true);
-    // The public /readyz answer may be up to 1 s old (CONTRACT.md).
+    // The public /readyz answer may be up to 1 s old (README.md#http-surfaces).
     await expect.poll(async () => (await fetch(`${service.publicUrl}/readyz`)).status).toBe(200);
 
     const store = await inspectStore(service.config, redis.url);

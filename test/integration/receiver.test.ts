@@ -3,6 +3,7 @@ import { HTTP, CloudEvent as SdkEvent } from "cloudevents";
 import { userEvent } from "../helpers/fixtures.js";
 import { inspectStore } from "../helpers/inspect-store.js";
 import { startTestService, testCredentials, type TestService } from "../helpers/start-test-service.js";
+import { basicAuthorization, webhookAuthorization } from "../helpers/credentials.js";
 
 const unreachableSink = { DOWNSTREAM_URL: "http://127.0.0.1:9/" };
 
@@ -111,7 +112,7 @@ describe("receiver: bad input never loses the good events around it", () => {
   };
   const matrix: Array<[string, () => Promise<Response>, number, RegExp]> = [
     ["no credentials", () => fetch(`${service.publicUrl}/webhooks`, { method: "POST", body: valid(), headers: { "content-type": "application/json" } }), 401, /Authorization header is missing/],
-    ["a wrong password", () => service.post("/webhooks", valid(), { authorization: `Basic ${Buffer.from(`${testCredentials.username}:nope`).toString("base64")}` }), 401, /credentials are wrong/],
+    ["a wrong password", () => service.post("/webhooks", valid(), { authorization: basicAuthorization(testCredentials.username, "nope") }), 401, /credentials are wrong/],
     ["a bearer token where basic is expected", () => service.post("/webhooks", valid(), { authorization: "Bearer abc" }), 401, /Basic scheme/],
     ["malformed JSON", () => service.post("/webhooks", '{"id": "evt_', {}), 400, /not valid JSON/],
     ["an empty body", () => service.post("/webhooks", "", {}), 400, /body is empty/],
@@ -124,7 +125,7 @@ describe("receiver: bad input never loses the good events around it", () => {
     ["a numeric id", () => service.post("/webhooks", JSON.stringify({ ...userEvent(), id: 42 })), 400, /^id /],
     ["a bad time", () => service.post("/webhooks", JSON.stringify(userEvent({ time: "yesterday" }))), 400, /^time must be an RFC 3339 timestamp/],
     ["text/plain", () => service.post("/webhooks", valid(), { "content-type": "text/plain" }), 415, /content type "text\/plain"/],
-    ["no content type", () => fetch(`${service.publicUrl}/webhooks`, { method: "POST", body: new Blob([valid()]), headers: { authorization: `Basic ${Buffer.from(`${testCredentials.username}:${testCredentials.password}`).toString("base64")}` } }), 415, /content type missing/],
+    ["no content type", () => fetch(`${service.publicUrl}/webhooks`, { method: "POST", body: new Blob([valid()]), headers: { authorization: webhookAuthorization } }), 415, /content type missing/],
     ["a body over WEBHOOK_MAX_BODY_BYTES", () => service.post("/webhooks", JSON.stringify(userEvent({ data: { blob: "x".repeat(5000) } }))), 413, /larger than 4096 bytes/],
     ["a batch with one bad event", () => service.post("/webhooks", JSON.stringify([userEvent(), { ...userEvent(), type: "" }]), { "content-type": "application/cloudevents-batch+json" }), 400, /^events\[1\]\.type must be a non-empty string/],
     ["an empty batch", () => service.post("/webhooks", "[]", { "content-type": "application/cloudevents-batch+json" }), 400, /batch is empty/],

@@ -3,10 +3,12 @@ import { startEmulator, type Emulator } from "../../src/emulator/start-emulator.
 import { tenantId } from "../helpers/fixtures.js";
 import { startTestService, testCredentials, type TestService } from "../helpers/start-test-service.js";
 import { createStream, emit, settled, tenantEnv } from "./emulator-test-kit.js";
+import { adminHeaders } from "../helpers/credentials.js";
+import { until } from "../helpers/until.js";
 
-/** `POST /admin/reconcile` and `GET /admin/reconcile/:jobId` on the real service (CONTRACT.md, "Admin surface"). */
+/** `POST /admin/reconcile` and `GET /admin/reconcile/:jobId` on the real service (README.md#http-surfaces). */
 const adminToken = "reconcile-admin-token";
-const auth = { authorization: `Bearer ${adminToken}` };
+const auth = adminHeaders(adminToken);
 
 let emulator: Emulator;
 let service: TestService;
@@ -38,13 +40,18 @@ function post(body: unknown, headers: Record<string, string> = auth): Promise<Re
 }
 
 async function untilDone(jobId: string): Promise<{ state: string; outcome: string | null }> {
-  for (const deadline = Date.now() + 30_000; ; await new Promise((resolve) => setTimeout(resolve, 25))) {
-    const response = await fetch(`${service.adminUrl}/admin/reconcile/${jobId}`, { headers: auth });
-    expect(response.status).toBe(200);
-    const job = (await response.json()) as { state: string; outcome: string | null };
-    if (job.state === "completed" || job.state === "failed") return job;
-    expect(Date.now(), `job ${jobId} still ${job.state}`).toBeLessThan(deadline);
-  }
+  let state = "";
+  return until(
+    `job ${jobId} completed or failed`,
+    async () => {
+      const response = await fetch(`${service.adminUrl}/admin/reconcile/${jobId}`, { headers: auth });
+      expect(response.status).toBe(200);
+      const job = (await response.json()) as { state: string; outcome: string | null };
+      state = job.state;
+      return (job.state === "completed" || job.state === "failed") && job;
+    },
+    { everyMs: 25, detail: () => `still ${state}` },
+  );
 }
 
 describe("admin reconcile API", () => {

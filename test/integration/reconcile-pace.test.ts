@@ -3,6 +3,7 @@ import type { RefillMode } from "../../src/emulator/allowance.js";
 import { startEmulator, type Emulator } from "../../src/emulator/start-emulator.js";
 import { startSinkServer, type SinkServer } from "../helpers/sink-server.js";
 import { startTestService, testCredentials, type TestService } from "../helpers/start-test-service.js";
+import { paceFigures, spendFromTheBucket } from "../helpers/tenant-pace.js";
 import { call, createStream, emit, getToken, type ControlDelivery, tenantEnv } from "./emulator-test-kit.js";
 
 /**
@@ -22,13 +23,6 @@ const count = 1000;
 const limit = 60;
 const share = 0.5;
 const admin = { authorization: "Bearer admin-token", "content-type": "application/json" };
-
-interface Caller {
-  caller: string;
-  accepted: number;
-  refused: number;
-  acceptedPerSecond: Record<string, number>;
-}
 
 const cleanups: Array<() => Promise<unknown>> = [];
 afterEach(async () => {
@@ -64,26 +58,12 @@ async function recover(setup: { service: TestService; sink: SinkServer; streamId
   expect(new Set(setup.sink.requests.map((request) => String(request.headers["webhook-id"])))).toEqual(new Set(setup.ids));
 }
 
-/**
- * Our client's calls as the emulator counted them: per second accepted after the first 5 s
- * of the run (first to last accepted call; the last, partial second left out), and the 429s.
- */
+/** Our client's calls as the emulator counted them (paceFigures), with the service's own account: the pace it ended at and how often it cut it. */
 async function figures(emulator: Emulator, service?: TestService, caller = "client:emulator-client") {
-  const { callers } = (await call(emulator, "GET", "/emulator/calls")).body as { callers: Caller[] };
-  const ours = callers.find((entry) => entry.caller === caller)!;
-  const seconds = Object.keys(ours.acceptedPerSecond).map(Number);
-  const first = Math.min(...seconds);
-  const last = Math.max(...seconds);
-  const windows: number[] = [];
-  for (let second = first + 5; second < last; second++) windows.push(ours.acceptedPerSecond[String(second)] ?? 0);
-  const steady = windows.reduce((sum, calls) => sum + calls, 0);
-  const steadySeconds = last - first - 5;
-  const sorted = [...windows].sort((a, b) => a - b);
-  const median = sorted.length === 0 ? 0 : sorted.length % 2 === 1 ? sorted[(sorted.length - 1) / 2]! : (sorted[sorted.length / 2 - 1]! + sorted[sorted.length / 2]!) / 2;
-  // The service's own account: the pace it ended at and how often it cut it.
+  const counted = await paceFigures(emulator, caller);
   const metrics = service ? await (await fetch(`${service.adminUrl}/metrics`)).text() : "";
   const pace = metrics.split("\n").filter((line) => line.startsWith("streamkeeper_mgmt_api_pace")).join(", ") || "-";
-  return { accepted: ours.accepted, refused: ours.refused, spanSeconds: last - first + 1, steadySeconds, perSecond: steady / steadySeconds, median, busiest: Math.max(0, ...windows), pace };
+  return { ...counted, pace };
 }
 
 function expectPace(label: string, result: Awaited<ReturnType<typeof figures>>, target: number): void {
@@ -144,31 +124,3 @@ describe("the recovery pace under each shape of the tenant's rate limiter", { ti
     expectPace("another client spending half", await figures(setup.emulator, setup.service), limit * share);
   });
 });
-
-/**
- * Another application of the tenant: `perSecond` calls a second from its own client, kept to
- * that count from its start (a late timer catches up by at most 10 calls, never in a burst).
- */
-function spendFromTheBucket(emulator: Emulator, token: string, perSecond: number): { stop(): Promise<void> } {
-  const started = performance.now();
-  let sent = 0;
-  const inFlight = new Set<Promise<unknown>>();
-  const timer = setInterval(() => {
-    const due = Math.floor(((performance.now() - started) / 1000) * perSecond);
-    sent = Math.max(sent, due - 10);
-    while (sent < due && inFlight.size < 20) {
-      sent++;
-      const request = fetch(`${emulator.apiBaseUrl}/event-streams`, { headers: { authorization: `Bearer ${token}` } })
-        .then((response) => response.text())
-        .catch(() => undefined);
-      inFlight.add(request);
-      void request.finally(() => inFlight.delete(request));
-    }
-  }, 5);
-  return {
-    async stop() {
-      clearInterval(timer);
-      await Promise.all(inFlight);
-    },
-  };
-}

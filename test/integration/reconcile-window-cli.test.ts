@@ -5,9 +5,10 @@ import { startSinkServer, type SinkServer } from "../helpers/sink-server.js";
 import { startTestService, testCredentials, type TestService } from "../helpers/start-test-service.js";
 import { createStream, emit, tenantEnv } from "./emulator-test-kit.js";
 import { adminToken, failedCount, until } from "./sweep-test-kit.js";
+import { adminHeaders } from "../helpers/credentials.js";
 
 /**
- * `streamkeeper reconcile --since` (CONTRACT.md, the sweep): one window read by the running
+ * `streamkeeper reconcile --since` (README.md#the-sweep-failed-deliveries-found-without-being-told): one window read by the running
  * service through its admin API; `--dry-run` says what would happen and acts on nothing.
  */
 describe("reconcile --since (one window, from the command line)", () => {
@@ -32,7 +33,7 @@ describe("reconcile --since (one window, from the command line)", () => {
     // The first id is recovered by id beforehand: the window finds it already here.
     const queued = await fetch(`${service.adminUrl}/admin/reconcile`, {
       method: "POST",
-      headers: { authorization: `Bearer ${adminToken}`, "content-type": "application/json" },
+      headers: adminHeaders(adminToken, { "content-type": "application/json" }),
       body: JSON.stringify({ eventIds: [ids[0]], streamId }),
     });
     expect(queued.status).toBe(202);
@@ -51,7 +52,7 @@ describe("reconcile --since (one window, from the command line)", () => {
     const json = await runCli(["reconcile", "--since", new Date(Date.now() - 3_600_000).toISOString(), "--stream", streamId, "--type", "user.deleted", "--dry-run", "--json"], cliEnv);
     expect(json.code, json.stderr).toBe(0);
     expect(JSON.parse(json.stdout)).toEqual({ eventId: ids[2], streamId, outcome: "would_recover" });
-    const known = await fetch(`${service.adminUrl}/admin/events/${ids[1]}`, { headers: { authorization: `Bearer ${adminToken}` } });
+    const known = await fetch(`${service.adminUrl}/admin/events/${ids[1]}`, { headers: adminHeaders(adminToken) });
     expect(known.status).toBe(404);
     expect(sink.requests).toHaveLength(1);
   });

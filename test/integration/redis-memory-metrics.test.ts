@@ -1,7 +1,8 @@
-import { afterAll, describe, expect, inject, it } from "vitest";
+import { describe, expect, inject, it } from "vitest";
 import { createRedis, untilReady } from "../../src/queue/redis-connection.js";
 import { startRedisCluster, type RedisClusterHandle } from "../helpers/redis-cluster.js";
 import { startTestService, type TestService } from "../helpers/start-test-service.js";
+import { useCleanup } from "../helpers/cleanup.js";
 
 async function gauges(service: TestService): Promise<Map<string, number>> {
   const text = await (await fetch(`${service.adminUrl}/metrics`)).text();
@@ -14,10 +15,7 @@ async function gauges(service: TestService): Promise<Map<string, number>> {
 
 /** Redis memory and the route circuits are read at scrape time, on one Redis and on a Cluster alike. */
 describe("metrics: Redis memory and route circuits at scrape time", () => {
-  const cleanup: Array<() => Promise<unknown>> = [];
-  afterAll(async () => {
-    for (const step of cleanup.reverse()) await step();
-  });
+  const cleanup = useCleanup("all");
 
   it("when scraped against one Redis, then used memory is Redis's, max memory is its maxmemory (0: none), and each route's circuit reads 0", async () => {
     const service = await startTestService();

@@ -1,29 +1,28 @@
 import { mkdtemp } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import { createRedis, untilReady, type RedisClient } from "../../src/queue/redis-connection.js";
 import { startRedisServer, type RedisServer } from "../../src/queue/redis-server.js";
 import { userEvent } from "../helpers/fixtures.js";
 import { inspectStore } from "../helpers/inspect-store.js";
 import { startTestService } from "../helpers/start-test-service.js";
+import { useCleanup } from "../helpers/cleanup.js";
+import { until } from "../helpers/until.js";
 
 const sink = { DOWNSTREAM_URL: "http://127.0.0.1:9/" };
 
 /** Polls INFO until `check` holds, failing after a generous deadline. */
 async function untilInfo(redis: RedisClient, check: (info: string) => boolean, what: string, timeoutMs = 20_000) {
-  for (const deadline = Date.now() + timeoutMs; ; await new Promise((ok) => setTimeout(ok, 50))) {
-    const info = await redis.info("replication");
-    if (check(info)) return;
-    if (Date.now() > deadline) throw new Error(`${what} within ${timeoutMs} ms: ${info}`);
-  }
+  let info = "";
+  await until(what, async () => check((info = await redis.info("replication"))), { withinMs: timeoutMs, everyMs: 50, detail: () => info });
 }
 
 describe("REDIS_MIN_REPLICAS: a 202 only once replicas hold the write", () => {
   let primary: RedisServer;
   let replica: RedisServer;
   let admin: RedisClient;
-  const cleanup: Array<() => Promise<void>> = [];
+  const cleanup = useCleanup("all");
 
   beforeAll(async () => {
     primary = await startRedisServer({ dir: await mkdtemp(join(tmpdir(), "sk-primary-")), appendOnly: false });
@@ -34,9 +33,6 @@ describe("REDIS_MIN_REPLICAS: a 202 only once replicas hold the write", () => {
     cleanup.push(async () => admin.disconnect());
     await untilReady(admin);
     await untilInfo(admin, (info) => /^slave0:.*state=online/m.test(info), "the replica is online");
-  });
-  afterAll(async () => {
-    for (const step of cleanup.reverse()) await step();
   });
 
   it("when one replica is online and REDIS_MIN_REPLICAS=1, then the event is answered 202 and the replica holds it", async () => {
@@ -73,11 +69,12 @@ describe("REDIS_MIN_REPLICAS: a 202 only once replicas hold the write", () => {
     cleanup.push(() => service.close());
     const answers = Promise.all(Array.from({ length: 20 }, () => service.post("/webhooks", JSON.stringify(userEvent()))));
     // A WAIT is on the service's connection, blocked for want of the second replica.
-    for (const deadline = Date.now() + 20_000; ; await new Promise((ok) => setTimeout(ok, 10))) {
-      const clients = String(await admin.client("LIST")).split("\n");
-      if (clients.some((line) => / flags=\S*b\S* /.test(line) && / cmd=wait /.test(line))) break;
-      if (Date.now() > deadline) throw new Error(`no WAIT pending within 20 s: ${clients.join("\n")}`);
-    }
+    let clients: string[] = [];
+    await until(
+      "a WAIT pending",
+      async () => (clients = String(await admin.client("LIST")).split("\n")).some((line) => / flags=\S*b\S* /.test(line) && / cmd=wait /.test(line)),
+      { withinMs: 20_000, everyMs: 10, detail: () => clients.join("\n") },
+    );
     const readyz = await fetch(`${service.adminUrl}/readyz`);
     expect(readyz.status).toBe(200);
     expect((await answers).map((answer) => answer.status)).toEqual(Array.from({ length: 20 }, () => 503));

@@ -2,13 +2,12 @@ import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startServiceProcess, type ServiceProcess } from "../chaos/start-service-process.js";
+import { startServiceProcess, type ServiceProcess } from "../helpers/start-service-process.js";
 import { userEvent } from "../helpers/fixtures.js";
 import { startSinkServer, type SinkServer } from "../helpers/sink-server.js";
-import { testCredentials } from "../helpers/start-test-service.js";
 import { serviceProcessEnv } from "../helpers/service-process-env.js";
+import { webhookAuthorization as authorization } from "../helpers/credentials.js";
 
-const authorization = `Basic ${Buffer.from(`${testCredentials.username}:${testCredentials.password}`).toString("base64")}`;
 
 async function delivered(worker: ServiceProcess): Promise<number> {
   const text = await (await fetch(`${worker.adminUrl}/metrics`)).text();
@@ -17,7 +16,7 @@ async function delivered(worker: ServiceProcess): Promise<number> {
 }
 
 /**
- * `ratePerSecond` (CONTRACT.md "Route delivery controls") holds across worker processes:
+ * `ratePerSecond` (README.md#routes) holds across worker processes:
  * one receiver and two `start --role worker` processes, a backlog that both workers drain
  * as fast as they may, each with room for 8 deliveries at once.
  */

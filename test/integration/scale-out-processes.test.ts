@@ -11,9 +11,8 @@ import { inspectStore } from "../helpers/inspect-store.js";
 import { startRedisCluster } from "../helpers/redis-cluster.js";
 import { startSinkServer, type SinkRequest, type SinkServer } from "../helpers/sink-server.js";
 import { serviceProcessEnv } from "../helpers/service-process-env.js";
-import { testCredentials } from "../helpers/start-test-service.js";
+import { webhookAuthorization as authorization } from "../helpers/credentials.js";
 
-const authorization = `Basic ${Buffer.from(`${testCredentials.username}:${testCredentials.password}`).toString("base64")}`;
 
 interface Running {
   role: "receiver" | "worker";

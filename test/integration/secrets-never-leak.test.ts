@@ -2,14 +2,15 @@ import { randomUUID } from "node:crypto";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { startEmulator, type Emulator } from "../../src/emulator/start-emulator.js";
 import { startRedisServer, type RedisServer } from "../../src/queue/redis-server.js";
 import { runCli } from "../chaos/run-cli.js";
-import { startServiceProcess, type ServiceProcess } from "../chaos/start-service-process.js";
+import { startServiceProcess, type ServiceProcess } from "../helpers/start-service-process.js";
 import { userEvent } from "../helpers/fixtures.js";
 import { startSinkServer, type SinkServer } from "../helpers/sink-server.js";
 import { createStream, emit, settled } from "./emulator-test-kit.js";
+import { useCleanup } from "../helpers/cleanup.js";
 
 /** Distinctive values, so a leak anywhere is found by a plain search. */
 const secret = {
@@ -47,10 +48,7 @@ const jwt = /eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]+/;
  * of the secrets, in any form, and no access token.
  */
 describe("secrets: never in logs, answers, CLI output or metrics", () => {
-  const cleanup: Array<() => Promise<unknown>> = [];
-  afterAll(async () => {
-    for (const step of cleanup.reverse()) await step().catch(() => {});
-  });
+  const cleanup = useCleanup("all", { quiet: true });
 
   it("when a full flow with faults runs at LOG_LEVEL=debug, then no secret appears in anything the service or its CLI wrote or answered", async () => {
     const captured: Array<{ where: string; text: string }> = [];

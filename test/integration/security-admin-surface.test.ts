@@ -2,11 +2,11 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { loadConfig } from "../../src/config.js";
 import { tenantId } from "../helpers/fixtures.js";
 import { startTestService, type TestService } from "../helpers/start-test-service.js";
+import { adminHeaders, basicAuthorization as basic } from "../helpers/credentials.js";
 
 const adminToken = "adm1n-t0ken-for-security-tests";
-const basic = (user: string, password: string) => `Basic ${Buffer.from(`${user}:${password}`).toString("base64")}`;
 
-/** Every admin endpoint of CONTRACT.md ("Admin surface"), with a request that would succeed given the token. */
+/** Every admin endpoint of README.md#http-surfaces, with a request that would succeed given the token. */
 const endpoints: Array<{ method: string; path: string; body?: string }> = [
   { method: "GET", path: `/admin/events/${tenantId("evt")}` },
   { method: "POST", path: "/admin/reconcile", body: JSON.stringify({ eventIds: [tenantId("evt")] }) },
@@ -71,7 +71,7 @@ describe("security: the admin surface", () => {
 
   it("when ADMIN_TOKEN is unset, then every admin endpoint answers 403 saying how to turn it on, whatever the credentials", async () => {
     for (const endpoint of endpoints) {
-      for (const headers of [{}, { authorization: `Bearer ${adminToken}` }, { authorization: "Bearer " }, { authorization: basic("admin", "") }] as Record<string, string>[]) {
+      for (const headers of [{}, adminHeaders(adminToken), { authorization: "Bearer " }, { authorization: basic("admin", "") }] as Record<string, string>[]) {
         const answer = await call(withoutToken.adminUrl, endpoint, headers);
         const what = `${endpoint.method} ${endpoint.path} with ${JSON.stringify(headers)}`;
         expect(answer.status, what).toBe(403);
@@ -82,7 +82,7 @@ describe("security: the admin surface", () => {
 
   it("when /admin/* or /metrics is asked of the public port, then 404, with or without the token", async () => {
     for (const endpoint of [...endpoints, { method: "GET", path: "/metrics" }]) {
-      for (const headers of [{}, { authorization: `Bearer ${adminToken}` }] as Record<string, string>[]) {
+      for (const headers of [{}, adminHeaders(adminToken)] as Record<string, string>[]) {
         const answer = await call(withToken.publicUrl!, endpoint, headers);
         expect(answer.status, `${endpoint.method} ${endpoint.path} on the public port`).toBe(404);
         await answer.body?.cancel();

@@ -7,11 +7,11 @@ import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { freePort } from "../../src/queue/redis-server.js";
 import { createRedis } from "../../src/queue/redis-connection.js";
 import { runCli } from "../chaos/run-cli.js";
-import { startServiceProcess, type ServiceProcess } from "../chaos/start-service-process.js";
+import { startServiceProcess, type ServiceProcess } from "../helpers/start-service-process.js";
 import { userEvent } from "../helpers/fixtures.js";
-import { testCredentials } from "../helpers/start-test-service.js";
 import { startSink, type Sink } from "./emulator-test-kit.js";
 import { serviceProcessEnv } from "../helpers/service-process-env.js";
+import { adminHeaders, webhookAuthorization } from "../helpers/credentials.js";
 
 const adminToken = "config-admin-token";
 const version = (JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8")) as { version: string }).version;
@@ -45,7 +45,7 @@ afterAll(async () => {
 
 describe("the service's published configuration", () => {
   it("when the service runs, then GET /admin/config holds its routes without credentials, its version and what is configured, and Redis holds no copy of it", async () => {
-    const answer = await fetch(`${service.adminUrl}/admin/config`, { headers: { authorization: `Bearer ${adminToken}` } });
+    const answer = await fetch(`${service.adminUrl}/admin/config`, { headers: adminHeaders(adminToken) });
     expect(answer.status).toBe(200);
     const published = await answer.json();
     expect(published).toMatchObject({
@@ -75,7 +75,7 @@ describe("the service's published configuration", () => {
   it("when a second start fails on the same PORT, then it exits 2 and the commands still list and replay the running service's dead letters, with the shell's Redis unreachable", async () => {
     const post = await fetch(`${service.publicUrl}/webhooks`, {
       method: "POST",
-      headers: { authorization: `Basic ${Buffer.from(`${testCredentials.username}:${testCredentials.password}`).toString("base64")}`, "content-type": "application/json" },
+      headers: { authorization: webhookAuthorization, "content-type": "application/json" },
       body: JSON.stringify(userEvent({ id: "evt_deadletterconfig000000", a0stream: "est_aD5AUDqZbHFcMoEx2LxAk9" })),
     });
     expect(post.status).toBe(202);
@@ -129,7 +129,7 @@ describe("the service's published configuration", () => {
     expect(run.code).toBe(2);
     expect(run.stderr).toBe(`error: ${label} runs the reconcile worker but has no tenant settings: set TENANT_DOMAIN (or MGMT_API_BASE_URL and MGMT_TOKEN_URL), MGMT_CLIENT_ID, MGMT_CLIENT_SECRET for the service and restart it\n`);
 
-    const headers = { authorization: `Bearer ${adminToken}`, "content-type": "application/json" };
+    const headers = adminHeaders(adminToken, { "content-type": "application/json" });
     const queued = await fetch(`${service.adminUrl}/admin/reconcile`, { method: "POST", headers, body: JSON.stringify({ eventIds: ["evt_unreconcilable00000000"] }) });
     const { jobs } = (await queued.json()) as { jobs: { jobId: string }[] };
     const outcome = `error: ${label} cannot reconcile: it has no tenant settings; set TENANT_DOMAIN (or MGMT_API_BASE_URL and MGMT_TOKEN_URL), MGMT_CLIENT_ID, MGMT_CLIENT_SECRET for it and restart it`;

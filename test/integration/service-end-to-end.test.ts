@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { userEvent } from "../helpers/fixtures.js";
 import { startSinkServer, type SinkServer } from "../helpers/sink-server.js";
 import { startTestService, type TestService } from "../helpers/start-test-service.js";
+import { adminHeaders } from "../helpers/credentials.js";
 
 const adminToken = "admin-token-for-tests";
 
@@ -29,7 +30,7 @@ describe("service: receive then dispatch", () => {
     const deadline = Date.now() + 30_000;
     let description: { arrival?: object; routes?: Array<{ route: string; state: string }> } = {};
     while (Date.now() < deadline) {
-      const res = await fetch(`${service.adminUrl}/admin/events/${event.id}`, { headers: { authorization: `Bearer ${adminToken}` } });
+      const res = await fetch(`${service.adminUrl}/admin/events/${event.id}`, { headers: adminHeaders(adminToken) });
       description = (await res.json()) as typeof description;
       if (description.routes?.[0]?.state === "delivered") break;
       await new Promise((ok) => setTimeout(ok, 50));
@@ -39,7 +40,7 @@ describe("service: receive then dispatch", () => {
 
   it("when the admin API is called without the token, then it answers 401, and an unknown event 404", async () => {
     expect((await fetch(`${service.adminUrl}/admin/events/evt_x`)).status).toBe(401);
-    const res = await fetch(`${service.adminUrl}/admin/events/evt_unknown`, { headers: { authorization: `Bearer ${adminToken}` } });
+    const res = await fetch(`${service.adminUrl}/admin/events/evt_unknown`, { headers: adminHeaders(adminToken) });
     expect(res.status).toBe(404);
   });
 

@@ -8,6 +8,7 @@ import { randomUUID } from "node:crypto";
 import { describe, expect, inject, it } from "vitest";
 import { explicitPorts } from "../helpers/explicit-ports.js";
 import { userEvent } from "../helpers/fixtures.js";
+import { basicAuthorization } from "../helpers/credentials.js";
 
 const cli = join(import.meta.dirname, "../../dist/cli/main.js");
 
@@ -128,7 +129,7 @@ describe("streamkeeper start", () => {
     const res = await fetch(`${publicUrl}/webhooks`, {
       method: "POST",
       body: JSON.stringify(userEvent()),
-      headers: { "content-type": "application/json", authorization: `Basic ${Buffer.from(`${credentials.username}:${credentials.password}`).toString("base64")}` },
+      headers: { "content-type": "application/json", authorization: basicAuthorization(credentials.username, credentials.password) },
     });
     expect(res.status).toBe(202);
     expect((await fetch(`${adminUrl}/readyz`)).status).toBe(200);

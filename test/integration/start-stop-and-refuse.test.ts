@@ -4,10 +4,12 @@ import { mkdtemp, readFile, rm, stat } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { randomUUID } from "node:crypto";
-import { afterEach, describe, expect, inject, it } from "vitest";
+import { describe, expect, inject, it } from "vitest";
 import { explicitPorts } from "../helpers/explicit-ports.js";
 import { userEvent } from "../helpers/fixtures.js";
 import { startOldRedis } from "../helpers/start-old-redis.js";
+import { useCleanup } from "../helpers/cleanup.js";
+import { basicAuthorization } from "../helpers/credentials.js";
 
 const cli = join(import.meta.dirname, "../../dist/cli/main.js");
 
@@ -28,13 +30,9 @@ const logLines = (stdout: string) =>
     .filter((line) => line.startsWith("{"))
     .map((line) => JSON.parse(line) as { level: number; msg: string; signal?: string; url?: string });
 
-/** README "Run it" / CONTRACT.md: SIGINT stops as SIGTERM does; generated credentials are private; too old a Redis is a setting to change. */
+/** README.md#set-up, README.md#commands: SIGINT stops as SIGTERM does; generated credentials are private; too old a Redis is a setting to change. */
 describe("streamkeeper start: stopping on SIGINT, private credentials, an old Redis", () => {
-  const cleanup: Array<() => Promise<unknown>> = [];
-  afterEach(async () => {
-    for (const step of cleanup.reverse()) await step().catch(() => {});
-    cleanup.length = 0;
-  });
+  const cleanup = useCleanup("each", { quiet: true });
   const dataDir = async () => {
     const dir = await mkdtemp(join(tmpdir(), "sk-signals-"));
     cleanup.push(() => rm(dir, { recursive: true, force: true }));
@@ -63,7 +61,7 @@ describe("streamkeeper start: stopping on SIGINT, private credentials, an old Re
     const res = await fetch(`${publicUrl}/webhooks`, {
       method: "POST",
       body: JSON.stringify(userEvent()),
-      headers: { "content-type": "application/json", authorization: `Basic ${Buffer.from(`${credentials.username}:${credentials.password}`).toString("base64")}` },
+      headers: { "content-type": "application/json", authorization: basicAuthorization(credentials.username, credentials.password) },
     });
     expect(res.status).toBe(202);
 

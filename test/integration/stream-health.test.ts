@@ -1,10 +1,12 @@
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { startEmulator, type Emulator } from "../../src/emulator/start-emulator.js";
 import { freePort } from "../../src/queue/redis-server.js";
-import { startServiceProcess, type ServiceProcess } from "../chaos/start-service-process.js";
+import { startServiceProcess, type ServiceProcess } from "../helpers/start-service-process.js";
 import { startSinkServer, type SinkRequest, type SinkServer } from "../helpers/sink-server.js";
 import { call, createStream, emit, getToken, settled, tenantEnv } from "./emulator-test-kit.js";
 import { serviceProcessEnv } from "../helpers/service-process-env.js";
+import { useCleanup } from "../helpers/cleanup.js";
+import { until } from "../helpers/until.js";
 
 const webhookAuth = { method: "basic", username: "tenant", password: "stream-health-pw" } as const;
 /** Small, so a few failed deliveries disable the stream (the tenant's is 500). */
@@ -20,27 +22,13 @@ async function metric(service: ServiceProcess, series: string): Promise<number |
   return sample(await (await fetch(`${service.adminUrl}/metrics`)).text(), series);
 }
 
-async function until<T>(what: string, probe: () => Promise<T | undefined | false>, timeoutMs = 30_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined && value !== false) return value;
-    if (Date.now() > deadline) throw new Error(`${what}: not within ${timeoutMs} ms`);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-}
-
 /**
  * The service in its own process (`start --role all`) against the emulator: the stream
  * points at the service's public port, which stays the same across a restart, as a real
  * deployment's URL does.
  */
 describe("stream health: a disabled stream is seen, and with STREAM_AUTO_ENABLE brought back", () => {
-  const cleanup: Array<() => Promise<unknown>> = [];
-  afterEach(async () => {
-    for (const step of cleanup.reverse()) await step().catch(() => {});
-    cleanup.length = 0;
-  });
+  const cleanup = useCleanup("each", { quiet: true });
 
   async function disabledWhileDown(autoEnable: boolean) {
     const emulator: Emulator = await startEmulator({ timeScale: 0.01, disableAfterConsecutiveFailures: disableAfter });

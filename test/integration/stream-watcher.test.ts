@@ -1,13 +1,15 @@
 import { randomUUID } from "node:crypto";
 import { Redis } from "ioredis";
 import { pino } from "pino";
-import { afterEach, describe, expect, inject, it } from "vitest";
+import { describe, expect, inject, it } from "vitest";
 import { startEmulator, type Emulator } from "../../src/emulator/start-emulator.js";
 import { registry } from "../../src/metrics/registry.js";
 import { createStreamWatcher, type StreamWatcher } from "../../src/streams/create-stream-watcher.js";
 import { createTenantClient, type TenantClient } from "../../src/tenant/create-tenant-client.js";
 import { capturedLogger } from "../helpers/captured-logger.js";
 import { call, createStream, getToken } from "./emulator-test-kit.js";
+import { useCleanup } from "../helpers/cleanup.js";
+import { until } from "../helpers/until.js";
 
 async function value(name: string, labels: Record<string, string>): Promise<number | undefined> {
   const metric = (await registry.getMetricsAsJSON()).find((each) => each.name === name);
@@ -15,23 +17,9 @@ async function value(name: string, labels: Record<string, string>): Promise<numb
   return found?.value;
 }
 
-async function until<T>(what: string, probe: () => Promise<T | undefined | false>, timeoutMs = 30_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const found = await probe();
-    if (found !== undefined && found !== false) return found;
-    if (Date.now() > deadline) throw new Error(`${what}: not within ${timeoutMs} ms`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-}
-
 /** The watcher in this process, against the emulator and the test Redis, to drive readiness and the tenant directly. */
 describe("stream watcher", () => {
-  const cleanup: Array<() => Promise<unknown>> = [];
-  afterEach(async () => {
-    for (const step of cleanup.reverse()) await step().catch(() => {});
-    cleanup.length = 0;
-  });
+  const cleanup = useCleanup("each", { quiet: true });
 
   async function setUp() {
     const emulator: Emulator = await startEmulator({ timeScale: 0.01 });
@@ -79,12 +67,12 @@ describe("stream watcher", () => {
     let canStore = false;
     let asked = 0;
     watchTenant({ ready: async () => (asked++, canStore), intervalMs: 5000, autoEnable: true, readyPollMs: 20 });
-    await until("the gauge shows the stream disabled", async () => (await value("streamkeeper_stream_enabled", { stream: streamId })) === 0);
-    await until("readiness asked again and again", async () => asked >= 3);
+    await until("the gauge shows the stream disabled", async () => (await value("streamkeeper_stream_enabled", { stream: streamId })) === 0, { everyMs: 20 });
+    await until("readiness asked again and again", async () => asked >= 3, { everyMs: 20 });
     expect(await status()).toBe("disabled");
     canStore = true;
-    await until("enabled once the service can store events", async () => (await status()) === "enabled");
-    await until("the gauge shows it", async () => (await value("streamkeeper_stream_enabled", { stream: streamId })) === 1);
+    await until("enabled once the service can store events", async () => (await status()) === "enabled", { everyMs: 20 });
+    await until("the gauge shows it", async () => (await value("streamkeeper_stream_enabled", { stream: streamId })) === 1, { everyMs: 20 });
   });
 
   it("when the tenant disables the stream again after an auto-enable, then the next enable waits at least two intervals, and the backoff shows meanwhile", async () => {
@@ -101,10 +89,10 @@ describe("stream watcher", () => {
       intervalMs,
       autoEnable: true,
     });
-    await until("enabled", async () => enabledAt.length === 1);
+    await until("enabled", async () => enabledAt.length === 1, { everyMs: 20 });
     await setStatus("disabled");
-    await until("the backoff shows", async () => ((await value("streamkeeper_stream_auto_enable_backoff_seconds", { stream: streamId })) ?? 0) > 0);
-    await until("enabled again", async () => enabledAt.length === 2);
+    await until("the backoff shows", async () => ((await value("streamkeeper_stream_auto_enable_backoff_seconds", { stream: streamId })) ?? 0) > 0, { everyMs: 20 });
+    await until("enabled again", async () => enabledAt.length === 2, { everyMs: 20 });
     expect(enabledAt[1]! - enabledAt[0]!).toBeGreaterThanOrEqual(2 * intervalMs);
     expect(await status()).toBe("enabled");
     expect(await value("streamkeeper_stream_auto_enable_total", { stream: streamId })).toBe(2);
@@ -117,7 +105,7 @@ describe("stream watcher", () => {
     const lists = { count: 0 };
     watchTenant({ listStreams: () => (lists.count++, tenant.eventStreams({ take: 100 })), intervalMs: 200, logger, logRepeatsEveryMs: 600_000 });
     // Checks run one after the other: the fourth list means three checks saw the stream disabled.
-    await until("four checks", async () => lists.count >= 4);
+    await until("four checks", async () => lists.count >= 4, { everyMs: 20 });
     const disabled = lines.filter((line) => String(line.msg).startsWith("stream is disabled"));
     expect(disabled).toHaveLength(1);
     expect(disabled[0]).toMatchObject({ level: 50, streamId, msg: expect.stringContaining(`streamkeeper streams update ${streamId} --status enabled`) });
@@ -129,7 +117,7 @@ describe("stream watcher", () => {
     const lists = { count: 0 };
     const started = Date.now();
     for (let i = 0; i < 3; i++) watchTenant({ listStreams: () => (lists.count++, tenant.eventStreams({ take: 100 })), intervalMs });
-    await until("three checks", async () => lists.count >= 3);
+    await until("three checks", async () => lists.count >= 3, { everyMs: 20 });
     // One claim per interval: three checks take at least two whole intervals, whoever makes them.
     expect(Date.now() - started).toBeGreaterThanOrEqual(2 * intervalMs);
   });

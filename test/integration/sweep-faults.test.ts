@@ -1,21 +1,18 @@
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { startEmulator } from "../../src/emulator/start-emulator.js";
 import { freePort } from "../../src/queue/redis-server.js";
 import { startFaultProxy } from "../chaos/start-fault-proxy.js";
-import { startServiceProcess } from "../chaos/start-service-process.js";
+import { startServiceProcess } from "../helpers/start-service-process.js";
 import { startSinkServer } from "../helpers/sink-server.js";
 import { tenantEnv } from "./emulator-test-kit.js";
 import { byEventId, counterValue, failWhileDown, sweepStatus, sweepingEnv, until } from "./sweep-test-kit.js";
+import { useCleanup } from "../helpers/cleanup.js";
 
 const hourMs = 3_600_000;
 
 /** The sweep against faults: a process killed mid-sweep, a tenant answering 429 and 5xx. */
 describe("sweep under faults", () => {
-  const cleanup: Array<() => Promise<unknown>> = [];
-  afterEach(async () => {
-    for (const step of cleanup.reverse()) await step().catch(() => {});
-    cleanup.length = 0;
-  });
+  const cleanup = useCleanup("each", { quiet: true });
 
   it("when the sweeping process is killed mid-sweep and another starts, then nothing is missed and the finished windows are not read again", async () => {
     const emulator = await startEmulator({ timeScale: 0.001 });

@@ -1,24 +1,22 @@
-import { afterAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { startEmulator } from "../../src/emulator/start-emulator.js";
 import { freePort } from "../../src/queue/redis-server.js";
 import { startFaultProxy } from "../chaos/start-fault-proxy.js";
-import { startServiceProcess } from "../chaos/start-service-process.js";
+import { startServiceProcess } from "../helpers/start-service-process.js";
 import { startSinkServer } from "../helpers/sink-server.js";
 import { testCredentials } from "../helpers/start-test-service.js";
 import { control, createStream, emit, tenantEnv, type ControlDelivery } from "./emulator-test-kit.js";
 import { byEventId, sweepStatus, sweepingEnv, until } from "./sweep-test-kit.js";
+import { useCleanup } from "../helpers/cleanup.js";
 
 /**
- * "A delivery that turns failed after its window was read is still found" (CONTRACT.md):
+ * "A delivery that turns failed after its window was read is still found" (README.md#the-sweep-failed-deliveries-found-without-being-told):
  * the tenant is still retrying an event (our ingress answers 503 through a proxy) while a
  * sweep reads the window that holds it and moves the checkpoint past it; once the tenant
  * gives up, a later sweep, reading back RECONCILE_SWEEP_OVERLAP_SECONDS, finds it.
  */
 describe("sweep: a delivery that fails after its window was read", () => {
-  const cleanup: Array<() => Promise<unknown>> = [];
-  afterAll(async () => {
-    for (const step of cleanup.reverse()) await step().catch(() => {});
-  });
+  const cleanup = useCleanup("all", { quiet: true });
 
   it("when a delivery turns failed after a sweep read its window, then a later sweep still recovers it", async () => {
     // Real retry timing: 4 attempts over about 7 s, so the delivery stays pending across sweeps.

@@ -1,10 +1,11 @@
-import { afterAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { startEmulator } from "../../src/emulator/start-emulator.js";
 import { freePort } from "../../src/queue/redis-server.js";
-import { startServiceProcess, type ServiceProcess } from "../chaos/start-service-process.js";
+import { startServiceProcess, type ServiceProcess } from "../helpers/start-service-process.js";
 import { startSinkServer } from "../helpers/sink-server.js";
 import { tenantEnv } from "./emulator-test-kit.js";
 import { byEventId, failWhileDown, sweepStatus, sweepingEnv, until } from "./sweep-test-kit.js";
+import { useCleanup } from "../helpers/cleanup.js";
 
 /** The sweeps one process logged: when each ran, from its end time and duration. */
 function sweepsOf(service: ServiceProcess): Array<{ start: number; end: number }> {
@@ -17,15 +18,12 @@ function sweepsOf(service: ServiceProcess): Array<{ start: number; end: number }
 }
 
 /**
- * "Exactly one sweeper at a time across any number of worker processes" (CONTRACT.md):
+ * "Exactly one sweeper at a time across any number of worker processes" (README.md#the-sweep-failed-deliveries-found-without-being-told):
  * two workers sweep the same stream for a while; their sweeps never overlap in time, and
  * each failed delivery reaches the downstream once.
  */
 describe("sweep: one sweeper across processes", () => {
-  const cleanup: Array<() => Promise<unknown>> = [];
-  afterAll(async () => {
-    for (const step of cleanup.reverse()) await step().catch(() => {});
-  });
+  const cleanup = useCleanup("all", { quiet: true });
 
   it("when two worker processes run, then their sweeps never overlap and each failed delivery is recovered once", async () => {
     const emulator = await startEmulator({ timeScale: 0.001 });

@@ -5,6 +5,7 @@ import { tenantId, userEvent } from "../helpers/fixtures.js";
 import { startSinkServer, type SinkServer } from "../helpers/sink-server.js";
 import { startTestService, type TestService } from "../helpers/start-test-service.js";
 import { until } from "./sweep-test-kit.js";
+import { adminHeaders } from "../helpers/credentials.js";
 
 const adminToken = "sweep-poison-admin-token";
 const streamId = "est_38ANnv8pQhqsZrX2VFbftv";
@@ -73,7 +74,7 @@ describe("sweep: one record never holds back the others", () => {
     });
   };
   const status = async (): Promise<SweepStream | undefined> => {
-    const answer = await fetch(`${service!.adminUrl}/admin/sweep`, { headers: { authorization: `Bearer ${adminToken}` } });
+    const answer = await fetch(`${service!.adminUrl}/admin/sweep`, { headers: adminHeaders(adminToken) });
     return ((await answer.json()) as { streams: SweepStream[] }).streams.find((stream) => stream.streamId === streamId);
   };
   const metrics = async () => (await fetch(`${service!.adminUrl}/metrics`)).text();

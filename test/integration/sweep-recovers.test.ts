@@ -1,25 +1,23 @@
 import { randomUUID } from "node:crypto";
-import { afterAll, describe, expect, inject, it } from "vitest";
+import { describe, expect, inject, it } from "vitest";
 import { startEmulator } from "../../src/emulator/start-emulator.js";
 import { freePort } from "../../src/queue/redis-server.js";
-import { startServiceProcess } from "../chaos/start-service-process.js";
+import { startServiceProcess } from "../helpers/start-service-process.js";
 import { startSinkServer } from "../helpers/sink-server.js";
 import { testCredentials } from "../helpers/start-test-service.js";
 import { createStream, emit, tenantEnv } from "./emulator-test-kit.js";
 import { adminToken, byEventId, failedCount, sweepStatus, until } from "./sweep-test-kit.js";
 import { serviceProcessEnv } from "../helpers/service-process-env.js";
+import { useCleanup } from "../helpers/cleanup.js";
 
 /**
- * The sweep (CONTRACT.md, "Finding failed deliveries without being told") against the
+ * The sweep (README.md#the-sweep-failed-deliveries-found-without-being-told) against the
  * emulator and a real `streamkeeper start` process: the service is down while the tenant
  * gives up on 130 deliveries; once it runs, the sweep finds and recovers each, with no
  * command run, while live events keep arriving, and a stream pointing elsewhere is left alone.
  */
 describe("sweep: failed deliveries recovered with no one asking", () => {
-  const cleanup: Array<() => Promise<unknown>> = [];
-  afterAll(async () => {
-    for (const step of cleanup.reverse()) await step().catch(() => {});
-  });
+  const cleanup = useCleanup("all", { quiet: true });
 
   it("when the service was down while the tenant failed 130 deliveries, then after it starts each reaches the sink once with origin reconcile; live events once; a stream pointing elsewhere untouched; no 429 at the default share", async () => {
     // A tenant limiting to 20 API calls a second: at the default share the sweep spends 10.

@@ -1,13 +1,14 @@
 import { mkdtemp } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterAll, describe, it } from "vitest";
+import { describe, it } from "vitest";
 import { startEmulator } from "../../src/emulator/start-emulator.js";
 import { startRedisServer } from "../../src/queue/redis-server.js";
 import { capturedLogger } from "../helpers/captured-logger.js";
 import { startTestService } from "../helpers/start-test-service.js";
 import { tenantEnv } from "./emulator-test-kit.js";
 import { until } from "./sweep-test-kit.js";
+import { useCleanup } from "../helpers/cleanup.js";
 
 const logged = (lines: Array<Record<string, unknown>>, msg: string) => lines.some((line) => String(line.msg).startsWith(msg));
 
@@ -17,10 +18,7 @@ const logged = (lines: Array<Record<string, unknown>>, msg: string) => lines.som
  * Redis answers again, says that too and sweeps on.
  */
 describe("sweep: a Redis outage", () => {
-  const cleanup: Array<() => Promise<unknown>> = [];
-  afterAll(async () => {
-    for (const step of cleanup.reverse()) await step().catch(() => {});
-  });
+  const cleanup = useCleanup("all", { quiet: true });
 
   it("when Redis goes away, then the sweeper logs that it cannot take its lease, and when Redis is back, that it sweeps on", async () => {
     const dir = await mkdtemp(join(tmpdir(), "sk-sweep-outage-"));

@@ -1,28 +1,26 @@
 import { randomUUID } from "node:crypto";
 import { Redis } from "ioredis";
-import { afterAll, describe, expect, inject, it } from "vitest";
+import { describe, expect, inject, it } from "vitest";
 import { startEmulator } from "../../src/emulator/start-emulator.js";
 import { sweepKey } from "../../src/queue/queue-names.js";
 import { freePort } from "../../src/queue/redis-server.js";
-import { startServiceProcess } from "../chaos/start-service-process.js";
+import { startServiceProcess } from "../helpers/start-service-process.js";
 import { startSinkServer } from "../helpers/sink-server.js";
 import { testCredentials } from "../helpers/start-test-service.js";
 import { createStream, emit, tenantEnv } from "./emulator-test-kit.js";
 import { byEventId, failedCount, sweepingEnv, until } from "./sweep-test-kit.js";
+import { useCleanup } from "../helpers/cleanup.js";
 
 const minuteMs = 60_000;
 
 /**
- * "A restart neither skips a window" (CONTRACT.md): a stream with a checkpoint reads on from
+ * "A restart neither skips a window" (README.md#the-sweep-failed-deliveries-found-without-being-told): a stream with a checkpoint reads on from
  * it however long the service was down, not only RECONCILE_SWEEP_LOOKBACK_SECONDS back (that
  * is the first sweep's reach); only what lies beyond DEDUPE_TTL_SECONDS is left, and said.
  * Scaled down: a lookback of 1 s, so the failures are older than it when the service starts.
  */
 describe("sweep: resuming from a checkpoint after a long downtime", () => {
-  const cleanup: Array<() => Promise<unknown>> = [];
-  afterAll(async () => {
-    for (const step of cleanup.reverse()) await step().catch(() => {});
-  });
+  const cleanup = useCleanup("all", { quiet: true });
 
   it("when the service was down longer than the lookback, then the sweep reads from each stream's checkpoint and recovers what failed meanwhile; a checkpoint beyond DEDUPE_TTL_SECONDS is cut there with a warning naming the range and the command", async () => {
     const emulator = await startEmulator({ timeScale: 0.001 });

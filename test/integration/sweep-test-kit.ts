@@ -1,10 +1,12 @@
 import { expect } from "vitest";
 import type { Emulator } from "../../src/emulator/start-emulator.js";
-import type { ServiceProcess } from "../chaos/start-service-process.js";
+import type { ServiceProcess } from "../helpers/start-service-process.js";
 import type { SinkRequest } from "../helpers/sink-server.js";
 import { testCredentials } from "../helpers/start-test-service.js";
 import { control, createStream, emit, type ControlDelivery } from "./emulator-test-kit.js";
 import { serviceProcessEnv } from "../helpers/service-process-env.js";
+import { adminHeaders } from "../helpers/credentials.js";
+import { until as untilAnswer } from "../helpers/until.js";
 
 /** Helpers shared by the sweep's tests (not a test file itself). */
 
@@ -15,18 +17,14 @@ interface SweepStatus {
 }
 
 export async function sweepStatus(service: Pick<ServiceProcess, "adminUrl">): Promise<SweepStatus> {
-  const answer = await fetch(`${service.adminUrl}/admin/sweep`, { headers: { authorization: `Bearer ${adminToken}` } });
+  const answer = await fetch(`${service.adminUrl}/admin/sweep`, { headers: adminHeaders(adminToken) });
   expect(answer.status).toBe(200);
   return (await answer.json()) as SweepStatus;
 }
 
 /** Polls until `check` answers true, with a generous deadline (the machine is shared). */
 export async function until(what: string, check: () => Promise<boolean>, timeoutMs = 60_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`${what}: not within ${timeoutMs} ms`);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
+  await untilAnswer(what, check, timeoutMs);
 }
 
 export async function failedCount(emulator: Emulator, streamId: string): Promise<number> {

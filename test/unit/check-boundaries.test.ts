@@ -1,19 +1,13 @@
-import { mkdir, mkdtemp, writeFile } from "node:fs/promises";
-import { tmpdir } from "node:os";
-import { dirname, join } from "node:path";
+import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { checkBoundaries, importsOf } from "../../scripts/check-boundaries.js";
-
-async function tree(files: Record<string, string>): Promise<string> {
-  const root = await mkdtemp(join(tmpdir(), "sk-boundaries-"));
-  for (const [path, source] of Object.entries(files)) {
-    await mkdir(dirname(join(root, path)), { recursive: true });
-    await writeFile(join(root, path), source);
-  }
-  return root;
-}
+import { useCleanup } from "../helpers/cleanup.js";
+import { writeTree } from "../helpers/write-tree.js";
 
 describe("check-boundaries", () => {
+  const cleanup = useCleanup("each");
+  const tree = (files: Record<string, string>) => writeTree(files, cleanup);
+
   it("when the project's own src/ is checked, then it keeps every boundary", () => {
     expect(checkBoundaries(join(import.meta.dirname, "../../src"))).toEqual([]);
   });

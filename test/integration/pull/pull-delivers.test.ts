@@ -1,4 +1,4 @@
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { Redis } from "ioredis";
 import { inject } from "vitest";
 import { startEmulator, type Emulator } from "../../../src/emulator/start-emulator.js";
@@ -7,13 +7,11 @@ import { runCli } from "../../chaos/run-cli.js";
 import { startSinkServer, type SinkServer } from "../../helpers/sink-server.js";
 import { startTestService, type TestService } from "../../helpers/start-test-service.js";
 import { adminToken, deliveriesById, keptOffset, emitMany, eventsApi, metricValue, metricsOf, pullEnv, pullStatus } from "./pull-test-kit.js";
+import { useCleanup } from "../../helpers/cleanup.js";
+import { adminHeaders } from "../../helpers/credentials.js";
 
 describe("pulling the tenant's event log", () => {
-  const cleanup: Array<() => Promise<void>> = [];
-  afterEach(async () => {
-    for (const close of cleanup.reverse()) await close();
-    cleanup.length = 0;
-  }, 240000);
+  const cleanup = useCleanup("each", { timeoutMs: 240000 });
 
   async function setUp(emulatorOptions: Parameters<typeof startEmulator>[0], env: Record<string, string> = {}) {
     const emulator: Emulator = await startEmulator(emulatorOptions);
@@ -73,7 +71,7 @@ describe("pulling the tenant's event log", () => {
     await expect.poll(async () => (await pullStatus(service.adminUrl)).state, { timeout: 20_000 }).toBe("connected");
     const [id] = await emitMany(emulator, 1);
     await sink.until((requests) => requests.some((request) => request.headers["webhook-id"] === id));
-    const view = await fetch(`${service.adminUrl}/admin/events/${id}`, { headers: { authorization: `Bearer ${adminToken}` } });
+    const view = await fetch(`${service.adminUrl}/admin/events/${id}`, { headers: adminHeaders(adminToken) });
     expect(view.status).toBe(200);
     expect(((await view.json()) as { arrival: { origin: string } }).arrival.origin).toBe("pull");
     await expect.poll(async () => (await pullStatus(service.adminUrl)).lastEventAt, { timeout: 10_000 }).not.toBeNull();

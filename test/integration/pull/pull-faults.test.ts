@@ -1,4 +1,4 @@
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { Redis } from "ioredis";
 import { inject } from "vitest";
 import { startEmulator, type Emulator } from "../../../src/emulator/start-emulator.js";
@@ -8,13 +8,10 @@ import { startSinkServer, type SinkServer } from "../../helpers/sink-server.js";
 import { startTestService, type TestService } from "../../helpers/start-test-service.js";
 import { getToken } from "../emulator-test-kit.js";
 import { changeEventsApi, deliveriesById, emitMany, emitWithOffsets, eventsApi, metricValue, metricsOf, pullEnv, pullStatus, setEventsApiDown } from "./pull-test-kit.js";
+import { useCleanup } from "../../helpers/cleanup.js";
 
 describe("the pull when the tenant refuses, expires or goes away", () => {
-  const cleanup: Array<() => Promise<void>> = [];
-  afterEach(async () => {
-    for (const close of cleanup.reverse()) await close();
-    cleanup.length = 0;
-  }, 120000);
+  const cleanup = useCleanup("each", { timeoutMs: 120000 });
 
   async function emulatorAndSink(options: Parameters<typeof startEmulator>[0] = {}): Promise<{ emulator: Emulator; sink: SinkServer }> {
     const emulator = await startEmulator({ eventsHeartbeatSeconds: 0.2, ...options });

@@ -2,22 +2,20 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Redis } from "ioredis";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { startEmulator, type Emulator } from "../../../src/emulator/start-emulator.js";
 import { pullKey } from "../../../src/pull/pull-state.js";
 import { startRedisServer } from "../../../src/queue/redis-server.js";
-import { startServiceProcess, type ServiceProcess } from "../../chaos/start-service-process.js";
+import { startServiceProcess, type ServiceProcess } from "../../helpers/start-service-process.js";
 import { serviceProcessEnv } from "../../helpers/service-process-env.js";
 import { startSinkServer, type SinkServer } from "../../helpers/sink-server.js";
 import { adminToken, deliveriesById, emitWithOffsets, eventsApi, pullEnv } from "./pull-test-kit.js";
+import { useCleanup } from "../../helpers/cleanup.js";
+import { adminHeaders } from "../../helpers/credentials.js";
 
 /** Worker processes that pull: SIGKILLed, two at once, Redis stopped under them. */
 describe("pulling with worker processes that die", () => {
-  const cleanup: Array<() => Promise<unknown>> = [];
-  afterEach(async () => {
-    for (const step of cleanup.reverse()) await step().catch(() => undefined);
-    cleanup.length = 0;
-  }, 300000);
+  const cleanup = useCleanup("each", { quiet: true, timeoutMs: 300000 });
 
   async function worker(env: Record<string, string>): Promise<ServiceProcess> {
     const started = await startServiceProcess("worker", env);
@@ -26,7 +24,7 @@ describe("pulling with worker processes that die", () => {
   }
 
   async function holderOf(service: ServiceProcess): Promise<{ state: string; holder: string | null } | undefined> {
-    const answer = await fetch(`${service.adminUrl}/admin/pull`, { headers: { authorization: `Bearer ${adminToken}` } }).catch(() => undefined);
+    const answer = await fetch(`${service.adminUrl}/admin/pull`, { headers: adminHeaders(adminToken) }).catch(() => undefined);
     return answer?.status === 200 ? ((await answer.json()) as { state: string; holder: string | null }) : undefined;
   }
 
@@ -89,7 +87,7 @@ describe("pulling with worker processes that die", () => {
       const at = kept === null ? -1 : offsets.indexOf(kept);
       if (at < 0) return;
       for (const id of ids.slice(Math.max(0, at - 20), at + 1)) {
-        const answer = await fetch(`${current.adminUrl}/admin/events/${id}`, { headers: { authorization: `Bearer ${adminToken}` } }).catch(() => undefined);
+        const answer = await fetch(`${current.adminUrl}/admin/events/${id}`, { headers: adminHeaders(adminToken) }).catch(() => undefined);
         if (answer?.status === 404) violations.push(`offset ${kept} kept while ${id} is not stored`);
       }
     };

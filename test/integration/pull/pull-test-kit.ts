@@ -4,6 +4,7 @@ import { pullKey } from "../../../src/pull/pull-state.js";
 import type { Emulator } from "../../../src/emulator/start-emulator.js";
 import type { SinkRequest } from "../../helpers/sink-server.js";
 import { tenantEnv } from "../emulator-test-kit.js";
+import { adminHeaders } from "../../helpers/credentials.js";
 
 /** Helpers shared by the pull's tests (not a test file itself). */
 
@@ -80,7 +81,7 @@ export interface PullStatusView {
 }
 
 export async function pullStatus(adminUrl: string): Promise<PullStatusView> {
-  const answer = await fetch(`${adminUrl}/admin/pull`, { headers: { authorization: `Bearer ${adminToken}` } });
+  const answer = await fetch(`${adminUrl}/admin/pull`, { headers: adminHeaders(adminToken) });
   expect(answer.status).toBe(200);
   return (await answer.json()) as PullStatusView;
 }

@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { challengeFor, createCredentialCheck, equalsSecret } from "../../../src/http/check-credentials.js";
 import { problemDocument } from "../../../src/http/problem.js";
+import { basicAuthorization as basic } from "../../helpers/credentials.js";
 
-const basic = (user: string, password: string) => `Basic ${Buffer.from(`${user}:${password}`).toString("base64")}`;
 
 describe("createCredentialCheck", () => {
   it("when basic credentials are configured, then only those pass, with the scheme in any case", () => {

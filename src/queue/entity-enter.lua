@@ -1,0 +1,25 @@
+--[[
+  Before delivering a state of an entity to a dropStale route: tells a stale state, else
+  takes the entity's lease. Stale is told before the lease is looked at: versions only
+  move forward, so a state older than the one recorded stays stale whatever the holder
+  delivers, and need not wait for it.
+
+  Input:
+    KEYS[1] the entity's lease
+    KEYS[2] the previous window's versions (a hash: entity -> version)
+    KEYS[3] the current window's versions
+    KEYS[4] the next window's versions
+            (one hash tag, one slot)
+    ARGV[1] entity
+    ARGV[2] owner
+    ARGV[3] lease ms
+    ARGV[4] the state's age (ms)
+    ARGV[5] change: 'c' created, 'd' deleted, 'u' changed
+
+  Output:
+    0 go (the lease is ours); -1 stale; else the ms left on another's lease
+]]
+--- @include "entity-versions.lua"
+--- @include "lease.lua"
+if not next_version(stored(ARGV[1]), tonumber(ARGV[4]), ARGV[5]) then return -1 end
+return lease_take(KEYS[1], ARGV[2], ARGV[3])

@@ -1,0 +1,27 @@
+--[[
+  After delivering a state of an entity: records it as delivered when received, and gives
+  the lease back, in one step. The version only moves forward: should the lease have
+  expired and another delivery have recorded a newer state meanwhile, that one stays.
+
+  Input:
+    KEYS[1..4] as entity-enter.lua
+    ARGV[1] entity
+    ARGV[2] owner
+    ARGV[3] received: '1' (a 2xx, or no answer: the route may have it) or '0'
+    ARGV[4] the state's age (ms)
+    ARGV[5] change: 'c', 'd' or 'u'
+    ARGV[6] the current window's expiry (unix seconds)
+
+  Output:
+    1 the lease was ours and is given back; 0 it had expired
+]]
+--- @include "entity-versions.lua"
+--- @include "lease.lua"
+if ARGV[3] == '1' then
+  local version = next_version(stored(ARGV[1]), tonumber(ARGV[4]), ARGV[5])
+  if version then
+    redis.call('HSET', KEYS[3], ARGV[1], string.format('%d', version))
+    redis.call('EXPIREAT', KEYS[3], ARGV[6])
+  end
+end
+return lease_release(KEYS[1], ARGV[2])
