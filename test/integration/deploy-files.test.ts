@@ -99,7 +99,11 @@ describe("Dockerfile", () => {
       const imported = new Set<string>();
       for (const file of await listJs(join(outDir, "dist"))) {
         const code = await readFile(file, "utf8");
-        for (const [, specifier] of code.matchAll(/(?:from|import)\s*\(?\s*"([^".][^"]*)"/g)) {
+        // Import and export statements (tsc writes each on lines of its own) and dynamic
+        // imports; not the words "from" or "import" in a comment or a message.
+        const statements = /^\s*(?:import|export)\b[^;"]*?\bfrom\s*"([^".][^"]*)"|^\s*import\s*"([^".][^"]*)"|\bimport\(\s*"([^".][^"]*)"\s*\)/gm;
+        for (const [, fromStatement, bare, fromCall] of code.matchAll(statements)) {
+          const specifier = fromStatement ?? bare ?? fromCall;
           if (specifier!.startsWith("node:") || builtinModules.includes(specifier!)) continue;
           const parts = specifier!.split("/");
           imported.add(specifier!.startsWith("@") ? parts.slice(0, 2).join("/") : parts[0]!);
