@@ -1,6 +1,6 @@
 import { hostname } from "node:os";
 import type { Logger } from "../logger.js";
-import { infoField } from "./info-field.js";
+import { infoField } from "../info-field.js";
 import { closeRedis, createRedis, untilReady } from "./redis-connection.js";
 
 /** One field per process using the embedded Redis: `<host>:<pid>` -> `{pid, host, who, heartbeatAt}`. */
