@@ -15,6 +15,11 @@ describe("check-function-length", () => {
     expect(long).toEqual([]);
   });
 
+  it("when the composition root is read, then it holds at most 100 lines: it only maps a role to its parts and their stop order", () => {
+    const lines = readFileSync(join(import.meta.dirname, "../../src/app.ts"), "utf8").trimEnd().split("\n");
+    expect(lines.length).toBeLessThanOrEqual(100);
+  });
+
   it("when a factory's inner arrow function is over the limit, then both are named with their line and length", () => {
     const source = `export function createThing() {\n  const run = () => {\n${body(10)}\n  };\n  return { run };\n}\n`;
     expect(longFunctions(source, "thing.ts", 5)).toEqual([
