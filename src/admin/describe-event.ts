@@ -5,8 +5,9 @@ import type { DeliveryJobData } from "../queue/delivery-job.js";
 import type { DeliveryResult } from "../dispatch/create-delivery-processor.js";
 import type { DeliveryQueue, DeliveryQueues } from "../queue/delivery-queues.js";
 import type { EventLedger } from "../queue/event-ledger.js";
-import { jobIdFor, legacyJobIdFor } from "../queue/job-id.js";
+import { jobIdFor } from "../queue/job-id.js";
 import { deliveryQueueName } from "../queue/queue-names.js";
+import { jobUnderLegacyId } from "../upgrade/legacy-job-id.js";
 
 export type DeliveryState = "waiting" | "delayed" | "active" | "delivered" | "stale" | "dead_letter" | "retrying" | "unknown";
 
@@ -50,12 +51,7 @@ export interface EventDescription {
  * raw and derived job ids were kept apart (job-id.ts), if that job holds this very event.
  */
 async function jobOf(queue: DeliveryQueue, eventId: string): Promise<Job<DeliveryJobData> | undefined> {
-  const job = await queue.getJob(jobIdFor(eventId));
-  if (job) return job;
-  const legacyId = legacyJobIdFor(eventId);
-  if (legacyId === jobIdFor(eventId)) return undefined;
-  const legacy = await queue.getJob(legacyId);
-  return legacy?.data.event.id === eventId ? legacy : undefined;
+  return (await queue.getJob(jobIdFor(eventId))) ?? (await jobUnderLegacyId(queue, eventId));
 }
 
 export async function describeEvent(

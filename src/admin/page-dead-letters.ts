@@ -1,3 +1,4 @@
+import { plainProblem } from "../http-answer.js";
 import type { DeliveryQueues } from "../queue/delivery-queues.js";
 import { deadLetterOf, routeOf, type DeadLetter } from "./list-dead-letters.js";
 
@@ -14,6 +15,8 @@ interface Cursor {
 }
 
 export class BadCursorError extends Error {
+  readonly httpStatus = 400;
+  readonly problemType = plainProblem;
   constructor() {
     super("after: not a cursor this service gave out; pass the `next` of the previous page, or leave it out for the first page");
     this.name = "BadCursorError";

@@ -1,3 +1,4 @@
+import { plainProblem } from "../http-answer.js";
 import type pg from "pg";
 import { decodePayload } from "./payload-codec.js";
 import type { CloudEvent } from "../events/cloud-event.js";
@@ -115,6 +116,8 @@ export async function eventsMatching(pool: pg.Pool, filter: EventFilter, limit: 
 
 export class BadCursorError extends Error {
   readonly status = 400;
+  readonly httpStatus = 400;
+  readonly problemType = plainProblem;
   constructor() {
     super("after: give the `next` value of the previous page, unchanged");
   }

@@ -81,19 +81,7 @@ export function createArchiveWriter(deps: ArchiveWriterDeps): ArchiveWriter {
     if (dropped.length > 0) logger.info({ partitions: dropped, retentionDays }, "archive: dropped the days older than ARCHIVE_RETENTION_DAYS");
   };
 
-  const read = async (from: "0" | ">"): Promise<Entry[]> => {
-    const reply = (await redis.call("XREADGROUP", "GROUP", archiveWriterGroup, consumer, "COUNT", batchSize, ...(from === ">" ? ["BLOCK", 1000] : []), "STREAMS", key, from)) as unknown;
-    return entriesOf(reply, key);
-  };
-  const claimStalled = async (): Promise<Entry[]> => {
-    const reply = (await redis.call("XAUTOCLAIM", key, archiveWriterGroup, consumer, claimIdleMs, "0-0", "COUNT", batchSize)) as unknown[];
-    return ((reply?.[1] ?? []) as Entry[]).filter((entry) => Array.isArray(entry) && entry[1] !== null);
-  };
-  const done = async (ids: string[]) => {
-    if (ids.length === 0) return;
-    await redis.xack(key, archiveWriterGroup, ...ids);
-    await redis.xdel(key, ...ids);
-  };
+  const { read, claimStalled, done } = outboxConsumer(redis, key, consumer, batchSize);
 
   /** Sets aside what can never be archived, writes the rest; true when a batch was handled. */
   const handle = async (entries: Entry[]) => {
@@ -113,27 +101,8 @@ export function createArchiveWriter(deps: ArchiveWriterDeps): ArchiveWriter {
         records.push({ id, record: parsed });
       }
     }
-    await writeOrSplit(records);
+    await writeOrSplit(pool, records, logger);
     await done([...setAside, ...records.map((entry) => entry.id)]);
-  };
-
-  /** The batch at once; when Postgres refuses it for its data, each record alone, the refused ones set aside. */
-  const writeOrSplit = async (records: Array<{ id: string; record: ArchiveRecord }>) => {
-    if (records.length === 0) return;
-    try {
-      count(await writeArchiveBatch(pool, records.map((entry) => entry.record)));
-    } catch (error) {
-      if (!refusedForItsData(error)) throw error;
-      for (const entry of records) {
-        try {
-          count(await writeArchiveBatch(pool, [entry.record]));
-        } catch (single) {
-          if (!refusedForItsData(single)) throw single;
-          archiveWrites.inc({ result: "poison" });
-          logger.error({ outboxId: entry.id, err: single }, "archive: Postgres refused an outbox record; set aside (removed from the outbox), the writer goes on");
-        }
-      }
-    }
   };
 
   const loop = (async () => {
@@ -177,11 +146,49 @@ export function createArchiveWriter(deps: ArchiveWriterDeps): ArchiveWriter {
       await loop;
     },
   };
+}
 
-  function count(result: { written: number; duplicate: number }) {
-    if (result.written > 0) archiveWrites.inc({ result: "written" }, result.written);
-    if (result.duplicate > 0) archiveWrites.inc({ result: "duplicate" }, result.duplicate);
+/** This process's reads of the outbox as one consumer of the writers' group, and the removal of what is archived. */
+function outboxConsumer(redis: ArchiveWriterDeps["redis"], key: string, consumer: string, batchSize: number) {
+  return {
+    async read(from: "0" | ">"): Promise<Entry[]> {
+      const reply = (await redis.call("XREADGROUP", "GROUP", archiveWriterGroup, consumer, "COUNT", batchSize, ...(from === ">" ? ["BLOCK", 1000] : []), "STREAMS", key, from)) as unknown;
+      return entriesOf(reply, key);
+    },
+    async claimStalled(): Promise<Entry[]> {
+      const reply = (await redis.call("XAUTOCLAIM", key, archiveWriterGroup, consumer, claimIdleMs, "0-0", "COUNT", batchSize)) as unknown[];
+      return ((reply?.[1] ?? []) as Entry[]).filter((entry) => Array.isArray(entry) && entry[1] !== null);
+    },
+    async done(ids: string[]) {
+      if (ids.length === 0) return;
+      await redis.xack(key, archiveWriterGroup, ...ids);
+      await redis.xdel(key, ...ids);
+    },
+  };
+}
+
+/** The batch at once; when Postgres refuses it for its data, each record alone, the refused ones set aside. */
+async function writeOrSplit(pool: ArchiveWriterDeps["pool"], records: Array<{ id: string; record: ArchiveRecord }>, logger: ArchiveWriterDeps["logger"]) {
+  if (records.length === 0) return;
+  try {
+    count(await writeArchiveBatch(pool, records.map((entry) => entry.record)));
+  } catch (error) {
+    if (!refusedForItsData(error)) throw error;
+    for (const entry of records) {
+      try {
+        count(await writeArchiveBatch(pool, [entry.record]));
+      } catch (single) {
+        if (!refusedForItsData(single)) throw single;
+        archiveWrites.inc({ result: "poison" });
+        logger.error({ outboxId: entry.id, err: single }, "archive: Postgres refused an outbox record; set aside (removed from the outbox), the writer goes on");
+      }
+    }
   }
+}
+
+function count(result: { written: number; duplicate: number }) {
+  if (result.written > 0) archiveWrites.inc({ result: "written" }, result.written);
+  if (result.duplicate > 0) archiveWrites.inc({ result: "duplicate" }, result.duplicate);
 }
 
 /** Postgres refused the data itself (a bad value, a constraint): writing it again would fail again. */

@@ -1,3 +1,4 @@
+import { plainProblem } from "../http-answer.js";
 import { randomUUID } from "node:crypto";
 import type pg from "pg";
 import { oldestKept } from "./archive-partitions.js";
@@ -35,9 +36,14 @@ export interface ReplayStatus {
 
 /** A request the caller must change (a 400), said in its words. */
 export class ReplayRefusedError extends Error {
+  readonly problemType = plainProblem;
   constructor(message: string, readonly status: 400 | 404 | 409 = 400) {
     super(message);
     this.name = "ReplayRefusedError";
+  }
+
+  get httpStatus(): number {
+    return this.status;
   }
 }
 

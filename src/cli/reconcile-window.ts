@@ -1,6 +1,6 @@
 import { loadConfig } from "../config.js";
 import { isFailure, type ReconcileOutcome } from "../reconcile/reconcile-job.js";
-import { adminUrlOf, problemDetail } from "./service-client.js";
+import { createServiceClient, problemDetail } from "./service-client.js";
 import { streamIdProblem } from "../tenant/stream-id.js";
 import { CliError } from "./cli-error.js";
 
@@ -52,18 +52,15 @@ export async function reconcileWindow(args: string[], options: WindowOptions): P
   if (since.getTime() >= (until ?? new Date(now)).getTime()) throw new CliError(`--since (${since.toISOString()}) must be before --until (${(until ?? new Date(now)).toISOString()})`, 2);
   const { env } = loadConfig();
   if (!env.ADMIN_TOKEN) throw new CliError("set ADMIN_TOKEN (the running service's) for this command: the window is read by the service, through its admin API", 2);
-  const adminUrl = adminUrlOf(env);
-
-  let response: Response;
-  try {
-    response = await fetch(`${adminUrl}/admin/sweep/window`, {
-      method: "POST",
-      headers: { authorization: `Bearer ${env.ADMIN_TOKEN}`, "content-type": "application/json" },
-      body: JSON.stringify({ since: since.toISOString(), until: until?.toISOString(), streams: options.stream, type: options.type, dryRun: options.dryRun ?? false }),
-    });
-  } catch {
-    throw new CliError(`no running service answers at ${adminUrl} (ADMIN_URL, else ADMIN_HOST/ADMIN_PORT): start it with \`streamkeeper start\`; the window is read with the service's own tenant settings`, 1);
+  const service = createServiceClient(env);
+  // Streamed: a long window answers line by line, so the request has no deadline.
+  const opened = await service.open("POST", "/admin/sweep/window", {
+    body: { since: since.toISOString(), until: until?.toISOString(), streams: options.stream, type: options.type, dryRun: options.dryRun ?? false },
+  });
+  if (!opened.reachable) {
+    throw new CliError(`no running service answers at ${service.url} (ADMIN_URL, else ADMIN_HOST/ADMIN_PORT): start it with \`streamkeeper start\`; the window is read with the service's own tenant settings`, 1);
   }
+  const { response } = opened;
   if (response.status !== 200) {
     const detail = problemDetail({ status: response.status, body: await response.json().catch(() => undefined) });
     if (response.status === 401 || response.status === 403) throw new CliError(`the service refused ADMIN_TOKEN (${detail}); use the running service's ADMIN_TOKEN`, 2);

@@ -18,9 +18,13 @@ export type ServiceAnswer =
 
 export interface RequestOptions {
   body?: unknown;
-  /** @defaultValue 5000 */
+  /** @defaultValue 5000; `open` waits as long as the answer streams */
   timeoutMs?: number;
 }
+
+export type OpenAnswer =
+  | { reachable: true; url: string; status: number; response: Response }
+  | { reachable: false; url: string; why: string };
 
 /**
  * The one way a command reaches the running service: its admin API at ADMIN_URL (else
@@ -30,6 +34,8 @@ export interface RequestOptions {
  */
 export interface ServiceClient {
   url: string;
+  /** The answer as it starts, its body still to read (a long answer streamed line by line), or `reachable: false` when nothing answers. */
+  open(method: "GET" | "POST" | "DELETE", path: string, options?: RequestOptions): Promise<OpenAnswer>;
   /** Any answer (also 401, 404), or `reachable: false` when nothing answers. */
   ask(method: "GET" | "POST" | "DELETE", path: string, options?: RequestOptions): Promise<ServiceAnswer>;
   /** A 2xx answer's body; otherwise a CliError in one line: 1 when no service answers or it fails, 2 for a token or request to change. */
@@ -40,23 +46,28 @@ export interface ServiceClient {
 
 export function createServiceClient(env: ClientEnv): ServiceClient {
   const url = adminUrlOf(env);
-  const ask: ServiceClient["ask"] = async (method, path, options = {}) => {
+  const open: ServiceClient["open"] = async (method, path, options = {}) => {
     const headers: Record<string, string> = { accept: "application/json, application/problem+json" };
     if (env.ADMIN_TOKEN) headers.authorization = `Bearer ${env.ADMIN_TOKEN}`;
     if (options.body !== undefined) headers["content-type"] = "application/json";
-    let response: Response;
     try {
-      response = await fetch(`${url}${path}`, {
+      const response = await fetch(`${url}${path}`, {
         method,
         headers,
         body: options.body === undefined ? undefined : JSON.stringify(options.body),
-        signal: AbortSignal.timeout(options.timeoutMs ?? 5000),
+        signal: options.timeoutMs === undefined ? undefined : AbortSignal.timeout(options.timeoutMs),
       });
+      return { reachable: true, url, status: response.status, response };
     } catch (error) {
       const cause = (error as { cause?: { code?: string; message?: string } }).cause;
       const why = cause?.code ?? cause?.message ?? (error as Error).name;
       return { reachable: false, url, why: why === "TimeoutError" ? "no answer in time" : why };
     }
+  };
+  const ask: ServiceClient["ask"] = async (method, path, options = {}) => {
+    const opened = await open(method, path, { ...options, timeoutMs: options.timeoutMs ?? 5000 });
+    if (!opened.reachable) return opened;
+    const { response } = opened;
     const text = await response.text();
     let body: unknown = text;
     try {
@@ -74,6 +85,7 @@ export function createServiceClient(env: ClientEnv): ServiceClient {
   };
   return {
     url,
+    open,
     ask,
     call,
     async config() {

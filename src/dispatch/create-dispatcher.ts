@@ -5,7 +5,6 @@ import type { DeliveryJobData } from "../queue/delivery-job.js";
 import type { EntityVersions } from "../queue/entity-versions.js";
 import type { EventLedger } from "../queue/event-ledger.js";
 import type { FreshnessRecorder } from "../freshness/create-freshness-recorder.js";
-import { legacyBullPrefix } from "../queue/legacy-queue-layout.js";
 import { circuitKey, deliveryQueueBullPrefix, deliveryQueueName } from "../queue/queue-names.js";
 import type { RedisClient } from "../queue/redis-connection.js";
 import { closeWorkers } from "../shutdown/close-workers.js";
@@ -55,10 +54,11 @@ export interface DispatcherOptions {
   /** LOG_REPEAT_INTERVAL_SECONDS in ms: Redis errors are logged once per interval with their count. @defaultValue 60000 */
   logRepeatsEveryMs?: number;
   /**
-   * Work the routes' queues of the layout before per-route hash tags instead
-   * (legacy-queue-layout.ts), to drain what an earlier release left there. @defaultValue false
+   * Work the routes' queues under this BullMQ prefix instead of their own: what another key
+   * layout left there is drained (upgrade/). Every such job reads the ledger before it
+   * sends, as a re-run does: the same event may have come again and been delivered since.
    */
-  legacyLayout?: boolean;
+  drainPrefix?: string;
   /** Freshness at each 2xx (create-freshness-recorder.ts); the caller closes it after `close()`. */
   freshness?: FreshnessRecorder;
   /** The archive's outbox for attempts and outcomes (archive/archive-outbox.ts); none: the archive is off. */
@@ -107,12 +107,10 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
     const processJob = inFlight.track(createDeliveryProcessor({ route, client: clients[index]!, ledger, logger, shutdown: shutdown.signal, staleGuard: staleGuards[index], circuit, retryWindowMs: options.retryWindowMs, freshness: options.freshness, archive: options.archive }));
     const worker: Worker<DeliveryJobData, DeliveryResult> = new Worker<DeliveryJobData, DeliveryResult>(
       deliveryQueueName(route.name),
-      // A job of the earlier layout reads the ledger before it sends, as a re-run does: the
-      // same event may have come again since the upgrade and been delivered in this layout.
-      options.legacyLayout ? (job, token) => ((job.data = { ...job.data, recheck: true }), processJob(job, token)) : processJob,
+      options.drainPrefix !== undefined ? (job, token) => ((job.data = { ...job.data, recheck: true }), processJob(job, token)) : processJob,
       {
         connection,
-        prefix: options.legacyLayout ? legacyBullPrefix(options.queuePrefix) : deliveryQueueBullPrefix(options.queuePrefix, route.name),
+        prefix: options.drainPrefix ?? deliveryQueueBullPrefix(options.queuePrefix, route.name),
         concurrency: route.concurrency,
         limiter: rateLimiter(route.ratePerSecond),
         // Spelled out: an `undefined` here would replace BullMQ's default.

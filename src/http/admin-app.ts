@@ -4,7 +4,7 @@ import { registry } from "../metrics/registry.js";
 import { adminAuth } from "./admin-auth.js";
 import { createDashboardAssets } from "./dashboard-assets.js";
 import { createHealthRouter } from "./health-router.js";
-import { sendProblem } from "./problem.js";
+import { sendErrorProblem, sendProblem } from "./problem.js";
 
 export interface AdminDeps {
   ready(): Promise<boolean>;
@@ -48,6 +48,7 @@ export function createAdminApp(deps: AdminDeps) {
 
   app.use((req, res) => sendProblem(res, 404, `no route for ${req.method} ${req.path}`));
   app.use((error: unknown, req: Request, res: Response, _next: NextFunction) => {
+    if (sendErrorProblem(res, error)) return;
     const status = (error as { status?: number }).status;
     if (status && status >= 400 && status < 500) return sendProblem(res, status, (error as Error).message);
     deps.logger.error({ err: error, path: req.path }, "admin request failed");

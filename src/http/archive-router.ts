@@ -1,9 +1,9 @@
 import express, { type Response, type Router } from "express";
 import { z } from "zod";
-import { BadCursorError, eventsMatching, forgetEntity, outcomes } from "../archive/archive-queries.js";
+import { eventsMatching, forgetEntity, outcomes } from "../archive/archive-queries.js";
 import type { RunningArchive } from "../archive/start-archive.js";
 import type { Logger } from "../logger.js";
-import { sendProblem } from "./problem.js";
+import { sendErrorProblem, sendProblem } from "./problem.js";
 
 const time = z.iso.datetime({ offset: true, error: "must be a time in ISO 8601, e.g. 2026-11-25T06:35:17Z" });
 const searchQuery = z.strictObject({
@@ -48,7 +48,7 @@ export function createArchiveRouter(deps: { archive: RunningArchive; logger: Log
     try {
       res.json(await eventsMatching(archive.pool, { ...filter, since: since ? Date.parse(since) : undefined, until: until ? Date.parse(until) : undefined }, limit, after));
     } catch (error) {
-      if (error instanceof BadCursorError) return sendProblem(res, 400, error.message);
+      if (sendErrorProblem(res, error)) return;
       sendArchiveUnavailable(res, logger, error);
     }
   });

@@ -1,6 +1,6 @@
 import express, { type Router } from "express";
 import { z } from "zod";
-import { BadCursorError, pageDeadLetters } from "../admin/page-dead-letters.js";
+import { pageDeadLetters } from "../admin/page-dead-letters.js";
 import { replayDeadLetters, type Replayed } from "../admin/replay-dead-letters.js";
 import type { DeliveryQueues } from "../queue/delivery-queues.js";
 import { sendProblem } from "./problem.js";
@@ -33,12 +33,8 @@ export function createDeadLettersRouter(queues: () => DeliveryQueues): Router {
       const issue = query.error.issues[0]!;
       return sendProblem(res, 400, `${issue.path.join(".")}: ${issue.message}`);
     }
-    try {
-      res.json(await pageDeadLetters(queues(), query.data));
-    } catch (error) {
-      if (error instanceof BadCursorError) return sendProblem(res, 400, error.message);
-      throw error;
-    }
+    // A bad cursor carries its 400 to the admin app's error handler.
+    res.json(await pageDeadLetters(queues(), query.data));
   });
 
   router.post("/dead-letters/replay", async (req, res) => {

@@ -1,9 +1,9 @@
 import express, { type Router } from "express";
 import { z } from "zod";
-import { ReplayRefusedError, type Replays } from "../archive/replays.js";
+import type { Replays } from "../archive/replays.js";
 import type { Logger } from "../logger.js";
 import { firstIssue, sendArchiveUnavailable } from "./archive-router.js";
-import { sendProblem } from "./problem.js";
+import { sendErrorProblem, sendProblem } from "./problem.js";
 
 const time = z.iso.datetime({ offset: true, error: "must be a time in ISO 8601, e.g. 2026-11-25T06:35:17Z" });
 const replayBody = z.strictObject({
@@ -36,7 +36,7 @@ export function createReplayRouter(deps: { replays: Replays; logger: Logger; sta
       deps.started();
       res.status(202).json({ replayId: started.replayId, matched: started.matched, erased: started.erased });
     } catch (error) {
-      if (error instanceof ReplayRefusedError) return sendProblem(res, error.status, error.message);
+      if (sendErrorProblem(res, error)) return;
       sendArchiveUnavailable(res, logger, error);
     }
   });

@@ -1,8 +1,7 @@
-import express, { type Response, type Router } from "express";
+import express, { type Router } from "express";
 import { z } from "zod";
 import type { StreamSweepStatus } from "../sweep/create-sweep-state.js";
-import { WindowRefusedError, WindowUnavailableError, type WindowRunner } from "../sweep/create-window-runner.js";
-import { TenantApiError, TenantValidationError } from "../tenant/tenant-api-error.js";
+import type { WindowRunner } from "../sweep/create-window-runner.js";
 import { sendProblem } from "./problem.js";
 import { streamIdField } from "./stream-id-field.js";
 
@@ -60,17 +59,10 @@ export function createSweepRouter(deps: SweepRouterDeps): Router {
         line({ error: error instanceof Error ? error.message : String(error) });
         return void res.end();
       }
-      failed(res, error);
+      // Not started: a refused or unavailable window, or the tenant's answer, carries its status to the admin app's error handler.
+      throw error;
     }
   });
 
   return router;
-}
-
-function failed(res: Response, error: unknown) {
-  if (error instanceof WindowUnavailableError) return sendProblem(res, 409, error.message);
-  if (error instanceof WindowRefusedError) return sendProblem(res, 400, error.message);
-  if (error instanceof TenantValidationError) return sendProblem(res, 400, error.message);
-  if (error instanceof TenantApiError) return sendProblem(res, error.status === 404 ? 404 : 502, error.message);
-  throw error;
 }

@@ -157,13 +157,6 @@ export const mgmtApiRateLimitRemaining = new Gauge({
   registers: [registry],
 });
 
-export const legacyDeliveryJobsGauge = new Gauge({
-  name: "streamkeeper_legacy_delivery_jobs",
-  labelNames: ["route"] as const,
-  help: "delivery jobs still under the key layout of a release before per-queue hash tags: a worker of this release drains them and moves their dead letters (docs/deploy.md, Upgrading); 0 normally",
-  registers: [registry],
-});
-
 export const redisUp = new Gauge({
   name: "streamkeeper_redis_up",
   help: "1 when Redis answered the last scrape (or readiness check), 0 otherwise",

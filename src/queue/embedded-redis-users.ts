@@ -1,7 +1,7 @@
 import { hostname } from "node:os";
 import { loadLua } from "../load-lua.js";
 import type { Logger } from "../logger.js";
-import { infoField } from "./info-field.js";
+import { infoField } from "../info-field.js";
 import { closeRedis, createRedis, untilReady } from "./redis-connection.js";
 import { isAlive } from "../is-alive.js";
 

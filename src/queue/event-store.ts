@@ -53,7 +53,7 @@ export interface EventStoreDeps {
  * 3. only then the ledger records the id. A crash between 2 and 3 leaves no ledger entry,
  *    so the tenant's retry stores the event again instead of being told "duplicate".
  * Any Redis error rejects: the caller answers 503 and the tenant retries. Counting what
- * was stored is the caller's (metrics/count-stored-events.ts).
+ * was stored is the caller's (count-stored-events.ts).
  */
 export function createEventStore({ ledger, fanOut, routesFor, archive, admit }: EventStoreDeps): EventStore {
   return {

@@ -13,16 +13,6 @@ export function jobIdFor(eventId: string): string {
   return hashedJobId(eventId);
 }
 
-/**
- * The job id this service gave an event id before raw and derived ids were kept apart;
- * differs from `jobIdFor` only for ids shaped like derived ones. GET /admin/events reads
- * jobs stored then under it.
- */
-export function legacyJobIdFor(eventId: string): string {
-  if (/^[A-Za-z0-9_.-]{1,128}$/.test(eventId) && !/^\d+$/.test(eventId)) return eventId;
-  return hashedJobId(eventId);
-}
-
 /** A forced replay must not collide with the job of the first delivery. */
 export function replayJobIdFor(eventId: string, now = Date.now()): string {
   return `${jobIdFor(eventId)}-replay-${now.toString(36)}`;
@@ -33,6 +23,6 @@ function looksDerived(eventId: string): boolean {
 }
 
 /** The id's UTF-8 digest: ids reach here well-formed (validate-cloud-event.ts), so UTF-8 is exact. */
-function hashedJobId(eventId: string): string {
+export function hashedJobId(eventId: string): string {
   return `h-${createHash("sha256").update(eventId).digest("hex").slice(0, 40)}`;
 }

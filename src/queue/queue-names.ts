@@ -2,7 +2,7 @@
  * The hash tag of the few keys that belong to no queue, shard or state of their own: the
  * readiness key, the route circuits, the ledger's shard count, the published service
  * configuration (`{streamkeeper}`); and of every key of the layout before per-route hash tags
- * (legacy-queue-layout.ts). Each delivery queue, the reconcile queue, each ledger shard,
+ * (upgrade/legacy-queue-layout.ts). Each delivery queue, the reconcile queue, each ledger shard,
  * each entity-version shard, the sweep, the stream watch and the reconcile pace have a tag
  * of their own (below), so a Redis Cluster spreads them over its masters while every script
  * and MULTI still touches one slot (STACK-NOTES.md).

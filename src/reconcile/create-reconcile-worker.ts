@@ -5,7 +5,6 @@ import { createRedisErrorLog } from "../queue/redis-error-log.js";
 import { reconcileTotal } from "../metrics/registry.js";
 import type { EventLedger } from "../queue/event-ledger.js";
 import type { EventStore } from "../queue/event-store.js";
-import { legacyBullPrefix } from "../queue/legacy-queue-layout.js";
 import { reconcileQueueBullPrefix, reconcileQueueName } from "../queue/queue-names.js";
 import type { RedisClient } from "../queue/redis-connection.js";
 import { TenantRateLimitError } from "../tenant/tenant-api-error.js";
@@ -31,8 +30,8 @@ export interface ReconcileWorkerOptions {
   telemetry?: Telemetry;
   /** Who answers, in an outcome that names the process: "the service (role all, pid 42 on host)". @defaultValue "this process" */
   serviceName?: string;
-  /** Work the reconcile queue of the layout before its own hash tag (legacy-queue-layout.ts), to drain it. @defaultValue false */
-  legacyLayout?: boolean;
+  /** Work the reconcile queue under this BullMQ prefix instead of its own: what another key layout left there is drained (upgrade/). */
+  drainPrefix?: string;
 }
 
 export interface ReconcileWorker {
@@ -50,7 +49,7 @@ export interface ReconcileWorker {
  */
 export function createReconcileWorker(options: ReconcileWorkerOptions): ReconcileWorker {
   const { env, logger, connection } = options;
-  const prefix = options.legacyLayout ? legacyBullPrefix(env.QUEUE_PREFIX) : reconcileQueueBullPrefix(env.QUEUE_PREFIX);
+  const prefix = options.drainPrefix ?? reconcileQueueBullPrefix(env.QUEUE_PREFIX);
   // An outage raises these on every reconnect attempt: a line per interval with the count.
   const logRedisError = createRedisErrorLog(logger, "reconcile: Redis error; reconnecting", env.LOG_REPEAT_INTERVAL_SECONDS * 1000);
 

@@ -1,3 +1,4 @@
+import { plainProblem } from "../http-answer.js";
 import type { TenantClient } from "../tenant/create-tenant-client.js";
 import type { EventStream } from "../tenant/event-stream.js";
 import { isTenantEndpoint } from "../tenant/is-tenant-endpoint.js";
@@ -6,12 +7,18 @@ import type { ResolvedWebhookAuth } from "../webhook-credentials.js";
 
 /** Why a stream cannot be connected: the message says what to change, `reason` lets the caller pick a status or exit code. */
 export class ConnectStreamError extends Error {
+  readonly problemType = plainProblem;
   constructor(
     message: string,
     readonly reason: "bad_public_url" | "no_public_url" | "no_auth" | "no_tenant" | "no_receiver",
   ) {
     super(message);
     this.name = "ConnectStreamError";
+  }
+
+  /** The request's fault 400, the service's settings 409. */
+  get httpStatus(): number {
+    return this.reason === "bad_public_url" || this.reason === "no_public_url" ? 400 : 409;
   }
 }
 

@@ -61,21 +61,7 @@ export function createStreamWatcher(options: StreamWatcherOptions): StreamWatche
   const stop = new AbortController();
   /** Named streams already reported missing, so the log says it once per process. */
   const reportedMissing = new Set<string>();
-  /** One repeat log per disabled stream, so its line names the command that enables it. */
-  const disabledLogs = new Map<string, RepeatLog>();
-  const logDisabled = (stream: EventStream) => {
-    let log = disabledLogs.get(stream.id);
-    if (!log) {
-      log = createRepeatLog(
-        logger,
-        "error",
-        `stream is disabled: the tenant sends it no events and keeps none, so every event meanwhile is lost for good (the sweep cannot bring them back); enable it: streamkeeper streams update ${stream.id} --status enabled${options.autoEnable ? " (STREAM_AUTO_ENABLE does, once its backoff allows and this service can store events)" : ", or set STREAM_AUTO_ENABLE=true"}`,
-        options.logRepeatsEveryMs,
-      );
-      disabledLogs.set(stream.id, log);
-    }
-    log({ streamId: stream.id, stream: stream.name });
-  };
+  const logDisabled = createDisabledLog(logger, options.autoEnable, options.logRepeatsEveryMs);
 
   async function check(): Promise<void> {
     const claimedAt = Date.now();
@@ -191,5 +177,23 @@ export function createStreamWatcher(options: StreamWatcherOptions): StreamWatche
       })();
       return closing;
     },
+  };
+}
+
+/** One repeat log per disabled stream, so its line names the command that enables it. */
+function createDisabledLog(logger: Logger, autoEnable: boolean, everyMs: number): (stream: EventStream) => void {
+  const disabledLogs = new Map<string, RepeatLog>();
+  return (stream) => {
+    let log = disabledLogs.get(stream.id);
+    if (!log) {
+      log = createRepeatLog(
+        logger,
+        "error",
+        `stream is disabled: the tenant sends it no events and keeps none, so every event meanwhile is lost for good (the sweep cannot bring them back); enable it: streamkeeper streams update ${stream.id} --status enabled${autoEnable ? " (STREAM_AUTO_ENABLE does, once its backoff allows and this service can store events)" : ", or set STREAM_AUTO_ENABLE=true"}`,
+        everyMs,
+      );
+      disabledLogs.set(stream.id, log);
+    }
+    log({ streamId: stream.id, stream: stream.name });
   };
 }

@@ -64,7 +64,7 @@ type StateCommands = {
  * processes, and per stream a hash (checkpoint, last run, figures) and a sorted set of
  * the failed deliveries we still lack, scored by when first seen.
  */
-export function createSweepState(redis: Redis | Cluster, queuePrefix: string, options: { lease?: Redis | Cluster } = {}): SweepState {
+export function createSweepState(redis: Redis | Cluster, queuePrefix: string, options: { failFast?: Redis | Cluster } = {}): SweepState {
   const leaseKey = sweepKey(queuePrefix, "lease");
   const dueKey = sweepKey(queuePrefix, "due");
   const streamsKey = sweepKey(queuePrefix, "streams");
@@ -73,14 +73,15 @@ export function createSweepState(redis: Redis | Cluster, queuePrefix: string, op
   const reasonsKey = (streamId: string) => sweepKey(queuePrefix, `unrecovered-reasons:${streamId}`);
   /** Longest reason kept per id: an error message can quote a whole payload. */
   const reasonChars = 500;
-  // The lease on its own connection when given one that fails fast: a sweeper then learns
-  // Redis is away at its next tick (and says so) instead of waiting on a queued command.
-  const leaseRedis = options.lease ?? redis;
-  leaseRedis.defineCommand("streamkeeperSweepAcquire", { numberOfKeys: 2, lua: acquireScript });
-  const lease = createRedisLease(leaseRedis, leaseKey);
+  // The lease and `describe` on a connection that fails fast when given one: a sweeper then
+  // learns Redis is away at its next tick (and says so) instead of waiting on a queued
+  // command, and GET /admin/sweep and a scrape answer while Redis is away.
+  const failFastRedis = options.failFast ?? redis;
+  failFastRedis.defineCommand("streamkeeperSweepAcquire", { numberOfKeys: 2, lua: acquireScript });
+  const lease = createRedisLease(failFastRedis, leaseKey);
   redis.defineCommand("streamkeeperSweepAdvance", { numberOfKeys: 3, lua: advanceScript });
   const commands = redis as unknown as StateCommands;
-  const leaseCommands = leaseRedis as unknown as StateCommands;
+  const leaseCommands = failFastRedis as unknown as StateCommands;
   const iso = (ms: string | undefined) => (ms ? new Date(Number(ms)).toISOString() : null);
 
   return {
@@ -130,9 +131,9 @@ export function createSweepState(redis: Redis | Cluster, queuePrefix: string, op
       await multi.exec();
     },
     async describe(lookbackMs, now) {
-      const ids = (await redis.smembers(streamsKey)).sort();
+      const ids = (await failFastRedis.smembers(streamsKey)).sort();
       const oldest = `(${now - lookbackMs}`;
-      const pipeline = redis.pipeline();
+      const pipeline = failFastRedis.pipeline();
       for (const id of ids) {
         pipeline.zrangebyscore(unrecoveredKey(id), "-inf", oldest);
         pipeline.zremrangebyscore(unrecoveredKey(id), "-inf", oldest);
@@ -144,7 +145,7 @@ export function createSweepState(redis: Redis | Cluster, queuePrefix: string, op
       for (const [error] of replies) if (error) throw error;
       const reply = (stream: number, part: number) => replies[stream * 5 + part]![1];
       // Reasons of ids gone from the lookback go with them; those of the sample are read.
-      const reasons = redis.pipeline();
+      const reasons = failFastRedis.pipeline();
       ids.forEach((id, index) => {
         const expired = reply(index, 0) as string[];
         if (expired.length > 0) reasons.hdel(reasonsKey(id), ...expired);

@@ -114,7 +114,7 @@ export function createSweeper(options: SweeperOptions): Sweeper {
     const end = wholeSecond(started);
     try {
       const checkpoint = await state.checkpoint(streamId);
-      let from = wholeSecond(checkpoint === undefined ? end - lookbackMs : resumeFrom(streamId, checkpoint - overlapMs, end));
+      let from = wholeSecond(checkpoint === undefined ? end - lookbackMs : resumeFrom(logger, dedupeTtlMs, streamId, checkpoint - overlapMs, end));
       let pages = 0;
       let found = 0;
       let recovered = 0;
@@ -123,14 +123,7 @@ export function createSweeper(options: SweeperOptions): Sweeper {
         const figures = await sweepWindow({ tenant: client, reconciler, streamId, from: new Date(from), to: new Date(to), afterPage: async () => check() });
         pages += figures.pages;
         const fresh = await state.noteOutcomes(streamId, figures, Date.now());
-        if (figures.unrecovered.length > 0) {
-          const sample = figures.unrecovered.slice(0, 5).map((eventId) => ({ eventId, reason: figures.reasons[eventId] }));
-          // Warned when something new is set aside; a record already counted, read again in the overlap, is only debug.
-          logger[fresh > 0 ? "warn" : "debug"](
-            { streamId, unrecovered: figures.unrecovered.length, newlyFound: fresh, sample, from: new Date(from).toISOString(), to: new Date(to).toISOString() },
-            "sweep: failed deliveries that cannot be recovered were set aside (GET /admin/sweep lists them with their reasons, tenant_unrecovered_deliveries counts them); the sweep goes on",
-          );
-        }
+        if (figures.unrecovered.length > 0) logSetAside(logger, streamId, figures, fresh, from, to);
         found += fresh;
         recovered += figures.recovered.length;
         sweepFailedDeliveries.inc({ stream: streamId }, fresh);
@@ -148,24 +141,6 @@ export function createSweeper(options: SweeperOptions): Sweeper {
       await state.noteRun(streamId, Date.now(), message).catch(() => {});
       logger.warn({ err: error, streamId }, "sweep: stopped for this stream; its checkpoint stays at the last window read completely, and the next sweep reads on from there");
     }
-  }
-
-  /**
-   * Where a stream with a checkpoint reads on from: the checkpoint, so a downtime longer than
-   * the lookback skips nothing (the lookback is for the first sweep only). Bounded by
-   * DEDUPE_TTL_SECONDS: an event older than that may have been received and forgotten, and
-   * would be delivered twice; that part is said, with the command that reads it on purpose.
-   */
-  function resumeFrom(streamId: string, wanted: number, end: number): number {
-    const earliest = end - dedupeTtlMs;
-    if (wanted >= earliest) return wanted;
-    const skippedFrom = new Date(wholeSecond(wanted)).toISOString();
-    const skippedTo = new Date(wholeSecond(earliest)).toISOString();
-    logger.warn(
-      { streamId, skippedFrom, skippedTo },
-      `sweep: the checkpoint is older than DEDUPE_TTL_SECONDS, so ${skippedFrom} to ${skippedTo} is not swept: ids that old are forgotten, and one received then would be delivered twice; list its failed deliveries with \`streamkeeper reconcile --since ${skippedFrom} --until ${skippedTo} --stream ${streamId} --dry-run\`, and recover those the destination lacks with \`streamkeeper reconcile <event-id>...\``,
-    );
-    return earliest;
   }
 
   // Said once per outage, not at every tick while Redis is away.
@@ -197,6 +172,33 @@ export function createSweeper(options: SweeperOptions): Sweeper {
       if (running) await settlesWithin(running, 5000);
     },
   };
+}
+
+/**
+ * Where a stream with a checkpoint reads on from: the checkpoint, so a downtime longer than
+ * the lookback skips nothing (the lookback is for the first sweep only). Bounded by
+ * DEDUPE_TTL_SECONDS: an event older than that may have been received and forgotten, and
+ * would be delivered twice; that part is said, with the command that reads it on purpose.
+ */
+function resumeFrom(logger: Logger, dedupeTtlMs: number, streamId: string, wanted: number, end: number): number {
+  const earliest = end - dedupeTtlMs;
+  if (wanted >= earliest) return wanted;
+  const skippedFrom = new Date(wholeSecond(wanted)).toISOString();
+  const skippedTo = new Date(wholeSecond(earliest)).toISOString();
+  logger.warn(
+    { streamId, skippedFrom, skippedTo },
+    `sweep: the checkpoint is older than DEDUPE_TTL_SECONDS, so ${skippedFrom} to ${skippedTo} is not swept: ids that old are forgotten, and one received then would be delivered twice; list its failed deliveries with \`streamkeeper reconcile --since ${skippedFrom} --until ${skippedTo} --stream ${streamId} --dry-run\`, and recover those the destination lacks with \`streamkeeper reconcile <event-id>...\``,
+  );
+  return earliest;
+}
+
+/** Warned when something new is set aside; a record already counted, read again in the overlap, is only debug. */
+function logSetAside(logger: Logger, streamId: string, figures: { unrecovered: string[]; reasons: Record<string, string> }, fresh: number, from: number, to: number): void {
+  const sample = figures.unrecovered.slice(0, 5).map((eventId) => ({ eventId, reason: figures.reasons[eventId] }));
+  logger[fresh > 0 ? "warn" : "debug"](
+    { streamId, unrecovered: figures.unrecovered.length, newlyFound: fresh, sample, from: new Date(from).toISOString(), to: new Date(to).toISOString() },
+    "sweep: failed deliveries that cannot be recovered were set aside (GET /admin/sweep lists them with their reasons, tenant_unrecovered_deliveries counts them); the sweep goes on",
+  );
 }
 
 function wholeSecond(ms: number): number {

@@ -1,4 +1,5 @@
 import type { Env } from "../config.js";
+import { plainProblem } from "../http-answer.js";
 import type { PacedTenant } from "../reconcile/create-paced-tenant.js";
 import type { Reconciler } from "../reconcile/create-reconciler.js";
 import { sweepScopeOf } from "../streams/swept-streams.js";
@@ -18,11 +19,16 @@ export interface WindowRequest {
 /** The service cannot read a window with its settings: what to set, for a 4xx answer. */
 export class WindowUnavailableError extends Error {
   override name = "WindowUnavailableError";
+  /** The service's settings, not the request, must change. */
+  readonly httpStatus = 409;
+  readonly problemType = plainProblem;
 }
 
 /** The window asks for something the service must not do (a bad request): what to change. */
 export class WindowRefusedError extends Error {
   override name = "WindowRefusedError";
+  readonly httpStatus = 400;
+  readonly problemType = plainProblem;
 }
 
 export type WindowRunner = (request: WindowRequest, onResult: (result: WindowResult) => void) => Promise<{ streams: string[]; pages: number }>;

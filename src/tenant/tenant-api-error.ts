@@ -1,3 +1,5 @@
+import { plainProblem } from "../http-answer.js";
+
 /**
  * The errors of the tenant client, as values the caller can branch on (`instanceof` or
  * `kind`). Messages carry the tenant's own message with credentials already redacted
@@ -28,6 +30,7 @@ export class TenantApiError extends Error {
   readonly operation: string;
   readonly requestId?: string;
   readonly retryAfterMs?: number;
+  readonly problemType = plainProblem;
 
   constructor(message: string, details: TenantApiErrorDetails) {
     super(message);
@@ -38,6 +41,11 @@ export class TenantApiError extends Error {
     this.operation = details.operation;
     this.requestId = details.requestId;
     this.retryAfterMs = details.retryAfterMs;
+  }
+
+  /** Relayed by the admin API: a missing stream or event stays a 404; anything else is the tenant failing us (502). */
+  get httpStatus(): number {
+    return this.status === 404 ? 404 : 502;
   }
 }
 
@@ -85,6 +93,9 @@ export class TenantNetworkError extends TenantApiError {
 /** A request we refuse to send: `field` names the bad part (e.g. `destination.configuration.webhook_endpoint`). */
 export class TenantValidationError extends Error {
   override name = "TenantValidationError";
+  /** A request the caller must change. */
+  readonly httpStatus = 400;
+  readonly problemType = plainProblem;
   constructor(
     readonly field: string,
     readonly problem: string,

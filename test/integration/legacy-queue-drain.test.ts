@@ -4,7 +4,7 @@ import { randomUUID } from "node:crypto";
 import { collectDeadLetters } from "../helpers/collect-dead-letters.js";
 import { replayDeadLetters } from "../../src/admin/replay-dead-letters.js";
 import { startEmulator, type Emulator } from "../../src/emulator/start-emulator.js";
-import { legacyJobs } from "../../src/queue/legacy-queue-layout.js";
+import { legacyJobs } from "../../src/upgrade/legacy-queue-layout.js";
 import { jobIdFor } from "../../src/queue/job-id.js";
 import { bullPrefix, deliveryQueueName, reconcileQueueBullPrefix, reconcileQueueName } from "../../src/queue/queue-names.js";
 import { createRedis } from "../../src/queue/redis-connection.js";

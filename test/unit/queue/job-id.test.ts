@@ -1,6 +1,7 @@
 import { createHash } from "node:crypto";
 import { describe, expect, it } from "vitest";
-import { jobIdFor, legacyJobIdFor, replayJobIdFor } from "../../../src/queue/job-id.js";
+import { jobIdFor, replayJobIdFor } from "../../../src/queue/job-id.js";
+import { legacyJobIdFor } from "../../../src/upgrade/legacy-job-id.js";
 
 const hashed = (id: string) => `h-${createHash("sha256").update(id).digest("hex").slice(0, 40)}`;
 

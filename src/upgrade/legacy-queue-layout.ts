@@ -1,6 +1,6 @@
 import type { Cluster, Redis } from "ioredis";
 import { loadLua } from "../load-lua.js";
-import { bullPrefix, deliveryQueueBullPrefix, deliveryQueueName, reconcileQueueBullPrefix, reconcileQueueName } from "./queue-names.js";
+import { bullPrefix, deliveryQueueBullPrefix, deliveryQueueName, reconcileQueueBullPrefix, reconcileQueueName } from "../queue/queue-names.js";
 
 /**
  * The BullMQ prefix every queue had before per-queue hash tags: the shared `{QUEUE_PREFIX}`

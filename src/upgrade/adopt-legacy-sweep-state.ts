@@ -1,14 +1,14 @@
 import type { Cluster, Redis } from "ioredis";
 import { loadLua } from "../load-lua.js";
-import { legacyBullPrefix } from "../queue/legacy-queue-layout.js";
 import { sweepKey } from "../queue/queue-names.js";
+import { legacyBullPrefix } from "./legacy-queue-layout.js";
 
 // Fields the new hash already has win: a sweep of this release may have moved on meanwhile.
 const adoptHashScript = loadLua(new URL("./adopt-legacy-sweep-hash.lua", import.meta.url));
 
 /**
  * The sweep state of a release before its own hash tag (`{QUEUE_PREFIX}:sweep:…`), moved
- * under it (create-sweep-state.ts): each stream's checkpoint, figures and unrecovered ids.
+ * under it (sweep/create-sweep-state.ts): each stream's checkpoint, figures and unrecovered ids.
  * Without it the first sweep after the upgrade would read the whole lookback again, and
  * recover anew what the earlier release recovered (the ledger starts empty at that
  * upgrade too: docs/deploy.md, Upgrading). Copies without overwriting, then forgets the

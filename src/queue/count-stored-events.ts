@@ -1,6 +1,6 @@
 import { eventTypeLabel } from "../events/event-types.js";
-import type { EventStore } from "../queue/event-store.js";
-import { eventsDuplicate, eventsReceived, eventsUnrouted } from "./registry.js";
+import { eventsDuplicate, eventsReceived, eventsUnrouted } from "../metrics/registry.js";
+import type { EventStore } from "./event-store.js";
 
 /**
  * The event store, counted: events_received_total, events_duplicate_total and

@@ -1,9 +1,9 @@
-import type { QueueFigures } from "../admin/describe-overview.js";
-import { queueJobs, queueOldestWaitingAge, routeCircuitOpen } from "./registry.js";
+import { queueJobs, queueOldestWaitingAge, routeCircuitOpen } from "../metrics/registry.js";
+import type { QueueFigures } from "./describe-overview.js";
 
 /**
  * Queue figures and circuits for the operator view, from the gauges a scrape fills
- * (register-queue-gauges.ts, register-redis-gauges.ts): reading them runs one shared
+ * (metrics/register-queue-gauges.ts, metrics/register-redis-gauges.ts): reading them runs one shared
  * scrape-time read of Redis, pipelined whatever the number of queues, and concurrent
  * readers (a scrape, several open pages) share it. Throws when Redis gave nothing.
  */

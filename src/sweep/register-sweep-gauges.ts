@@ -1,5 +1,5 @@
-import type { StreamSweepStatus } from "../sweep/create-sweep-state.js";
-import { onScrape, sweepLag, tenantUnrecoveredDeliveries } from "./registry.js";
+import { onScrape, sweepLag, tenantUnrecoveredDeliveries } from "../metrics/registry.js";
+import type { StreamSweepStatus } from "./create-sweep-state.js";
 
 /**
  * Makes `/metrics` read the sweep's state at scrape time: `streamkeeper_sweep_lag_seconds`

@@ -1,9 +1,9 @@
 import type { Cluster, Redis } from "ioredis";
 import type { Logger } from "../logger.js";
-import { legacyDeliveryJobsGauge } from "../metrics/registry.js";
+import { deliveryQueueName, reconcileQueueName } from "../queue/queue-names.js";
 import { createRepeatLog } from "../repeat-log.js";
+import { legacyDeliveryJobsGauge } from "./legacy-delivery-jobs-gauge.js";
 import { adoptLegacyReconcileJobIds, legacyJobs, moveLegacyDeadLetters } from "./legacy-queue-layout.js";
-import { deliveryQueueName, reconcileQueueName } from "./queue-names.js";
 
 /** A worker on a queue of the earlier layout, closed once that queue has nothing left to run. */
 export interface Closable {

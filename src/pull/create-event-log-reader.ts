@@ -1,0 +1,247 @@
+import { InvalidEventError } from "../events/invalid-event-error.js";
+import { validateCloudEvent } from "../events/validate-cloud-event.js";
+import { notePullMessage, pullConnected, pullEvents } from "../metrics/pull-metrics.js";
+import { openEventLog, type EventLogQuery, type EventSourceMessage } from "../tenant/open-event-log.js";
+import { TenantApiError } from "../tenant/tenant-api-error.js";
+import { startTime } from "./pull-start.js";
+import type { Logger } from "../logger.js";
+import type { EventStore } from "../queue/event-store.js";
+import type { TenantClient } from "../tenant/create-tenant-client.js";
+import type { PullState, PullStateName } from "./pull-state.js";
+import type { PullStart } from "./pull-start.js";
+
+export type ReconnectReason = "cycled" | "error" | "expired" | "rate_limited" | "auth";
+
+export interface PullerDeps {
+  state: PullState;
+  /** The counted event store (the webhook's path: dedupe, fan-out, archive). */
+  store: EventStore;
+  tenant: Pick<TenantClient, "accessToken" | "refuseToken" | "secrets">;
+  apiBaseUrl: string;
+  eventTypes?: string[];
+  start: PullStart;
+  overlapMs: number;
+  /** Another worker takes over within this long of the holder's death. */
+  failoverMs: number;
+  logger: Logger;
+  /** First wait after a failed connection; doubles to backoffMaxMs. @defaultValue 1000 */
+  backoffBaseMs?: number;
+  /** @defaultValue 60000 */
+  backoffMaxMs?: number;
+  /** A connection silent this long (no event, marker or comment) is dropped and made again. @defaultValue 90000 */
+  idleMs?: number;
+  fetch?: typeof fetch;
+  /** Messages stored at once (offsets kept in order all the same). @defaultValue 32 */
+  inFlight?: number;
+}
+
+/** What one connection came to: why it ended and how long to wait before the next. */
+export interface Ending {
+  reason: ReconnectReason;
+  waitMs: number;
+}
+
+export interface EventLogReader {
+  /** One connection, from the kept offset, until it ends; `connected` when it was made (the backoff starts afresh after it). */
+  readOnce(signal: AbortSignal): Promise<Ending & { connected: boolean }>;
+}
+
+/**
+ * One connection at a time to the tenant's event log, for the worker holding the pull
+ * lease (create-puller.ts): where to read from, each message stored before its offset is
+ * kept, and why a connection ended (said once per change).
+ */
+export function createEventLogReader(deps: PullerDeps, owner: string, setState: (next: PullStateName, error?: string | null) => void): EventLogReader {
+  const { state, logger } = deps;
+  const idleMs = deps.idleMs ?? 90_000;
+  /** Messages stored at once; their offsets are still kept one by one, in order. */
+  const inFlight = deps.inFlight ?? 32;
+  const sayOnce = createSayOnce(logger);
+  /** The time to read from after the kept offset expired (410), while that offset is still the kept one. */
+  let expired: { offset: string | undefined; from: Date } | undefined;
+  /** PULL_START=now, fixed at the first attempt, so a reconnect before the first message misses nothing. */
+  let firstStart: Date | undefined;
+  /** Set when this connection was made: the backoff starts afresh after it. */
+  let connected = false;
+
+  /** One connection, from the kept offset, until it ends. */
+  async function readOnce(signal: AbortSignal): Promise<Ending> {
+    setState("connecting");
+    let query: EventLogQuery;
+    try {
+      const position = await state.position();
+      query = { eventTypes: deps.eventTypes };
+      if (expired && expired.offset === position.offset) query.fromTimestamp = expired.from;
+      else if (position.offset !== undefined) query.from = position.offset;
+      else query.fromTimestamp = firstStart ??= startTime(deps.start, Date.now()) ?? new Date();
+    } catch (error) {
+      return failed("error", `cannot read the kept pull offset from Redis: ${(error as Error).message}`, "error");
+    }
+    let stream;
+    try {
+      stream = await openEventLog({ apiBaseUrl: deps.apiBaseUrl, tenant: deps.tenant, query, signal, fetch: deps.fetch });
+    } catch (error) {
+      if (signal.aborted) return { reason: "error", waitMs: 0 };
+      return await refused(error, query);
+    }
+    sayOnce.forget();
+    connected = true;
+    setState("connected", null);
+    pullConnected.set(1);
+    logger.info({ from: query.from ?? query.fromTimestamp?.toISOString() ?? "now" }, "pull: connected to the tenant's Events API");
+    let idle: NodeJS.Timeout | undefined;
+    const watch = () => {
+      clearTimeout(idle);
+      idle = setTimeout(() => stream.close(), idleMs);
+    };
+    watch();
+    try {
+      // Up to `inFlight` messages are stored at once; their offsets are kept strictly in order,
+      // each only once it and every message before it are stored.
+      let stopped: Ending | undefined;
+      let chain = Promise.resolve();
+      const steps: Array<Promise<void>> = [];
+      for await (const message of stream.messages) {
+        watch();
+        notePullMessage();
+        if (message.event === "error") {
+          await chain;
+          stream.close();
+          return stopped ?? failed("error", `the tenant ended the Events API stream with an error: ${message.data.slice(0, 300)}`, "warn");
+        }
+        const content = storeMessage(deps, message);
+        content.catch(() => undefined);
+        chain = chain.then(async () => {
+          if (stopped) return;
+          stopped = await keepOffset(deps, owner, content).catch((error: Error) =>
+            failed("error", `could not store a pulled event (${error.message}); reading stopped and resumes from the kept offset`, "error"),
+          );
+        });
+        steps.push(chain);
+        if (steps.length >= inFlight) await steps.shift();
+        if (stopped) {
+          stream.close();
+          return stopped;
+        }
+        if (signal.aborted) break;
+      }
+      await chain;
+      if (stopped) return stopped;
+    } catch (error) {
+      if (signal.aborted) return { reason: "error", waitMs: 0 };
+      return failed("error", `the Events API connection broke: ${(error as Error).message}`, "warn");
+    } finally {
+      clearTimeout(idle);
+      pullConnected.set(0);
+    }
+    // The tenant closes connections every few minutes on purpose (real-world.md): reconnect at once.
+    logger.debug("pull: the Events API stream ended (the tenant's periodic close); reconnecting from the kept offset");
+    return { reason: "cycled", waitMs: 0 };
+  }
+
+  /** A non-200 answer or no answer: which reason, what to say, how long to wait. */
+  async function refused(error: unknown, query: EventLogQuery): Promise<Ending> {
+    if (!(error instanceof TenantApiError)) return failed("error", `pull: ${(error as Error).message}`, "error");
+    if (error.status === 401 || error.status === 403) {
+      setState("waiting", error.message);
+      // Named once per change; the metric and the backoff go on meanwhile.
+      sayOnce("error", `pull: ${error.message}; retrying with backoff`, { status: error.status, operation: error.operation });
+      return { reason: "auth", waitMs: 0 };
+    }
+    if (error.status === 410 || (error.status === 400 && query.from !== undefined)) {
+      expired = await resumeFromTime(deps, query.from, error);
+      setState("waiting", error.message);
+      return { reason: "expired", waitMs: 0 };
+    }
+    if (error.status === 429) {
+      setState("waiting", error.message);
+      logger.warn({ retryAfterMs: error.retryAfterMs }, `pull: ${error.message}`);
+      return { reason: "rate_limited", waitMs: error.retryAfterMs ?? 0 };
+    }
+    return failed("error", `pull: ${error.message}`, "warn");
+  }
+
+  function failed(reason: ReconnectReason, message: string, level: "warn" | "error"): Ending {
+    setState("waiting", message);
+    sayOnce(level, message);
+    return { reason, waitMs: 0 };
+  }
+
+  return {
+    async readOnce(signal) {
+      connected = false;
+      const ending = await readOnce(signal);
+      return { ...ending, connected };
+    },
+  };
+}
+
+/** Stores one message's content (an event, or a poison kept aside); what its offset covers then. */
+async function storeMessage(deps: Pick<PullerDeps, "state" | "store" | "logger">, message: EventSourceMessage): Promise<{ offset?: string; lastEventAt?: string }> {
+  let parsed: { offset?: unknown; event?: unknown } | undefined;
+  try {
+    parsed = JSON.parse(message.data) as typeof parsed;
+  } catch {
+    parsed = undefined;
+  }
+  const offset = message.id || (typeof parsed?.offset === "string" ? parsed.offset : undefined);
+  if (message.event === "offset-only") return { offset };
+  const event = readEvent(parsed);
+  if (typeof event === "string") {
+    await deps.state.keepAside({ offset, reason: event, raw: message.data, at: new Date().toISOString() });
+    pullEvents.inc({ result: "poison" });
+    deps.logger.error({ offset, reason: event, type: message.event }, "pull: an event that cannot be read was kept aside as a pull dead letter (its raw body is in Redis); reading goes on past it");
+    return { offset };
+  }
+  const result = await deps.store.store(event, { origin: "pull" });
+  pullEvents.inc({ result: result.status });
+  return { offset, lastEventAt: event.time };
+}
+
+/** An expired (or refused) offset: read again from the last stored event's time less the overlap. */
+async function resumeFromTime(deps: Pick<PullerDeps, "state" | "overlapMs" | "logger">, offset: string | undefined, error: TenantApiError): Promise<{ offset: string | undefined; from: Date }> {
+  const position = await deps.state.position().catch(() => ({ lastEventAt: undefined }));
+  const last = position.lastEventAt ? Date.parse(position.lastEventAt) : Number.NaN;
+  const from = new Date((Number.isNaN(last) ? Date.now() : last) - deps.overlapMs);
+  deps.logger.warn(
+    { offset, from: from.toISOString(), status: error.status },
+    `pull: the kept offset can no longer be read (${error.status} ${error.tenantMessage}); resuming from ${from.toISOString()} (the last stored event's time less PULL_OVERLAP_SECONDS); the ledger drops the repeats`,
+  );
+  return { offset, from };
+}
+
+/** Keeps the offset of a stored message (called in message order); an Ending when reading must stop. Throws when the message could not be stored. */
+async function keepOffset(deps: Pick<PullerDeps, "state" | "logger">, owner: string, content: Promise<{ offset?: string; lastEventAt?: string }>): Promise<Ending | undefined> {
+  const { offset, lastEventAt } = await content;
+  if (offset === undefined) return undefined;
+  if (!(await deps.state.keep(owner, offset, lastEventAt))) {
+    deps.logger.warn({ holder: owner }, "pull: the Events API lease was lost while reading; the new holder resumes from the kept offset");
+    return { reason: "error", waitMs: 0 };
+  }
+  return undefined;
+}
+
+/** A failure that repeats is said once per change (auth, tenant down); the metric counts each. */
+function createSayOnce(logger: Logger) {
+  let lastSaid: string | undefined;
+  const sayOnce = (level: "warn" | "error", message: string, fields: Record<string, unknown> = {}) => {
+    // The same failure again (the tenant still down, still refusing): said at debug only.
+    const key = message.replace(/\d+ ms/g, "");
+    if (key === lastSaid) logger.debug(fields, message);
+    else logger[level](fields, message);
+    lastSaid = key;
+  };
+  /** A connection was made: the next failure is news. */
+  return Object.assign(sayOnce, { forget: () => void (lastSaid = undefined) });
+}
+
+/** The CloudEvent of a message, or why it cannot be read. */
+function readEvent(parsed: { event?: unknown } | undefined): ReturnType<typeof validateCloudEvent> | string {
+  if (parsed === undefined) return "the message data is not JSON";
+  try {
+    return validateCloudEvent(parsed.event, "event.");
+  } catch (error) {
+    if (error instanceof InvalidEventError) return error.message;
+    throw error;
+  }
+}
