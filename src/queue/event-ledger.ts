@@ -1,9 +1,7 @@
 import { hash } from "node:crypto";
 import type { Cluster, Redis } from "ioredis";
 import type { Origin } from "../events/cloud-event.js";
-import { admissionScript } from "./admission-script.js";
-import { createBatchPerTurn } from "./batch-per-turn.js";
-import { ledgerScript } from "./ledger-script.js";
+import { createLedgerTransport, type LedgerCall } from "./ledger-transport.js";
 import { ledgerBucketKey, ledgerShardsKey } from "./queue-names.js";
 
 /**
@@ -86,7 +84,6 @@ export const defaultLedgerShards = 1024;
 // One script, each op atomic like the MULTI it replaced, and the ops of one turn in one
 // call. Not a MULTI or a pipeline: ioredis copies every script defined on the connection
 // (BullMQ's, dozens) onto each pipeline it builds (docs/benchmarks.md).
-type LedgerCommands = Record<"streamkeeperLedger" | "streamkeeperAdmit", (...args: Array<string | number | Buffer>) => Promise<unknown>>;
 
 /**
  * The ledger keeps one compact record per id, at most ~40 bytes of Redis
@@ -105,46 +102,8 @@ type LedgerCommands = Record<"streamkeeperLedger" | "streamkeeperAdmit", (...arg
  * shard, 74 bits: no two ids of a window share one in practice).
  */
 export function createEventLedger(redis: Redis | Cluster, queuePrefix: string, ttlSeconds: number, shards = defaultLedgerShards): EventLedger {
-  redis.defineCommand("streamkeeperLedger", { lua: ledgerScript });
-  const commands = redis as unknown as LedgerCommands;
-  // The calls of one turn go in one script call (a batch); on a cluster one per shard,
-  // since a script reaches one slot. A single endpoint may enforce slots as well (a proxy
-  // in front of a cluster, or a cluster node reached directly): it answers CROSSSLOT to a
-  // batch across shards, and from then on this ledger batches per shard there too.
-  type Call = { shard: number; keys: string[]; args: Array<string | number | Buffer> };
-  let perShard = "isCluster" in redis && redis.isCluster;
-  const run = async (command: keyof LedgerCommands, calls: Call[]): Promise<unknown[]> => {
-    if (calls.length === 1) return [await commands[command](calls[0]!.keys.length, ...calls[0]!.keys, ...calls[0]!.args)];
-    const keys = calls.flatMap((call) => call.keys);
-    const args = calls.flatMap((call) => [call.keys.length, call.args.length, ...call.args]);
-    return (await commands[command](keys.length, ...keys, "batch", calls.length, ...args)) as unknown[];
-  };
-  const send = createBatchPerTurn<Call, unknown>(
-    async (calls) => {
-      try {
-        return await run("streamkeeperLedger", calls);
-      } catch (error) {
-        // Also a batch grouped before the switch: it is sent again per shard like the first.
-        if (!String(error).includes("CROSSSLOT") || new Set(calls.map((call) => call.shard)).size === 1) throw error;
-        perShard = true;
-        const replies: unknown[] = [];
-        const shards = new Map<number, number[]>();
-        calls.forEach((call, index) => shards.set(call.shard, [...(shards.get(call.shard) ?? []), index]));
-        await Promise.all(
-          [...shards.values()].map(async (indexes) => (await run("streamkeeperLedger", indexes.map((index) => calls[index]!))).forEach((reply, k) => (replies[indexes[k]!] = reply))),
-        );
-        return replies;
-      }
-    },
-    { groupOf: (call) => (perShard ? String(call.shard) : "") },
-  );
-  // The admissions of one turn go in one script call too. Defined on first use: a worker never admits.
-  let admitting: ((call: Call) => Promise<unknown>) | undefined;
-  const admitSend = () => {
-    if (admitting) return admitting;
-    redis.defineCommand("streamkeeperAdmit", { lua: admissionScript });
-    return (admitting = createBatchPerTurn<Call, unknown>((calls) => run("streamkeeperAdmit", calls)));
-  };
+  const transport = createLedgerTransport(redis);
+  const send = transport.send;
   const bucketSeconds = Math.min(86_400, ttlSeconds);
   const bucketCount = Math.floor(ttlSeconds / bucketSeconds) + 1;
 
@@ -177,7 +136,7 @@ export function createEventLedger(redis: Redis | Cluster, queuePrefix: string, t
     if (op === "lookup") return known.buckets;
     return op === "markNewest" ? known.newestOnly : known.all;
   };
-  const prepare = async (op: string, eventId: string, args: Array<string | number | Buffer>): Promise<Call> => {
+  const prepare = async (op: string, eventId: string, args: Array<string | number | Buffer>): Promise<LedgerCall> => {
     const digest = hash("sha256", eventId, "buffer");
     const shard = digest.readUInt32BE(0) % (await ledgerShards());
     const now = Date.now();
@@ -244,7 +203,7 @@ export function createEventLedger(redis: Redis | Cluster, queuePrefix: string, t
       return at >= 0 ? at : undefined;
     },
     async admit(eventId, arrival, jobs, outbox) {
-      if (perShard) return "unsupported";
+      if (transport.perShard()) return "unsupported";
       const args: Array<string | number | Buffer> = [arrival.receivedAt, arrival.origin, arrival.type, arrival.streamId ?? "", arrival.routes.length, ...arrival.routes];
       const keys: string[] = [];
       for (const job of jobs) {
@@ -258,7 +217,7 @@ export function createEventLedger(redis: Redis | Cluster, queuePrefix: string, t
       const prepared = await prepare("admit", eventId, args);
       prepared.keys = [...prepared.keys, ...keys];
       try {
-        const reply = await admitSend()(prepared);
+        const reply = await transport.admit(prepared);
         if (reply === 0) return "stored";
         if (reply === 1) return "duplicate";
         if (reply === 2) return "recheck";
@@ -266,7 +225,7 @@ export function createEventLedger(redis: Redis | Cluster, queuePrefix: string, t
       } catch (error) {
         // A Redis that enforces slots refuses the script before it runs: nothing was written.
         if (!String(error).includes("CROSSSLOT")) throw error;
-        perShard = true;
+        transport.enforcesSlots();
         return "unsupported";
       }
     },

@@ -1,0 +1,77 @@
+import type { Cluster, Redis } from "ioredis";
+import { admissionScript } from "./admission-script.js";
+import { createBatchPerTurn } from "./batch-per-turn.js";
+import { ledgerScript } from "./ledger-script.js";
+
+/** One ledger call: the shard its keys are in, the keys, and the script's arguments. */
+export interface LedgerCall {
+  shard: number;
+  keys: string[];
+  args: Array<string | number | Buffer>;
+}
+
+export interface LedgerTransport {
+  /** One ledger script call, sent with the others of this event-loop turn. */
+  send(call: LedgerCall): Promise<unknown>;
+  /** One admission script call, sent with the others of this turn. */
+  admit(call: LedgerCall): Promise<unknown>;
+  /** True once calls go one shard per script call (a cluster, or an endpoint that enforces slots). */
+  perShard(): boolean;
+  /** The endpoint refused a call across slots: batch per shard from now on. */
+  enforcesSlots(): void;
+}
+
+type LedgerCommands = Record<"streamkeeperLedger" | "streamkeeperAdmit", (...args: Array<string | number | Buffer>) => Promise<unknown>>;
+
+/**
+ * How the ledger's calls reach Redis (event-ledger.ts). The calls of one turn go in one
+ * script call (a batch); on a cluster one per shard, since a script reaches one slot. A
+ * single endpoint may enforce slots as well (a proxy in front of a cluster, or a cluster
+ * node reached directly): it answers CROSSSLOT to a batch across shards, and from then on
+ * the ledger batches per shard there too.
+ */
+export function createLedgerTransport(redis: Redis | Cluster): LedgerTransport {
+  redis.defineCommand("streamkeeperLedger", { lua: ledgerScript });
+  const commands = redis as unknown as LedgerCommands;
+  let perShard = "isCluster" in redis && redis.isCluster;
+  const run = async (command: keyof LedgerCommands, calls: LedgerCall[]): Promise<unknown[]> => {
+    if (calls.length === 1) return [await commands[command](calls[0]!.keys.length, ...calls[0]!.keys, ...calls[0]!.args)];
+    const keys = calls.flatMap((call) => call.keys);
+    const args = calls.flatMap((call) => [call.keys.length, call.args.length, ...call.args]);
+    return (await commands[command](keys.length, ...keys, "batch", calls.length, ...args)) as unknown[];
+  };
+  const send = createBatchPerTurn<LedgerCall, unknown>(
+    async (calls) => {
+      try {
+        return await run("streamkeeperLedger", calls);
+      } catch (error) {
+        // Also a batch grouped before the switch: it is sent again per shard like the first.
+        if (!String(error).includes("CROSSSLOT") || new Set(calls.map((call) => call.shard)).size === 1) throw error;
+        perShard = true;
+        const replies: unknown[] = [];
+        const shards = new Map<number, number[]>();
+        calls.forEach((call, index) => shards.set(call.shard, [...(shards.get(call.shard) ?? []), index]));
+        await Promise.all(
+          [...shards.values()].map(async (indexes) => (await run("streamkeeperLedger", indexes.map((index) => calls[index]!))).forEach((reply, k) => (replies[indexes[k]!] = reply))),
+        );
+        return replies;
+      }
+    },
+    { groupOf: (call) => (perShard ? String(call.shard) : "") },
+  );
+  // The admissions of one turn go in one script call too. Defined on first use: a worker never admits.
+  let admitting: ((call: LedgerCall) => Promise<unknown>) | undefined;
+  const admit = (call: LedgerCall) => {
+    if (!admitting) {
+      redis.defineCommand("streamkeeperAdmit", { lua: admissionScript });
+      admitting = createBatchPerTurn<LedgerCall, unknown>((calls) => run("streamkeeperAdmit", calls));
+    }
+    return admitting(call);
+  };
+  return {
+    send,
+    admit,
+    perShard: () => perShard,
+    enforcesSlots: () => void (perShard = true),
+  };
+}
