@@ -48,12 +48,6 @@ export const rules: Rule[] = [
     forbids: (target) => inFolder("dispatch")(target),
   },
   {
-    why: "metrics/ lies beneath the parts: it imports nothing of ours but events/ and the top-level leaves (each part registers its own gauges)",
-    applies: inFolder("metrics"),
-    // The emulator has a rule of its own, which says it.
-    forbids: (target) => target.endsWith(".ts") && target.includes("/") && !["metrics", "events", "emulator"].some((folder) => inFolder(folder)(target)),
-  },
-  {
     why: "upgrade/ (an earlier release's key layout) is deleted as a unit: only app.ts and the event view's job lookup use it",
     applies: (file) => !inFolder("upgrade")(file) && file !== "app.ts" && file !== "admin/describe-event.ts",
     forbids: (target) => inFolder("upgrade")(target),

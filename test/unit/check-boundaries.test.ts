@@ -30,17 +30,14 @@ describe("check-boundaries", () => {
     ]);
   });
 
-  it("when metrics/ imports a part above it or a part imports upgrade/, then each is a violation naming the rule", async () => {
+  it("when a part other than app.ts or the event view imports upgrade/, then it is a violation naming the rule", async () => {
     const root = await tree({
-      "metrics/gauges.ts": 'import type { SweepState } from "../sweep/state.js";\nimport { label } from "../events/types.js";\nimport { log } from "../logger.js";\n',
       "sweep/state.ts": 'import { adopt } from "../upgrade/adopt.js";\nexport type SweepState = 1;\n',
-      "events/types.ts": "export const label = 1;\n",
-      "logger.ts": "export const log = 1;\n",
       "upgrade/adopt.ts": "export const adopt = 1;\n",
       "app.ts": 'import { adopt } from "./upgrade/adopt.js";\n',
     });
+    // That metrics/ imports nothing above it is an arrow of docs/architecture.md (metrics -> -), checked with the others.
     expect(checkBoundaries(root).sort()).toEqual([
-      "src/metrics/gauges.ts imports sweep/state.ts: metrics/ lies beneath the parts: it imports nothing of ours but events/ and the top-level leaves (each part registers its own gauges)",
       "src/sweep/state.ts imports upgrade/adopt.ts: upgrade/ (an earlier release's key layout) is deleted as a unit: only app.ts and the event view's job lookup use it",
     ]);
   });

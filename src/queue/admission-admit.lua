@@ -1,0 +1,50 @@
+--[[
+  The admission's own op, `admit`: a new id stored in one atomic step (the ledger's check,
+  every route's job, the archive's outbox entry, then the ledger's claim). Included by the
+  admission's script (admission-script.ts) after ledger-core.lua and BullMQ's add scripts,
+  before ledger-dispatch.lua; it defines `admit` and the script's `run`.
+
+  admit() reads KEYS: the shard's window of buckets, then their dictionaries, then 9 keys
+  per job (BullMQ's add script's), then the outbox stream when the archive is on; ARGV:
+  admit, field, now, ttl, bucket length, receivedAt, origin, type, stream, the route count
+  m, the m route names, then per job its script (`s` standard, `p` prioritized) and
+  BullMQ's 3 arguments, then the outbox entry if any. It answers 0 stored; 1 a duplicate
+  (counted in its record, nothing else written); 2 the record holds route deliveries but
+  no arrival (nothing written: the caller stores the event the long way with `recheck`).
+]]
+local function admit()
+  local receivedAt = tonumber(A[6])
+  local i, r = find(true)
+  if r and bit.band(r.flags, 1) ~= 0 then
+    r.dups = math.min(r.dups + 1, 255)
+    r.lastDup = receivedAt
+    write(i, r)
+    return 1
+  end
+  if r then return 2 end
+  local m = tonumber(A[10])
+  local names = { { 's', A[8] }, { 's', A[9] } }
+  for k = 11, 10 + m do names[#names + 1] = { 'r', A[k] } end
+  -- The names first: the one step that can refuse (a full dictionary) runs before any job is added.
+  local indices = intern(1, names)
+  local nextKey, nextArg = 2 * n + 1, 11 + m
+  for _ = 1, m do
+    local keys = {}
+    for x = 1, 9 do keys[x] = K[nextKey + x - 1] end
+    local args = { A[nextArg + 1], A[nextArg + 2], A[nextArg + 3] }
+    local added
+    if A[nextArg] == 'p' then added = addPrioritizedJob(keys, args) else added = addStandardJob(keys, args) end
+    if type(added) == 'number' and added < 0 then error('BullMQ refused a job: ' .. added) end
+    nextKey, nextArg = nextKey + 9, nextArg + 4
+  end
+  if K[nextKey] then redis.call('XADD', K[nextKey], '*', 'r', A[nextArg]) end
+  -- The claim last, as in the long way: should a step above fail (Redis does not undo a
+  -- script's writes on an error), the id is still unknown and the tenant's retry stores it,
+  -- its jobs then already there under their ids (docs/architecture.md, "Admission").
+  arrive(1, fresh(receivedAt), receivedAt, indices)
+  return 0
+end
+local function run()
+  if op == 'admit' then return admit() end
+  return ledgerOp()
+end
