@@ -233,7 +233,7 @@ function currentWebhookAuth(env: Env, problems: string[]): WebhookAuth {
  * whatever becomes of the delivered jobs. Two settings could still undo it.
  */
 function dedupeProblems(env: Env, problems: string[]) {
-  // BullMQ ignores an add whose job id exists in any state (STACK-NOTES.md): a delivered
+  // BullMQ ignores an add whose job id exists in any state (docs/libraries.md#bullmq-job-ids): a delivered
   // job kept past its id's record would swallow a later arrival of that id, answered 202.
   if (env.COMPLETED_JOB_RETENTION_SECONDS >= env.DEDUPE_TTL_SECONDS) {
     problems.push(

@@ -6,7 +6,7 @@ import { percentile, round } from "./percentile.js";
 
 /**
  * One autocannon run. Each request gets fresh event ids through `setupRequest`
- * (autocannon's `idReplacement` breaks Content-Length, STACK-NOTES.md). Latencies are
+ * (autocannon's `idReplacement` breaks Content-Length, docs/libraries.md#installing). Latencies are
  * the raw response times (fractional ms) of every 2xx, recorded here because
  * autocannon's own histogram keeps whole milliseconds.
  */

@@ -6,7 +6,7 @@ import { isWellFormed } from "./is-well-formed.js";
 /**
  * The CloudEvents 1.0 envelope (spec §3.1 "REQUIRED Attributes": id, source,
  * specversion, type; §3.2 optional ones typed). Extensions pass through untouched.
- * A zod check costs ~0.25 µs where the SDK's parser costs 20-30 µs (STACK-NOTES.md).
+ * A zod check costs ~0.25 µs where the SDK's parser costs 20-30 µs (docs/libraries.md#cloudevents-sdk).
  */
 /** A value of another type is named by its JSON type: "id must be a string, got a number". */
 const nonEmpty = z.string({ error: (issue) => `must be a string, got ${jsonType(issue.input)}` }).min(1, "must be a non-empty string");

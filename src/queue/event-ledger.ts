@@ -7,7 +7,7 @@ import { ledgerBucketKey, ledgerShardsKey } from "./queue-names.js";
 /**
  * What this service knows of one event id, kept for DEDUPE_TTL_SECONDS in a compact
  * record (createEventLedger). It outlives the queue jobs: BullMQ's job id alone forgets an
- * id as soon as the job is removed (STACK-NOTES.md).
+ * id as soon as the job is removed (docs/libraries.md#bullmq-job-ids).
  */
 export interface EventRecord {
   eventId: string;

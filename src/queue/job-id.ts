@@ -3,7 +3,7 @@ import { createHash } from "node:crypto";
 /**
  * A BullMQ job id for an event id. BullMQ ignores a second add with the same id, which
  * makes a retried store idempotent. Its ids must not contain `:` nor be all digits
- * (STACK-NOTES.md), so other ids are hashed (`h-` + 40 hex digits of the id's sha256).
+ * (docs/libraries.md#bullmq-job-ids), so other ids are hashed (`h-` + 40 hex digits of the id's sha256).
  * Raw ids and derived ones live in separate namespaces: an id shaped like a derived one
  * (`h-` + 40 hex digits at its start, or `-replay-` in it) is hashed too, so no two event
  * ids share a job (docs/deploy.md says what this changed for jobs stored before).

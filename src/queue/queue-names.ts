@@ -5,7 +5,7 @@
  * (upgrade/legacy-queue-layout.ts). Each delivery queue, the reconcile queue, each ledger shard,
  * each entity-version shard, the sweep, the stream watch and the reconcile pace have a tag
  * of their own (below), so a Redis Cluster spreads them over its masters while every script
- * and MULTI still touches one slot (STACK-NOTES.md).
+ * and MULTI still touches one slot (docs/libraries.md#bullmq-and-ioredis-connections).
  */
 export function bullPrefix(queuePrefix: string): string {
   return `{${queuePrefix}}`;

@@ -4,7 +4,7 @@ import { settlesWithin } from "../settles-within.js";
 
 /**
  * `worker`: BullMQ workers and queue-events block and must retry forever
- * (`maxRetriesPerRequest: null`, STACK-NOTES). `client`: the HTTP path and the CLI
+ * (`maxRetriesPerRequest: null`, docs/libraries.md#bullmq-and-ioredis-connections). `client`: the HTTP path and the CLI
  * fail fast, so the receiver answers 503 within a second or two when Redis is gone.
  */
 export type ConnectionPurpose = "worker" | "client";

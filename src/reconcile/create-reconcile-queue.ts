@@ -52,7 +52,7 @@ export function createReconcileQueue(connection: Redis | Cluster, queuePrefix: s
     queue,
     async enqueue(eventIds, { streamId, force = false } = {}) {
       const enqueued: EnqueuedJob[] = [];
-      // addBulk is one pipeline per call (not atomic, STACK-NOTES.md): chunks keep each one small.
+      // addBulk is one pipeline per call (not atomic, docs/libraries.md#bullmq-job-ids): chunks keep each one small.
       for (let at = 0; at < eventIds.length; at += 500) {
         const chunk = eventIds.slice(at, at + 500);
         const jobs = await queue.addBulk(chunk.map((eventId) => ({ name: "reconcile", data: { eventId, streamId, force } })));

@@ -28,7 +28,7 @@ export interface TenantClientOptions {
   timeoutMs?: number;
 }
 
-/** `expires_in` in seconds (real-world.md, "Tokens"). */
+/** `expires_in` in seconds (docs/tenant-api.md#tokens). */
 const tokenAnswerSchema = z.looseObject({ access_token: z.string().min(1), expires_in: z.number().positive() });
 
 export interface Answer {
@@ -102,7 +102,7 @@ export function createTenantTransport(options: TenantClientOptions): TenantTrans
       let failure: unknown;
       try {
         // Never followed: a redirect would carry the client secret or the token to wherever
-        // the tenant (or whoever answers in its place) points (CONTRACT.md).
+        // the tenant (or whoever answers in its place) points (docs/reliability.md#secrets).
         const response = await fetchImpl(url, { ...init, redirect: "manual", signal: AbortSignal.timeout(timeoutMs) });
         answer = { status: response.status, headers: response.headers, text: await response.text() };
         if (answer.status >= 300 && answer.status <= 399) throw redirectError(operation, url, answer, secrets());

@@ -1,6 +1,6 @@
 import { createServer, type Server } from "node:http";
 
-/** The service's default ports (CONTRACT.md: PORT 8080, ADMIN_PORT 9090): no test may reach them. */
+/** The service's default ports (README.md#settings: PORT 8080, ADMIN_PORT 9090): no test may reach them. */
 export const defaultPorts = [8080, 9090];
 
 export interface DefaultPortDecoys {

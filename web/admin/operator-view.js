@@ -1,7 +1,7 @@
 /* global document, window, fetch, URLSearchParams, sessionStorage, setTimeout */
 // The operator view (docs/operating.md, "Operator view"): polls GET /admin/overview every
 // few seconds and renders it; search, timeline, replay and dead letters call the admin
-// API as CONTRACT.md shapes it, and say so plainly where this version lacks an endpoint.
+// API as the README documents it, and say so plainly where this version lacks an endpoint.
 // Everything from the server is put in the page as text, never as HTML.
 
 const params = new URLSearchParams(window.location.search);
