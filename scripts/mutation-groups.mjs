@@ -42,6 +42,7 @@ export const mutationGroups = [
     name: "admission-ledger",
     mutate: ["src/queue/event-store.ts", "src/queue/event-ledger.ts", "src/queue/admission.ts", "src/queue/capture-job-add.ts"],
     tests: [
+      "test/integration/admission.test.ts",
       "test/integration/admission-faults.test.ts",
       "test/integration/event-store.test.ts",
       "test/integration/event-ledger.test.ts",
