@@ -42,8 +42,10 @@ export const mutationGroups = [
   },
   {
     name: "admission-ledger",
-    mutate: ["src/queue/event-store.ts", "src/queue/event-ledger.ts", "src/queue/ledger-script.ts"],
+    mutate: ["src/queue/event-store.ts", "src/queue/event-ledger.ts", "src/queue/ledger-transport.ts", "src/queue/admission.ts", "src/queue/capture-job-add.ts"],
     tests: [
+      "test/integration/admission.test.ts",
+      "test/integration/admission-faults.test.ts",
       "test/integration/event-store.test.ts",
       "test/integration/event-ledger.test.ts",
       "test/integration/event-ledger-batch.test.ts",

@@ -22,7 +22,11 @@ export interface AdmissionDeps {
 }
 
 export function createAdmission({ ledger, queues, outboxKey }: AdmissionDeps): Admit {
+  // A cluster, or an endpoint that answered CROSSSLOT once: the long way from then on,
+  // without building jobs for nothing first.
+  let unsupported = "isCluster" in queues.connection && queues.connection.isCluster;
   return async (event, routes, job, record) => {
+    if (unsupported) return "unsupported";
     const { jobId, data, priority } = deliveryJobFor(event, job);
     const capture = (jobData: typeof data) => routes.map((route) => captureJobAdd(queues.forRoute(route), event.type, jobData, { jobId, priority }));
     let adds: Array<CapturedJobAdd | undefined>;
@@ -41,6 +45,7 @@ export function createAdmission({ ledger, queues, outboxKey }: AdmissionDeps): A
     const outbox = outboxKey && record ? { key: outboxKey, entry: JSON.stringify(record) } : undefined;
     try {
       const admission = await ledger.admit(event.id, { receivedAt: job.receivedAt, origin: job.origin, streamId: job.streamId, type: event.type, routes }, jobs, outbox);
+      if (admission === "unsupported") unsupported = true;
       const added = admission === "stored" || admission === "duplicate";
       for (const add of jobs) add.settle(added ? undefined : new Error(`not added: ${admission}`));
       return admission;

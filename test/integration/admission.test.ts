@@ -1,0 +1,88 @@
+import { randomUUID } from "node:crypto";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { Redis } from "ioredis";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { routesMatching, type Route } from "../../src/routes/route.js";
+import { createAdmission } from "../../src/queue/admission.js";
+import { createDeliveryQueues } from "../../src/queue/delivery-queues.js";
+import { createEventLedger } from "../../src/queue/event-ledger.js";
+import { createEventStore } from "../../src/queue/event-store.js";
+import { createFanOut } from "../../src/queue/fan-out.js";
+import { jobIdFor } from "../../src/queue/job-id.js";
+import { createRedis, untilReady } from "../../src/queue/redis-connection.js";
+import { startRedisServer, type RedisServer } from "../../src/queue/redis-server.js";
+import { userEvent } from "../helpers/fixtures.js";
+import { startRedisCluster } from "../helpers/redis-cluster.js";
+
+const route = (name: string): Route => ({ name, match: ["*"], url: "http://127.0.0.1:9/", headers: {}, timeoutMs: 1000, maxAttemptsPerEvent: 3, concurrency: 1 });
+const routes = [route("a"), route("b")];
+
+function storeOn(redis: Redis, prefix: string) {
+  const queues = createDeliveryQueues(redis, prefix, routes, { ageSeconds: 60, count: 1000 });
+  const ledger = createEventLedger(redis, prefix, 3600);
+  const store = createEventStore({ ledger, fanOut: createFanOut(queues), routesFor: routesMatching(routes), admit: createAdmission({ ledger, queues }) });
+  return { queues, ledger, store };
+}
+
+describe("admission: one round trip", () => {
+  // A Redis of its own: its command counts are this test's alone.
+  let dir: string;
+  let server: RedisServer;
+  let redis: Redis;
+  beforeAll(async () => {
+    dir = await mkdtemp(join(tmpdir(), "admission-"));
+    server = await startRedisServer({ dir, appendOnly: false });
+    redis = createRedis(server.url, "client") as Redis;
+    await untilReady(redis);
+  });
+  afterAll(async () => {
+    redis.disconnect();
+    await server.stop();
+    await rm(dir, { recursive: true, force: true });
+  });
+
+  it("when new ids are stored for two routes, then each turn's stores are one command (a script call) and nothing else, and leave both jobs and the claim", async () => {
+    const { queues, ledger, store } = storeOn(redis, `test-${randomUUID()}`);
+    await store.store(userEvent(), { origin: "webhook" }); // the shard count read, the script loaded
+    const ids: string[] = [];
+    // What this process sends, counted at the connection (commands a script runs in Redis are not sent).
+    const sent: string[] = [];
+    const send = redis.sendCommand.bind(redis);
+    redis.sendCommand = ((command: Parameters<typeof send>[0], stream?: Parameters<typeof send>[1]) => (sent.push(command.name), send(command, stream))) as typeof redis.sendCommand;
+    const one = userEvent();
+    try {
+      await expect(store.store(one, { origin: "webhook" })).resolves.toEqual({ status: "stored", routes: ["a", "b"] });
+      const twenty = Array.from({ length: 20 }, () => userEvent());
+      await Promise.all(twenty.map((event) => store.store(event, { origin: "webhook" })));
+      expect(sent).toEqual(["evalsha", "evalsha"]);
+      ids.push(one.id, ...twenty.map((event) => event.id));
+    } finally {
+      redis.sendCommand = send;
+    }
+    expect(ids).toHaveLength(21);
+    for (const id of ids) {
+      expect(await ledger.lookup(id)).toBe("arrived");
+      for (const name of ["a", "b"]) expect(await queues.forRoute(name).getJob(jobIdFor(id))).toBeDefined();
+    }
+    await queues.close();
+  });
+
+  it("when a single endpoint enforces slots (a cluster node reached directly), then the admission writes nothing and the store takes the long way: stored once, and a repeat is a duplicate", async () => {
+    const cluster = await startRedisCluster(1);
+    const direct = createRedis(cluster.nodes[0]!.url, "client") as Redis;
+    try {
+      await untilReady(direct);
+      const { queues, store } = storeOn(direct, `test-${randomUUID()}`);
+      const events = Array.from({ length: 5 }, () => userEvent());
+      await expect(Promise.all(events.map((event) => store.store(event, { origin: "webhook" })))).resolves.toEqual(events.map(() => ({ status: "stored", routes: ["a", "b"] })));
+      await expect(store.store(events[0]!, { origin: "webhook" })).resolves.toEqual({ status: "duplicate", routes: [] });
+      for (const name of ["a", "b"]) expect(await queues.forRoute(name).getJobCounts("wait")).toEqual({ wait: 5 });
+      await queues.close();
+    } finally {
+      direct.disconnect();
+      await cluster.stop();
+    }
+  });
+});
