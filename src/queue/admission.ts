@@ -1,5 +1,6 @@
 import type { EventRecord as ArchiveEventRecord } from "../archive/archive-record.js";
 import type { CloudEvent } from "../events/cloud-event.js";
+import type { Logger } from "../logger.js";
 import { isStackOverflow } from "../events/stringify-deep.js";
 import { captureJobAdd, type CapturedJobAdd } from "./capture-job-add.js";
 import type { DeliveryQueues } from "./delivery-queues.js";
@@ -19,12 +20,15 @@ export interface AdmissionDeps {
   queues: DeliveryQueues;
   /** The archive outbox's stream (archive/archive-outbox.ts `archiveOutboxKey`), when the archive is on. */
   outboxKey?: string;
+  /** Told once when the installed BullMQ's add cannot be run inside the admission. */
+  logger?: Logger;
 }
 
-export function createAdmission({ ledger, queues, outboxKey }: AdmissionDeps): Admit {
+export function createAdmission({ ledger, queues, outboxKey, logger }: AdmissionDeps): Admit {
   // A cluster, or an endpoint that answered CROSSSLOT once: the long way from then on,
   // without building jobs for nothing first.
   let unsupported = "isCluster" in queues.connection && queues.connection.isCluster;
+  let toldLongWay = false;
   return async (event, routes, job, record) => {
     if (unsupported) return "unsupported";
     const { jobId, data, priority } = deliveryJobFor(event, job);
@@ -40,6 +44,11 @@ export function createAdmission({ ledger, queues, outboxKey }: AdmissionDeps): A
     const jobs = adds.filter((add) => add !== undefined);
     if (jobs.length < adds.length) {
       for (const add of jobs) add.settle(new Error("not added: stored the long way"));
+      if (jobs.length === 0 && !toldLongWay) {
+        // Correct still (the long way keeps every guarantee), but slower: say it, once.
+        toldLongWay = true;
+        logger?.warn("admission: the installed BullMQ builds its jobs in a way the one-round-trip admission does not know; new events are stored the long way (three round trips each); see docs/architecture.md, \"Admission\"");
+      }
       return "unsupported";
     }
     const outbox = outboxKey && record ? { key: outboxKey, entry: JSON.stringify(record) } : undefined;

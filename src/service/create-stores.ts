@@ -43,7 +43,7 @@ export async function createStores(deps: { config: Config; logger: Logger; route
   // Off the acknowledgement path: the outbox is in Redis, Postgres is read by its writer alone (docs/architecture.md).
   const outbox = archive && createArchiveOutbox(client, env.QUEUE_PREFIX);
   // A new id is stored in one round trip (admission.ts), the archive's outbox entry with it.
-  const admit = createAdmission({ ledger, queues, outboxKey: archive ? archiveOutboxKey(env.QUEUE_PREFIX) : undefined });
+  const admit = createAdmission({ ledger, queues, outboxKey: archive ? archiveOutboxKey(env.QUEUE_PREFIX) : undefined, logger });
   const store = countStoredEvents(createEventStore({ ledger, fanOut: createFanOut(queues), routesFor: routesMatching(routes), archive: outbox && ((record) => outbox([record])), admit }));
   const reconcileQueue = createReconcileQueue(client, env.QUEUE_PREFIX, tracing.bullmq);
   const logQueueError = createRedisErrorLog(logger, "queue: Redis error", env.LOG_REPEAT_INTERVAL_SECONDS * 1000);
