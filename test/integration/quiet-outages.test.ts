@@ -29,6 +29,8 @@ describe("quiet outages: a line per interval with counts, not a line per request
     // An expected condition, already said by the outage line: its cause, no library stack.
     expect(notStored[0]!.error).toEqual(expect.any(String));
     expect(notStored[0]).not.toHaveProperty("err");
+    // Said when the connection's first reconnect is refused, which may come after the 503s.
+    await expect.poll(() => linesOf(lines, "Redis does not answer").length).toBeGreaterThan(0);
     expect(linesOf(lines, "Redis does not answer")).toHaveLength(1);
     // The queues meet the same outage and leave it to that line.
     expect(linesOf(lines, "queue: Redis error")).toHaveLength(0);
