@@ -38,7 +38,7 @@ export const mutationGroups = [
   {
     name: "reconcile-queue",
     mutate: ["src/reconcile/create-reconcile-queue.ts"],
-    tests: ["test/integration/reconcile-tenant-outage.test.ts", "test/integration/reconcile-admin.test.ts"],
+    tests: ["test/integration/reconcile-queue.test.ts", "test/integration/reconcile-tenant-outage.test.ts", "test/integration/reconcile-admin.test.ts"],
   },
   {
     name: "admission-ledger",
