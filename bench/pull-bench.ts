@@ -16,7 +16,7 @@ import { startService } from "../src/app.js";
 import { loadConfig } from "../src/config.js";
 import { createLogger } from "../src/logger.js";
 import { startEmulator, type Emulator } from "../src/emulator/start-emulator.js";
-import { startRedisServer } from "../src/queue/redis-server.js";
+import { startRedisServer } from "../src/redis/redis-server.js";
 import { basicAuthorization } from "../test/helpers/credentials.js";
 
 const count = Number(process.env.BENCH_PULL_EVENTS ?? 3000);

@@ -4,7 +4,7 @@ import { cpus, loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { Redis } from "ioredis";
-import { startRedisServer } from "../src/queue/redis-server.js";
+import { startRedisServer } from "../src/redis/redis-server.js";
 import { loadBenchSettings, type BenchSettings } from "./bench-settings.js";
 import { machineBusyCores } from "./lib/cpu-usage.js";
 import { formatResults } from "./lib/format-results.js";
@@ -60,7 +60,7 @@ export interface BenchResults {
   targets: { ingestRatio?: boolean; ackP99?: boolean; ackP99Paced?: boolean; pipeline: Partial<Record<Topology, boolean>>; workerCpu?: boolean; reconcile?: boolean; reconcilePace?: boolean; soak?: boolean; operatorView?: boolean; archiveBytesPerEvent?: boolean; archiveSearchP99?: boolean; archivePipelineCost?: boolean };
 }
 
-const resultsDir = fileURLToPath(new URL("./results/", import.meta.url));
+const resultsDir = fileURLToPath(new URL("./results", import.meta.url));
 const sinkScript = fileURLToPath(new URL("./processes/sink-server.ts", import.meta.url));
 const log = (message: string) => process.stderr.write(`bench: ${message}\n`);
 

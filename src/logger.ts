@@ -7,7 +7,7 @@ export type { Logger };
  * JSON-line logs. Credentials are redacted by path wherever they could appear:
  * request headers, configuration objects and tenant API errors. An error that only says
  * Redis cannot be reached is logged without its stack wherever it is logged: the outage is
- * an expected condition, said once by the process (queue/watch-redis-reachability.ts), and
+ * an expected condition, said once by the process (redis/watch-redis-reachability.ts), and
  * a library's stack would explain nothing more.
  */
 export function createLogger(level: string, destination?: pino.DestinationStream): Logger {

@@ -5,7 +5,7 @@ import type { CloudEvent } from "../../src/events/cloud-event.js";
 import type { Route } from "../../src/routes/route.js";
 import { createDeliveryQueues } from "../../src/queue/delivery-queues.js";
 import { jobIdFor } from "../../src/queue/job-id.js";
-import { createRedis, untilReady } from "../../src/queue/redis-connection.js";
+import { createRedis, untilReady } from "../../src/redis/redis-connection.js";
 import { serveBenchProcess } from "../lib/serve-bench-process.js";
 
 /**

@@ -2,7 +2,7 @@ import { Worker } from "bullmq";
 import { createDownstreamClient } from "../../src/dispatch/downstream-client.js";
 import type { DeliveryJobData } from "../../src/queue/delivery-job.js";
 import { deliveryQueueBullPrefix, deliveryQueueName } from "../../src/queue/queue-names.js";
-import { createRedis, untilReady } from "../../src/queue/redis-connection.js";
+import { createRedis, untilReady } from "../../src/redis/redis-connection.js";
 import type { Route } from "../../src/routes/route.js";
 
 /**

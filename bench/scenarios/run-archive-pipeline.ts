@@ -2,7 +2,7 @@ import { writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import pg from "pg";
 import { startPostgresServer, systemPostgresBinDir } from "../../src/archive/postgres-server.js";
-import { freePort } from "../../src/queue/redis-server.js";
+import { freePort } from "../../src/redis/redis-server.js";
 import { countLedgerIds } from "../lib/redis-figures.js";
 import { round } from "../lib/percentile.js";
 import { startServiceProcess } from "../lib/start-service-process.js";

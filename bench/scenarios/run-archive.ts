@@ -9,7 +9,7 @@ import { encodePayload } from "../../src/archive/payload-codec.js";
 import { startPostgresServer, systemPostgresBinDir } from "../../src/archive/postgres-server.js";
 import { writeArchiveBatch } from "../../src/archive/write-archive-batch.js";
 import type { CloudEvent } from "../../src/events/cloud-event.js";
-import { freePort } from "../../src/queue/redis-server.js";
+import { freePort } from "../../src/redis/redis-server.js";
 import { percentile, round } from "../lib/percentile.js";
 
 export interface ArchiveResults {

@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { Redis } from "ioredis";
 import { startEmulator } from "../../src/emulator/start-emulator.js";
-import { freePort } from "../../src/queue/redis-server.js";
+import { freePort } from "../../src/redis/redis-server.js";
 import type { BenchSettings } from "../bench-settings.js";
 import { startCountingProxy, type ProxyCounts } from "../lib/start-counting-proxy.js";
 import { startServiceProcess } from "../lib/start-service-process.js";

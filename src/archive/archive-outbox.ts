@@ -1,4 +1,4 @@
-import type { RedisClient } from "../queue/redis-connection.js";
+import type { RedisClient } from "../redis/redis-connection.js";
 import type { ArchiveRecord } from "./archive-record.js";
 
 /**

@@ -2,7 +2,7 @@ import { hostname } from "node:os";
 import type pg from "pg";
 import type { Logger } from "../logger.js";
 import { archiveWrites } from "../metrics/archive-metrics.js";
-import type { RedisClient } from "../queue/redis-connection.js";
+import type { RedisClient } from "../redis/redis-connection.js";
 import { maintainPartitions, oldestKept } from "./archive-partitions.js";
 import { archiveOutboxKey, archiveWriterGroup } from "./archive-outbox.js";
 import { parseArchiveRecord, type ArchiveRecord } from "./archive-record.js";

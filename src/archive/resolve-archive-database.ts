@@ -3,7 +3,7 @@ import { join, resolve } from "node:path";
 import pg from "pg";
 import type { Config } from "../config.js";
 import type { Logger } from "../logger.js";
-import { joinEmbeddedRedis, type EmbeddedRedisUse } from "../queue/embedded-redis-users.js";
+import { joinEmbeddedRedis, type EmbeddedRedisUse } from "../redis/embedded-redis-users.js";
 import { socketPort, startPostgresServer, systemPostgresBinDir } from "./postgres-server.js";
 import { isAlive } from "../is-alive.js";
 
@@ -32,9 +32,9 @@ async function postgresBinDir(): Promise<string | undefined> {
 
 /**
  * ARCHIVE_DATABASE_URL when set; otherwise the embedded Postgres under DATA_DIR/postgres,
- * shared like the embedded Redis (queue/resolve-redis.ts): reused when one already runs
+ * shared like the embedded Redis (redis/resolve-redis.ts): reused when one already runs
  * there, else started (initialised on first use), listening on a Unix socket only. Every
- * process using it holds a lease in the embedded Redis (queue/embedded-redis-users.ts),
+ * process using it holds a lease in the embedded Redis (redis/embedded-redis-users.ts),
  * so the last one out stops it and an orphan is adopted.
  */
 export async function resolveArchiveDatabase(config: Config, logger: Logger, who: string, redisUrl: string): Promise<ResolvedArchiveDatabase> {

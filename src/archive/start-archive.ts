@@ -3,7 +3,7 @@ import type { Config } from "../config.js";
 import type { Logger } from "../logger.js";
 import { archiveLag } from "../metrics/archive-metrics.js";
 import { onScrape } from "../metrics/registry.js";
-import { closeRedis, createRedis, type RedisClient } from "../queue/redis-connection.js";
+import { closeRedis, createRedis, type RedisClient } from "../redis/redis-connection.js";
 import { redactUrlCredentials } from "../redact-secrets.js";
 import { archiveOutboxKey } from "./archive-outbox.js";
 import { createArchiveWriter, type ArchiveWriter } from "./create-archive-writer.js";

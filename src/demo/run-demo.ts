@@ -6,7 +6,7 @@ import { startService } from "../app.js";
 import { loadConfig } from "../config.js";
 import { startEmulator } from "../emulator/start-emulator.js";
 import { createLogger } from "../logger.js";
-import { freePort } from "../queue/redis-server.js";
+import { freePort } from "../redis/redis-server.js";
 import { startDemoSink } from "./start-demo-sink.js";
 
 interface DemoOptions {

@@ -1,12 +1,12 @@
 import { DelayedError, UnrecoverableError, Worker, type Telemetry } from "bullmq";
 import type { Logger } from "../logger.js";
-import { createRedisErrorLog } from "../queue/redis-error-log.js";
+import { createRedisErrorLog } from "../redis/redis-error-log.js";
 import type { DeliveryJobData } from "../queue/delivery-job.js";
 import type { EntityVersions } from "../queue/entity-versions.js";
 import type { EventLedger } from "../queue/event-ledger.js";
 import type { FreshnessRecorder } from "../freshness/create-freshness-recorder.js";
 import { circuitKey, deliveryQueueBullPrefix, deliveryQueueName } from "../queue/queue-names.js";
-import type { RedisClient } from "../queue/redis-connection.js";
+import type { RedisClient } from "../redis/redis-connection.js";
 import { closeWorkers } from "../shutdown/close-workers.js";
 import { createInFlight } from "../shutdown/in-flight.js";
 import { createDeliveryProcessor, type DeliveryProcessorDeps, type DeliveryResult } from "./create-delivery-processor.js";

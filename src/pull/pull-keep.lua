@@ -12,7 +12,7 @@
   Output:
     1 kept; 0 not the holder (nothing written)
 ]]
---- @include "../queue/lease.lua"
+--- @include "../redis/lease.lua"
 if not lease_holds(KEYS[1], ARGV[1]) then return 0 end
 redis.call('HSET', KEYS[2], 'offset', ARGV[2], 'offsetAt', ARGV[3])
 if ARGV[4] ~= '' then redis.call('HSET', KEYS[2], 'lastEventAt', ARGV[4]) end

@@ -1,6 +1,6 @@
 import type { Cluster, Redis } from "ioredis";
 import { loadLua } from "../load-lua.js";
-import { createRedisLease, type RedisLease } from "../queue/redis-lease.js";
+import { createRedisLease, type RedisLease } from "../redis/redis-lease.js";
 
 /** One hash tag for the pull's keys: its offset write checks the lease in the same script. */
 export function pullKey(queuePrefix: string, name: "lease" | "position" | "status" | "poison"): string {

@@ -20,6 +20,6 @@
     0 go (the lease is ours); -1 stale; else the ms left on another's lease
 ]]
 --- @include "entity-versions.lua"
---- @include "lease.lua"
+--- @include "../redis/lease.lua"
 if not next_version(stored(ARGV[1]), tonumber(ARGV[4]), ARGV[5]) then return -1 end
 return lease_take(KEYS[1], ARGV[2], ARGV[3])

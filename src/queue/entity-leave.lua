@@ -16,7 +16,7 @@
     1 the lease was ours and is given back; 0 it had expired
 ]]
 --- @include "entity-versions.lua"
---- @include "lease.lua"
+--- @include "../redis/lease.lua"
 if ARGV[3] == '1' then
   local version = next_version(stored(ARGV[1]), tonumber(ARGV[4]), ARGV[5])
   if version then

@@ -51,7 +51,7 @@ export function streamWatchKey(queuePrefix: string, name: string): string {
   return `{${queuePrefix}:stream-watch}:${name}`;
 }
 
-/** The tenant call pace every process shares (reconcile/create-call-pacer.ts): one key, its own tag. */
+/** The tenant call pace every process shares (pace/create-call-pacer.ts): one key, its own tag. */
 export function reconcilePaceKey(queuePrefix: string): string {
   return `{${queuePrefix}:reconcile-pace}`;
 }

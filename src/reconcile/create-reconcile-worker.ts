@@ -1,15 +1,15 @@
 import { Worker, type Telemetry } from "bullmq";
 import { type Env, tenantSettings } from "../config.js";
 import type { Logger } from "../logger.js";
-import { createRedisErrorLog } from "../queue/redis-error-log.js";
+import { createRedisErrorLog } from "../redis/redis-error-log.js";
 import { reconcileTotal } from "../metrics/registry.js";
 import type { EventLedger } from "../queue/event-ledger.js";
 import type { EventStore } from "../queue/event-store.js";
 import { reconcileQueueBullPrefix, reconcileQueueName } from "../queue/queue-names.js";
-import type { RedisClient } from "../queue/redis-connection.js";
+import type { RedisClient } from "../redis/redis-connection.js";
 import { TenantRateLimitError } from "../tenant/tenant-api-error.js";
 import { createReconciler, type ReconcilerDeps } from "./create-reconciler.js";
-import type { PacedTenant } from "./create-paced-tenant.js";
+import type { PacedTenant } from "../pace/create-paced-tenant.js";
 import { createStreamIdCache } from "./create-stream-id-cache.js";
 import { outcomeLabel, type ReconcileJobData, type ReconcileResult } from "./reconcile-job.js";
 import { closeWorkers } from "../shutdown/close-workers.js";

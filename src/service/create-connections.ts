@@ -1,9 +1,9 @@
 import type { Config } from "../config.js";
 import type { Logger } from "../logger.js";
-import { closeRedis, createRedis, untilReady, type ConnectionPurpose, type RedisClient } from "../queue/redis-connection.js";
-import { checkRedisVersion } from "../queue/redis-version.js";
-import { watchRedisReachability } from "../queue/watch-redis-reachability.js";
-import { resolveRedis, type ResolvedRedis } from "../queue/resolve-redis.js";
+import { closeRedis, createRedis, untilReady, type ConnectionPurpose, type RedisClient } from "../redis/redis-connection.js";
+import { checkRedisVersion } from "../redis/redis-version.js";
+import { watchRedisReachability } from "../redis/watch-redis-reachability.js";
+import { resolveRedis, type ResolvedRedis } from "../redis/resolve-redis.js";
 import type { Role } from "./role.js";
 import { closeInOrder } from "./close-in-order.js";
 

@@ -3,7 +3,7 @@ import { boundAddress } from "../http/bound-address.js";
 import { createReceiverApp } from "../http/receiver-app.js";
 import type { LateServing } from "../http/serve-later.js";
 import type { Logger } from "../logger.js";
-import { createReplicaAcks } from "../queue/replica-acks.js";
+import { createReplicaAcks } from "../redis/replica-acks.js";
 import type { Route } from "../routes/route.js";
 import type { Tracing } from "../telemetry/start-tracing.js";
 import type { ResolvedWebhookAuth } from "../webhook-credentials.js";

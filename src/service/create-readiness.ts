@@ -1,6 +1,6 @@
 import { redisUp } from "../metrics/registry.js";
 import { bullPrefix, deliveryQueueBullPrefix } from "../queue/queue-names.js";
-import type { RedisClient } from "../queue/redis-connection.js";
+import type { RedisClient } from "../redis/redis-connection.js";
 import type { Route } from "../routes/route.js";
 
 /**

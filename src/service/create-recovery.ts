@@ -1,6 +1,6 @@
 import type { Config } from "../config.js";
 import type { Logger } from "../logger.js";
-import { createPacedTenant, type PacedTenant } from "../reconcile/create-paced-tenant.js";
+import { createPacedTenant, type PacedTenant } from "../pace/create-paced-tenant.js";
 import { createReconcileWorker, reconcileTenantOf, type ReconcileWorkerOptions } from "../reconcile/create-reconcile-worker.js";
 import { createReconciler } from "../reconcile/create-reconciler.js";
 import { createWindowRunner, type WindowRunner } from "../sweep/create-window-runner.js";
@@ -11,7 +11,7 @@ import type { Stores } from "./create-stores.js";
 import { startFinders } from "./start-finders.js";
 
 export interface Recovery {
-  /** The process's one paced tenant client (reconcile/create-paced-tenant.ts), or why there is none. */
+  /** The process's one paced tenant client (pace/create-paced-tenant.ts), or why there is none. */
   tenant: PacedTenant;
   /** One window of the tenant's failed deliveries, recovered in this process (`reconcile --since`, POST /admin/sweep/window). */
   runWindow: WindowRunner;

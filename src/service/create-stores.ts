@@ -5,7 +5,7 @@ import type { RunningArchive } from "../archive/start-archive.js";
 import { createPullState, type PullState } from "../pull/pull-state.js";
 import { createAdmission } from "../queue/admission.js";
 import { countStoredEvents } from "../queue/count-stored-events.js";
-import { createRedisErrorLog } from "../queue/redis-error-log.js";
+import { createRedisErrorLog } from "../redis/redis-error-log.js";
 import { createDeliveryQueues, type DeliveryQueues } from "../queue/delivery-queues.js";
 import { createEventLedger, type EventLedger } from "../queue/event-ledger.js";
 import { createEventStore, type EventStore } from "../queue/event-store.js";

@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import type { Logger } from "../logger.js";
-import type { RedisClient } from "../queue/redis-connection.js";
+import type { RedisClient } from "../redis/redis-connection.js";
 import { settlesWithin } from "../settles-within.js";
 
 /** The part of a BullMQ worker a shutdown uses. */

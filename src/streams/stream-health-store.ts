@@ -1,6 +1,6 @@
 import type { Cluster, Redis } from "ioredis";
 import { streamWatchKey } from "../queue/queue-names.js";
-import { createRedisLease } from "../queue/redis-lease.js";
+import { createRedisLease } from "../redis/redis-lease.js";
 import type { AutoEnableStreak } from "./auto-enable-backoff.js";
 
 /** What the last check found of one swept stream. */

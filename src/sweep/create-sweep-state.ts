@@ -1,7 +1,7 @@
 import type { Cluster, Redis } from "ioredis";
 import { loadLua } from "../load-lua.js";
 import { sweepKey } from "../queue/queue-names.js";
-import { createRedisLease } from "../queue/redis-lease.js";
+import { createRedisLease } from "../redis/redis-lease.js";
 
 /** What `GET /admin/sweep` shows of one stream (README.md#the-sweep-failed-deliveries-found-without-being-told). */
 export interface StreamSweepStatus {

@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import type { Env } from "../config.js";
 import type { Logger } from "../logger.js";
 import { sweepFailedDeliveries, sweepRuns } from "../metrics/registry.js";
-import type { PacedTenant } from "../reconcile/create-paced-tenant.js";
+import type { PacedTenant } from "../pace/create-paced-tenant.js";
 import type { Reconciler } from "../reconcile/create-reconciler.js";
 import { settlesWithin } from "../settles-within.js";
 import { sweepPlan } from "../streams/swept-streams.js";

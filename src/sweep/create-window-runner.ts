@@ -1,6 +1,6 @@
 import type { Env } from "../config.js";
 import { plainProblem } from "../http-answer.js";
-import type { PacedTenant } from "../reconcile/create-paced-tenant.js";
+import type { PacedTenant } from "../pace/create-paced-tenant.js";
 import type { Reconciler } from "../reconcile/create-reconciler.js";
 import { sweepScopeOf } from "../streams/swept-streams.js";
 import { listSweptStreams } from "./list-swept-streams.js";

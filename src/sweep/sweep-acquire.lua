@@ -11,7 +11,7 @@
   Output:
     1 this owner sweeps now; 0 not due, or another holds the lease
 ]]
---- @include "../queue/lease.lua"
+--- @include "../redis/lease.lua"
 if redis.call('EXISTS', KEYS[2]) == 1 or lease_take(KEYS[1], ARGV[1], ARGV[2]) > 0 then return 0 end
 if tonumber(ARGV[3]) > 0 then redis.call('SET', KEYS[2], '1', 'PX', ARGV[3]) end
 return 1

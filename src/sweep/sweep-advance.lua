@@ -13,7 +13,7 @@
   Output:
     1 written (or already further); 0 not the holder (nothing written)
 ]]
---- @include "../queue/lease.lua"
+--- @include "../redis/lease.lua"
 if not lease_holds(KEYS[1], ARGV[1]) then return 0 end
 local current = tonumber(redis.call('HGET', KEYS[2], 'checkpoint') or '0')
 if tonumber(ARGV[2]) > current then redis.call('HSET', KEYS[2], 'checkpoint', ARGV[2]) end

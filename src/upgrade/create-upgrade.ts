@@ -1,5 +1,5 @@
 import type { Logger } from "../logger.js";
-import type { RedisClient } from "../queue/redis-connection.js";
+import type { RedisClient } from "../redis/redis-connection.js";
 import type { Route } from "../routes/route.js";
 import { adoptLegacySweepState } from "./adopt-legacy-sweep-state.js";
 import { drainLegacyLayout, type Closable } from "./drain-legacy-layout.js";

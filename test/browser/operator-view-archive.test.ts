@@ -6,7 +6,7 @@ import { chromium, type BrowserContext, type Page } from "playwright-core";
 import { beforeAll, describe, expect, it } from "vitest";
 import type { Overview } from "../../src/admin/describe-overview.js";
 import { startEmulator, type Emulator } from "../../src/emulator/start-emulator.js";
-import { freePort } from "../../src/queue/redis-server.js";
+import { freePort } from "../../src/redis/redis-server.js";
 import { createTestDatabase, type TestDatabase } from "../helpers/archive-database.js";
 import { capturedLogger } from "../helpers/captured-logger.js";
 import { userEvent } from "../helpers/fixtures.js";

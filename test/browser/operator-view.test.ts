@@ -6,7 +6,7 @@ import { chromium, type BrowserContext, type Page } from "playwright-core";
 import { beforeAll, describe, expect, it } from "vitest";
 import type { Overview } from "../../src/admin/describe-overview.js";
 import { startEmulator, type Emulator } from "../../src/emulator/start-emulator.js";
-import { freePort } from "../../src/queue/redis-server.js";
+import { freePort } from "../../src/redis/redis-server.js";
 import { userEvent } from "../helpers/fixtures.js";
 import { startSinkServer } from "../helpers/sink-server.js";
 import { startTestService, testCredentials, type TestService } from "../helpers/start-test-service.js";

@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { startEmulator } from "../../src/emulator/start-emulator.js";
-import { freePort, startRedisServer, type RedisServer } from "../../src/queue/redis-server.js";
+import { freePort, startRedisServer, type RedisServer } from "../../src/redis/redis-server.js";
 import { call, control, tenantEnv, type ControlDelivery } from "../integration/emulator-test-kit.js";
 import { createStream } from "../integration/emulator-test-kit.js";
 import { sweepStatus, sweepingEnv, until } from "../integration/sweep-test-kit.js";

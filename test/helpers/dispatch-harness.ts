@@ -7,7 +7,7 @@ import { createDeliveryQueues, type DeliveryQueues } from "../../src/queue/deliv
 import { createEventLedger, type EventLedger } from "../../src/queue/event-ledger.js";
 import { createEventStore, type EventStore } from "../../src/queue/event-store.js";
 import { createFanOut } from "../../src/queue/fan-out.js";
-import { closeRedis, createRedis, untilReady } from "../../src/queue/redis-connection.js";
+import { closeRedis, createRedis, untilReady } from "../../src/redis/redis-connection.js";
 
 /** A route for tests: quick to give up, with a small timeout. */
 export function testRoute(name: string, url: string, overrides: Partial<Route> = {}): Route {

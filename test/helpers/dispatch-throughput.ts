@@ -16,8 +16,8 @@ import { createEventLedger } from "../../src/queue/event-ledger.js";
 import { createEventStore } from "../../src/queue/event-store.js";
 import { routesMatching } from "../../src/routes/route.js";
 import { createFanOut } from "../../src/queue/fan-out.js";
-import { createRedis, untilReady } from "../../src/queue/redis-connection.js";
-import { startRedisServer } from "../../src/queue/redis-server.js";
+import { createRedis, untilReady } from "../../src/redis/redis-connection.js";
+import { startRedisServer } from "../../src/redis/redis-server.js";
 import { testRoute } from "./dispatch-harness.js";
 import { userEvent } from "./fixtures.js";
 

@@ -5,7 +5,7 @@ import { join, resolve } from "node:path";
 import type { TestProject } from "vitest/node";
 import type {} from "vitest";
 import { startPostgresServer, systemPostgresBinDir } from "../../src/archive/postgres-server.js";
-import { freePort, startRedisServer } from "../../src/queue/redis-server.js";
+import { freePort, startRedisServer } from "../../src/redis/redis-server.js";
 import { startDefaultPortDecoys } from "./default-port-decoys.js";
 
 declare module "vitest" {

@@ -3,7 +3,7 @@ import type { Config } from "../../src/config.js";
 import { loadRoutes } from "../../src/routes/load-routes.js";
 import { createDeliveryQueues } from "../../src/queue/delivery-queues.js";
 import { createEventLedger } from "../../src/queue/event-ledger.js";
-import { createRedis, untilReady } from "../../src/queue/redis-connection.js";
+import { createRedis, untilReady } from "../../src/redis/redis-connection.js";
 
 /** Reads what a service stored, through its own prefix: the ledger and each route's jobs. */
 export async function inspectStore(config: Config, redisUrl = config.env.REDIS_URL ?? inject("redisUrl")) {

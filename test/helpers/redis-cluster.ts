@@ -2,7 +2,7 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Redis } from "ioredis";
-import { freePort, startRedisServer, type RedisServer } from "../../src/queue/redis-server.js";
+import { freePort, startRedisServer, type RedisServer } from "../../src/redis/redis-server.js";
 import { until } from "./until.js";
 
 export interface RedisClusterHandle {

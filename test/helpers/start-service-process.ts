@@ -3,7 +3,7 @@ import { once } from "node:events";
 import { closeSync, openSync, readFileSync } from "node:fs";
 import { resolve } from "node:path";
 import { settings } from "../../src/config.js";
-import { freePort } from "../../src/queue/redis-server.js";
+import { freePort } from "../../src/redis/redis-server.js";
 import { until } from "./until.js";
 
 /** The CLI from source (tsx), so a concurrent `npm run build` elsewhere cannot swap dist/ under a test. */

@@ -11,8 +11,8 @@ import { createEventLedger } from "../../src/queue/event-ledger.js";
 import { createEventStore } from "../../src/queue/event-store.js";
 import { createFanOut } from "../../src/queue/fan-out.js";
 import { jobIdFor } from "../../src/queue/job-id.js";
-import { createRedis, untilReady } from "../../src/queue/redis-connection.js";
-import { startRedisServer, type RedisServer } from "../../src/queue/redis-server.js";
+import { createRedis, untilReady } from "../../src/redis/redis-connection.js";
+import { startRedisServer, type RedisServer } from "../../src/redis/redis-server.js";
 import { userEvent } from "../helpers/fixtures.js";
 import { startRedisCluster } from "../helpers/redis-cluster.js";
 

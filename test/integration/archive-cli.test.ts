@@ -7,7 +7,7 @@ import { createTestDatabase, type TestDatabase } from "../helpers/archive-databa
 import { userEvent } from "../helpers/fixtures.js";
 import { startSinkServer, type SinkServer } from "../helpers/sink-server.js";
 import { startTestService, type TestService } from "../helpers/start-test-service.js";
-import { freePort } from "../../src/queue/redis-server.js";
+import { freePort } from "../../src/redis/redis-server.js";
 
 const adminToken = "archive-cli-token";
 const user = "auth0|clisearch0000000000000001";

@@ -4,7 +4,7 @@ import { join } from "node:path";
 import pg from "pg";
 import { describe, expect, it } from "vitest";
 import { startPostgresServer, systemPostgresBinDir, type PostgresServer } from "../../src/archive/postgres-server.js";
-import { freePort } from "../../src/queue/redis-server.js";
+import { freePort } from "../../src/redis/redis-server.js";
 import { capturedLogger } from "../helpers/captured-logger.js";
 import { userEvent } from "../helpers/fixtures.js";
 import { startSinkServer } from "../helpers/sink-server.js";

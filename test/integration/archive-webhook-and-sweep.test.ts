@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import type { CloudEvent } from "../../src/events/cloud-event.js";
 import { startEmulator } from "../../src/emulator/start-emulator.js";
-import { freePort } from "../../src/queue/redis-server.js";
+import { freePort } from "../../src/redis/redis-server.js";
 import { createTestDatabase } from "../helpers/archive-database.js";
 import { tenantId, userEvent } from "../helpers/fixtures.js";
 import { startSinkServer } from "../helpers/sink-server.js";

@@ -7,7 +7,7 @@ import { runLoad } from "../../bench/lib/run-load.js";
 import { startChild, tsxArgs } from "../../bench/lib/start-child.js";
 import { createDeliveryQueues } from "../../src/queue/delivery-queues.js";
 import { jobIdFor } from "../../src/queue/job-id.js";
-import { createRedis, untilReady } from "../../src/queue/redis-connection.js";
+import { createRedis, untilReady } from "../../src/redis/redis-connection.js";
 import { userEvent } from "../helpers/fixtures.js";
 import { startSinkServer } from "../helpers/sink-server.js";
 

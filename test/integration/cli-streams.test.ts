@@ -5,7 +5,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startEmulator, type Emulator } from "../../src/emulator/start-emulator.js";
-import { freePort } from "../../src/queue/redis-server.js";
+import { freePort } from "../../src/redis/redis-server.js";
 import { startTestService, type TestService } from "../helpers/start-test-service.js";
 import { control } from "./emulator-test-kit.js";
 
@@ -13,7 +13,7 @@ import { control } from "./emulator-test-kit.js";
  * The built binary against the emulator. `npm test` builds dist/ first (pretest); when
  * run alone and dist/ is missing, the build happens here.
  */
-const root = new URL("../../", import.meta.url).pathname;
+const root = new URL("../..", import.meta.url).pathname;
 const main = join(root, "dist/cli/main.js");
 
 let emu: Emulator;

@@ -3,7 +3,7 @@ import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ConfigError, loadConfig } from "../../src/config.js";
 import { bullPrefix, deliveryQueueBullPrefix } from "../../src/queue/queue-names.js";
-import { createRedis, parseClusterUrl } from "../../src/queue/redis-connection.js";
+import { createRedis, parseClusterUrl } from "../../src/redis/redis-connection.js";
 import { userEvent } from "../helpers/fixtures.js";
 import { inspectStore } from "../helpers/inspect-store.js";
 import { startRedisCluster, type RedisClusterHandle } from "../helpers/redis-cluster.js";

@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startEmulator, type Emulator } from "../../src/emulator/start-emulator.js";
-import { freePort } from "../../src/queue/redis-server.js";
+import { freePort } from "../../src/redis/redis-server.js";
 import { runCli } from "../chaos/run-cli.js";
 import { startTestService, testCredentials, type TestService } from "../helpers/start-test-service.js";
 import { createStream, emit, settled, startSink, tenantEnv, type Sink } from "./emulator-test-kit.js";

@@ -1,7 +1,7 @@
 import { Queue } from "bullmq";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { deliveryQueueBullPrefix, deliveryQueueName } from "../../src/queue/queue-names.js";
-import { createRedis } from "../../src/queue/redis-connection.js";
+import { createRedis } from "../../src/redis/redis-connection.js";
 import { userEvent } from "../helpers/fixtures.js";
 import { startSinkServer, type SinkServer } from "../helpers/sink-server.js";
 import { startTestService, type TestService } from "../helpers/start-test-service.js";

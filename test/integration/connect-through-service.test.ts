@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startEmulator, type Emulator } from "../../src/emulator/start-emulator.js";
-import { freePort } from "../../src/queue/redis-server.js";
+import { freePort } from "../../src/redis/redis-server.js";
 import { runCli } from "../chaos/run-cli.js";
 import { startServiceProcess, type ServiceProcess } from "../helpers/start-service-process.js";
 import { serviceProcessEnv } from "../helpers/service-process-env.js";

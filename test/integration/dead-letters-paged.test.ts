@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { deadLetterPageSize, listDeadLetters } from "../../src/admin/list-dead-letters.js";
 import { createDeliveryQueues, type DeliveryQueues } from "../../src/queue/delivery-queues.js";
 import { deliveryQueueBullPrefix, deliveryQueueName } from "../../src/queue/queue-names.js";
-import { createRedis } from "../../src/queue/redis-connection.js";
+import { createRedis } from "../../src/redis/redis-connection.js";
 import { ensureBuilt } from "../helpers/dispatch-cli.js";
 import { explicitPorts } from "../helpers/explicit-ports.js";
 import { startTestService, type TestService } from "../helpers/start-test-service.js";

@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { parseAllDocuments, parse as parseYaml } from "yaml";
 import { loadConfig, settings } from "../../src/config.js";
 import { parseRoutes } from "../../src/routes/load-routes.js";
-import { freePort } from "../../src/queue/redis-server.js";
+import { freePort } from "../../src/redis/redis-server.js";
 import { buildCli } from "../helpers/build-cli.js";
 
 /**

@@ -5,7 +5,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it, inject } from "vitest";
 import type { Route } from "../../src/routes/route.js";
-import { startRedisServer } from "../../src/queue/redis-server.js";
+import { startRedisServer } from "../../src/redis/redis-server.js";
 import { createDispatchHarness, testRoute, type DispatchHarness } from "../helpers/dispatch-harness.js";
 import { userEvent } from "../helpers/fixtures.js";
 import { startSinkServer, type SinkAnswer, type SinkRequest, type SinkServer } from "../helpers/sink-server.js";

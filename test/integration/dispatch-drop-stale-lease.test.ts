@@ -3,7 +3,7 @@ import { dispatchEntityLeaseExpired, dispatchEntityWaits } from "../../src/metri
 import { createEntityVersions } from "../../src/queue/entity-versions.js";
 import { createEventLedger } from "../../src/queue/event-ledger.js";
 import { jobIdFor } from "../../src/queue/job-id.js";
-import { createRedis, untilReady } from "../../src/queue/redis-connection.js";
+import { createRedis, untilReady } from "../../src/redis/redis-connection.js";
 import { createDispatchHarness, testRoute, type DispatchHarness } from "../helpers/dispatch-harness.js";
 import { capturedLogger } from "../helpers/captured-logger.js";
 import { userEvent } from "../helpers/fixtures.js";

@@ -4,7 +4,7 @@ import { replayDeadLetters } from "../../src/admin/replay-dead-letters.js";
 import { dispatchEntityWaits, dispatchTotal } from "../../src/metrics/registry.js";
 import { createEntityVersions } from "../../src/queue/entity-versions.js";
 import { jobIdFor } from "../../src/queue/job-id.js";
-import { createRedis, untilReady } from "../../src/queue/redis-connection.js";
+import { createRedis, untilReady } from "../../src/redis/redis-connection.js";
 import { createDispatchHarness, testRoute, type DispatchHarness } from "../helpers/dispatch-harness.js";
 import { capturedLogger } from "../helpers/captured-logger.js";
 import { userEvent } from "../helpers/fixtures.js";

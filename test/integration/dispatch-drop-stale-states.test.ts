@@ -3,7 +3,7 @@ import { describeEvent } from "../../src/admin/describe-event.js";
 import type { CloudEvent } from "../../src/events/cloud-event.js";
 import { createEntityVersions } from "../../src/queue/entity-versions.js";
 import { jobIdFor } from "../../src/queue/job-id.js";
-import { createRedis, untilReady } from "../../src/queue/redis-connection.js";
+import { createRedis, untilReady } from "../../src/redis/redis-connection.js";
 import { createDispatchHarness, testRoute, type DispatchHarness } from "../helpers/dispatch-harness.js";
 import { userEvent } from "../helpers/fixtures.js";
 import { startSinkServer, type SinkServer } from "../helpers/sink-server.js";

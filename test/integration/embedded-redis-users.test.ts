@@ -4,8 +4,8 @@ import { join } from "node:path";
 import { Redis } from "ioredis";
 import { afterEach, describe, expect, it } from "vitest";
 import { createLogger } from "../../src/logger.js";
-import { joinEmbeddedRedis, usersKey } from "../../src/queue/embedded-redis-users.js";
-import { answers, startRedisServer, type RedisServer } from "../../src/queue/redis-server.js";
+import { joinEmbeddedRedis, usersKey } from "../../src/redis/embedded-redis-users.js";
+import { answers, startRedisServer, type RedisServer } from "../../src/redis/redis-server.js";
 
 const logger = createLogger("silent");
 let server: RedisServer | undefined;

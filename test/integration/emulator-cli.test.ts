@@ -2,7 +2,7 @@ import { spawn } from "node:child_process";
 import { once } from "node:events";
 import { describe, expect, it } from "vitest";
 import type { Emulator } from "../../src/emulator/start-emulator.js";
-import { freePort } from "../../src/queue/redis-server.js";
+import { freePort } from "../../src/redis/redis-server.js";
 import { call, createStream, emit, settled } from "./emulator-test-kit.js";
 import { until } from "../helpers/until.js";
 

@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import type { EntityVersion } from "../../src/events/entity-version.js";
 import { createEntityVersions, type EntityVersions } from "../../src/queue/entity-versions.js";
-import { createRedis, untilReady } from "../../src/queue/redis-connection.js";
+import { createRedis, untilReady } from "../../src/redis/redis-connection.js";
 import { startRedisCluster } from "../helpers/redis-cluster.js";
 
 /**

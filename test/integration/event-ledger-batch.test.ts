@@ -5,8 +5,8 @@ import { join } from "node:path";
 import type { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createEventLedger, type Arrival } from "../../src/queue/event-ledger.js";
-import { createRedis, untilReady } from "../../src/queue/redis-connection.js";
-import { startRedisServer, type RedisServer } from "../../src/queue/redis-server.js";
+import { createRedis, untilReady } from "../../src/redis/redis-connection.js";
+import { startRedisServer, type RedisServer } from "../../src/redis/redis-server.js";
 import { startRedisCluster } from "../helpers/redis-cluster.js";
 
 const arrival = (routes: string[]): Arrival => ({ receivedAt: Date.now(), origin: "webhook", streamId: "est_1", type: "user.updated", routes });

@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import type { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it, inject, vi } from "vitest";
 import { createEventLedger, type Arrival } from "../../src/queue/event-ledger.js";
-import { createRedis, untilReady } from "../../src/queue/redis-connection.js";
+import { createRedis, untilReady } from "../../src/redis/redis-connection.js";
 import { ledgerKeys } from "../helpers/ledger-keys.js";
 
 const arrival = (routes: string[], receivedAt = Date.now()): Arrival => ({ receivedAt, origin: "webhook", streamId: "est_1", type: "user.updated", routes });

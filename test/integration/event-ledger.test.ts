@@ -1,8 +1,8 @@
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it, inject } from "vitest";
 import { createEventLedger, type EventLedger } from "../../src/queue/event-ledger.js";
-import { createRedis, untilReady } from "../../src/queue/redis-connection.js";
-import { checkRedisVersion } from "../../src/queue/redis-version.js";
+import { createRedis, untilReady } from "../../src/redis/redis-connection.js";
+import { checkRedisVersion } from "../../src/redis/redis-version.js";
 import { ledgerKeys } from "../helpers/ledger-keys.js";
 
 const arrival = { receivedAt: Date.now(), origin: "webhook" as const, type: "user.created", routes: ["all"] };

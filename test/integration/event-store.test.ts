@@ -6,7 +6,7 @@ import { createDeliveryQueues, type DeliveryQueues } from "../../src/queue/deliv
 import { createEventLedger, type EventLedger } from "../../src/queue/event-ledger.js";
 import { createEventStore, type EventStore } from "../../src/queue/event-store.js";
 import { createFanOut } from "../../src/queue/fan-out.js";
-import { createRedis, untilReady } from "../../src/queue/redis-connection.js";
+import { createRedis, untilReady } from "../../src/redis/redis-connection.js";
 import { userEvent } from "../helpers/fixtures.js";
 
 const route = (name: string, match: string[]): Route => ({

@@ -7,8 +7,8 @@ import { startEmulator, type Emulator } from "../../src/emulator/start-emulator.
 import { legacyJobs } from "../../src/upgrade/legacy-queue-layout.js";
 import { jobIdFor } from "../../src/queue/job-id.js";
 import { bullPrefix, deliveryQueueName, reconcileQueueBullPrefix, reconcileQueueName } from "../../src/queue/queue-names.js";
-import { createRedis } from "../../src/queue/redis-connection.js";
-import { freePort } from "../../src/queue/redis-server.js";
+import { createRedis } from "../../src/redis/redis-connection.js";
+import { freePort } from "../../src/redis/redis-server.js";
 import { userEvent } from "../helpers/fixtures.js";
 import { inspectStore } from "../helpers/inspect-store.js";
 import { startSinkServer, type SinkServer } from "../helpers/sink-server.js";

@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import { Queue } from "bullmq";
 import { afterAll, describe, expect, it, inject } from "vitest";
 import { bullPrefix, deliveryQueueName } from "../../src/queue/queue-names.js";
-import { createRedis } from "../../src/queue/redis-connection.js";
+import { createRedis } from "../../src/redis/redis-connection.js";
 import { userEvent } from "../helpers/fixtures.js";
 import { startTestService, type TestService } from "../helpers/start-test-service.js";
 

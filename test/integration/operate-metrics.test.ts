@@ -2,7 +2,7 @@ import { mkdtemp, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { startRedisServer } from "../../src/queue/redis-server.js";
+import { startRedisServer } from "../../src/redis/redis-server.js";
 import { userEvent } from "../helpers/fixtures.js";
 import { startTestService, type TestService } from "../helpers/start-test-service.js";
 import { useCleanup } from "../helpers/cleanup.js";

@@ -2,7 +2,7 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { describe, expect, inject, it } from "vitest";
 import { deliveryQueueBullPrefix } from "../../src/queue/queue-names.js";
-import { createRedis, untilReady } from "../../src/queue/redis-connection.js";
+import { createRedis, untilReady } from "../../src/redis/redis-connection.js";
 import { userEvent } from "../helpers/fixtures.js";
 import { startSinkServer } from "../helpers/sink-server.js";
 import { startTestService } from "../helpers/start-test-service.js";

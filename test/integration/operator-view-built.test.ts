@@ -3,7 +3,7 @@ import { cp, mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { describe, expect, it } from "vitest";
-import { freePort } from "../../src/queue/redis-server.js";
+import { freePort } from "../../src/redis/redis-server.js";
 import { buildCli } from "../helpers/build-cli.js";
 import { serviceProcessEnv } from "../helpers/service-process-env.js";
 import { useCleanup } from "../helpers/cleanup.js";

@@ -2,7 +2,7 @@ import { mkdtemp } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { startRedisServer } from "../../src/queue/redis-server.js";
+import { startRedisServer } from "../../src/redis/redis-server.js";
 import { capturedLogger } from "../helpers/captured-logger.js";
 import { userEvent } from "../helpers/fixtures.js";
 import { startTestService, testCredentials } from "../helpers/start-test-service.js";

@@ -2,7 +2,7 @@ import { mkdtemp } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { startRedisServer, type RedisServer } from "../../src/queue/redis-server.js";
+import { startRedisServer, type RedisServer } from "../../src/redis/redis-server.js";
 import { userEvent } from "../helpers/fixtures.js";
 import { inspectStore } from "../helpers/inspect-store.js";
 import { startTestService, type TestService } from "../helpers/start-test-service.js";

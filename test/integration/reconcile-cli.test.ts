@@ -8,7 +8,7 @@ import { Queue } from "bullmq";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { startEmulator, type Emulator } from "../../src/emulator/start-emulator.js";
 import { deliveryQueueBullPrefix, deliveryQueueName } from "../../src/queue/queue-names.js";
-import { createRedis } from "../../src/queue/redis-connection.js";
+import { createRedis } from "../../src/redis/redis-connection.js";
 import { tenantId } from "../helpers/fixtures.js";
 import { startSinkServer, type SinkServer } from "../helpers/sink-server.js";
 import { startTestService, testCredentials, type TestService } from "../helpers/start-test-service.js";
@@ -19,7 +19,7 @@ import { call, createStream, emit, settled, tenantEnv } from "./emulator-test-ki
  * refuses it (the stream has a wrong password), so the tenant marks the delivery failed;
  * the built CLI then recovers it from the delivery history and the sink receives it.
  */
-const root = new URL("../../", import.meta.url).pathname;
+const root = new URL("../..", import.meta.url).pathname;
 const main = join(root, "dist/cli/main.js");
 const redisUrl = inject("redisUrl");
 const adminToken = "reconcile-cli-admin-token";

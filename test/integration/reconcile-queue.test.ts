@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { closeRedis, createRedis, untilReady } from "../../src/queue/redis-connection.js";
+import { closeRedis, createRedis, untilReady } from "../../src/redis/redis-connection.js";
 import { createReconcileQueue, type ReconcileQueue } from "../../src/reconcile/create-reconcile-queue.js";
 import { tenantId } from "../helpers/fixtures.js";
 

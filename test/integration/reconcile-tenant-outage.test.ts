@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { createLogger } from "../../src/logger.js";
 import { createEventLedger } from "../../src/queue/event-ledger.js";
 import { createEventStore } from "../../src/queue/event-store.js";
-import { closeRedis, createRedis, untilReady } from "../../src/queue/redis-connection.js";
+import { closeRedis, createRedis, untilReady } from "../../src/redis/redis-connection.js";
 import { createReconcileQueue, type ReconcileQueue } from "../../src/reconcile/create-reconcile-queue.js";
 import { createReconcileWorker, type ReconcileWorker } from "../../src/reconcile/create-reconcile-worker.js";
 import { createTenantClient } from "../../src/tenant/create-tenant-client.js";

@@ -1,5 +1,5 @@
 import { describe, expect, inject, it } from "vitest";
-import { createRedis, untilReady } from "../../src/queue/redis-connection.js";
+import { createRedis, untilReady } from "../../src/redis/redis-connection.js";
 import { startRedisCluster, type RedisClusterHandle } from "../helpers/redis-cluster.js";
 import { startTestService, type TestService } from "../helpers/start-test-service.js";
 import { useCleanup } from "../helpers/cleanup.js";

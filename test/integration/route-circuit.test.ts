@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { createRouteCircuit, type RouteCircuit } from "../../src/dispatch/route-circuit.js";
 import { createLogger } from "../../src/logger.js";
 import { circuitKey } from "../../src/queue/queue-names.js";
-import { createRedis } from "../../src/queue/redis-connection.js";
+import { createRedis } from "../../src/redis/redis-connection.js";
 
 // Probes a second apart: far longer than six round trips, even on a loaded machine.
 const settings = { failures: 3, probeMinMs: 1000, probeMaxMs: 4000 };

@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { startEmulator, type Emulator } from "../../src/emulator/start-emulator.js";
-import { startRedisServer, type RedisServer } from "../../src/queue/redis-server.js";
+import { startRedisServer, type RedisServer } from "../../src/redis/redis-server.js";
 import { runCli } from "../chaos/run-cli.js";
 import { startServiceProcess, type ServiceProcess } from "../helpers/start-service-process.js";
 import { userEvent } from "../helpers/fixtures.js";

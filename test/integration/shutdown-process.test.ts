@@ -4,7 +4,7 @@ import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { answers, freePort, startRedisServer } from "../../src/queue/redis-server.js";
+import { answers, freePort, startRedisServer } from "../../src/redis/redis-server.js";
 import { userEvent } from "../helpers/fixtures.js";
 import { testCredentials } from "../helpers/service-process-env.js";
 import { startSinkServer, type SinkServer } from "../helpers/sink-server.js";

@@ -4,8 +4,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ConfigError } from "../../src/config.js";
-import { createRedis, untilReady, type RedisClient } from "../../src/queue/redis-connection.js";
-import { startRedisServer, type RedisServer } from "../../src/queue/redis-server.js";
+import { createRedis, untilReady, type RedisClient } from "../../src/redis/redis-connection.js";
+import { startRedisServer, type RedisServer } from "../../src/redis/redis-server.js";
 import { startTestService } from "../helpers/start-test-service.js";
 
 /** Clients of this Redis other than `admin` itself, by name. */

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { startEmulator } from "../../src/emulator/start-emulator.js";
-import { freePort } from "../../src/queue/redis-server.js";
+import { freePort } from "../../src/redis/redis-server.js";
 import { startServiceProcess, type ServiceProcess } from "../helpers/start-service-process.js";
 import { startSinkServer } from "../helpers/sink-server.js";
 import { tenantEnv } from "./emulator-test-kit.js";

@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { describe, expect, inject, it } from "vitest";
 import { startEmulator } from "../../src/emulator/start-emulator.js";
-import { freePort } from "../../src/queue/redis-server.js";
+import { freePort } from "../../src/redis/redis-server.js";
 import { startServiceProcess } from "../helpers/start-service-process.js";
 import { startSinkServer } from "../helpers/sink-server.js";
 import { testCredentials } from "../helpers/start-test-service.js";

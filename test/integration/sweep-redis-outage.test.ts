@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, it } from "vitest";
 import { startEmulator } from "../../src/emulator/start-emulator.js";
-import { startRedisServer } from "../../src/queue/redis-server.js";
+import { startRedisServer } from "../../src/redis/redis-server.js";
 import { capturedLogger } from "../helpers/captured-logger.js";
 import { startTestService } from "../helpers/start-test-service.js";
 import { tenantEnv } from "./emulator-test-kit.js";

@@ -3,7 +3,7 @@ import { Redis } from "ioredis";
 import { describe, expect, inject, it } from "vitest";
 import { startEmulator } from "../../src/emulator/start-emulator.js";
 import { sweepKey } from "../../src/queue/queue-names.js";
-import { freePort } from "../../src/queue/redis-server.js";
+import { freePort } from "../../src/redis/redis-server.js";
 import { startServiceProcess } from "../helpers/start-service-process.js";
 import { startSinkServer } from "../helpers/sink-server.js";
 import { testCredentials } from "../helpers/start-test-service.js";

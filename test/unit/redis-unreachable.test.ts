@@ -1,8 +1,8 @@
 import { Redis } from "ioredis";
 import { afterAll, describe, expect, inject, it } from "vitest";
-import { createRedis, untilReady } from "../../src/queue/redis-connection.js";
+import { createRedis, untilReady } from "../../src/redis/redis-connection.js";
 import { isRedisUnreachable } from "../../src/redis-unreachable.js";
-import { freePort } from "../../src/queue/redis-server.js";
+import { freePort } from "../../src/redis/redis-server.js";
 import { capturedLogger } from "../helpers/captured-logger.js";
 
 /** Errors as ioredis and Redis raise them, not made up: which say only "Redis cannot be reached" (logged once per outage) and which are faults (logged with their stack). */

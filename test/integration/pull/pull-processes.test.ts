@@ -5,7 +5,7 @@ import { Redis } from "ioredis";
 import { describe, expect, it } from "vitest";
 import { startEmulator, type Emulator } from "../../../src/emulator/start-emulator.js";
 import { pullKey } from "../../../src/pull/pull-state.js";
-import { startRedisServer } from "../../../src/queue/redis-server.js";
+import { startRedisServer } from "../../../src/redis/redis-server.js";
 import { startServiceProcess, type ServiceProcess } from "../../helpers/start-service-process.js";
 import { serviceProcessEnv } from "../../helpers/service-process-env.js";
 import { startSinkServer, type SinkServer } from "../../helpers/sink-server.js";

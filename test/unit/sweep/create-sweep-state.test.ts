@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { createRedis, untilReady } from "../../../src/queue/redis-connection.js";
+import { createRedis, untilReady } from "../../../src/redis/redis-connection.js";
 import { createSweepState } from "../../../src/sweep/create-sweep-state.js";
 
 const redis = createRedis(inject("redisUrl"), "client");

@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { bullPrefix, sweepKey } from "../../../src/queue/queue-names.js";
-import { createRedis, untilReady } from "../../../src/queue/redis-connection.js";
+import { createRedis, untilReady } from "../../../src/redis/redis-connection.js";
 import { adoptLegacySweepState } from "../../../src/upgrade/adopt-legacy-sweep-state.js";
 import { createSweepState } from "../../../src/sweep/create-sweep-state.js";
 

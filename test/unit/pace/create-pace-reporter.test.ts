@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { registry } from "../../../src/metrics/registry.js";
-import type { PaceStep } from "../../../src/reconcile/create-call-pacer.js";
-import { createPaceReporter } from "../../../src/reconcile/create-pace-reporter.js";
-import type { PaceEvidence, PaceLimit, PaceVerdict } from "../../../src/reconcile/read-pace-evidence.js";
+import type { PaceStep } from "../../../src/pace/create-call-pacer.js";
+import { createPaceReporter } from "../../../src/pace/create-pace-reporter.js";
+import type { PaceEvidence, PaceLimit, PaceVerdict } from "../../../src/pace/read-pace-evidence.js";
 import { capturedLogger } from "../../helpers/captured-logger.js";
 
 const evidence = (verdict: PaceVerdict, ceiling: number, limit: PaceLimit = "bucket", reason = "the tenant shows room"): PaceEvidence => ({ verdict, ceiling: { perSecond: ceiling, limit }, reason, holdMs: 0 });

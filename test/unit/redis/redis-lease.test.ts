@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { createRedis, untilReady } from "../../../src/queue/redis-connection.js";
-import { createRedisLease } from "../../../src/queue/redis-lease.js";
+import { createRedis, untilReady } from "../../../src/redis/redis-connection.js";
+import { createRedisLease } from "../../../src/redis/redis-lease.js";
 
 const redis = createRedis(inject("redisUrl"), "client");
 beforeAll(() => untilReady(redis));

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { minimumRedisVersion, redisVersionProblem } from "../../../src/queue/redis-version.js";
+import { minimumRedisVersion, redisVersionProblem } from "../../../src/redis/redis-version.js";
 
 const info = (version: string) => `# Server\r\nredis_version:${version}\r\nredis_mode:standalone\r\n`;
 

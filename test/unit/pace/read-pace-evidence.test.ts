@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { readPaceEvidence } from "../../../src/reconcile/read-pace-evidence.js";
+import { readPaceEvidence } from "../../../src/pace/read-pace-evidence.js";
 
 const now = Date.parse("2025-09-08T06:35:17.000Z");
 const second = now / 1000;

@@ -1,8 +1,8 @@
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { createCallPacer } from "../../../src/reconcile/create-call-pacer.js";
-import type { PaceEvidence, PaceVerdict } from "../../../src/reconcile/read-pace-evidence.js";
-import { createRedis, untilReady } from "../../../src/queue/redis-connection.js";
+import { createCallPacer } from "../../../src/pace/create-call-pacer.js";
+import type { PaceEvidence, PaceVerdict } from "../../../src/pace/read-pace-evidence.js";
+import { createRedis, untilReady } from "../../../src/redis/redis-connection.js";
 
 const redis = createRedis(inject("redisUrl"), "client");
 beforeAll(() => untilReady(redis));

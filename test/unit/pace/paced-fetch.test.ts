@@ -1,8 +1,8 @@
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { createRedis, untilReady } from "../../../src/queue/redis-connection.js";
-import { createCallPacer } from "../../../src/reconcile/create-call-pacer.js";
-import { pacedFetch } from "../../../src/reconcile/paced-fetch.js";
+import { createRedis, untilReady } from "../../../src/redis/redis-connection.js";
+import { createCallPacer } from "../../../src/pace/create-call-pacer.js";
+import { pacedFetch } from "../../../src/pace/paced-fetch.js";
 
 const redis = createRedis(inject("redisUrl"), "client");
 beforeAll(() => untilReady(redis));
