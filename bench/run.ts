@@ -60,7 +60,7 @@ export interface BenchResults {
   targets: { ingestRatio?: boolean; ackP99?: boolean; ackP99Paced?: boolean; pipeline: Partial<Record<Topology, boolean>>; workerCpu?: boolean; reconcile?: boolean; reconcilePace?: boolean; soak?: boolean; operatorView?: boolean; archiveBytesPerEvent?: boolean; archiveSearchP99?: boolean; archivePipelineCost?: boolean };
 }
 
-const resultsDir = fileURLToPath(new URL("./results", import.meta.url));
+const resultsDir = fileURLToPath(new URL("./results/", import.meta.url));
 const sinkScript = fileURLToPath(new URL("./processes/sink-server.ts", import.meta.url));
 const log = (message: string) => process.stderr.write(`bench: ${message}\n`);
 

@@ -3,7 +3,7 @@ import type pg from "pg";
 import { checkOut } from "./check-out.js";
 
 /** The folder of the numbered migrations, beside this module in src/ and in dist/ alike (the build copies them). */
-const sqlDir = new URL("./sql", import.meta.url);
+const sqlDir = new URL("./sql/", import.meta.url);
 
 /**
  * Applies each numbered `.sql` file of sql/ once, in order, each in its own transaction

@@ -7,7 +7,7 @@ import type { Overview } from "../admin/describe-overview.js";
  * in src/http/ and in dist/http/, and shipped in the npm package): plain HTML, CSS and one
  * script, served as they are; no build step, nothing from the internet.
  */
-const pageDir = fileURLToPath(new URL("../../web/admin", import.meta.url));
+const pageDir = fileURLToPath(new URL("../../web/admin/", import.meta.url));
 const pageFiles = new Map([
   ["/", "index.html"],
   ["/index.html", "index.html"],

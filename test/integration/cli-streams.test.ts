@@ -13,7 +13,7 @@ import { control } from "./emulator-test-kit.js";
  * The built binary against the emulator. `npm test` builds dist/ first (pretest); when
  * run alone and dist/ is missing, the build happens here.
  */
-const root = new URL("../..", import.meta.url).pathname;
+const root = new URL("../../", import.meta.url).pathname;
 const main = join(root, "dist/cli/main.js");
 
 let emu: Emulator;

@@ -19,7 +19,7 @@ import { call, createStream, emit, settled, tenantEnv } from "./emulator-test-ki
  * refuses it (the stream has a wrong password), so the tenant marks the delivery failed;
  * the built CLI then recovers it from the delivery history and the sink receives it.
  */
-const root = new URL("../..", import.meta.url).pathname;
+const root = new URL("../../", import.meta.url).pathname;
 const main = join(root, "dist/cli/main.js");
 const redisUrl = inject("redisUrl");
 const adminToken = "reconcile-cli-admin-token";

@@ -14,7 +14,7 @@ import { call, createStream, emit, getToken, type ControlDelivery, tenantEnv } f
  * client here) and RECONCILE_RATE_PER_SECOND=50: every id reaches its outcome and the
  * tenant never answers 429.
  */
-const root = new URL("../..", import.meta.url).pathname;
+const root = new URL("../../", import.meta.url).pathname;
 const main = join(root, "dist/cli/main.js");
 const count = 1000;
 const rate = 50;
