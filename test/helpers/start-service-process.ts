@@ -59,6 +59,20 @@ export interface ServiceProcess {
  * answers 200, i.e. Redis is reachable and writable. Shared by the chaos tests and the bench.
  */
 export async function startServiceProcess(role: ServiceRole, env: Record<string, string>, options: ServiceProcessOptions = {}): Promise<ServiceProcess> {
+  // A free port is free when asked, not when the child binds it: a test file running beside
+  // this one may take it in between. The start then refuses it (exit 2, "already in use")
+  // before touching anything, so starting again on other ports is safe.
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startServiceProcessOnce(role, env, options);
+    } catch (error) {
+      const portTaken = /is already in use/.test((error as Error).message);
+      if (!portTaken || attempt === 3) throw error;
+    }
+  }
+}
+
+async function startServiceProcessOnce(role: ServiceRole, env: Record<string, string>, options: ServiceProcessOptions): Promise<ServiceProcess> {
   const adminPort = await freePort();
   const port = role === "worker" ? 0 : (options.port ?? (await freePort()));
   const base = options.inheritEnvironment
