@@ -1,7 +1,7 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
 
 /**
- * The one metrics registry of the process (the only module-level singleton, STYLE.md).
+ * The one metrics registry of the process (the only module-level singleton, docs/architecture.md).
  * Names and labels are docs/operating.md#metrics's; every label value is bounded (event types outside
  * the tenant's list share `other`, statuses are numbers, routes come from config).
  */

@@ -36,7 +36,7 @@ export interface TenantClient {
 }
 
 /**
- * The only code that talks to the tenant (STYLE.md). Each call: a cached token, up to
+ * The only code that talks to the tenant (docs/architecture.md, "The folders"). Each call: a cached token, up to
  * `maxRetries` retries (retry-decision.ts), one token refresh after a 401, a typed error
  * otherwise (tenant-error-from-response.ts), and a body checked against its schema.
  */

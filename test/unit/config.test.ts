@@ -4,7 +4,7 @@ import { problemsOf } from "../helpers/config-problems.js";
 
 
 describe("config", () => {
-  it("when nothing is set, then the CONTRACT defaults apply and basic credentials are to be generated", () => {
+  it("when nothing is set, then the documented defaults (README.md#settings) apply and basic credentials are to be generated", () => {
     const config = loadConfig({});
     expect(config.env).toMatchObject({ PORT: 8080, HOST: "0.0.0.0", ADMIN_PORT: 9090, ADMIN_HOST: "127.0.0.1", QUEUE_PREFIX: "streamkeeper", WEBHOOK_AUTH: "basic", WEBHOOK_MAX_BODY_BYTES: 1_048_576, DEDUPE_TTL_SECONDS: 604_800, LOG_LEVEL: "info", DATA_DIR: "./.streamkeeper" });
     expect(config.webhookAuth).toEqual({ method: "basic", generated: true });
