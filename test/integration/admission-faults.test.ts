@@ -11,7 +11,7 @@ import { createEventLedger } from "../../src/queue/event-ledger.js";
 import { createEventStore, type EventStore } from "../../src/queue/event-store.js";
 import { createFanOut } from "../../src/queue/fan-out.js";
 import { jobIdFor } from "../../src/queue/job-id.js";
-import { createRedis, untilReady } from "../../src/redis/redis-connection.js";
+import { createRedis, untilReady, type RedisClient } from "../../src/redis/redis-connection.js";
 import { startRedisServer } from "../../src/redis/redis-server.js";
 import { createDispatchHarness, testRoute, type DispatchHarness } from "../helpers/dispatch-harness.js";
 import { userEvent } from "../helpers/fixtures.js";
@@ -50,6 +50,19 @@ describe("admission: faults between its steps", () => {
       });
     };
     return { a, b, harness, redis, outboxKey, store: storeOn(), storeOn };
+  }
+
+  /** A store whose Redis connection runs through a proxy that can lose requests or replies, warmed up first (the ledger's shard count read, the script defined on that connection). */
+  async function storeBehindLossyProxy(storeOn: (connection: RedisClient) => EventStore) {
+    const proxy = await startLossyProxy(new URL(redisUrl));
+    cleanup.push(() => proxy.close());
+    const connection = createRedis(proxy.url, "client");
+    connection.on("error", () => {});
+    await untilReady(connection);
+    cleanup.push(async () => connection.disconnect());
+    const lost = storeOn(connection);
+    await lost.store(userEvent(), { origin: "webhook" });
+    return { proxy, lost };
   }
 
   /** Each route got the event once, and a repeat is a duplicate that reaches no route (a later event proves the queues moved past it). */
@@ -99,15 +112,8 @@ describe("admission: faults between its steps", () => {
 
   it("when the script never reaches Redis, then nothing is written and the retry stores the event once", async () => {
     const { a, b, harness, store, storeOn } = await setUp();
-    const proxy = await startLossyProxy(new URL(redisUrl));
-    cleanup.push(() => proxy.close());
-    const connection = createRedis(proxy.url, "client");
-    connection.on("error", () => {});
-    await untilReady(connection);
-    cleanup.push(async () => connection.disconnect());
-    const lost = storeOn(connection);
+    const { proxy, lost } = await storeBehindLossyProxy(storeOn);
     const event = userEvent();
-    await lost.store(userEvent(), { origin: "webhook" }); // the ledger's shard count read, the script defined on this connection
     proxy.lose("requests");
     await expect(lost.store(event, { origin: "webhook" })).rejects.toThrow();
     expect(await harness.ledger.lookup(event.id)).toBe("absent");
@@ -121,15 +127,8 @@ describe("admission: faults between its steps", () => {
 
   it("when the receiver is lost after the script ran (its answer never arrives), then the tenant's retry is answered as a duplicate and each route gets the event once", async () => {
     const { a, b, harness, store, storeOn } = await setUp();
-    const proxy = await startLossyProxy(new URL(redisUrl));
-    cleanup.push(() => proxy.close());
-    const connection = createRedis(proxy.url, "client");
-    connection.on("error", () => {});
-    await untilReady(connection);
-    cleanup.push(async () => connection.disconnect());
-    const lost = storeOn(connection);
+    const { proxy, lost } = await storeBehindLossyProxy(storeOn);
     const event = userEvent();
-    await lost.store(userEvent(), { origin: "webhook" }); // the ledger's shard count read, the script defined on this connection
     proxy.lose("replies");
     await expect(lost.store(event, { origin: "webhook" })).rejects.toThrow();
     // The script ran whole: the claim and both jobs are there.
