@@ -90,9 +90,11 @@ export function createReplays(deps: { pool: pg.Pool; routes: string[]; retention
         throw new ReplayRefusedError(`since ${new Date(request.since).toISOString()} is older than the archive keeps: it holds events from ${new Date(kept).toISOString()} on (ARCHIVE_RETENTION_DAYS=${deps.retentionDays}); give a later since`);
       }
       if (request.until !== undefined && request.until <= request.since) throw new ReplayRefusedError("until must be after since");
+      // Without until, the window ends when the replay starts: what arrives later is live,
+      // not replayed, and `matched` stays what is sent.
       const filter: ReplayFilter = {
         since: new Date(request.since).toISOString(),
-        ...(request.until === undefined ? {} : { until: new Date(request.until).toISOString() }),
+        until: new Date(request.until ?? now()).toISOString(),
         ...(request.type === undefined ? {} : { type: request.type }),
         ...(request.entity === undefined ? {} : { entity: request.entity }),
         ...(request.stream === undefined ? {} : { stream: request.stream }),

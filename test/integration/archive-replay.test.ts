@@ -69,6 +69,10 @@ describe("archive: replay", () => {
     expect(started.status).toBe(202);
     const { replayId, matched } = (await started.json()) as { replayId: string; matched: number };
     expect(matched).toBe(30);
+    // Without until, the window ends when the replay started: the live events below are not in it.
+    const startedAt = Date.now();
+    const window = (await (await admin(first, `/admin/replays/${replayId}`)).json()) as { until?: string };
+    expect(Date.parse(window.until ?? "")).toBeLessThanOrEqual(startedAt);
 
     await backfill.untilReceived(3);
     const live = Array.from({ length: 3 }, () => userEvent());
@@ -97,6 +101,8 @@ describe("archive: replay", () => {
     const lastReplayed = Math.max(...replayed.map((request) => request.index));
     for (const event of live) expect(backfill.requests.find((request) => request.headers["webhook-id"] === event.id)!.index).toBeLessThan(lastReplayed);
     await expect.poll(async () => ((await (await admin(second, `/admin/replays/${replayId}`)).json()) as { delivered: number }).delivered).toBe(30);
+    const replayedLive = backfill.requests.filter((request) => request.headers["x-streamkeeper-origin"] === "replay" && live.some((event) => event.id === request.headers["webhook-id"]));
+    expect(replayedLive).toEqual([]);
   });
 
   it("when an erased entity's window is replayed, then nothing of it is sent and the replay says it skipped them", async () => {
