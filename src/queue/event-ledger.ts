@@ -103,7 +103,6 @@ export const defaultLedgerShards = 1024;
  */
 export function createEventLedger(redis: Redis | Cluster, queuePrefix: string, ttlSeconds: number, shards = defaultLedgerShards): EventLedger {
   const transport = createLedgerTransport(redis);
-  const send = transport.send;
   const bucketSeconds = Math.min(86_400, ttlSeconds);
   const bucketCount = Math.floor(ttlSeconds / bucketSeconds) + 1;
 
@@ -111,14 +110,15 @@ export function createEventLedger(redis: Redis | Cluster, queuePrefix: string, t
   // it in Redis, and every process and CLI command reads it there, whatever LEDGER_SHARDS
   // it was given, so none looks for an id in another shard than the one it was written to.
   let shardCount: Promise<number> | undefined;
+  let knownShards: number | undefined;
   const ledgerShards = () =>
     (shardCount ??= (async () => {
       const key = ledgerShardsKey(queuePrefix);
       // Read first: a reader on a replica (or a read-only user) must not need a write.
       const fixed = Number(await redis.get(key));
-      if (fixed) return fixed;
+      if (fixed) return (knownShards = fixed);
       await redis.set(key, shards, "NX");
-      return Number(await redis.get(key)) || shards;
+      return (knownShards = Number(await redis.get(key)) || shards);
     })().catch((error: unknown) => {
       shardCount = undefined; // Redis was down: ask again on the next call.
       throw error;
@@ -136,14 +136,17 @@ export function createEventLedger(redis: Redis | Cluster, queuePrefix: string, t
     if (op === "lookup") return known.buckets;
     return op === "markNewest" ? known.newestOnly : known.all;
   };
-  const prepare = async (op: string, eventId: string, args: Array<string | number | Buffer>): Promise<LedgerCall> => {
+  // The shard count once known: no promise before the batch's (docs/benchmarks.md).
+  const prepare = (shardTotal: number, op: string, eventId: string, args: Array<string | number | Buffer>): LedgerCall => {
     const digest = hash("sha256", eventId, "buffer");
-    const shard = digest.readUInt32BE(0) % (await ledgerShards());
+    const shard = digest.readUInt32BE(0) % shardTotal;
     const now = Date.now();
     const keys = windowKeys(shard, Math.floor(now / (bucketSeconds * 1000)), op);
     return { shard, keys, args: [op, digest.toString("hex", 4, 12), now, ttlSeconds, bucketSeconds, ...args] };
   };
-  const call = async (op: string, eventId: string, ...args: Array<string | number>) => send(await prepare(op, eventId, args));
+  const prepareLater = async (op: string, eventId: string, args: Array<string | number | Buffer>) => prepare(knownShards ?? (await ledgerShards()), op, eventId, args);
+  const call = (op: string, eventId: string, ...args: Array<string | number>): Promise<unknown> =>
+    knownShards === undefined ? prepareLater(op, eventId, args).then(transport.send) : transport.send(prepare(knownShards, op, eventId, args));
 
   const lookup = async (eventId: string): Promise<LedgerState> => {
     const state = await call("lookup", eventId);
@@ -214,7 +217,7 @@ export function createEventLedger(redis: Redis | Cluster, queuePrefix: string, t
         keys.push(outbox.key);
         args.push(outbox.entry);
       }
-      const prepared = await prepare("admit", eventId, args);
+      const prepared = await prepareLater("admit", eventId, args);
       prepared.keys = [...prepared.keys, ...keys];
       try {
         const reply = await transport.admit(prepared);

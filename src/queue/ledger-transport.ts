@@ -36,9 +36,17 @@ export function createLedgerTransport(redis: Redis | Cluster): LedgerTransport {
   let perShard = "isCluster" in redis && redis.isCluster;
   const run = async (command: keyof LedgerCommands, calls: LedgerCall[]): Promise<unknown[]> => {
     if (calls.length === 1) return [await commands[command](calls[0]!.keys.length, ...calls[0]!.keys, ...calls[0]!.args)];
-    const keys = calls.flatMap((call) => call.keys);
-    const args = calls.flatMap((call) => [call.keys.length, call.args.length, ...call.args]);
-    return (await commands[command](keys.length, ...keys, "batch", calls.length, ...args)) as unknown[];
+    // The command's arguments in one array, filled in place: numkeys, every call's keys,
+    // "batch", the count, then per call its key and argument counts and its arguments.
+    const all: Array<string | number | Buffer> = [0];
+    for (const call of calls) for (const key of call.keys) all.push(key);
+    all[0] = all.length - 1;
+    all.push("batch", calls.length);
+    for (const call of calls) {
+      all.push(call.keys.length, call.args.length);
+      for (const arg of call.args) all.push(arg);
+    }
+    return (await commands[command](...all)) as unknown[];
   };
   const send = createBatchPerTurn<LedgerCall, unknown>(
     async (calls) => {
