@@ -6,7 +6,6 @@ import { chromium, type BrowserContext, type Page } from "playwright-core";
 import { beforeAll, describe, expect, it } from "vitest";
 import type { Overview } from "../../src/admin/describe-overview.js";
 import { startEmulator, type Emulator } from "../../src/emulator/start-emulator.js";
-import { freePort } from "../../src/redis/redis-server.js";
 import { createTestDatabase, type TestDatabase } from "../helpers/archive-database.js";
 import { capturedLogger } from "../helpers/captured-logger.js";
 import { userEvent } from "../helpers/fixtures.js";
@@ -14,6 +13,7 @@ import { startSinkServer, type SinkRequest, type SinkServer } from "../helpers/s
 import { startTestService, testCredentials, type TestService } from "../helpers/start-test-service.js";
 import { createStream, emit, settled, tenantEnv } from "../integration/emulator-test-kit.js";
 import { useCleanup, type Cleanup } from "../helpers/cleanup.js";
+import { startFrontDoor } from "../helpers/start-front-door.js";
 import { adminHeaders } from "../helpers/credentials.js";
 
 const chromiumPath = "/usr/bin/chromium";
@@ -118,17 +118,18 @@ describe.skipIf(!existsSync(chromiumPath))("operate: the operator view's search,
     cleanup.push(() => rm(dir, { recursive: true, force: true }));
     const routesFile = join(dir, "routes.yaml");
     await writeFile(routesFile, [`- { name: crm, match: "user.*", url: "${crm.url}" }`, `- { name: billing, match: "user.*", url: "${billing.url}" }`].join("\n"));
-    const port = await freePort();
+    const door = await startFrontDoor();
+    cleanup.push(() => door.close());
     service = await startTestService({
       ...tenantEnv(emulator),
-      PORT: String(port),
-      PUBLIC_URL: `http://127.0.0.1:${port}`,
+      PUBLIC_URL: door.url,
       ROUTES_FILE: routesFile,
       ADMIN_TOKEN: adminToken,
       ARCHIVE: "on",
       ARCHIVE_DATABASE_URL: db.url,
     }, "all", log.logger);
     cleanup.push(() => service.close());
+    door.open(service.publicUrl!);
 
     page = await openBrowser(cleanup, consoleErrors);
   });
@@ -289,16 +290,16 @@ describe.skipIf(!existsSync(chromiumPath))("operate: the operator view shows a r
     cleanup.push(() => emulator.close());
     const sink = await startSinkServer(() => ({ status: 204 }));
     cleanup.push(() => sink.close());
-    // The stream points at the service's port before the service listens: the tenant fails the delivery.
-    const port = await freePort();
-    const publicUrl = `http://127.0.0.1:${port}`;
+    // The stream points at the service's address before the service listens: the tenant fails the delivery.
+    const door = await startFrontDoor();
+    cleanup.push(() => door.close());
+    const publicUrl = door.url;
     await createStream(emulator, `${publicUrl}/webhooks`, { auth: { method: "basic", username: testCredentials.username, password: testCredentials.password }, types: ["user.created"] });
     const eventId = await emit(emulator, "user.created", { object: { user_id: alice } });
     expect((await settled(emulator, eventId, 60_000)).status).toBe("failed");
 
     const service = await startTestService({
       ...tenantEnv(emulator),
-      PORT: String(port),
       PUBLIC_URL: publicUrl,
       DOWNSTREAM_URL: sink.url,
       ADMIN_TOKEN: adminToken,
@@ -307,6 +308,7 @@ describe.skipIf(!existsSync(chromiumPath))("operate: the operator view shows a r
       RECONCILE_SWEEP_INTERVAL_SECONDS: "1",
     });
     cleanup.push(() => service.close());
+    door.open(service.publicUrl!);
     await sink.until((requests) => webhookIds(requests).includes(eventId), 90_000);
     await expect.poll(async () => (await db.query<{ origin: string }>("SELECT origin FROM events WHERE id = $1", [eventId]))[0]?.origin, { timeout: 60_000 }).toBe("reconcile");
     await expect.poll(async () => (await db.query("SELECT 1 FROM attempts WHERE event_id = $1 AND outcome = 'delivered'", [eventId])).length, { timeout: 60_000 }).toBe(1);

@@ -4,7 +4,6 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startEmulator, type Emulator } from "../../src/emulator/start-emulator.js";
-import { freePort } from "../../src/redis/redis-server.js";
 import { runCli } from "../chaos/run-cli.js";
 import { startTestService, testCredentials, type TestService } from "../helpers/start-test-service.js";
 import { createStream, emit, settled, startSink, tenantEnv, type Sink } from "./emulator-test-kit.js";
@@ -27,7 +26,7 @@ beforeAll(async () => {
   sink = await startSink(() => 400);
   service = await startTestService({ DOWNSTREAM_URL: sink.url, ...tenantEnv(emulator), RECONCILE_RATE_PER_SECOND: "20", ADMIN_TOKEN: adminToken });
   shellDir = await mkdtemp(join(tmpdir(), "sk-one-door-"));
-  shellEnv = { REDIS_URL: `redis://127.0.0.1:${await freePort()}`, DATA_DIR: shellDir, ADMIN_URL: service.adminUrl, ADMIN_TOKEN: adminToken, LOG_LEVEL: "warn" };
+  shellEnv = { REDIS_URL: "redis://127.0.0.1:9", DATA_DIR: shellDir, ADMIN_URL: service.adminUrl, ADMIN_TOKEN: adminToken, LOG_LEVEL: "warn" };
 }, 60_000);
 
 afterAll(async () => {

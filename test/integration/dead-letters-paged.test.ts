@@ -30,7 +30,7 @@ async function cli(args: string[], env: Record<string, string>, onStdout?: (chun
     onStdout?.(chunk);
   });
   child.stderr.setEncoding("utf8").on("data", (chunk: string) => (stderr += chunk));
-  const [code] = (await once(child, "exit")) as [number];
+  const [code] = (await once(child, "close")) as [number];
   return { code, stdout, stderr };
 }
 
