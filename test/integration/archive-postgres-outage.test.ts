@@ -11,6 +11,7 @@ import { startFrontDoor } from "../helpers/start-front-door.js";
 import { startPostgresOnFreePort } from "../helpers/start-postgres-on-free-port.js";
 import { startTestService } from "../helpers/start-test-service.js";
 import { useCleanup } from "../helpers/cleanup.js";
+import { refusedPort } from "../helpers/explicit-ports.js";
 
 /** The issue's figures: Postgres away for 60 s while 20 events a second arrive. */
 const outageMs = 60_000;
@@ -26,7 +27,7 @@ describe("archive: Postgres away", () => {
 
   it("when Postgres is unreachable at start, then the service starts, says the archive is unavailable and keeps trying", async () => {
     const { logger, lines } = capturedLogger("info");
-    const service = await startTestService({ ARCHIVE: "on", ARCHIVE_DATABASE_URL: "postgres://postgres@127.0.0.1:9/postgres" }, "all", logger);
+    const service = await startTestService({ ARCHIVE: "on", ARCHIVE_DATABASE_URL: `postgres://postgres@127.0.0.1:${refusedPort}/postgres` }, "all", logger);
     cleanup.push(() => service.close());
     expect((await fetch(`${service.adminUrl}/readyz`)).status).toBe(200);
     await expect.poll(() => lines.some((line) => line.level === 50 && String(line.msg).startsWith("archive unavailable"))).toBe(true);

@@ -7,6 +7,7 @@ import { startEmulator, type Emulator } from "../../src/emulator/start-emulator.
 import { runCli } from "../chaos/run-cli.js";
 import { startTestService, testCredentials, type TestService } from "../helpers/start-test-service.js";
 import { createStream, emit, settled, startSink, tenantEnv, type Sink } from "./emulator-test-kit.js";
+import { refusedPort } from "../helpers/explicit-ports.js";
 
 /**
  * Commands that act on the service go through one door, its admin API: the service runs
@@ -26,7 +27,7 @@ beforeAll(async () => {
   sink = await startSink(() => 400);
   service = await startTestService({ DOWNSTREAM_URL: sink.url, ...tenantEnv(emulator), RECONCILE_RATE_PER_SECOND: "20", ADMIN_TOKEN: adminToken });
   shellDir = await mkdtemp(join(tmpdir(), "sk-one-door-"));
-  shellEnv = { REDIS_URL: "redis://127.0.0.1:9", DATA_DIR: shellDir, ADMIN_URL: service.adminUrl, ADMIN_TOKEN: adminToken, LOG_LEVEL: "warn" };
+  shellEnv = { REDIS_URL: `redis://127.0.0.1:${refusedPort}`, DATA_DIR: shellDir, ADMIN_URL: service.adminUrl, ADMIN_TOKEN: adminToken, LOG_LEVEL: "warn" };
 }, 60_000);
 
 afterAll(async () => {

@@ -4,7 +4,7 @@ import { describe, expect, it } from "vitest";
 import type { Emulator } from "../../src/emulator/start-emulator.js";
 import { call, createStream, emit, settled } from "./emulator-test-kit.js";
 import { until } from "../helpers/until.js";
-import { noServiceUrl } from "../helpers/explicit-ports.js";
+import { refusedUrl } from "../helpers/explicit-ports.js";
 
 const tsx = "node_modules/.bin/tsx";
 const cleanEnv = Object.fromEntries(Object.entries(process.env).filter(([key]) => !key.startsWith("EMULATOR_")));
@@ -45,7 +45,7 @@ describe("streamkeeper emulator", () => {
       // The kit's helpers need only the URL of the emulator's control API.
       const emulator = { url: /listening on (\S+)/.exec(cli.stdout())![1]! } as Emulator;
       // Nothing listens there: every attempt fails.
-      const streamId = await createStream(emulator, `${noServiceUrl}/hook`);
+      const streamId = await createStream(emulator, `${refusedUrl}/hook`);
       const status = async () => ((await call(emulator, "GET", `/emulator/streams/${streamId}`)).body as { status: string }).status;
       expect((await settled(emulator, await emit(emulator), 30_000)).status).toBe("failed");
       expect(await status()).toBe("enabled");

@@ -14,7 +14,7 @@ import { startSinkServer, type SinkServer } from "../helpers/sink-server.js";
 import { startTestService, type TestService } from "../helpers/start-test-service.js";
 import { createStream, emit, settled, tenantEnv } from "./emulator-test-kit.js";
 import { useCleanup } from "../helpers/cleanup.js";
-import { noServiceUrl } from "../helpers/explicit-ports.js";
+import { refusedUrl } from "../helpers/explicit-ports.js";
 
 /**
  * An upgrade with jobs left under the single-hash-tag layout of an earlier release, in
@@ -41,7 +41,7 @@ describe("upgrading with jobs left under the earlier key layout", () => {
     emulator = await startEmulator({ timeScale: 0.001 });
     cleanup.push(() => emulator.close());
     // A push that failed before the upgrade: only the earlier release's reconcile job recovers it.
-    const brokenStream = await createStream(emulator, `${noServiceUrl}/webhooks`, { types: ["user.deleted"] });
+    const brokenStream = await createStream(emulator, `${refusedUrl}/webhooks`, { types: ["user.deleted"] });
     const lost = await emit(emulator, "user.deleted", { object: { user_id: "auth0|lost" } });
     expect((await settled(emulator, lost)).status).toBe("failed");
 

@@ -11,7 +11,7 @@ import { userEvent } from "../helpers/fixtures.js";
 import { startSink, type Sink } from "./emulator-test-kit.js";
 import { serviceProcessEnv } from "../helpers/service-process-env.js";
 import { adminHeaders, webhookAuthorization } from "../helpers/credentials.js";
-import { noServiceUrl } from "../helpers/explicit-ports.js";
+import { refusedUrl } from "../helpers/explicit-ports.js";
 
 const adminToken = "config-admin-token";
 const version = (JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8")) as { version: string }).version;
@@ -106,7 +106,7 @@ describe("the service's published configuration", () => {
   });
 
   it("when no service answers at ADMIN_URL, then dead-letters and reconcile say so in one line and exit 1", async () => {
-    const gone = { ...shellEnv, ADMIN_URL: noServiceUrl };
+    const gone = { ...shellEnv, ADMIN_URL: refusedUrl };
     for (const args of [["dead-letters", "list"], ["dead-letters", "replay", "--all"], ["reconcile", "evt_nobodyhome000000000000"]]) {
       const run = await runCli(args, gone);
       expect(run.code).toBe(1);

@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { describe, expect, inject, it } from "vitest";
 import { startEmulator } from "../../src/emulator/start-emulator.js";
-import { noServiceUrl } from "../helpers/explicit-ports.js";
+import { refusedUrl } from "../helpers/explicit-ports.js";
 import { startFrontDoor } from "../helpers/start-front-door.js";
 import { startServiceProcess } from "../helpers/start-service-process.js";
 import { startSinkServer } from "../helpers/sink-server.js";
@@ -32,7 +32,7 @@ describe("sweep: failed deliveries recovered with no one asking", () => {
     const auth = { method: "basic" as const, username: testCredentials.username, password: testCredentials.password };
     const ours = await createStream(emulator, `${publicUrl}/webhooks`, { auth, types: ["user.created"] });
     // Another destination's stream (nothing listens there): its failures are not ours.
-    const elsewhere = await createStream(emulator, `${noServiceUrl}/hooks`, { auth, types: ["user.deleted"] });
+    const elsewhere = await createStream(emulator, `${refusedUrl}/hooks`, { auth, types: ["user.deleted"] });
 
     // The service is down: every delivery fails (connection refused, 4 attempts).
     const lost: string[] = [];
