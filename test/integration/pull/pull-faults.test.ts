@@ -51,7 +51,7 @@ describe("the pull when the tenant refuses, expires or goes away", () => {
     const second = await service(pullEnv(emulator, sink.url, { QUEUE_PREFIX: prefix }));
     await sink.until((requests) => late.every((id) => requests.some((request) => request.headers["webhook-id"] === id)));
     // The 8th to 10th events come again (from the last stored event's time less 300 s) and are dropped as repeats.
-    await expect.poll(async () => delta(before, await metricsOf(second.adminUrl), "streamkeeper_pull_events_total", 'result="duplicate"'), { timeout: 10_000 }).toBe(3);
+    await expect.poll(async () => delta(before, await metricsOf(second.adminUrl), "streamkeeper_pull_events_total", 'result="duplicate"'), { timeout: 60_000 }).toBe(3);
     const seen = deliveriesById(sink.requests);
     expect([...early.ids, ...late].map((id) => seen.get(id)?.length)).toEqual(new Array(15).fill(1));
     expect(delta(before, await metricsOf(second.adminUrl), "streamkeeper_pull_reconnects_total", 'reason="expired"')).toBe(1);
