@@ -120,7 +120,7 @@ async function startServiceProcessOnce(role: ServiceRole, env: Record<string, st
     kill: async () => void (await stopWith("SIGKILL")),
     stop: (graceMs) => stopWith("SIGTERM", graceMs),
   };
-  const readyTimeoutMs = options.readyTimeoutMs ?? 60_000;
+  const readyTimeoutMs = options.readyTimeoutMs ?? 240_000;
   const outcome = await until(
     `streamkeeper start --role ${role} answers 200 at /readyz`,
     async () => {

@@ -28,7 +28,7 @@ beforeAll(async () => {
   service = await startTestService({ DOWNSTREAM_URL: sink.url, ...tenantEnv(emulator), RECONCILE_RATE_PER_SECOND: "20", ADMIN_TOKEN: adminToken });
   shellDir = await mkdtemp(join(tmpdir(), "sk-one-door-"));
   shellEnv = { REDIS_URL: `redis://127.0.0.1:${refusedPort}`, DATA_DIR: shellDir, ADMIN_URL: service.adminUrl, ADMIN_TOKEN: adminToken, LOG_LEVEL: "warn" };
-}, 60_000);
+});
 
 afterAll(async () => {
   await service?.close();
@@ -68,5 +68,5 @@ describe("commands through the admin API", () => {
     // Delivered again by the service (and refused again): the replay reached its queue.
     await deadLetterOf(id);
     expect(sink.requests.length).toBeGreaterThan(requestsBefore);
-  }, 120_000);
+  });
 });

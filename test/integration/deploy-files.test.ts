@@ -93,7 +93,7 @@ describe("Dockerfile", () => {
     let outDir: string;
     beforeAll(async () => {
       outDir = await buildCli("deploy-files");
-    }, 180_000);
+    });
 
     it("then the runtime needs no dev dependency: every package the built code imports is in dependencies", async () => {
       const pkg = JSON.parse(read("package.json")) as { dependencies: Record<string, string> };
@@ -152,7 +152,7 @@ describe("Dockerfile", () => {
         const adminUrl = await until("the service's admin surface listening", () => {
           if (service.exitCode !== null) throw new Error(`the service exited with ${service.exitCode}: ${stderr}`);
           return loggedUrl(stdout, "admin");
-        }, 60_000);
+        });
         const adminPort = new URL(adminUrl).port;
         // The HEALTHCHECK as Docker runs it: its exit code is the verdict.
         const deadline = Date.now() + 120_000;

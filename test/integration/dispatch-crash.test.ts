@@ -91,7 +91,7 @@ describe("dispatch: crashes and shutdown", () => {
       expect(Math.max(...counts.values())).toBeLessThanOrEqual(2);
     }
     await rm(dir, { recursive: true, force: true });
-  }, 240_000);
+  });
 
   it("when the dispatcher closes during slow deliveries, then it lets them finish", async () => {
     // Deliveries held until close() was called: none can finish (and free a slot for a

@@ -84,7 +84,7 @@ describe("upgrading with jobs left under the earlier key layout", () => {
     }
     expect(await legacyJobs(redis, prefix, deliveryQueueName("default"))).toEqual({ live: 0, failed: 0 });
     // Its worker on the old prefix is closed at the next look that still finds it empty.
-    await expect.poll(() => deliveries.getWorkersCount(), { timeout: 30_000, interval: 200 }).toBe(0);
+    await expect.poll(() => deliveries.getWorkersCount(), { interval: 200 }).toBe(0);
     expect(await legacyJobs(redis, prefix, reconcileQueueName)).toMatchObject({ live: 0 });
     expect((await reconciles.getJob(reconcileJob.id!))?.returnvalue).toMatchObject({ eventId: lost, outcome: "recovered" });
     // Job ids of the reconcile queue go on from the earlier release's.

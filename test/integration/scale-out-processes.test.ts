@@ -32,7 +32,7 @@ interface Running {
 let outDir: string;
 beforeAll(async () => {
   outDir = await buildCli("scale-out");
-}, 180_000);
+});
 afterAll(async () => {
   if (outDir) await rm(outDir, { recursive: true, force: true });
 });
@@ -72,7 +72,7 @@ describe.each([
     });
     const roles = ["receiver", "receiver", "worker", "worker"] as const;
     running.push(...(await Promise.all(roles.map((role) => startProcess(outDir, role, env)))));
-  }, 120_000);
+  });
 
   afterAll(async () => {
     for (const process of running) process.child.kill("SIGKILL");

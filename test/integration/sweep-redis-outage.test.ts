@@ -44,5 +44,5 @@ describe("sweep: a Redis outage", () => {
     redis = await startRedisServer({ dir, appendOnly: false });
     redisDoor.open(redis.url);
     await until("the sweeper saying Redis is back", async () => logged(lines, "sweep: Redis answers again"), 60_000);
-  }, 120_000);
+  });
 });

@@ -42,7 +42,7 @@ describe("pulling with worker processes that die", () => {
     const { emulator, sink } = await setUp({ eventsConnections: 4 });
     const env = serviceProcessEnv(pullEnv(emulator, sink.url, { PULL_FAILOVER_SECONDS: "4" }));
     const workers = [await worker(env), await worker(env)];
-    await expect.poll(async () => (await holderOf(workers[0]!))?.state, { timeout: 30_000 }).toBe("connected");
+    await expect.poll(async () => (await holderOf(workers[0]!))?.state).toBe("connected");
     const first = await emitWithOffsets(emulator, 50);
     await sink.until((requests) => new Set(requests.map((request) => request.headers["webhook-id"])).size === 50, 60_000);
     const holder = (await holderOf(workers[0]!))!.holder!;
@@ -51,7 +51,7 @@ describe("pulling with worker processes that die", () => {
 
     await held.kill();
     const killedAt = Date.now();
-    await expect.poll(async () => (await holderOf(other))?.holder ?? "", { timeout: 30_000, interval: 100 }).toContain(`:${other.child.pid}:`);
+    await expect.poll(async () => (await holderOf(other))?.holder ?? "", { interval: 100 }).toContain(`:${other.child.pid}:`);
     const takeoverMs = Date.now() - killedAt;
     const second = await emitWithOffsets(emulator, 50);
     await sink.until((requests) => second.ids.every((id) => requests.some((request) => request.headers["webhook-id"] === id)), 60_000);
@@ -99,7 +99,7 @@ describe("pulling with worker processes that die", () => {
     };
 
     let current = await worker(env);
-    await expect.poll(async () => (await holderOf(current))?.state, { timeout: 30_000 }).toBe("connected");
+    await expect.poll(async () => (await holderOf(current))?.state).toBe("connected");
     const kills: number[] = [];
     for (const reached of [100, 250]) {
       await emit(150);
@@ -117,7 +117,7 @@ describe("pulling with worker processes that die", () => {
     const stoppedAt = Date.now();
     await emit(100);
     // Reading stops while nothing can be stored: the worker says so and is no longer connected.
-    await expect.poll(async () => Date.now() - stoppedAt >= 5000 && /could not store a pulled event|cannot renew the Events API lease|cannot reach Redis/.test(current.output()), { timeout: 60_000, interval: 250 }).toBe(true);
+    await expect.poll(async () => Date.now() - stoppedAt >= 5000 && /could not store a pulled event|cannot renew the Events API lease|cannot reach Redis/.test(current.output()), { interval: 250 }).toBe(true);
     const duringOutage = distinct();
     redis = await startRedisServer({ dir, appendOnly: true });
     redisDoor.open(redis.url);
