@@ -31,7 +31,7 @@ export interface ServiceProcessOptions {
   logFile?: string;
   /** @defaultValue 4000000 */
   keepBytes?: number;
-  /** @defaultValue 60000 */
+  /** @defaultValue 240000 (a loaded machine starts a process slowly) */
   readyTimeoutMs?: number;
 }
 
