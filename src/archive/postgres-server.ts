@@ -109,11 +109,14 @@ export async function startPostgresServer(options: PostgresServerOptions): Promi
   child.stdout?.on("data", (chunk: Buffer) => (log = (log + chunk.toString()).slice(-4000)));
   child.stderr?.on("data", (chunk: Buffer) => (log = (log + chunk.toString()).slice(-4000)));
   const exited = new Promise<void>((ok) => child.once("exit", () => ok()));
+  // Its output read to the end: why it stopped (a port taken) may still be in the pipe at its exit.
+  const closed = new Promise<void>((ok) => child.once("close", () => ok()));
   if (options.logFile) child.unref();
   const url = options.port === undefined ? `postgres://postgres@${encodeURIComponent(socketDir)}:${port}/postgres` : `postgres://postgres@127.0.0.1:${port}/postgres`;
   const { default: pg } = await import("pg");
   const deadline = Date.now() + 30_000;
   for (;;) {
+    if (child.exitCode !== null) await closed;
     if (child.exitCode !== null) throw new Error(`postgres exited at start (code ${child.exitCode}): ${log.trim() || `see ${options.logFile}`}`);
     const client = new pg.Client(options.port === undefined ? { host: socketDir, port, user: "postgres", database: "postgres" } : { connectionString: url });
     client.on("error", () => {});

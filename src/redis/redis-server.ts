@@ -140,7 +140,9 @@ async function startRedisServerOnce(options: RedisServerOptions): Promise<RedisS
     child.once("error", (error: NodeJS.ErrnoException) =>
       fail(error.code === "ENOENT" ? new RedisServerMissingError(bin) : error),
     );
-    child.once("exit", (code) => fail(new Error(`redis-server exited with code ${code} before it was ready: ${output.slice(-500)}`)));
+    // "close" (its output read to the end), not "exit": the reason it stopped (a port taken,
+    // which the caller retries on another) may still be in the pipe when it exits.
+    child.once("close", (code) => fail(new Error(`redis-server exited with code ${code} before it was ready: ${output.slice(-500)}`)));
   });
   // Keep draining its output so a chatty server never blocks on a full pipe.
   child.stdout?.resume();

@@ -6,7 +6,6 @@ import { chromium, type BrowserContext, type Page } from "playwright-core";
 import { beforeAll, describe, expect, it } from "vitest";
 import type { Overview } from "../../src/admin/describe-overview.js";
 import { startEmulator, type Emulator } from "../../src/emulator/start-emulator.js";
-import { freePort } from "../../src/redis/redis-server.js";
 import { createTestDatabase, type TestDatabase } from "../helpers/archive-database.js";
 import { capturedLogger } from "../helpers/captured-logger.js";
 import { userEvent } from "../helpers/fixtures.js";
@@ -14,6 +13,7 @@ import { startSinkServer, type SinkRequest, type SinkServer } from "../helpers/s
 import { startTestService, testCredentials, type TestService } from "../helpers/start-test-service.js";
 import { createStream, emit, settled, tenantEnv } from "../integration/emulator-test-kit.js";
 import { useCleanup, type Cleanup } from "../helpers/cleanup.js";
+import { startFrontDoor } from "../helpers/start-front-door.js";
 import { adminHeaders } from "../helpers/credentials.js";
 
 const chromiumPath = "/usr/bin/chromium";
@@ -83,9 +83,9 @@ describe.skipIf(!existsSync(chromiumPath))("operate: the operator view's search,
   const refreshes = async () => Number(await page.locator("body").getAttribute("data-refreshes"));
   /** Once the service shows `holds`, the page shows it after at most one refresh started after it. */
   async function withinOneRefresh(holds: (seen: Overview) => boolean) {
-    await expect.poll(async () => holds(await overview()), { timeout: 60_000 }).toBe(true);
+    await expect.poll(async () => holds(await overview())).toBe(true);
     const seen = await refreshes();
-    await expect.poll(refreshes, { timeout: 30_000 }).toBeGreaterThanOrEqual(seen + 2);
+    await expect.poll(refreshes).toBeGreaterThanOrEqual(seen + 2);
   }
   const text = async (selector: string) => (await page.locator(selector).textContent()) ?? "";
   /**
@@ -98,9 +98,9 @@ describe.skipIf(!existsSync(chromiumPath))("operate: the operator view's search,
       const seen = (await (await fetch(`${service.adminUrl}/admin/replays/${replayId}`, { headers: adminHeaders(adminToken) })).json()) as { state: string; delivered: number };
       return `${seen.state} ${seen.delivered}`;
     };
-    await expect.poll(status, { timeout: 60_000 }).toBe(`done ${count}`);
+    await expect.poll(status).toBe(`done ${count}`);
     const seen = await refreshes();
-    await expect.poll(refreshes, { timeout: 30_000 }).toBeGreaterThanOrEqual(seen + 2);
+    await expect.poll(refreshes).toBeGreaterThanOrEqual(seen + 2);
     return (await page.locator(`#replays tbody tr[data-replay="${replayId}"] td`).allTextContents()).slice(0, 6);
   }
 
@@ -118,17 +118,18 @@ describe.skipIf(!existsSync(chromiumPath))("operate: the operator view's search,
     cleanup.push(() => rm(dir, { recursive: true, force: true }));
     const routesFile = join(dir, "routes.yaml");
     await writeFile(routesFile, [`- { name: crm, match: "user.*", url: "${crm.url}" }`, `- { name: billing, match: "user.*", url: "${billing.url}" }`].join("\n"));
-    const port = await freePort();
+    const door = await startFrontDoor();
+    cleanup.push(() => door.close());
     service = await startTestService({
       ...tenantEnv(emulator),
-      PORT: String(port),
-      PUBLIC_URL: `http://127.0.0.1:${port}`,
+      PUBLIC_URL: door.url,
       ROUTES_FILE: routesFile,
       ADMIN_TOKEN: adminToken,
       ARCHIVE: "on",
       ARCHIVE_DATABASE_URL: db.url,
     }, "all", log.logger);
     cleanup.push(() => service.close());
+    door.open(service.publicUrl!);
 
     page = await openBrowser(cleanup, consoleErrors);
   });
@@ -138,9 +139,9 @@ describe.skipIf(!existsSync(chromiumPath))("operate: the operator view's search,
     await crm.untilReceived(4, 60_000);
     await billing.until((requests) => requests.length >= 4, 60_000);
     // Archived with each route's outcome before the page searches.
-    await expect.poll(async () => (await db.query<{ n: string }>("SELECT count(DISTINCT (event_id, route)) AS n FROM attempts WHERE outcome IN ('delivered', 'dead_letter')"))[0]!.n, { timeout: 60_000 }).toBe("8");
+    await expect.poll(async () => (await db.query<{ n: string }>("SELECT count(DISTINCT (event_id, route)) AS n FROM attempts WHERE outcome IN ('delivered', 'dead_letter')"))[0]!.n).toBe("8");
     await page.goto(`${service.adminUrl}/admin/?refresh=${refreshSeconds}`);
-    await expect.poll(refreshes, { timeout: 30_000 }).toBeGreaterThanOrEqual(1);
+    await expect.poll(refreshes).toBeGreaterThanOrEqual(1);
     await page.locator("#search").getByLabel("User, organization or group id").fill(alice);
     await page.locator("#search").getByRole("button", { name: "Search" }).click();
     await page.locator("#search-results table").waitFor();
@@ -174,11 +175,11 @@ describe.skipIf(!existsSync(chromiumPath))("operate: the operator view's search,
     await form.locator("input[name=since]").fill(new Date(Date.now() - 3_600_000).toISOString());
     await form.getByLabel("User, organization or group id").fill(alice);
     await form.getByRole("button", { name: "Count events (dry run)" }).click();
-    await expect.poll(() => text("#replay-message"), { timeout: 30_000 }).toBe("Dry run: 3 events match; nothing was sent.");
+    await expect.poll(() => text("#replay-message")).toBe("Dry run: 3 events match; nothing was sent.");
     expect(crm.requests.length).toBe(before);
 
     await page.getByRole("button", { name: "Start replay of 3 events to crm" }).click();
-    await expect.poll(() => text("#replay-message"), { timeout: 30_000 }).toMatch(/^Replay \S+ started: 3 events to crm\./);
+    await expect.poll(() => text("#replay-message")).toMatch(/^Replay \S+ started: 3 events to crm\./);
     const replayed = await crm.until((requests) => requests.length >= before + 3, 60_000);
     const sent = replayed.slice(before);
     expect(sent.map((request) => request.headers["x-streamkeeper-origin"])).toEqual(["replay", "replay", "replay"]);
@@ -193,7 +194,7 @@ describe.skipIf(!existsSync(chromiumPath))("operate: the operator view's search,
 
   it("when a dead letter is retried from the page, then it is delivered", async () => {
     expect((await overview()).routes.find((route) => route.name === "billing")?.deadLetters).toBe(1);
-    await expect.poll(() => text('#routes tr[data-route="billing"] td:nth-of-type(6)'), { timeout: 30_000 }).toBe("1");
+    await expect.poll(() => text('#routes tr[data-route="billing"] td:nth-of-type(6)')).toBe("1");
     billingFixed = true;
     const before = billing.requests.length;
 
@@ -202,7 +203,7 @@ describe.skipIf(!existsSync(chromiumPath))("operate: the operator view's search,
     expect(await text("#dead-letters caption")).toBe("1 dead letters");
     await page.getByRole("checkbox", { name: `Select ${refused.id} of route billing` }).check();
     await page.getByRole("button", { name: "Retry selected" }).click();
-    await expect.poll(() => text("#dead-letters p"), { timeout: 30_000 }).toBe("1 dead letters queued again, with fresh attempts.");
+    await expect.poll(() => text("#dead-letters p")).toBe("1 dead letters queued again, with fresh attempts.");
 
     const retried = await billing.until((requests) => requests.slice(before).some((request) => request.status === 204), 60_000);
     expect(webhookIds(retried.slice(before))).toEqual([refused.id]);
@@ -217,10 +218,10 @@ describe.skipIf(!existsSync(chromiumPath))("operate: the operator view's search,
     const before = crm.requests.length;
     await page.locator("#search").getByRole("button", { name: "Search" }).click();
     await page.getByRole("button", { name: chosen.id }).click();
-    await expect.poll(() => text("#timeline h3"), { timeout: 30_000 }).toBe(`Timeline of ${chosen.id} (user.updated)`);
+    await expect.poll(() => text("#timeline h3")).toBe(`Timeline of ${chosen.id} (user.updated)`);
     await page.locator("#timeline").getByRole("combobox", { name: /^Replay to route/ }).selectOption("crm");
     await page.locator("#timeline").getByRole("button", { name: "Replay this event" }).click();
-    await expect.poll(() => text("#timeline-message"), { timeout: 30_000 }).toMatch(/^Replay \S+ started: 1 events to crm\./);
+    await expect.poll(() => text("#timeline-message")).toMatch(/^Replay \S+ started: 1 events to crm\./);
     const replayId = /^Replay (\S+) started/.exec(await text("#timeline-message"))![1]!;
     expect(await replayRowOnceDelivered(replayId, 1)).toEqual(["crm", "done", "1", "1", "1", "0"]);
     const sent = crm.requests.slice(before);
@@ -254,14 +255,14 @@ describe.skipIf(!existsSync(chromiumPath))("operate: the operator view with the 
     const text = async (selector: string) => (await page.locator(selector).textContent()) ?? "";
 
     await page.goto(`${service.adminUrl}/admin/?refresh=${refreshSeconds}`);
-    await expect.poll(refreshes, { timeout: 30_000 }).toBeGreaterThanOrEqual(1);
+    await expect.poll(refreshes).toBeGreaterThanOrEqual(1);
     await page.locator("#search").getByLabel("User, organization or group id").fill(alice);
     await page.locator("#search").getByRole("button", { name: "Search" }).click();
     await page.locator("#search-results p").waitFor();
     expect(await text("#search-results")).toMatch(/^Search is not available in this version \(or the archive is off or unreachable\)/);
     await page.locator("#replay input[name=since]").fill(new Date(Date.now() - 3_600_000).toISOString());
     await page.getByRole("button", { name: "Count events (dry run)" }).click();
-    await expect.poll(() => text("#replay-message"), { timeout: 30_000 }).toMatch(/^Replay is not available in this version/);
+    await expect.poll(() => text("#replay-message")).toMatch(/^Replay is not available in this version/);
     expect(await page.getByRole("button", { name: /^Start replay/ }).isDisabled()).toBe(true);
 
     // The rest works: an event is delivered and counted, the page keeps refreshing, dead letters list.
@@ -269,10 +270,10 @@ describe.skipIf(!existsSync(chromiumPath))("operate: the operator view with the 
     await sink.untilReceived(1, 60_000);
     expect(await page.locator("#routes tbody tr[data-route]").count()).toBeGreaterThanOrEqual(1);
     const seen = await refreshes();
-    await expect.poll(refreshes, { timeout: 30_000 }).toBeGreaterThanOrEqual(seen + 2);
+    await expect.poll(refreshes).toBeGreaterThanOrEqual(seen + 2);
     expect(await text("#problem")).toBe("");
     await page.getByRole("button", { name: "List dead letters" }).click();
-    await expect.poll(() => text("#dead-letters"), { timeout: 30_000 }).toBe("No dead letters.");
+    await expect.poll(() => text("#dead-letters")).toBe("No dead letters.");
     // Only the archive's missing endpoints failed (the browser reports them as failed loads).
     expect(consoleErrors.filter((line) => !/^Failed to load resource: .*404.*\/admin\/(events|replays)\b|^404 .*\/admin\/(events|replays)\b/.test(line))).toEqual([]);
     expect(consoleErrors.length).toBeGreaterThanOrEqual(2);
@@ -289,16 +290,16 @@ describe.skipIf(!existsSync(chromiumPath))("operate: the operator view shows a r
     cleanup.push(() => emulator.close());
     const sink = await startSinkServer(() => ({ status: 204 }));
     cleanup.push(() => sink.close());
-    // The stream points at the service's port before the service listens: the tenant fails the delivery.
-    const port = await freePort();
-    const publicUrl = `http://127.0.0.1:${port}`;
+    // The stream points at the service's address before the service listens: the tenant fails the delivery.
+    const door = await startFrontDoor();
+    cleanup.push(() => door.close());
+    const publicUrl = door.url;
     await createStream(emulator, `${publicUrl}/webhooks`, { auth: { method: "basic", username: testCredentials.username, password: testCredentials.password }, types: ["user.created"] });
     const eventId = await emit(emulator, "user.created", { object: { user_id: alice } });
     expect((await settled(emulator, eventId, 60_000)).status).toBe("failed");
 
     const service = await startTestService({
       ...tenantEnv(emulator),
-      PORT: String(port),
       PUBLIC_URL: publicUrl,
       DOWNSTREAM_URL: sink.url,
       ADMIN_TOKEN: adminToken,
@@ -307,9 +308,10 @@ describe.skipIf(!existsSync(chromiumPath))("operate: the operator view shows a r
       RECONCILE_SWEEP_INTERVAL_SECONDS: "1",
     });
     cleanup.push(() => service.close());
+    door.open(service.publicUrl!);
     await sink.until((requests) => webhookIds(requests).includes(eventId), 90_000);
-    await expect.poll(async () => (await db.query<{ origin: string }>("SELECT origin FROM events WHERE id = $1", [eventId]))[0]?.origin, { timeout: 60_000 }).toBe("reconcile");
-    await expect.poll(async () => (await db.query("SELECT 1 FROM attempts WHERE event_id = $1 AND outcome = 'delivered'", [eventId])).length, { timeout: 60_000 }).toBe(1);
+    await expect.poll(async () => (await db.query<{ origin: string }>("SELECT origin FROM events WHERE id = $1", [eventId]))[0]?.origin).toBe("reconcile");
+    await expect.poll(async () => (await db.query("SELECT 1 FROM attempts WHERE event_id = $1 AND outcome = 'delivered'", [eventId])).length).toBe(1);
 
     const consoleErrors: string[] = [];
     const page = await openBrowser(cleanup, consoleErrors);

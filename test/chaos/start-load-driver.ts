@@ -38,7 +38,14 @@ export async function startLoadDriver(options: Omit<LoadDriverOptions, "outFile"
     for (const line of lines) if (line.startsWith("progress ")) last = JSON.parse(line.slice("progress ".length)) as LoadProgress;
     for (const listener of listeners) listener();
   });
-  const exited = new Promise<number | null>((ok) => child.once("exit", (code) => ok(code)));
+  // "close", not "exit": its last progress lines may still be in the pipe when it exits.
+  let closed = false;
+  const exited = new Promise<number | null>((ok) =>
+    child.once("close", (code) => {
+      closed = true;
+      ok(code);
+    }),
+  );
   exited.then(() => listeners.forEach((listener) => listener()));
 
   const finished = exited.then(async (code) => {
@@ -57,7 +64,7 @@ export async function startLoadDriver(options: Omit<LoadDriverOptions, "outFile"
       new Promise((ok, fail) => {
         const check = () => {
           if (predicate(last)) done(() => ok(last));
-          else if (child.exitCode !== null || child.signalCode !== null) done(() => fail(new Error(`the load driver ended before the condition held: ${JSON.stringify(last)} ${stderr}`)));
+          else if (closed) done(() => fail(new Error(`the load driver ended before the condition held: ${JSON.stringify(last)} ${stderr}`)));
         };
         const timer = setTimeout(() => done(() => fail(new Error(`load driver: condition not met within ${timeoutMs} ms: ${JSON.stringify(last)}`))), timeoutMs);
         const done = (settle: () => void) => {

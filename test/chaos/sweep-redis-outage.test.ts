@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { startEmulator } from "../../src/emulator/start-emulator.js";
-import { freePort, startRedisServer, type RedisServer } from "../../src/redis/redis-server.js";
+import { startRedisServer, type RedisServer } from "../../src/redis/redis-server.js";
 import { call, control, tenantEnv, type ControlDelivery } from "../integration/emulator-test-kit.js";
 import { createStream } from "../integration/emulator-test-kit.js";
 import { sweepStatus, sweepingEnv, until } from "../integration/sweep-test-kit.js";
@@ -11,6 +11,7 @@ import { testCredentials } from "../helpers/start-test-service.js";
 import { startChaosSink } from "./chaos-sink.js";
 import { recordChaosResult } from "./record-chaos-result.js";
 import { routeFigures } from "./route-figures.js";
+import { startFrontDoor } from "../helpers/start-front-door.js";
 import { startServiceProcess } from "../helpers/start-service-process.js";
 import { useCleanup } from "../helpers/cleanup.js";
 
@@ -36,18 +37,24 @@ describe("chaos: Redis away for three of the tenant's retry windows", () => {
     cleanup.push(() => rm(dir, { recursive: true, force: true }));
     let redis: RedisServer = await startRedisServer({ dir, appendOnly: true });
     cleanup.push(() => redis.stop());
+    // The service's Redis at an address the test holds: the restarted server may bind any free port.
+    const redisDoor = await startFrontDoor();
+    cleanup.push(() => redisDoor.close());
+    redisDoor.open(redis.url);
     const emulator = await startEmulator({ timeScale: 1 });
     cleanup.push(() => emulator.close());
     const sink = await startChaosSink();
     cleanup.push(() => sink.close());
-    const port = await freePort();
-    const publicUrl = `http://127.0.0.1:${port}`;
+    const door = await startFrontDoor();
+    cleanup.push(() => door.close());
+    const publicUrl = door.url;
     const streamId = await createStream(emulator, `${publicUrl}/webhooks`, {
       auth: { method: "basic", username: testCredentials.username, password: testCredentials.password },
       types: ["user.updated"],
     });
-    const service = await startServiceProcess("all", sweepingEnv({ publicUrl, sinkUrl: sink.url, tenant: tenantEnv(emulator) }, { REDIS_URL: redis.url }), { port });
+    const service = await startServiceProcess("all", sweepingEnv({ publicUrl, sinkUrl: sink.url, tenant: tenantEnv(emulator) }, { REDIS_URL: `redis://127.0.0.1:${redisDoor.port}` }));
     cleanup.push(() => service.stop());
+    door.open(service.publicUrl!);
     await until("the first sweep", async () => (await sweepStatus(service)).streams[0]?.lastRunAt !== null);
 
     // The tenant's traffic: 20 events a second, paced by the clock, for 40 s.
@@ -63,9 +70,11 @@ describe("chaos: Redis away for three of the tenant's retry windows", () => {
     })();
     await until("the outage's start", async () => emitted.length >= (outageStartMs / 1000) * ratePerSecond);
     await redis.kill();
+    redisDoor.shut();
     const killedAt = Date.now();
     await until("20 s of outage", async () => Date.now() - killedAt >= outageMs, outageMs + 10_000);
-    redis = await startRedisServer({ dir, port: redis.port, appendOnly: true });
+    redis = await startRedisServer({ dir, appendOnly: true });
+    redisDoor.open(redis.url);
     await emitting;
 
     await sink.untilAccepted(emitted, 240_000);

@@ -2,6 +2,15 @@
 export const noServiceUrl = "http://127.0.0.1:9";
 
 /**
+ * A loopback port where nothing listens, that fetch does connect to (9 above is on
+ * fetch's list of ports it refuses by itself, "bad port", before any connection): a
+ * connection there is refused (ECONNREFUSED). No test binds a port below 1024, so unlike
+ * a port found free, nothing can take it while a test counts on it being refused.
+ */
+export const refusedPort = 2;
+export const refusedUrl = `http://127.0.0.1:${refusedPort}`;
+
+/**
  * The settings of a `streamkeeper` command a test runs, with every port explicit: never
  * the defaults (PORT 8080, ADMIN_PORT 9090), where a service running on the machine would
  * answer instead of the test's own. `start` and `demo` bind port 0 unless told; every other

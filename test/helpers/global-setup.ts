@@ -4,9 +4,10 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import type { TestProject } from "vitest/node";
 import type {} from "vitest";
-import { startPostgresServer, systemPostgresBinDir } from "../../src/archive/postgres-server.js";
-import { freePort, startRedisServer } from "../../src/redis/redis-server.js";
+import { systemPostgresBinDir } from "../../src/archive/postgres-server.js";
+import { startRedisServer } from "../../src/redis/redis-server.js";
 import { startDefaultPortDecoys } from "./default-port-decoys.js";
+import { startPostgresOnFreePort } from "./start-postgres-on-free-port.js";
 
 declare module "vitest" {
   export interface ProvidedContext {
@@ -34,7 +35,7 @@ export default async function setup(project: TestProject) {
   const binDir = systemPostgresBinDir();
   if (!binDir) throw new Error("initdb was not found in /usr/lib/postgresql/*/bin or on PATH: install Postgres (Debian: apt-get install -y postgresql)");
   const pgDir = await mkdtemp(join(tmpdir(), "sk-postgres-"));
-  const postgres = await startPostgresServer({ binDir, dataDir: join(pgDir, "data"), port: await freePort(), socketDir: pgDir });
+  const postgres = await startPostgresOnFreePort({ binDir, dataDir: join(pgDir, "data"), socketDir: pgDir });
   project.provide("postgresUrl", postgres.url);
   const built = await buildOnce();
   project.provide("builtDir", built);

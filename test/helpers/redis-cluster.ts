@@ -3,6 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Redis } from "ioredis";
 import { freePort, startRedisServer, type RedisServer } from "../../src/redis/redis-server.js";
+import { retryOnTakenPort } from "./retry-on-taken-port.js";
 import { until } from "./until.js";
 
 export interface RedisClusterHandle {
@@ -44,21 +45,18 @@ export async function startRedisCluster(size = 3): Promise<RedisClusterHandle> {
         "--cluster-node-timeout", "5000",
       ],
     });
-  const startNode = async (index: number, port?: number) => {
-    // A bus port found free may be taken (by a parallel test) before the node binds it: pick another.
-    for (let attempt = 1; ; attempt++) {
-      try {
-        return await startNodeOnce(index, port);
-      } catch (error) {
-        if (port !== undefined || attempt === 3 || !/Address already in use/i.test(String(error))) throw error;
-        busPorts[index] = await freePort();
-      }
-    }
-  };
+  // A bus port found free may be taken (by a parallel test) before the node binds it: pick
+  // another with the next try (a node started again on its own port keeps its bus port).
+  const startNode = (index: number, port?: number) =>
+    port !== undefined
+      ? startNodeOnce(index, port)
+      : retryOnTakenPort(async () => {
+          busPorts[index] = await freePort();
+          return startNodeOnce(index);
+        });
   try {
     for (let index = 0; index < size; index++) {
-      // The bus port defaults to port + 10000, which may be taken or above 65535: pick it too.
-      busPorts.push(await freePort());
+      // The bus port defaults to port + 10000, which may be taken or above 65535: startNode picks it too.
       nodes.push(await startNode(index));
     }
     for (const node of nodes) admins.push(new Redis(node.port, "127.0.0.1", { maxRetriesPerRequest: 1 }));

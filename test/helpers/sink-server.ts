@@ -88,7 +88,7 @@ export async function startSinkServer(answer: Answerer = () => ({})): Promise<Si
 
   sink.url = `http://127.0.0.1:${port}/`;
   sink.requests = requests;
-  sink.until = (predicate, timeoutMs = 30_000) =>
+  sink.until = (predicate, timeoutMs = 120_000) =>
     new Promise((ok, fail) => {
       const check = () => {
         if (!predicate(requests)) return;

@@ -4,6 +4,7 @@ import { closeSync, openSync, readFileSync } from "node:fs";
 import { resolve } from "node:path";
 import { settings } from "../../src/config.js";
 import { freePort } from "../../src/redis/redis-server.js";
+import { retryOnTakenPort } from "./retry-on-taken-port.js";
 import { until } from "./until.js";
 
 /** The CLI from source (tsx), so a concurrent `npm run build` elsewhere cannot swap dist/ under a test. */
@@ -24,13 +25,13 @@ export interface ServiceProcessOptions {
    * so only `env` sets the service; otherwise PATH alone. @defaultValue false
    */
   inheritEnvironment?: boolean;
-  /** the public port, when the caller must know it before the start (a stream pointing at it) */
-  port?: number;
+  /** the working directory of the process. @defaultValue this process's */
+  cwd?: string;
   /** where the output goes: appended to this file, or else kept in memory (the last `keepBytes`) */
   logFile?: string;
   /** @defaultValue 4000000 */
   keepBytes?: number;
-  /** @defaultValue 60000 */
+  /** @defaultValue 240000 (a loaded machine starts a process slowly) */
   readyTimeoutMs?: number;
 }
 
@@ -59,22 +60,16 @@ export interface ServiceProcess {
  * answers 200, i.e. Redis is reachable and writable. Shared by the chaos tests and the bench.
  */
 export async function startServiceProcess(role: ServiceRole, env: Record<string, string>, options: ServiceProcessOptions = {}): Promise<ServiceProcess> {
-  // A free port is free when asked, not when the child binds it: a test file running beside
-  // this one may take it in between. The start then refuses it (exit 2, "already in use")
-  // before touching anything, so starting again on other ports is safe.
-  for (let attempt = 1; ; attempt++) {
-    try {
-      return await startServiceProcessOnce(role, env, options);
-    } catch (error) {
-      const portTaken = /is already in use/.test((error as Error).message);
-      if (!portTaken || attempt === 3) throw error;
-    }
-  }
+  // The start refuses a port taken since it was found free (exit 2, "already in use")
+  // before touching anything: start again on other ports.
+  return retryOnTakenPort(() => startServiceProcessOnce(role, env, options));
 }
 
 async function startServiceProcessOnce(role: ServiceRole, env: Record<string, string>, options: ServiceProcessOptions): Promise<ServiceProcess> {
   const adminPort = await freePort();
-  const port = role === "worker" ? 0 : (options.port ?? (await freePort()));
+  // A URL that must be known before the start (a stream pointing at it) is a front door's
+  // (start-front-door.ts), opened onto this port once it runs: a fixed port could not be retried.
+  const port = role === "worker" ? 0 : await freePort();
   const base = options.inheritEnvironment
     ? Object.fromEntries(Object.entries(process.env).filter((entry): entry is [string, string] => entry[1] !== undefined && !(entry[0] in settings)))
     : { PATH: process.env.PATH ?? "" };
@@ -93,10 +88,10 @@ async function startServiceProcessOnce(role: ServiceRole, env: Record<string, st
   let child: ChildProcess;
   if (options.logFile !== undefined) {
     const log = openSync(options.logFile, "a");
-    child = spawn(process.execPath, args, { env: fullEnv, stdio: ["ignore", log, log] });
+    child = spawn(process.execPath, args, { env: fullEnv, cwd: options.cwd, stdio: ["ignore", log, log] });
     closeSync(log);
   } else {
-    child = spawn(process.execPath, args, { env: fullEnv, stdio: ["ignore", "pipe", "pipe"] });
+    child = spawn(process.execPath, args, { env: fullEnv, cwd: options.cwd, stdio: ["ignore", "pipe", "pipe"] });
     const keep = options.keepBytes ?? 4_000_000;
     const append = (chunk: Buffer) => {
       output += chunk.toString();
@@ -105,7 +100,9 @@ async function startServiceProcessOnce(role: ServiceRole, env: Record<string, st
     child.stdout!.on("data", append);
     child.stderr!.on("data", append);
   }
-  const exited = once(child, "exit").then(([code]) => code as number | null);
+  // "close", not "exit": the process may have exited with its last lines still in the pipes,
+  // and the output read after it (a refusal's reason, a "stopped" line) must hold them.
+  const exited = once(child, "close").then(([code]) => code as number | null);
   const stopWith = async (signal: NodeJS.Signals, graceMs?: number) => {
     if (child.exitCode === null && child.signalCode === null) child.kill(signal);
     const timer = graceMs === undefined ? undefined : setTimeout(() => child.kill("SIGKILL"), graceMs);
@@ -123,7 +120,7 @@ async function startServiceProcessOnce(role: ServiceRole, env: Record<string, st
     kill: async () => void (await stopWith("SIGKILL")),
     stop: (graceMs) => stopWith("SIGTERM", graceMs),
   };
-  const readyTimeoutMs = options.readyTimeoutMs ?? 60_000;
+  const readyTimeoutMs = options.readyTimeoutMs ?? 240_000;
   const outcome = await until(
     `streamkeeper start --role ${role} answers 200 at /readyz`,
     async () => {
@@ -132,7 +129,10 @@ async function startServiceProcessOnce(role: ServiceRole, env: Record<string, st
     },
     { withinMs: readyTimeoutMs },
   ).catch(() => "late" as const);
-  if (outcome === "exited") throw new Error(`streamkeeper start --role ${role} exited with ${child.exitCode}: ${service.output().slice(-2000)}`);
+  if (outcome === "exited") {
+    await exited;
+    throw new Error(`streamkeeper start --role ${role} exited with ${child.exitCode}: ${service.output().slice(-2000)}`);
+  }
   if (outcome === "late") {
     await service.kill();
     throw new Error(`streamkeeper start --role ${role} not ready within ${readyTimeoutMs} ms: ${service.output().slice(-2000)}`);

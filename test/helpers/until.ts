@@ -2,7 +2,7 @@
 type Answer<T> = T | undefined | null | false;
 
 export interface UntilOptions {
-  /** Give up after this long: a safety net, never a figure a test asserts. @defaultValue 30000 */
+  /** Give up after this long: a safety net, never a figure a test asserts. @defaultValue 120000 */
   withinMs?: number;
   /** Pause between two checks. @defaultValue 100 */
   everyMs?: number;
@@ -17,7 +17,7 @@ export interface UntilOptions {
  * it throws an Error naming what was awaited.
  */
 export async function until<T>(what: string, check: () => Answer<T> | Promise<Answer<T>>, options: UntilOptions | number = {}): Promise<T> {
-  const { withinMs = 30_000, everyMs = 100, detail } = typeof options === "number" ? { withinMs: options } : options;
+  const { withinMs = 120_000, everyMs = 100, detail } = typeof options === "number" ? { withinMs: options } : options;
   const deadline = Date.now() + withinMs;
   for (;;) {
     const answer = await check();

@@ -7,7 +7,7 @@ import { createTestDatabase, type TestDatabase } from "../helpers/archive-databa
 import { userEvent } from "../helpers/fixtures.js";
 import { startSinkServer, type SinkServer } from "../helpers/sink-server.js";
 import { startTestService, type TestService } from "../helpers/start-test-service.js";
-import { freePort } from "../../src/redis/redis-server.js";
+import { refusedUrl } from "../helpers/explicit-ports.js";
 
 const adminToken = "archive-cli-token";
 const user = "auth0|clisearch0000000000000001";
@@ -82,7 +82,7 @@ describe("archive commands: events search, events forget, replay", () => {
     expect(old.stderr).toMatch(/^error: since \S+ is older than the archive keeps: it holds events from \S+ on \(ARCHIVE_RETENTION_DAYS=30\); give a later since\n$/);
     const date = await runCli(["events", "search", "--since", "yesterday"], cliEnv);
     expect({ code: date.code, stderr: date.stderr }).toEqual({ code: 2, stderr: 'error: --since "yesterday": give a time in ISO 8601 with its offset (2026-11-25T06:00:00Z) or a duration back from now (30m, 2h, 7d)\n' });
-    const nobody = await runCli(["events", "search", "--entity", user], { ...cliEnv, ADMIN_URL: `http://127.0.0.1:${await freePort()}` });
+    const nobody = await runCli(["events", "search", "--entity", user], { ...cliEnv, ADMIN_URL: refusedUrl });
     expect(nobody.code).toBe(1);
     expect(nobody.stderr).toMatch(/^error: no Streamkeeper service answers at http:\/\/127\.0\.0\.1:\d+ \(ECONNREFUSED\): start it \(streamkeeper start\), or set ADMIN_URL to where it runs\n$/);
   });

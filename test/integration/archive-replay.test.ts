@@ -88,8 +88,9 @@ describe("archive: replay", () => {
     const second = await startServiceProcess("all", env());
     processes.push(second);
     await expect.poll(async () => ((await (await admin(second, `/admin/replays/${replayId}`)).json()) as { state: string }).state).toBe("done");
-    // The first page was queued before the kill; the second process went on from the checkpoint.
-    expect(second.output()).toContain("replay resumes from its checkpoint");
+    // The first page was queued before the kill; the second process went on from the checkpoint
+    // (said through its stdout, which may arrive after the state read over HTTP).
+    await expect.poll(() => second.output()).toContain("replay resumes from its checkpoint");
     await backfill.until((requests) => updated.every((event) => requests.some((request) => request.headers["webhook-id"] === event.id && request.headers["x-streamkeeper-origin"] === "replay")));
     const replayed = backfill.requests.filter((request) => request.headers["x-streamkeeper-origin"] === "replay");
     const ids = replayed.map((request) => request.headers["webhook-id"] as string);

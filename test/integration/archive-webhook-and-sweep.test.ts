@@ -4,7 +4,6 @@ import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import type { CloudEvent } from "../../src/events/cloud-event.js";
 import { startEmulator } from "../../src/emulator/start-emulator.js";
-import { freePort } from "../../src/redis/redis-server.js";
 import { createTestDatabase } from "../helpers/archive-database.js";
 import { tenantId, userEvent } from "../helpers/fixtures.js";
 import { startSinkServer } from "../helpers/sink-server.js";
@@ -12,6 +11,7 @@ import { startTestService, testCredentials } from "../helpers/start-test-service
 import { createStream, emit, tenantEnv } from "./emulator-test-kit.js";
 import { failedCount, until } from "./sweep-test-kit.js";
 import { useCleanup } from "../helpers/cleanup.js";
+import { startFrontDoor } from "../helpers/start-front-door.js";
 import { adminHeaders } from "../helpers/credentials.js";
 
 /**
@@ -82,8 +82,9 @@ describe("archive: 5,000 events by webhook and by the sweep", () => {
     // The tenant fails every delivery while nothing listens at the service's address.
     const emulator = await startEmulator({ timeScale: 0.001 });
     cleanup.push(() => emulator.close());
-    const port = await freePort();
-    const publicUrl = `http://127.0.0.1:${port}`;
+    const door = await startFrontDoor();
+    cleanup.push(() => door.close());
+    const publicUrl = door.url;
     const auth = { method: "basic" as const, username: testCredentials.username, password: testCredentials.password };
     const streamId = await createStream(emulator, `${publicUrl}/webhooks`, { auth, types: [...types] });
     const expected = new Map<string, Expected>();
@@ -100,7 +101,6 @@ describe("archive: 5,000 events by webhook and by the sweep", () => {
 
     const service = await startTestService({
       ...tenantEnv(emulator),
-      PORT: String(port),
       PUBLIC_URL: publicUrl,
       RECONCILE_SWEEP_INTERVAL_SECONDS: "1",
       ARCHIVE: "on",
@@ -109,6 +109,7 @@ describe("archive: 5,000 events by webhook and by the sweep", () => {
       ADMIN_TOKEN: adminToken,
     });
     cleanup.push(() => service.close());
+    door.open(service.publicUrl!);
     const count = async (sql: string) => Number((await db.query<{ n: string }>(sql))[0]!.n);
 
     // The sweep's recoveries first, then two windows of webhooks, with the times between.

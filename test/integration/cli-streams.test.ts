@@ -5,9 +5,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startEmulator, type Emulator } from "../../src/emulator/start-emulator.js";
-import { freePort } from "../../src/redis/redis-server.js";
 import { startTestService, type TestService } from "../helpers/start-test-service.js";
 import { control } from "./emulator-test-kit.js";
+import { refusedUrl } from "../helpers/explicit-ports.js";
 
 /**
  * The built binary against the emulator. `npm test` builds dist/ first (pretest); when
@@ -144,7 +144,7 @@ describe("streamkeeper streams", () => {
   });
 
   it("when no service answers, then SWEPT is unknown, one note says so, and the command exits 1", async () => {
-    const nobody = `http://127.0.0.1:${await freePort()}`;
+    const nobody = refusedUrl;
     const run = await cli(["streams", "list", "--json"], { ADMIN_URL: nobody, PUBLIC_URL: "https://hooks.example.com" });
     expect(run.code).toBe(1);
     expect(run.stderr).toMatch(/^note: no service answers at http:\/\/127\.0\.0\.1:\d+ \(ECONNREFUSED\), so SWEPT is unknown: start it, or set ADMIN_URL to where it runs\n$/);
@@ -231,7 +231,7 @@ describe("streamkeeper streams", () => {
   it("when a stream is connected, then it points at <public-url>/webhooks/<id> with the service's credentials, printed without the password", async () => {
     const id = streamIds[0]!;
     // No service answers there: the command acts with this shell's complete credentials.
-    const env = { WEBHOOK_AUTH: "basic", WEBHOOK_USERNAME: "hooks", WEBHOOK_PASSWORD: "connect-password-1", ADMIN_URL: `http://127.0.0.1:${await freePort()}` };
+    const env = { WEBHOOK_AUTH: "basic", WEBHOOK_USERNAME: "hooks", WEBHOOK_PASSWORD: "connect-password-1", ADMIN_URL: refusedUrl };
     const run = await cli(["streams", "connect", id, "--public-url", "https://sk.example.com/"], env);
     expect(run.code).toBe(0);
     expect(run.stdout).toBe(`stream ${id} now delivers to https://sk.example.com/webhooks/${id} with basic authorization (user hooks)\n`);
@@ -243,7 +243,7 @@ describe("streamkeeper streams", () => {
   });
 
   it("when the service has WEBHOOK_AUTH=none or a bad public URL, then connect exits 2", async () => {
-    const nobody = `http://127.0.0.1:${await freePort()}`;
+    const nobody = refusedUrl;
     const none = await cli(["streams", "connect", streamIds[0]!, "--public-url", "https://sk.example.com"], { WEBHOOK_AUTH: "none", ADMIN_URL: nobody });
     expect(none.code).toBe(2);
     expect(none.stderr).toMatch(/^error: WEBHOOK_AUTH=none, but the tenant requires authorization; set WEBHOOK_AUTH=basic/);

@@ -56,7 +56,7 @@ describe("the receiver on a three-master Redis Cluster", () => {
     let prefix = `test-${randomUUID()}`;
     while ((await cluster.nodeOf(bullPrefix(prefix))) === (await cluster.nodeOf(deliveryQueueBullPrefix(prefix, "default")))) prefix = `test-${randomUUID()}`;
     service = await startTestService({ REDIS_URL: cluster.url, DOWNSTREAM_URL: "http://127.0.0.1:9/", QUEUE_PREFIX: prefix }, "receiver");
-  }, 60_000);
+  });
 
   afterAll(async () => {
     await service?.close();

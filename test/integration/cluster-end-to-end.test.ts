@@ -53,7 +53,7 @@ describe("end to end on a three-master Redis Cluster", () => {
     liveStream = await createStream(emulator, endpoint, { types: ["user.created"], auth: { method: "basic", ...testCredentials } });
     // Pushes of this stream fail (401): its events are only recovered by reconcile.
     brokenStream = await createStream(emulator, endpoint, { types: ["user.deleted"], auth: { method: "basic", username: testCredentials.username, password: "wrong" } });
-  }, 60_000);
+  });
 
   afterAll(async () => {
     await service?.close();

@@ -4,10 +4,10 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startEmulator, type Emulator } from "../../src/emulator/start-emulator.js";
-import { freePort } from "../../src/redis/redis-server.js";
 import { runCli } from "../chaos/run-cli.js";
 import { startTestService, testCredentials, type TestService } from "../helpers/start-test-service.js";
 import { createStream, emit, settled, startSink, tenantEnv, type Sink } from "./emulator-test-kit.js";
+import { refusedPort } from "../helpers/explicit-ports.js";
 
 /**
  * Commands that act on the service go through one door, its admin API: the service runs
@@ -27,8 +27,8 @@ beforeAll(async () => {
   sink = await startSink(() => 400);
   service = await startTestService({ DOWNSTREAM_URL: sink.url, ...tenantEnv(emulator), RECONCILE_RATE_PER_SECOND: "20", ADMIN_TOKEN: adminToken });
   shellDir = await mkdtemp(join(tmpdir(), "sk-one-door-"));
-  shellEnv = { REDIS_URL: `redis://127.0.0.1:${await freePort()}`, DATA_DIR: shellDir, ADMIN_URL: service.adminUrl, ADMIN_TOKEN: adminToken, LOG_LEVEL: "warn" };
-}, 60_000);
+  shellEnv = { REDIS_URL: `redis://127.0.0.1:${refusedPort}`, DATA_DIR: shellDir, ADMIN_URL: service.adminUrl, ADMIN_TOKEN: adminToken, LOG_LEVEL: "warn" };
+});
 
 afterAll(async () => {
   await service?.close();
@@ -68,5 +68,5 @@ describe("commands through the admin API", () => {
     // Delivered again by the service (and refused again): the replay reached its queue.
     await deadLetterOf(id);
     expect(sink.requests.length).toBeGreaterThan(requestsBefore);
-  }, 120_000);
+  });
 });

@@ -3,7 +3,6 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startEmulator, type Emulator } from "../../src/emulator/start-emulator.js";
-import { freePort } from "../../src/redis/redis-server.js";
 import { runCli } from "../chaos/run-cli.js";
 import { startServiceProcess, type ServiceProcess } from "../helpers/start-service-process.js";
 import { serviceProcessEnv } from "../helpers/service-process-env.js";
@@ -11,6 +10,7 @@ import { startTestService, type TestService } from "../helpers/start-test-servic
 import { control, createStream, emit, settled, startSink, tenantEnv, type Sink } from "./emulator-test-kit.js";
 import { adminHeaders } from "../helpers/credentials.js";
 import { until } from "../helpers/until.js";
+import { refusedUrl } from "../helpers/explicit-ports.js";
 
 interface StoredStream {
   destination: { configuration: { webhook_endpoint: string; webhook_authorization: Record<string, string> } };
@@ -62,7 +62,7 @@ describe("streamkeeper streams connect", () => {
 
   it("when neither a service runs nor the shell has webhook credentials, then exit 2 naming what to set, and nothing changes", async () => {
     const id = await createStream(emu, "https://elsewhere.example.com/hook");
-    const adminUrl = `http://127.0.0.1:${await freePort()}`;
+    const adminUrl = refusedUrl;
     const run = await runCli(["streams", "connect", id, "--public-url", "https://sk.example.com"], { ...tenantEnv(emu), ADMIN_URL: adminUrl, DATA_DIR: shellDir });
     expect(run.code).toBe(2);
     expect(run.stderr).toBe(

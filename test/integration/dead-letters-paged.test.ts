@@ -30,7 +30,7 @@ async function cli(args: string[], env: Record<string, string>, onStdout?: (chun
     onStdout?.(chunk);
   });
   child.stderr.setEncoding("utf8").on("data", (chunk: string) => (stderr += chunk));
-  const [code] = (await once(child, "exit")) as [number];
+  const [code] = (await once(child, "close")) as [number];
   return { code, stdout, stderr };
 }
 
@@ -98,7 +98,7 @@ describe("dead letters by the page: 20,000 of them", () => {
     service = await startTestService({ QUEUE_PREFIX: harness.prefix, ROUTES_FILE: join(dir, "routes.json"), ADMIN_TOKEN: adminToken }, "receiver");
     env = { ADMIN_URL: service.adminUrl, ADMIN_TOKEN: adminToken, REDIS_URL: "redis://127.0.0.1:9", LOG_LEVEL: "warn" };
     await built;
-  }, 180_000);
+  });
 
   afterAll(async () => {
     await seeding?.close();
@@ -124,7 +124,7 @@ describe("dead letters by the page: 20,000 of them", () => {
     const letters = JSON.parse(stdout) as { jobId: string; failedReason: string }[];
     expect(new Set(letters.map((letter) => letter.jobId))).toEqual(ids);
     expect(letters[0]!.failedReason).toBe("downstream answered 400: schema mismatch");
-  }, 120_000);
+  });
 
   it("when the service's Redis goes away half-way through replay --all, then the command exits 1 with one error line saying how many were replayed", async () => {
     // A second receiver on the same queues, whose Redis is reached through a relay the test cuts.
@@ -134,7 +134,7 @@ describe("dead letters by the page: 20,000 of them", () => {
     const before = await queue.getFailedCount();
     try {
       const running = cli(["dead-letters", "replay", "--all"], { ...env, ADMIN_URL: cutOff.adminUrl });
-      await expect.poll(() => queue.getFailedCount(), { timeout: 60_000, interval: 10 }).toBeLessThan(before);
+      await expect.poll(() => queue.getFailedCount(), { interval: 10 }).toBeLessThan(before);
       relay.cut();
       const result = await running;
       expect(result.code).toBe(1);
@@ -144,7 +144,7 @@ describe("dead letters by the page: 20,000 of them", () => {
     } finally {
       await cutOff.close().catch(() => {});
     }
-  }, 120_000);
+  });
 
   it("when replaying --all, then every dead letter goes back to its queue with fresh attempts, page by page", async () => {
     const queue = seeding!.forRoute("bulk");
@@ -156,5 +156,5 @@ describe("dead letters by the page: 20,000 of them", () => {
     expect(await queue.getWaitingCount()).toBe(total);
     const [job] = await queue.getWaiting(0, 0);
     expect(job!.attemptsMade).toBe(0);
-  }, 120_000);
+  });
 });

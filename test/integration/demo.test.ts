@@ -12,7 +12,7 @@ describe("streamkeeper demo", () => {
     let stderr = "";
     child.stdout.on("data", (chunk) => (stdout += chunk));
     child.stderr.on("data", (chunk) => (stderr += chunk));
-    const [code] = await once(child, "exit");
+    const [code] = await once(child, "close");
     expect(code, stderr).toBe(0);
     const lost = /organization event (evt_\w{22})/.exec(stdout)?.[1];
     expect(lost).toBeDefined();

@@ -10,8 +10,9 @@ import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { parseAllDocuments, parse as parseYaml } from "yaml";
 import { loadConfig, settings } from "../../src/config.js";
 import { parseRoutes } from "../../src/routes/load-routes.js";
-import { freePort } from "../../src/redis/redis-server.js";
 import { buildCli } from "../helpers/build-cli.js";
+import { loggedUrl } from "../helpers/log-lines.js";
+import { until } from "../helpers/until.js";
 
 /**
  * There is no Docker engine here, so the deploy files are checked by construction: they
@@ -92,7 +93,7 @@ describe("Dockerfile", () => {
     let outDir: string;
     beforeAll(async () => {
       outDir = await buildCli("deploy-files");
-    }, 180_000);
+    });
 
     it("then the runtime needs no dev dependency: every package the built code imports is in dependencies", async () => {
       const pkg = JSON.parse(read("package.json")) as { dependencies: Record<string, string> };
@@ -122,48 +123,56 @@ describe("Dockerfile", () => {
       const probe = jsonArray(healthcheck.slice(healthcheck.indexOf("CMD ") + 4));
       expect(probe.join(" ")).toContain("/healthz");
 
-      const adminPort = await freePort();
       const dataDir = await mkdtemp(join(tmpdir(), "sk-deploy-"));
       const env = {
         PATH: process.env.PATH,
         // The image's ENV, with the admin surface on loopback: tests bind nothing else.
         DATA_DIR: dataDir,
         ADMIN_HOST: "127.0.0.1",
-        ADMIN_PORT: String(adminPort),
-        PORT: String(await freePort()),
+        // Ports 0, the admin port read back from the log for the probe: a port picked free
+        // beforehand may be taken by a test file running beside this one before the bind.
+        ADMIN_PORT: "0",
+        PORT: "0",
         HOST: "127.0.0.1",
         REDIS_URL: inject("redisUrl"),
         QUEUE_PREFIX: `test-deploy-${process.pid}`,
         WEBHOOK_USERNAME: "tenant",
         WEBHOOK_PASSWORD: "s3cret-webhook-password",
-        LOG_LEVEL: "warn",
+        LOG_LEVEL: "info",
         // The service refuses to start without a route (streamkeeper.env.example sets one).
         DOWNSTREAM_URL: "http://127.0.0.1:9/",
         ARCHIVE: "off",
       };
-      const service = spawn(entrypoint[0]!, [entrypoint[1]!.replace(/^dist\//, `${outDir}/dist/`), ...cmd], { env, stdio: ["ignore", "ignore", "pipe"] });
+      const service = spawn(entrypoint[0]!, [entrypoint[1]!.replace(/^dist\//, `${outDir}/dist/`), ...cmd], { env, stdio: ["ignore", "pipe", "pipe"] });
+      let stdout = "";
       let stderr = "";
+      service.stdout!.on("data", (chunk: Buffer) => (stdout += chunk.toString()));
       service.stderr!.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
       try {
+        const adminUrl = await until("the service's admin surface listening", () => {
+          if (service.exitCode !== null) throw new Error(`the service exited with ${service.exitCode}: ${stderr}`);
+          return loggedUrl(stdout, "admin");
+        });
+        const adminPort = new URL(adminUrl).port;
         // The HEALTHCHECK as Docker runs it: its exit code is the verdict.
-        const deadline = Date.now() + 45_000;
+        const deadline = Date.now() + 120_000;
         let status: number | null = 1;
         while (status !== 0 && Date.now() < deadline) {
-          status = spawnSync(probe[0]!, probe.slice(1), { env: { PATH: process.env.PATH, ADMIN_PORT: String(adminPort) }, timeout: 3000 }).status;
+          status = spawnSync(probe[0]!, probe.slice(1), { env: { PATH: process.env.PATH, ADMIN_PORT: adminPort }, timeout: 30_000 }).status;
           if (status !== 0) await sleep(100);
         }
         expect(status, stderr).toBe(0);
         const stopSignal = last("STOPSIGNAL") as NodeJS.Signals;
         service.kill(stopSignal);
-        const [code] = (await once(service, "exit")) as [number | null];
+        const [code] = (await once(service, "close")) as [number | null];
         expect(code, stderr).toBe(0);
         // With the service gone the same probe fails, so it is not vacuous.
-        expect(spawnSync(probe[0]!, probe.slice(1), { env: { PATH: process.env.PATH, ADMIN_PORT: String(adminPort) } }).status).toBe(1);
+        expect(spawnSync(probe[0]!, probe.slice(1), { env: { PATH: process.env.PATH, ADMIN_PORT: adminPort } }).status).toBe(1);
       } finally {
         service.kill("SIGKILL");
         await rm(dataDir, { recursive: true, force: true });
       }
-    });
+    }, 300_000);
 
     afterAll(async () => {
       if (outDir) await rm(outDir, { recursive: true, force: true });

@@ -84,7 +84,7 @@ async function accepts(service: ServiceProcess, id: string): Promise<number> {
 }
 
 async function stopWith(service: ServiceProcess, signal: NodeJS.Signals): Promise<number | null> {
-  const exited = once(service.child, "exit");
+  const exited = once(service.child, "close");
   service.child.kill(signal);
   const [code] = await exited;
   running.splice(running.indexOf(service), 1);

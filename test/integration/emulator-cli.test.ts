@@ -2,9 +2,9 @@ import { spawn } from "node:child_process";
 import { once } from "node:events";
 import { describe, expect, it } from "vitest";
 import type { Emulator } from "../../src/emulator/start-emulator.js";
-import { freePort } from "../../src/redis/redis-server.js";
 import { call, createStream, emit, settled } from "./emulator-test-kit.js";
 import { until } from "../helpers/until.js";
+import { refusedUrl } from "../helpers/explicit-ports.js";
 
 const tsx = "node_modules/.bin/tsx";
 const cleanEnv = Object.fromEntries(Object.entries(process.env).filter(([key]) => !key.startsWith("EMULATOR_")));
@@ -15,7 +15,7 @@ function run(args: string[], env: Record<string, string>) {
   let stderr = "";
   child.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString()));
   child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
-  const exit = once(child, "exit").then(([code]) => code as number | null);
+  const exit = once(child, "close").then(([code]) => code as number | null);
   return { child, exit, stdout: () => stdout, stderr: () => stderr };
 }
 
@@ -45,7 +45,7 @@ describe("streamkeeper emulator", () => {
       // The kit's helpers need only the URL of the emulator's control API.
       const emulator = { url: /listening on (\S+)/.exec(cli.stdout())![1]! } as Emulator;
       // Nothing listens there: every attempt fails.
-      const streamId = await createStream(emulator, `http://127.0.0.1:${await freePort()}/hook`);
+      const streamId = await createStream(emulator, `${refusedUrl}/hook`);
       const status = async () => ((await call(emulator, "GET", `/emulator/streams/${streamId}`)).body as { status: string }).status;
       expect((await settled(emulator, await emit(emulator), 30_000)).status).toBe("failed");
       expect(await status()).toBe("enabled");

@@ -8,13 +8,13 @@ import { legacyJobs } from "../../src/upgrade/legacy-queue-layout.js";
 import { jobIdFor } from "../../src/queue/job-id.js";
 import { bullPrefix, deliveryQueueName, reconcileQueueBullPrefix, reconcileQueueName } from "../../src/queue/queue-names.js";
 import { createRedis } from "../../src/redis/redis-connection.js";
-import { freePort } from "../../src/redis/redis-server.js";
 import { userEvent } from "../helpers/fixtures.js";
 import { inspectStore } from "../helpers/inspect-store.js";
 import { startSinkServer, type SinkServer } from "../helpers/sink-server.js";
 import { startTestService, type TestService } from "../helpers/start-test-service.js";
 import { createStream, emit, settled, tenantEnv } from "./emulator-test-kit.js";
 import { useCleanup } from "../helpers/cleanup.js";
+import { refusedUrl } from "../helpers/explicit-ports.js";
 
 /**
  * An upgrade with jobs left under the single-hash-tag layout of an earlier release, in
@@ -41,7 +41,7 @@ describe("upgrading with jobs left under the earlier key layout", () => {
     emulator = await startEmulator({ timeScale: 0.001 });
     cleanup.push(() => emulator.close());
     // A push that failed before the upgrade: only the earlier release's reconcile job recovers it.
-    const brokenStream = await createStream(emulator, `http://127.0.0.1:${await freePort()}/webhooks`, { types: ["user.deleted"] });
+    const brokenStream = await createStream(emulator, `${refusedUrl}/webhooks`, { types: ["user.deleted"] });
     const lost = await emit(emulator, "user.deleted", { object: { user_id: "auth0|lost" } });
     expect((await settled(emulator, lost)).status).toBe("failed");
 
@@ -84,7 +84,7 @@ describe("upgrading with jobs left under the earlier key layout", () => {
     }
     expect(await legacyJobs(redis, prefix, deliveryQueueName("default"))).toEqual({ live: 0, failed: 0 });
     // Its worker on the old prefix is closed at the next look that still finds it empty.
-    await expect.poll(() => deliveries.getWorkersCount(), { timeout: 30_000, interval: 200 }).toBe(0);
+    await expect.poll(() => deliveries.getWorkersCount(), { interval: 200 }).toBe(0);
     expect(await legacyJobs(redis, prefix, reconcileQueueName)).toMatchObject({ live: 0 });
     expect((await reconciles.getJob(reconcileJob.id!))?.returnvalue).toMatchObject({ eventId: lost, outcome: "recovered" });
     // Job ids of the reconcile queue go on from the earlier release's.

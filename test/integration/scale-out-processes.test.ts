@@ -8,6 +8,7 @@ import { loadConfig } from "../../src/config.js";
 import { buildCli } from "../helpers/build-cli.js";
 import { userEvent } from "../helpers/fixtures.js";
 import { inspectStore } from "../helpers/inspect-store.js";
+import { loggedUrl } from "../helpers/log-lines.js";
 import { startRedisCluster } from "../helpers/redis-cluster.js";
 import { startSinkServer, type SinkRequest, type SinkServer } from "../helpers/sink-server.js";
 import { serviceProcessEnv } from "../helpers/service-process-env.js";
@@ -31,7 +32,7 @@ interface Running {
 let outDir: string;
 beforeAll(async () => {
   outDir = await buildCli("scale-out");
-}, 180_000);
+});
 afterAll(async () => {
   if (outDir) await rm(outDir, { recursive: true, force: true });
 });
@@ -71,7 +72,7 @@ describe.each([
     });
     const roles = ["receiver", "receiver", "worker", "worker"] as const;
     running.push(...(await Promise.all(roles.map((role) => startProcess(outDir, role, env)))));
-  }, 120_000);
+  });
 
   afterAll(async () => {
     for (const process of running) process.child.kill("SIGKILL");
@@ -143,7 +144,7 @@ describe.each([
   it("when each process gets SIGTERM, then it stops cleanly with exit 0", async () => {
     const codes = await Promise.all(
       running.map(async (process) => {
-        const exited = once(process.child, "exit");
+        const exited = once(process.child, "close");
         process.child.kill("SIGTERM");
         const [code] = (await exited) as [number | null];
         return { role: process.role, code, stderr: process.stderr() };
@@ -164,19 +165,15 @@ async function startProcess(outDir: string, role: "receiver" | "worker", baseEnv
   let stderr = "";
   child.stdout!.on("data", (chunk: Buffer) => (stdout += chunk.toString()));
   child.stderr!.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
-  const urlOf = (msg: string) => {
-    const line = stdout.split("\n").find((candidate) => candidate.includes(`"msg":"${msg}"`));
-    return line ? (JSON.parse(line) as { url: string }).url : undefined;
-  };
   // Ready = the admin port answers /readyz 200 (Redis reachable and writable).
   const deadline = Date.now() + 60_000;
   for (;;) {
     if (child.exitCode !== null) throw new Error(`${role} exited with ${child.exitCode}: ${stderr}`);
-    const adminUrl = urlOf("admin surface (metrics, probes, admin API) listening");
+    const adminUrl = loggedUrl(stdout, "admin");
     const status = adminUrl ? await fetch(`${adminUrl}/readyz`).then((answer) => answer.status, () => 0) : 0;
     if (adminUrl && status === 200) {
       // Nothing else is read from stdout: keep draining it so the process never blocks on the pipe.
-      return { role, child, adminUrl, publicUrl: role === "receiver" ? urlOf("receiving webhooks") : undefined, stderr: () => stderr.slice(-2000) };
+      return { role, child, adminUrl, publicUrl: role === "receiver" ? loggedUrl(stdout, "public") : undefined, stderr: () => stderr.slice(-2000) };
     }
     if (Date.now() > deadline) throw new Error(`${role} not ready within 60 s: ${stderr}`);
     await new Promise((resolve) => setTimeout(resolve, 100));

@@ -4,8 +4,10 @@ import { mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { answers, freePort, startRedisServer } from "../../src/redis/redis-server.js";
+import { answers, startRedisServer } from "../../src/redis/redis-server.js";
 import { userEvent } from "../helpers/fixtures.js";
+import { logLines, loggedUrl, type LogLine } from "../helpers/log-lines.js";
+import { until } from "../helpers/until.js";
 import { testCredentials } from "../helpers/service-process-env.js";
 import { startSinkServer, type SinkServer } from "../helpers/sink-server.js";
 
@@ -15,32 +17,41 @@ const basic = `Basic ${Buffer.from(`${testCredentials.username}:${testCredential
 interface Started {
   child: ChildProcess;
   publicUrl: string;
-  lines(): Array<{ msg: string; level: number; running?: number }>;
+  adminUrl: string;
+  lines(): Array<LogLine & { running?: number }>;
   /** Resolves with the exit code and the time of the exit. */
   exited: Promise<{ code: number | null; at: number }>;
 }
 
-/** `node dist/cli/main.js start` with exactly `env` (plus PATH), on free loopback ports given explicitly; resolves once its admin surface listens. */
+/** `node dist/cli/main.js start` with exactly `env` (plus PATH), on ports 0 read back from its log; resolves once its admin surface listens. */
 async function start(env: Record<string, string>): Promise<Started> {
-  const port = await freePort();
-  const adminPort = await freePort();
   const child = spawn(process.execPath, [cli, "start"], {
-    env: { PATH: process.env.PATH ?? "", HOST: "127.0.0.1", ADMIN_HOST: "127.0.0.1", PORT: String(port), ADMIN_PORT: String(adminPort), ARCHIVE: "off", LOG_LEVEL: "info", ...env },
+    env: { PATH: process.env.PATH ?? "", HOST: "127.0.0.1", ADMIN_HOST: "127.0.0.1", PORT: "0", ADMIN_PORT: "0", ARCHIVE: "off", LOG_LEVEL: "info", ...env },
     stdio: ["ignore", "pipe", "pipe"],
   });
-  let output = "";
-  child.stdout!.on("data", (chunk: Buffer) => (output += chunk.toString()));
-  child.stderr!.on("data", (chunk: Buffer) => (output += chunk.toString()));
-  const exited = once(child, "exit").then(([code]) => ({ code: code as number | null, at: Date.now() }));
-  const lines = () =>
-    output
-      .split("\n")
-      .filter((line) => line.startsWith("{"))
-      .map((line) => JSON.parse(line) as { msg: string; level: number; running?: number });
-  for (const deadline = Date.now() + 60_000; !lines().some((line) => line.msg.startsWith("admin surface")); await new Promise((ok) => setTimeout(ok, 50))) {
-    if (child.exitCode !== null || Date.now() > deadline) throw new Error(`streamkeeper start did not come up: ${output.slice(-2000)}`);
-  }
-  return { child, publicUrl: `http://127.0.0.1:${port}`, lines, exited };
+  let stdout = "";
+  let stderr = "";
+  child.stdout!.on("data", (chunk: Buffer) => (stdout += chunk.toString()));
+  child.stderr!.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
+  // The time of the exit, and the code once the output is read to its end ("close"): the
+  // last lines ("stopped") may still be in the pipe when the process exits.
+  let exitedAt = 0;
+  child.once("exit", () => (exitedAt = Date.now()));
+  const exited = once(child, "close").then(([code]) => ({ code: code as number | null, at: exitedAt }));
+  const lines = () => logLines<LogLine & { running?: number }>(stdout);
+  const adminUrl = await until(
+    "streamkeeper start listening on its admin port",
+    () => {
+      if (child.exitCode !== null) throw new Error(`streamkeeper start exited with ${child.exitCode}: ${stderr.slice(-2000)}`);
+      return loggedUrl(stdout, "admin");
+    },
+    { withinMs: 60_000, detail: () => `${stdout.slice(-1000)}\n${stderr.slice(-1000)}` },
+  ).catch(async (error: unknown) => {
+    child.kill("SIGKILL");
+    throw error;
+  });
+  // The ingress listens before the admin surface does.
+  return { child, publicUrl: loggedUrl(stdout, "public")!, adminUrl, lines, exited };
 }
 
 const isAlive = (pid: number) => {
@@ -60,15 +71,17 @@ describe("stopping the service process", () => {
     cleanup.length = 0;
   });
 
-  it("when a downstream takes 8 s, events are in flight and two SIGINTs come 1 s apart, then the process exits before the answers, its embedded redis-server is gone, and after a restart every acknowledged event is delivered", async () => {
+  it("when a downstream takes 30 s, events are in flight and two SIGINTs come 1 s apart, then the process exits before the answers, its embedded redis-server is gone, and after a restart every acknowledged event is delivered", async () => {
     const dataDir = await mkdtemp(join(tmpdir(), "sk-second-signal-"));
     cleanup.push(() => rm(dataDir, { recursive: true, force: true }));
-    const sink: SinkServer = await startSinkServer(() => ({ status: 200, delayMs: 8000 }));
+    // Answers after 30 s: an unhurried stop would wait for them, a hurried one has that long
+    // to exit first, however loaded the machine.
+    const sink: SinkServer = await startSinkServer(() => ({ status: 200, delayMs: 30_000 }));
     cleanup.push(() => sink.close());
     const routesFile = join(dataDir, "routes.json");
-    await writeFile(routesFile, JSON.stringify([{ name: "slow", match: "*", url: sink.url, timeoutMs: 30_000, concurrency: 10 }]));
+    await writeFile(routesFile, JSON.stringify([{ name: "slow", match: "*", url: sink.url, timeoutMs: 120_000, concurrency: 10 }]));
     // The embedded Redis (REDIS_URL empty) under its own DATA_DIR; a long SHUTDOWN_TIMEOUT_MS,
-    // so only the second signal can end the wait before the 8 s answers.
+    // so only the second signal can end the wait before the 30 s answers.
     const env = { REDIS_URL: "", DATA_DIR: dataDir, ROUTES_FILE: routesFile, WEBHOOK_USERNAME: testCredentials.username, WEBHOOK_PASSWORD: testCredentials.password, SHUTDOWN_TIMEOUT_MS: "60000" };
     const first = await start(env);
     cleanup.push(async () => first.child.exitCode === null && first.child.kill("SIGKILL"));
@@ -97,7 +110,7 @@ describe("stopping the service process", () => {
     expect(first.lines().find((line) => line.msg.startsWith("stopping now (a second signal)"))).toMatchObject({ running: 5 });
     expect(stopLines).toContain("stopped the embedded redis-server: no other Streamkeeper process uses it");
     // Nothing left on the data directory: the redis-server the process led is gone, its socket silent.
-    await expect.poll(() => isAlive(redisPid), { timeout: 10_000 }).toBe(false);
+    await expect.poll(() => isAlive(redisPid)).toBe(false);
     expect(await answers({ path: join(dataDir, "redis", "redis.sock") })).toBe(false);
 
     // The restart delivers every acknowledged event from the append-only file.
@@ -111,7 +124,7 @@ describe("stopping the service process", () => {
     expect(sink.requests.filter((request) => request.status === 200)).toHaveLength(acknowledged.length);
     second.child.kill("SIGTERM");
     expect((await second.exited).code).toBe(0);
-  }, 180_000);
+  });
 
   it("when Redis is unreachable and one SIGINT comes, then the process stops without waiting for SHUTDOWN_TIMEOUT_MS and says nothing of deliveries still running", async () => {
     const dir = await mkdtemp(join(tmpdir(), "sk-stop-no-redis-"));
@@ -122,7 +135,7 @@ describe("stopping the service process", () => {
     const service = await start({ REDIS_URL: redis.url, QUEUE_PREFIX: `test-${Date.now()}`, DOWNSTREAM_URL: "http://127.0.0.1:9/", WEBHOOK_USERNAME: testCredentials.username, WEBHOOK_PASSWORD: testCredentials.password, SHUTDOWN_TIMEOUT_MS: "600000" });
     cleanup.push(async () => service.child.exitCode === null && service.child.kill("SIGKILL"));
     await redis.kill();
-    await expect.poll(() => service.lines().some((line) => line.msg.startsWith("Redis does not answer")), { timeout: 30_000 }).toBe(true);
+    await expect.poll(() => service.lines().some((line) => line.msg.startsWith("Redis does not answer"))).toBe(true);
 
     service.child.kill("SIGINT");
     expect((await service.exited).code).toBe(0);
@@ -132,5 +145,5 @@ describe("stopping the service process", () => {
     // The outage said once, not once per connection, and no library stack anywhere.
     expect(lines.filter((line) => line.msg.startsWith("Redis does not answer: webhooks"))).toHaveLength(1);
     expect(JSON.stringify(lines)).not.toContain("\"stack\"");
-  }, 120_000);
+  });
 });

@@ -7,6 +7,8 @@ import { join } from "node:path";
 import { randomUUID } from "node:crypto";
 import { describe, expect, inject, it } from "vitest";
 import { explicitPorts } from "../helpers/explicit-ports.js";
+import { loggedUrl } from "../helpers/log-lines.js";
+import { until } from "../helpers/until.js";
 import { userEvent } from "../helpers/fixtures.js";
 import { basicAuthorization } from "../helpers/credentials.js";
 
@@ -24,7 +26,7 @@ function run(args: string[], env: Record<string, string>) {
 describe("streamkeeper start", () => {
   it("when settings are bad, then it exits 2 with one error line naming each", async () => {
     const { child, output } = run(["start"], { PORT: "http", WEBHOOK_AUTH: "bearer" });
-    const [code] = await once(child, "exit");
+    const [code] = await once(child, "close");
     expect(code).toBe(2);
     const lines = output().stderr.trim().split("\n");
     expect(lines).toHaveLength(1);
@@ -33,7 +35,7 @@ describe("streamkeeper start", () => {
 
   it("when --role is unknown, then it exits 2 and says which roles exist", async () => {
     const { child, output } = run(["start", "--role", "both"], {});
-    const [code] = await once(child, "exit");
+    const [code] = await once(child, "close");
     expect(code).toBe(2);
     expect(output().stderr).toMatch(/^error: .*both.*all, receiver, worker/);
   });
@@ -49,7 +51,7 @@ describe("streamkeeper start", () => {
       WEBHOOK_USERNAME: "tenant",
       WEBHOOK_PASSWORD: "s3cret-webhook-password",
     });
-    const [code] = await once(child, "exit");
+    const [code] = await once(child, "close");
     expect(code).toBe(2);
     expect(output().stderr.trim().split("\n")).toEqual([
       "error: bad configuration: no downstream route: set ROUTES_FILE (a YAML or JSON file of routes) or DOWNSTREAM_URL (one route for every event); without one, every event would be stored and delivered nowhere",
@@ -79,7 +81,7 @@ describe("streamkeeper start", () => {
       });
     } finally {
       child.kill("SIGTERM");
-      await once(child, "exit");
+      await once(child, "close");
     }
   });
 
@@ -98,7 +100,7 @@ describe("streamkeeper start", () => {
         LOG_LEVEL: "silent",
         DOWNSTREAM_URL: "http://127.0.0.1:9/",
       });
-      const [code] = await once(child, "exit");
+      const [code] = await once(child, "close");
       expect(code).toBe(2);
       expect(output().stderr).toMatch(new RegExp(`^error: bad configuration: PORT ${port} is already in use`));
     } finally {
@@ -118,11 +120,9 @@ describe("streamkeeper start", () => {
       ADMIN_PORT: "0",
       DOWNSTREAM_URL: "http://127.0.0.1:9/",
     });
-    for (const deadline = Date.now() + 60_000; !output().stdout.includes("admin surface"); await new Promise((ok) => setTimeout(ok, 50))) {
-      expect(Date.now(), `not started: ${output().stderr}`).toBeLessThan(deadline);
-    }
-    const urlOf = (msg: string) => (JSON.parse(output().stdout.split("\n").find((line) => line.includes(`"msg":"${msg}"`))!) as { url: string }).url;
-    const [publicUrl, adminUrl] = [urlOf("receiving webhooks"), urlOf("admin surface (metrics, probes, admin API) listening")];
+    const adminUrl = await until("the admin surface listening", () => loggedUrl(output().stdout, "admin"), { withinMs: 60_000, detail: () => output().stderr });
+    // The ingress listens before the admin surface does.
+    const publicUrl = loggedUrl(output().stdout, "public")!;
     const credentials = JSON.parse(await readFile(join(dataDir, "webhook-credentials.json"), "utf8")) as { username: string; password: string };
     expect(output().stdout).not.toContain(credentials.password);
 
@@ -135,7 +135,7 @@ describe("streamkeeper start", () => {
     expect((await fetch(`${adminUrl}/readyz`)).status).toBe(200);
 
     child.kill("SIGTERM");
-    const [code] = await once(child, "exit");
+    const [code] = await once(child, "close");
     expect(code).toBe(0);
     expect(output().stdout).toContain('"msg":"stopped"');
   });

@@ -18,7 +18,7 @@ async function start(env: Record<string, string>) {
   let stderr = "";
   child.stdout.on("data", (chunk) => (stdout += chunk));
   child.stderr.on("data", (chunk) => (stderr += chunk));
-  const [code] = (await once(child, "exit")) as [number];
+  const [code] = (await once(child, "close")) as [number];
   return { code, stdout, stderr };
 }
 

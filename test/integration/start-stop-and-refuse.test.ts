@@ -6,6 +6,7 @@ import { join } from "node:path";
 import { randomUUID } from "node:crypto";
 import { describe, expect, inject, it } from "vitest";
 import { explicitPorts } from "../helpers/explicit-ports.js";
+import { logLines as completeLogLines, type LogLine } from "../helpers/log-lines.js";
 import { userEvent } from "../helpers/fixtures.js";
 import { startOldRedis } from "../helpers/start-old-redis.js";
 import { useCleanup } from "../helpers/cleanup.js";
@@ -23,12 +24,8 @@ function start(role: string, env: Record<string, string>) {
   return { child, output: () => ({ stdout, stderr }) };
 }
 
-/** The JSON log lines of stdout. */
-const logLines = (stdout: string) =>
-  stdout
-    .split("\n")
-    .filter((line) => line.startsWith("{"))
-    .map((line) => JSON.parse(line) as { level: number; msg: string; signal?: string; url?: string });
+/** The JSON log lines of stdout (complete lines only). */
+const logLines = (stdout: string) => completeLogLines<LogLine & { signal?: string; url?: string }>(stdout);
 
 /** README.md#set-up, README.md#commands: SIGINT stops as SIGTERM does; generated credentials are private; too old a Redis is a setting to change. */
 describe("streamkeeper start: stopping on SIGINT, private credentials, an old Redis", () => {
@@ -52,7 +49,7 @@ describe("streamkeeper start: stopping on SIGINT, private credentials, an old Re
       SHUTDOWN_TIMEOUT_MS: "2000",
     });
     cleanup.push(async () => child.exitCode === null && child.kill("SIGKILL"));
-    await expect.poll(() => logLines(output().stdout).some((line) => line.msg.startsWith("admin surface")), { timeout: 60_000 }).toBe(true);
+    await expect.poll(() => logLines(output().stdout).some((line) => line.msg.startsWith("admin surface"))).toBe(true);
     const publicUrl = logLines(output().stdout).find((line) => line.msg === "receiving webhooks")!.url!;
 
     const file = join(dir, "webhook-credentials.json");
@@ -66,7 +63,7 @@ describe("streamkeeper start: stopping on SIGINT, private credentials, an old Re
     expect(res.status).toBe(202);
 
     child.kill("SIGINT");
-    const [code, signal] = await once(child, "exit");
+    const [code, signal] = await once(child, "close");
     expect({ code, signal }).toEqual({ code: 0, signal: null });
     const lines = logLines(output().stdout);
     expect(lines.find((line) => line.msg.startsWith("shutting down"))).toMatchObject({ signal: "SIGINT" });
@@ -90,7 +87,7 @@ describe("streamkeeper start: stopping on SIGINT, private credentials, an old Re
       WEBHOOK_PASSWORD: "s3cret-webhook-password",
     });
     cleanup.push(async () => child.exitCode === null && child.kill("SIGKILL"));
-    const [code] = await once(child, "exit");
+    const [code] = await once(child, "close");
     expect(code).toBe(2);
     expect(output().stderr.trim().split("\n")).toEqual([
       "error: bad configuration: Redis 6.0.16 at REDIS_URL is too old: Streamkeeper needs Redis 6.2.0 or newer; upgrade it or point REDIS_URL at a newer one",
@@ -116,7 +113,7 @@ describe("streamkeeper start: stopping on SIGINT, private credentials, an old Re
     });
     cleanup.push(async () => child.exitCode === null && child.kill("SIGKILL"));
     // The fake answers OK to everything after INFO: the start gets past the check (or fails later, not for the version).
-    await expect.poll(() => child.exitCode !== null || logLines(output().stdout).some((line) => line.msg === "receiving webhooks"), { timeout: 60_000 }).toBe(true);
+    await expect.poll(() => child.exitCode !== null || logLines(output().stdout).some((line) => line.msg === "receiving webhooks")).toBe(true);
     expect(output().stderr).not.toMatch(/too old/);
   });
 });

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { startEmulator, type Emulator } from "../../src/emulator/start-emulator.js";
-import { freePort } from "../../src/redis/redis-server.js";
+import { startFrontDoor } from "../helpers/start-front-door.js";
 import { startServiceProcess, type ServiceProcess } from "../helpers/start-service-process.js";
 import { startSinkServer, type SinkRequest, type SinkServer } from "../helpers/sink-server.js";
 import { call, createStream, emit, getToken, settled, tenantEnv } from "./emulator-test-kit.js";
@@ -24,8 +24,8 @@ async function metric(service: ServiceProcess, series: string): Promise<number |
 
 /**
  * The service in its own process (`start --role all`) against the emulator: the stream
- * points at the service's public port, which stays the same across a restart, as a real
- * deployment's URL does.
+ * points at the service's public URL (a front door the test holds), which stays the same
+ * across a restart, as a real deployment's URL does.
  */
 describe("stream health: a disabled stream is seen, and with STREAM_AUTO_ENABLE brought back", () => {
   const cleanup = useCleanup("each", { quiet: true });
@@ -35,8 +35,9 @@ describe("stream health: a disabled stream is seen, and with STREAM_AUTO_ENABLE 
     cleanup.push(() => emulator.close());
     const sink: SinkServer = await startSinkServer();
     cleanup.push(() => sink.close());
-    const port = await freePort();
-    const publicUrl = `http://127.0.0.1:${port}`;
+    const door = await startFrontDoor();
+    cleanup.push(() => door.close());
+    const publicUrl = door.url;
     const ours = await createStream(emulator, `${publicUrl}/webhooks`, { auth: webhookAuth });
     // Points elsewhere: never ours, so never watched (nor enabled) by this service.
     const elsewhere = await createStream(emulator, sink.url, { auth: webhookAuth, types: ["user.deleted"] });
@@ -54,8 +55,9 @@ describe("stream health: a disabled stream is seen, and with STREAM_AUTO_ENABLE 
     });
     const enabledSeries = `streamkeeper_stream_enabled{stream="${ours}"}`;
 
-    let service = await startServiceProcess("all", env, { port });
+    let service = await startServiceProcess("all", env);
     cleanup.push(() => service.kill());
+    door.open(service.publicUrl!);
     await until("the swept stream shows enabled", async () => (await metric(service, enabledSeries)) === 1);
     expect(await metric(service, `streamkeeper_stream_enabled{stream="${elsewhere}"}`)).toBeUndefined();
     const live = await emit(emulator);
@@ -63,6 +65,7 @@ describe("stream health: a disabled stream is seen, and with STREAM_AUTO_ENABLE 
 
     // The service is gone: every delivery fails its 4 attempts, and the tenant disables the stream.
     await service.kill();
+    door.shut();
     const failed: string[] = [];
     for (let i = 0; i < disableAfter; i++) {
       const eventId = await emit(emulator);
@@ -74,8 +77,9 @@ describe("stream health: a disabled stream is seen, and with STREAM_AUTO_ENABLE 
     const dropped = await call(emulator, "POST", "/emulator/events", { body: { type: "user.created", data: { object: { user_id: "auth0|lost" } } } });
     expect(dropped.body).toMatchObject({ streams: [] });
 
-    service = await startServiceProcess("all", env, { port });
+    service = await startServiceProcess("all", env);
     cleanup.push(() => service.kill());
+    door.open(service.publicUrl!);
     return { emulator, sink, service, ours, elsewhere, failed, dropped: (dropped.body as { id: string }).id, enabledSeries };
   }
 
@@ -88,8 +92,9 @@ describe("stream health: a disabled stream is seen, and with STREAM_AUTO_ENABLE 
     expect(await streamStatus(emulator, ours)).toBe("disabled");
     expect(await metric(service, enabledSeries)).toBe(0);
     expect(await metric(service, `streamkeeper_stream_auto_enable_total{stream="${ours}"}`)).toBeUndefined();
-    const logged = logLines(service).find((line) => line.level === 50 && line.streamId === ours);
-    expect(logged?.msg).toMatch(/stream is disabled: .*lost.*streamkeeper streams update est_\w+ --status enabled, or set STREAM_AUTO_ENABLE=true/);
+    // The log line comes through the process's stdout, the gauge through HTTP: either may be first.
+    const logged = await until("the error naming the stream", () => logLines(service).find((line) => line.level === 50 && line.streamId === ours));
+    expect(logged.msg).toMatch(/stream is disabled: .*lost.*streamkeeper streams update est_\w+ --status enabled, or set STREAM_AUTO_ENABLE=true/);
     expect(await streamStatus(emulator, elsewhere)).toBe("enabled");
   });
 
@@ -98,8 +103,8 @@ describe("stream health: a disabled stream is seen, and with STREAM_AUTO_ENABLE 
     await until("the stream is enabled again", async () => (await streamStatus(emulator, ours)) === "enabled");
     await until("the gauge shows it", async () => (await metric(service, enabledSeries)) === 1);
     expect(await metric(service, `streamkeeper_stream_auto_enable_total{stream="${ours}"}`)).toBe(1);
-    const warned = logLines(service).find((line) => line.level === 40 && line.streamId === ours && /enabled it again/.test(String(line.msg)));
-    expect(warned?.msg).toMatch(/STREAM_AUTO_ENABLE=true/);
+    const warned = await until("the warning naming the stream", () => logLines(service).find((line) => line.level === 40 && line.streamId === ours && /enabled it again/.test(String(line.msg))));
+    expect(warned.msg).toMatch(/STREAM_AUTO_ENABLE=true/);
 
     // What failed before the tenant disabled the stream is in its delivery history: the sweep brings it back.
     const recovered = (requests: SinkRequest[]) => failed.every((eventId) => requests.some((request) => request.body.includes(eventId) && request.headers["x-streamkeeper-origin"] === "reconcile"));

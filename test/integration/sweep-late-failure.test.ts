@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { startEmulator } from "../../src/emulator/start-emulator.js";
-import { freePort } from "../../src/redis/redis-server.js";
 import { startFaultProxy } from "../chaos/start-fault-proxy.js";
+import { startFrontDoor } from "../helpers/start-front-door.js";
 import { startServiceProcess } from "../helpers/start-service-process.js";
 import { startSinkServer } from "../helpers/sink-server.js";
 import { testCredentials } from "../helpers/start-test-service.js";
@@ -19,21 +19,24 @@ describe("sweep: a delivery that fails after its window was read", () => {
   const cleanup = useCleanup("all", { quiet: true });
 
   it("when a delivery turns failed after a sweep read its window, then a later sweep still recovers it", async () => {
-    // Real retry timing: 4 attempts over about 7 s, so the delivery stays pending across sweeps.
-    const emulator = await startEmulator({ timeScale: 1 });
+    // Retry delays five times the tenant's (5, 10, 20 s): the delivery stays pending for
+    // about 35 s, across many sweeps (one a second) even on a machine ten times slower.
+    const emulator = await startEmulator({ timeScale: 5 });
     cleanup.push(() => emulator.close());
     const sink = await startSinkServer();
     cleanup.push(() => sink.close());
-    const port = await freePort();
+    const door = await startFrontDoor();
+    cleanup.push(() => door.close());
     let refusing = false;
-    const proxy = await startFaultProxy(`http://127.0.0.1:${port}`, (path) =>
+    const proxy = await startFaultProxy(door.url, (path) =>
       refusing && path.startsWith("/webhooks") ? { status: 503, headers: { "retry-after": "1" }, body: "{}" } : undefined,
     );
     cleanup.push(() => proxy.close());
     const auth = { method: "basic" as const, username: testCredentials.username, password: testCredentials.password };
     const streamId = await createStream(emulator, `${proxy.url}/webhooks`, { auth, types: ["user.created"] });
-    const service = await startServiceProcess("all", sweepingEnv({ publicUrl: proxy.url, sinkUrl: sink.url, tenant: tenantEnv(emulator) }), { port });
+    const service = await startServiceProcess("all", sweepingEnv({ publicUrl: proxy.url, sinkUrl: sink.url, tenant: tenantEnv(emulator) }));
     cleanup.push(() => service.stop());
+    door.open(service.publicUrl!);
     await until("the first sweep", async () => (await sweepStatus(service)).streams[0]?.lastRunAt != null);
     expect((await sweepStatus(service)).streams.map((stream) => stream.streamId)).toEqual([streamId]);
 
@@ -48,11 +51,11 @@ describe("sweep: a delivery that fails after its window was read", () => {
       expect(state.status, "the delivery failed before any sweep read past it").toBe("pending");
       return checkpoint != null && Date.parse(checkpoint) > emittedAt + 1000;
     });
-    await until("the tenant gives up", async () => (await delivery()).status === "failed", 30_000);
+    await until("the tenant gives up", async () => (await delivery()).status === "failed", 120_000);
     refusing = false;
 
     await sink.until((requests) => byEventId(requests).has(eventId), 60_000);
     expect(byEventId(sink.requests).get(eventId)).toEqual(["reconcile"]);
     expect(proxy.counts.injected["503"]).toBe(4);
-  }, 120_000);
+  }, 300_000);
 });

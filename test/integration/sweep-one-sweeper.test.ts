@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { startEmulator } from "../../src/emulator/start-emulator.js";
-import { freePort } from "../../src/redis/redis-server.js";
+import { refusedUrl } from "../helpers/explicit-ports.js";
 import { startServiceProcess, type ServiceProcess } from "../helpers/start-service-process.js";
 import { startSinkServer } from "../helpers/sink-server.js";
 import { tenantEnv } from "./emulator-test-kit.js";
@@ -31,7 +31,7 @@ describe("sweep: one sweeper across processes", () => {
     const sink = await startSinkServer();
     cleanup.push(() => sink.close());
     // Nothing listens at PUBLIC_URL: both processes are workers, the stream's deliveries all fail.
-    const publicUrl = `http://127.0.0.1:${await freePort()}`;
+    const publicUrl = refusedUrl;
     const { lost } = await failWhileDown(emulator, publicUrl, 130);
     // A slow pace (5 calls/s across both), so a first sweep takes seconds: long enough for
     // two unguarded sweepers to overlap.
@@ -47,5 +47,5 @@ describe("sweep: one sweeper across processes", () => {
 
     const sweeps = workers.flatMap(sweepsOf).sort((a, b) => a.start - b.start);
     for (let at = 1; at < sweeps.length; at++) expect(sweeps[at]!.start, `sweep ${at} began before sweep ${at - 1} ended`).toBeGreaterThanOrEqual(sweeps[at - 1]!.end);
-  }, 180_000);
+  });
 });

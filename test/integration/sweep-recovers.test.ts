@@ -1,7 +1,8 @@
 import { randomUUID } from "node:crypto";
 import { describe, expect, inject, it } from "vitest";
 import { startEmulator } from "../../src/emulator/start-emulator.js";
-import { freePort } from "../../src/redis/redis-server.js";
+import { refusedUrl } from "../helpers/explicit-ports.js";
+import { startFrontDoor } from "../helpers/start-front-door.js";
 import { startServiceProcess } from "../helpers/start-service-process.js";
 import { startSinkServer } from "../helpers/sink-server.js";
 import { testCredentials } from "../helpers/start-test-service.js";
@@ -25,12 +26,13 @@ describe("sweep: failed deliveries recovered with no one asking", () => {
     cleanup.push(() => emulator.close());
     const sink = await startSinkServer();
     cleanup.push(() => sink.close());
-    const port = await freePort();
-    const publicUrl = `http://127.0.0.1:${port}`;
+    const door = await startFrontDoor();
+    cleanup.push(() => door.close());
+    const publicUrl = door.url;
     const auth = { method: "basic" as const, username: testCredentials.username, password: testCredentials.password };
     const ours = await createStream(emulator, `${publicUrl}/webhooks`, { auth, types: ["user.created"] });
     // Another destination's stream (nothing listens there): its failures are not ours.
-    const elsewhere = await createStream(emulator, `http://127.0.0.1:${await freePort()}/hooks`, { auth, types: ["user.deleted"] });
+    const elsewhere = await createStream(emulator, `${refusedUrl}/hooks`, { auth, types: ["user.deleted"] });
 
     // The service is down: every delivery fails (connection refused, 4 attempts).
     const lost: string[] = [];
@@ -55,9 +57,9 @@ describe("sweep: failed deliveries recovered with no one asking", () => {
         DISPATCH_BACKOFF_BASE_MS: "20",
         LOG_LEVEL: "info",
       },
-      { port },
     );
     cleanup.push(() => service.stop());
+    door.open(service.publicUrl!);
 
     // Live events while the sweep works: they arrive by webhook.
     const live: string[] = [];
@@ -87,7 +89,7 @@ describe("sweep: failed deliveries recovered with no one asking", () => {
     expect(metrics).not.toContain(elsewhere);
     expect(metrics).toMatch(/streamkeeper_mgmt_api_requests_total\{operation="list_deliveries",status="200"\} \d/);
     expect(metrics).not.toContain('status="429"');
-  }, 180_000);
+  });
 
   it("when neither PUBLIC_URL nor RECONCILE_SWEEP_STREAMS is set, then there is no sweep, said once at start naming both settings", async () => {
     const emulator = await startEmulator({ timeScale: 0.001 });
@@ -101,5 +103,5 @@ describe("sweep: failed deliveries recovered with no one asking", () => {
     expect(said[0]).toContain("PUBLIC_URL");
     expect(said[0]).toContain("RECONCILE_SWEEP_STREAMS");
     expect((await sweepStatus(service)).streams).toEqual([]);
-  }, 60_000);
+  });
 });

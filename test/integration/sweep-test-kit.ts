@@ -23,7 +23,7 @@ export async function sweepStatus(service: Pick<ServiceProcess, "adminUrl">): Pr
 }
 
 /** Polls until `check` answers true, with a generous deadline (the machine is shared). */
-export async function until(what: string, check: () => Promise<boolean>, timeoutMs = 60_000): Promise<void> {
+export async function until(what: string, check: () => Promise<boolean>, timeoutMs = 120_000): Promise<void> {
   await untilAnswer(what, check, timeoutMs);
 }
 

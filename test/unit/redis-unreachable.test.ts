@@ -2,8 +2,8 @@ import { Redis } from "ioredis";
 import { afterAll, describe, expect, inject, it } from "vitest";
 import { createRedis, untilReady } from "../../src/redis/redis-connection.js";
 import { isRedisUnreachable } from "../../src/redis-unreachable.js";
-import { freePort } from "../../src/redis/redis-server.js";
 import { capturedLogger } from "../helpers/captured-logger.js";
+import { refusedPort } from "../helpers/explicit-ports.js";
 
 /** Errors as ioredis and Redis raise them, not made up: which say only "Redis cannot be reached" (logged once per outage) and which are faults (logged with their stack). */
 describe("isRedisUnreachable", () => {
@@ -13,7 +13,7 @@ describe("isRedisUnreachable", () => {
   });
 
   it("when a fail-fast client sends to a port where nothing listens, then its errors (the connection's and the command's) are unreachable ones", async () => {
-    const client = createRedis(`redis://127.0.0.1:${await freePort()}`, "client") as Redis;
+    const client = createRedis(`redis://127.0.0.1:${refusedPort}`, "client") as Redis;
     connections.push(client);
     const connectionError = await new Promise<Error>((ok) => client.once("error", ok));
     expect(connectionError.message).toMatch(/ECONNREFUSED/);
@@ -44,7 +44,7 @@ describe("isRedisUnreachable", () => {
   });
 
   it("when the service's logger is given an unreachable-Redis error, then it logs its message and code without the library's stack; any other error keeps its stack", async () => {
-    const client = createRedis(`redis://127.0.0.1:${await freePort()}`, "client") as Redis;
+    const client = createRedis(`redis://127.0.0.1:${refusedPort}`, "client") as Redis;
     connections.push(client);
     const refused = await new Promise<Error>((ok) => client.once("error", ok));
     const { logger, lines } = capturedLogger();

@@ -6,6 +6,7 @@ import { describe, expect, it } from "vitest";
 import { startEmulator, type Emulator } from "../../../src/emulator/start-emulator.js";
 import { pullKey } from "../../../src/pull/pull-state.js";
 import { startRedisServer } from "../../../src/redis/redis-server.js";
+import { startFrontDoor } from "../../helpers/start-front-door.js";
 import { startServiceProcess, type ServiceProcess } from "../../helpers/start-service-process.js";
 import { serviceProcessEnv } from "../../helpers/service-process-env.js";
 import { startSinkServer, type SinkServer } from "../../helpers/sink-server.js";
@@ -41,7 +42,7 @@ describe("pulling with worker processes that die", () => {
     const { emulator, sink } = await setUp({ eventsConnections: 4 });
     const env = serviceProcessEnv(pullEnv(emulator, sink.url, { PULL_FAILOVER_SECONDS: "4" }));
     const workers = [await worker(env), await worker(env)];
-    await expect.poll(async () => (await holderOf(workers[0]!))?.state, { timeout: 30_000 }).toBe("connected");
+    await expect.poll(async () => (await holderOf(workers[0]!))?.state).toBe("connected");
     const first = await emitWithOffsets(emulator, 50);
     await sink.until((requests) => new Set(requests.map((request) => request.headers["webhook-id"])).size === 50, 60_000);
     const holder = (await holderOf(workers[0]!))!.holder!;
@@ -50,7 +51,7 @@ describe("pulling with worker processes that die", () => {
 
     await held.kill();
     const killedAt = Date.now();
-    await expect.poll(async () => (await holderOf(other))?.holder ?? "", { timeout: 30_000, interval: 100 }).toContain(`:${other.child.pid}:`);
+    await expect.poll(async () => (await holderOf(other))?.holder ?? "", { interval: 100 }).toContain(`:${other.child.pid}:`);
     const takeoverMs = Date.now() - killedAt;
     const second = await emitWithOffsets(emulator, 50);
     await sink.until((requests) => second.ids.every((id) => requests.some((request) => request.headers["webhook-id"] === id)), 60_000);
@@ -66,8 +67,13 @@ describe("pulling with worker processes that die", () => {
     cleanup.push(() => rm(dir, { recursive: true, force: true }));
     let redis = await startRedisServer({ dir, appendOnly: true });
     cleanup.push(() => redis.stop());
+    // Redis at an address the test holds: the restarted server may bind any free port.
+    const redisDoor = await startFrontDoor();
+    cleanup.push(() => redisDoor.close());
+    redisDoor.open(redis.url);
+    const redisUrl = `redis://127.0.0.1:${redisDoor.port}`;
     const { emulator, sink } = await setUp({});
-    const env = serviceProcessEnv({ ...pullEnv(emulator, sink.url), REDIS_URL: redis.url });
+    const env = serviceProcessEnv({ ...pullEnv(emulator, sink.url), REDIS_URL: redisUrl });
     const prefix = env.QUEUE_PREFIX!;
     const offsets: string[] = [];
     const ids: string[] = [];
@@ -77,7 +83,7 @@ describe("pulling with worker processes that die", () => {
       offsets.push(...emitted.offsets);
     };
     const distinct = () => new Set(sink.requests.map((request) => request.headers["webhook-id"])).size;
-    const admin = new Redis(redis.url, { maxRetriesPerRequest: 1, lazyConnect: true });
+    const admin = new Redis(redisUrl, { maxRetriesPerRequest: 1, lazyConnect: true });
     admin.on("error", () => undefined);
     cleanup.push(async () => admin.disconnect());
     const violations: string[] = [];
@@ -93,7 +99,7 @@ describe("pulling with worker processes that die", () => {
     };
 
     let current = await worker(env);
-    await expect.poll(async () => (await holderOf(current))?.state, { timeout: 30_000 }).toBe("connected");
+    await expect.poll(async () => (await holderOf(current))?.state).toBe("connected");
     const kills: number[] = [];
     for (const reached of [100, 250]) {
       await emit(150);
@@ -107,12 +113,14 @@ describe("pulling with worker processes that die", () => {
     await emit(100);
     await sink.until(() => distinct() >= 350, 90_000);
     await redis.stop();
+    redisDoor.shut();
     const stoppedAt = Date.now();
     await emit(100);
     // Reading stops while nothing can be stored: the worker says so and is no longer connected.
-    await expect.poll(async () => Date.now() - stoppedAt >= 5000 && /could not store a pulled event|cannot renew the Events API lease|cannot reach Redis/.test(current.output()), { timeout: 60_000, interval: 250 }).toBe(true);
+    await expect.poll(async () => Date.now() - stoppedAt >= 5000 && /could not store a pulled event|cannot renew the Events API lease|cannot reach Redis/.test(current.output()), { interval: 250 }).toBe(true);
     const duringOutage = distinct();
-    redis = await startRedisServer({ dir, appendOnly: true, port: redis.port });
+    redis = await startRedisServer({ dir, appendOnly: true });
+    redisDoor.open(redis.url);
     await sink.until(() => distinct() === ids.length, 120_000);
     await checkOffset();
     expect(duringOutage).toBeLessThan(ids.length);
