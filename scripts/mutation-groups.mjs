@@ -87,7 +87,9 @@ export const mutationGroups = [
   {
     name: "archive-writer",
     mutate: ["src/archive/write-archive-batch.ts", "src/archive/create-archive-writer.ts"],
-    tests: ["test/integration/archive-writer.test.ts", "test/integration/archive-postgres-outage.test.ts"],
+    // Not archive-postgres-outage: it stops Postgres for a while in each mutant's run (8 h
+    // estimated for the group with it). The writer's outage handling is stated in process here.
+    tests: ["test/integration/archive-writer.test.ts", "test/integration/archive-writer-records.test.ts"],
   },
   {
     name: "replay",
