@@ -56,7 +56,7 @@ describe("archive writer: what each record becomes", () => {
     const { logger, lines } = capturedLogger("info");
     const writer: ArchiveWriter = createArchiveWriter({ redis, pool: options.writerPool ?? pool, queuePrefix: prefix, logger, retentionDays: options.retentionDays ?? 30, retryMs: options.retryMs, batchSize: options.batchSize, now: options.now });
     undo.push(() => writer.close());
-    const drained = () => expect.poll(async () => producer.xlen(archiveOutboxKey(prefix)), { timeout: 20_000 }).toBe(0);
+    const drained = () => expect.poll(async () => producer.xlen(archiveOutboxKey(prefix))).toBe(0);
     return { prefix, producer, outbox, writer, lines, drained };
   }
 
@@ -173,7 +173,7 @@ describe("archive writer: what each record becomes", () => {
     const { outbox, writer, lines, producer, prefix, drained } = await outboxAndWriter({ writerPool: viaProxy, retryMs: 50 });
     const events = Array.from({ length: 3 }, () => userEvent());
     await outbox(events.map((event) => ({ kind: "event", event, origin: "webhook", receivedAt: Date.now(), routes: [] })));
-    await expect.poll(async () => (await writes("error")) - errorsBefore, { timeout: 20_000 }).toBeGreaterThanOrEqual(3);
+    await expect.poll(async () => (await writes("error")) - errorsBefore).toBeGreaterThanOrEqual(3);
     expect(writer.available()).toBe(false);
     expect(await producer.xlen(archiveOutboxKey(prefix))).toBe(3);
     expect(lines.filter((line) => String(line.msg).startsWith("archive unavailable"))).toHaveLength(1);
