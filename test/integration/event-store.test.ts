@@ -59,7 +59,21 @@ describe.each([
     const event = userEvent();
     const results = await Promise.all(Array.from({ length: 10 }, () => store.store(event, { origin: "webhook" })));
     expect(results.filter((result) => result.status === "stored")).toHaveLength(1);
+    // The others are told duplicate, with no route: the caller counts nothing queued for them.
+    expect(results.filter((result) => result.status !== "stored")).toEqual(new Array(9).fill({ status: "duplicate", routes: [] }));
     expect(await queues.forRoute("all").getJobCountByTypes("wait", "prioritized")).toBeGreaterThanOrEqual(1);
+  });
+
+  it("when the ledger holds only route deliveries for an id (a store that stopped between its jobs and its claim, its jobs delivered), then the retry is stored and its jobs ask each route to check its delivery first", async () => {
+    const event = userEvent();
+    await ledger.markDelivered(event.id, "users", Date.now());
+    await expect(store.store(event, { origin: "webhook" })).resolves.toEqual({ status: "stored", routes: ["users", "all"] });
+    for (const name of ["users", "all"]) expect((await queues.forRoute(name).getJob(event.id))?.data.recheck).toBe(true);
+    // A new id asks for no such check.
+    const fresh = userEvent();
+    await store.store(fresh, { origin: "webhook" });
+    expect((await queues.forRoute("users").getJob(fresh.id))?.data.recheck).toBeFalsy();
+    await expect(store.store(event, { origin: "webhook" })).resolves.toEqual({ status: "duplicate", routes: [] });
   });
 
   it("when a reconcile is forced, then a second job is queued with a lower priority than live events", async () => {

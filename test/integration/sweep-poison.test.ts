@@ -44,6 +44,9 @@ function record(event: object | string, id: string): string {
 interface SweepStream {
   streamId: string;
   checkpoint: string | null;
+  lastRunAt: string | null;
+  found: number;
+  recovered: number;
   lastError: string | null;
   unrecovered: number;
   unrecoveredSample: Array<{ eventId: string; reason: string }>;
@@ -58,7 +61,7 @@ describe("sweep: one record never holds back the others", () => {
     await sink?.close();
     await new Promise((ok) => tenant?.server.close(ok));
   });
-  const start = async () => {
+  const start = async (env: Record<string, string> = {}) => {
     sink = await startSinkServer();
     service = await startTestService({
       DOWNSTREAM_URL: sink.url,
@@ -71,6 +74,7 @@ describe("sweep: one record never holds back the others", () => {
       RECONCILE_SWEEP_INTERVAL_SECONDS: "1",
       RECONCILE_SWEEP_LOOKBACK_SECONDS: "3600",
       STREAM_WATCH_INTERVAL_SECONDS: "0",
+      ...env,
     });
   };
   const status = async (): Promise<SweepStream | undefined> => {
@@ -101,9 +105,12 @@ describe("sweep: one record never holds back the others", () => {
     await sink!.until((requests) => ids.every((id) => requests.some((request) => request.headers["webhook-id"] === id)), 60_000);
     expect(sink!.requests.find((request) => request.headers["webhook-id"] === deepId)!.body).toContain(deep(5000));
     await until("the checkpoint advances", async () => (await status())?.checkpoint != null);
+    // A later run reads the same records again (the overlap): the good ones are here by then, and nothing is found or recovered twice.
+    const firstRun = (await status())!.lastRunAt;
+    await until("another sweep run", async () => (await status())?.lastRunAt !== firstRun);
     const stream = (await status())!;
     expect(stream.lastError).toBeNull();
-    expect(stream.unrecovered).toBe(3);
+    expect(stream).toMatchObject({ found: 7, recovered: 4, unrecovered: 3 });
     const reasons = new Map(stream.unrecoveredSample.map((entry) => [entry.eventId, entry.reason]));
     expect(reasons.get(garbledId)).toMatch(/does not read as a delivery record: event/);
     expect(reasons.get(surrogateId)).toMatch(/id must be well-formed Unicode/);
@@ -111,6 +118,39 @@ describe("sweep: one record never holds back the others", () => {
     const text = await metrics();
     expect(text).toContain(`streamkeeper_tenant_unrecovered_deliveries{stream="${streamId}"} 3`);
     expect(text).toMatch(new RegExp(`streamkeeper_sweep_lag_seconds\\{stream="${streamId}"\\} \\d`));
+  });
+
+  it("when a window asked for holds records that cannot be read, then each is listed as an error with its reason and counted error when run for real, not in a dry run", async () => {
+    const good = userEvent();
+    const garbledId = tenantId("evt");
+    const records = [record(good, good.id), record('"this is no event {"', garbledId), `{"event_stream_id":"${streamId}","status":"failed"}`];
+    tenant = await startTenant(() => `{"deliveries":[${records.join(",")}]}`);
+    // No sweep: only the windows asked for here read the list.
+    await start({ RECONCILE_SWEEP_INTERVAL_SECONDS: "0" });
+    const errors = async () => Number(/^streamkeeper_reconcile_total\{outcome="error"\} (\S+)$/m.exec(await metrics())?.[1] ?? 0);
+    const window = async (dryRun: boolean) => {
+      const answer = await fetch(`${service!.adminUrl}/admin/sweep/window`, {
+        method: "POST",
+        headers: adminHeaders(adminToken, { "content-type": "application/json" }),
+        body: JSON.stringify({ since: new Date(Date.now() - 3_600_000).toISOString(), streams: [streamId], dryRun }),
+      });
+      expect(answer.status).toBe(200);
+      return (await answer.text()).trim().split("\n").map((line) => JSON.parse(line) as { eventId?: string; outcome?: string; done?: boolean });
+    };
+    const before = await errors();
+    const dry = await window(true);
+    expect(await errors()).toBe(before);
+    const real = await window(false);
+    expect(await errors()).toBe(before + 2);
+    for (const lines of [dry, real]) {
+      expect(lines.at(-1)).toMatchObject({ done: true });
+      const outcomes = new Map(lines.slice(0, -1).map((line) => [line.eventId, line.outcome]));
+      expect(outcomes.size).toBe(3);
+      expect(outcomes.get(garbledId)).toMatch(/^error: the tenant's record does not read as a delivery record: event/);
+      expect([...outcomes].find(([id]) => id?.startsWith("unreadable record 3 of page 1"))?.[1]).toMatch(/^error: the tenant's record does not read as a delivery record/);
+    }
+    expect(new Map(dry.map((line) => [line.eventId, line.outcome])).get(good.id)).toBe("would_recover");
+    expect(new Map(real.map((line) => [line.eventId, line.outcome])).get(good.id)).toBe("recovered");
   });
 
   it("when the tenant's list fails (a transient fault), then the sweep stops and retries, the checkpoint stays null, and sweep_lag_seconds has a series anyway", async () => {

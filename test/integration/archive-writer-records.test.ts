@@ -1,0 +1,240 @@
+import { randomUUID } from "node:crypto";
+import { createServer, connect, type AddressInfo, type Server, type Socket } from "node:net";
+import pg from "pg";
+import { afterAll, afterEach, beforeAll, describe, expect, it, inject } from "vitest";
+import { archiveOutboxKey, createArchiveOutbox } from "../../src/archive/archive-outbox.js";
+import { maintainPartitions } from "../../src/archive/archive-partitions.js";
+import type { ArchiveRecord } from "../../src/archive/archive-record.js";
+import { createArchiveWriter, type ArchiveWriter } from "../../src/archive/create-archive-writer.js";
+import { migrateArchive } from "../../src/archive/migrate-archive.js";
+import { decodePayload } from "../../src/archive/payload-codec.js";
+import { archiveWrites } from "../../src/metrics/archive-metrics.js";
+import { closeRedis, createRedis, type RedisClient } from "../../src/redis/redis-connection.js";
+import { capturedLogger } from "../helpers/captured-logger.js";
+import { createTestDatabase, type TestDatabase } from "../helpers/archive-database.js";
+import { userEvent } from "../helpers/fixtures.js";
+
+const day = 86_400_000;
+
+/** archive_writes_total{result} so far (the registry is the process's: tests count differences). */
+async function writes(result: string): Promise<number> {
+  return (await archiveWrites.get()).values.find((value) => value.labels.result === result)?.value ?? 0;
+}
+
+/**
+ * What the archive writer makes of each record of the outbox (docs/architecture.md, "The
+ * archive"): the rows an operator searches, each record once, what it sets aside, and a
+ * Postgres that goes away and comes back (a TCP proxy cut here, in this process, where
+ * archive-postgres-outage.test.ts stops a Postgres of its own).
+ */
+describe("archive writer: what each record becomes", () => {
+  let db: TestDatabase;
+  let pool: pg.Pool;
+  const undo: Array<() => Promise<unknown>> = [];
+  beforeAll(async () => {
+    db = await createTestDatabase();
+    pool = new pg.Pool({ connectionString: db.url, max: 3 });
+    pool.on("error", () => {});
+    await migrateArchive(pool);
+    await maintainPartitions(pool, Date.now(), 30);
+  });
+  afterEach(async () => {
+    for (const step of undo.splice(0).reverse()) await step();
+  });
+  afterAll(async () => {
+    await pool?.end();
+    await db?.drop();
+  });
+
+  /** An outbox of a prefix of its own, and its writer on `writerPool`; closed after the test. */
+  async function outboxAndWriter(options: { writerPool?: pg.Pool; retentionDays?: number; retryMs?: number; batchSize?: number; now?: () => number } = {}) {
+    const prefix = `test-${randomUUID()}`;
+    const redis: RedisClient = createRedis(inject("redisUrl"), "worker", "test-archive-writer");
+    const producer: RedisClient = createRedis(inject("redisUrl"), "worker", "test-archive-producer");
+    undo.push(() => closeRedis(producer), () => closeRedis(redis), () => producer.del(archiveOutboxKey(prefix)));
+    const outbox = createArchiveOutbox(producer, prefix);
+    const { logger, lines } = capturedLogger("info");
+    const writer: ArchiveWriter = createArchiveWriter({ redis, pool: options.writerPool ?? pool, queuePrefix: prefix, logger, retentionDays: options.retentionDays ?? 30, retryMs: options.retryMs, batchSize: options.batchSize, now: options.now });
+    undo.push(() => writer.close());
+    const drained = () => expect.poll(async () => producer.xlen(archiveOutboxKey(prefix))).toBe(0);
+    return { prefix, producer, outbox, writer, lines, drained };
+  }
+
+  it("when attempts reach the writer, then each is archived once with its route, key without the event id, status, error, outcome and replay id", async () => {
+    const { outbox, drained } = await outboxAndWriter();
+    const eventId = userEvent().id;
+    const receivedAt = Date.now() - 60_000;
+    const at = Date.now() - 1000;
+    const attempts: ArchiveRecord[] = [
+      { kind: "attempt", eventId, receivedAt, route: "crm", key: `${eventId}:1`, at, status: 503, error: "the route answered 503", outcome: "retry" },
+      { kind: "attempt", eventId, receivedAt, route: "crm", key: `${eventId}:2`, at: at + 1, status: 200, outcome: "delivered" },
+      { kind: "attempt", eventId, receivedAt, route: "crm", key: "replay-7:1", at: at + 2, error: "connect ECONNREFUSED", outcome: "dead_letter", replayId: "replay-7" },
+    ];
+    const writtenBefore = await writes("written");
+    const duplicateBefore = await writes("duplicate");
+    await outbox(attempts);
+    await drained();
+    const rows = await db.query<{ route: string; attempt_key: string; at: Date; status: number | null; error: string | null; outcome: string; replay_id: string | null; arrived_at: Date }>(
+      "SELECT route, attempt_key, at, status, error, outcome, replay_id, arrived_at FROM attempts WHERE event_id = $1 ORDER BY at",
+      [eventId],
+    );
+    expect(rows.map((row) => ({ ...row, at: row.at.getTime(), arrived_at: row.arrived_at.getTime() }))).toEqual([
+      { route: "crm", attempt_key: ":1", at, status: 503, error: "the route answered 503", outcome: "retry", replay_id: null, arrived_at: receivedAt },
+      { route: "crm", attempt_key: ":2", at: at + 1, status: 200, error: null, outcome: "delivered", replay_id: null, arrived_at: receivedAt },
+      { route: "crm", attempt_key: "replay-7:1", at: at + 2, status: null, error: "connect ECONNREFUSED", outcome: "dead_letter", replay_id: "replay-7", arrived_at: receivedAt },
+    ]);
+    expect((await writes("written")) - writtenBefore).toBe(3);
+
+    // The same attempts read again (an outbox entry handled twice): kept once, counted duplicate.
+    await outbox(attempts.slice(0, 2));
+    await drained();
+    expect(await db.query("SELECT 1 FROM attempts WHERE event_id = $1", [eventId])).toHaveLength(3);
+    expect((await writes("duplicate")) - duplicateBefore).toBe(2);
+    expect((await writes("written")) - writtenBefore).toBe(3);
+  });
+
+  it("when events reach the writer, then each row has its arrival, stream (the store's, else the event's own), entity, routes, and a payload that reads back as the event", async () => {
+    const { outbox, drained } = await outboxAndWriter();
+    const receivedAt = Date.now() - 5000;
+    const given = userEvent({ a0stream: "est_fromTheEventItself00001" });
+    const own = userEvent({ a0stream: "est_fromTheEventItself00002" });
+    // Neither a stream (from the store or the event) nor an entity.
+    const { a0stream: _stream, ...bare } = userEvent();
+    const none = { ...bare, data: { object: { name: "no id here" } } };
+    await outbox([
+      { kind: "event", event: given, origin: "webhook", streamId: "est_fromTheStore0000000001", receivedAt, routes: ["crm", "audit"] },
+      { kind: "event", event: own, origin: "pull", receivedAt: receivedAt + 1, routes: [] },
+      { kind: "event", event: none, origin: "reconcile", receivedAt: receivedAt + 2, routes: ["crm"] },
+    ]);
+    await drained();
+    const rows = await db.query<{ id: string; arrived_at: Date; type: string; origin: string; stream: string | null; entity: string | null; failed_first: boolean; routes: string[]; payload: Buffer }>(
+      "SELECT id, arrived_at, type, origin, stream, entity, failed_first, routes, payload FROM events WHERE id = ANY($1) ORDER BY arrived_at",
+      [[given.id, own.id, none.id]],
+    );
+    expect(rows.map(({ payload: _payload, ...row }) => ({ ...row, arrived_at: row.arrived_at.getTime() }))).toEqual([
+      { id: given.id, arrived_at: receivedAt, type: given.type, origin: "webhook", stream: "est_fromTheStore0000000001", entity: (given.data as { object: { user_id: string } }).object.user_id, failed_first: false, routes: ["crm", "audit"] },
+      { id: own.id, arrived_at: receivedAt + 1, type: own.type, origin: "pull", stream: "est_fromTheEventItself00002", entity: (own.data as { object: { user_id: string } }).object.user_id, failed_first: false, routes: [] },
+      { id: none.id, arrived_at: receivedAt + 2, type: none.type, origin: "reconcile", stream: null, entity: null, failed_first: true, routes: ["crm"] },
+    ]);
+    expect(rows.map((row) => decodePayload(row.payload))).toEqual([given, own, none]);
+  });
+
+  it("when an event's entity was erased after it arrived but before it reached the archive, then it is archived without its payload; one arrived after the erasure keeps it", async () => {
+    const { outbox, drained } = await outboxAndWriter();
+    const entity = `auth0|erased-${randomUUID()}`;
+    const before = userEvent({ data: { object: { user_id: entity } } });
+    const after = userEvent({ data: { object: { user_id: entity } } });
+    const erasedAt = Date.now() - 10_000;
+    await db.query("INSERT INTO erasures (entity, erased_at) VALUES ($1, $2)", [entity, new Date(erasedAt)]);
+    await outbox([
+      { kind: "event", event: before, origin: "webhook", receivedAt: erasedAt - 1000, routes: [] },
+      { kind: "event", event: after, origin: "webhook", receivedAt: erasedAt + 1000, routes: [] },
+    ]);
+    await drained();
+    const rows = await db.query<{ id: string; payload: Buffer | null }>("SELECT id, payload FROM events WHERE entity = $1", [entity]);
+    expect(rows).toHaveLength(2);
+    expect(rows.find((row) => row.id === before.id)!.payload).toBeNull();
+    expect(decodePayload(rows.find((row) => row.id === after.id)!.payload!)).toEqual(after);
+  });
+
+  it("when a record older than ARCHIVE_RETENTION_DAYS reaches the writer, then it is counted expired, warned, not archived, and removed from the outbox", async () => {
+    const { outbox, drained, lines } = await outboxAndWriter({ retentionDays: 30 });
+    const old = userEvent();
+    const recent = userEvent();
+    const expiredBefore = await writes("expired");
+    await outbox([
+      { kind: "event", event: old, origin: "webhook", receivedAt: Date.now() - 32 * day, routes: [] },
+      { kind: "attempt", eventId: old.id, receivedAt: Date.now() - 32 * day, route: "crm", key: `${old.id}:1`, at: Date.now(), outcome: "delivered" },
+      { kind: "event", event: recent, origin: "webhook", receivedAt: Date.now() - 29 * day, routes: [] },
+    ]);
+    await drained();
+    expect((await writes("expired")) - expiredBefore).toBe(2);
+    expect((await db.query<{ id: string }>("SELECT id FROM events WHERE id = ANY($1)", [[old.id, recent.id]])).map((row) => row.id)).toEqual([recent.id]);
+    const warned = lines.filter((line) => line.level === 40 && String(line.msg).includes("older than ARCHIVE_RETENTION_DAYS"));
+    expect(warned.map((line) => line.eventId)).toEqual([old.id, old.id]);
+  });
+
+  it("when more records wait than one batch holds, then every one is archived, batch after batch", async () => {
+    const { outbox, drained } = await outboxAndWriter({ batchSize: 4 });
+    const events = Array.from({ length: 11 }, () => userEvent());
+    await outbox(events.map((event) => ({ kind: "event", event, origin: "webhook", receivedAt: Date.now(), routes: [] })));
+    await drained();
+    expect(await db.query("SELECT 1 FROM events WHERE id = ANY($1)", [events.map((event) => event.id)])).toHaveLength(11);
+  });
+
+  it("when Postgres cannot be reached, then the writer says so once, counts each failed try, keeps the records in the outbox, and archives them once it answers, saying so", async () => {
+    const proxy = await startCuttableProxy(new URL(db.url));
+    undo.push(() => proxy.close());
+    const viaProxy = new pg.Pool({ connectionString: proxy.url, max: 2, connectionTimeoutMillis: 2000 });
+    viaProxy.on("error", () => {});
+    undo.push(() => viaProxy.end());
+    proxy.cut();
+    const errorsBefore = await writes("error");
+    const { outbox, writer, lines, producer, prefix, drained } = await outboxAndWriter({ writerPool: viaProxy, retryMs: 50 });
+    const events = Array.from({ length: 3 }, () => userEvent());
+    await outbox(events.map((event) => ({ kind: "event", event, origin: "webhook", receivedAt: Date.now(), routes: [] })));
+    await expect.poll(async () => (await writes("error")) - errorsBefore).toBeGreaterThanOrEqual(3);
+    expect(writer.available()).toBe(false);
+    expect(await producer.xlen(archiveOutboxKey(prefix))).toBe(3);
+    expect(lines.filter((line) => String(line.msg).startsWith("archive unavailable"))).toHaveLength(1);
+    expect(lines.find((line) => String(line.msg).startsWith("archive unavailable"))!.level).toBe(50);
+
+    proxy.restore();
+    await drained();
+    expect(await db.query("SELECT 1 FROM events WHERE id = ANY($1)", [events.map((event) => event.id)])).toHaveLength(3);
+    expect(writer.available()).toBe(true);
+    expect(lines.filter((line) => line.msg === "archive available again: writing what waited in the outbox")).toHaveLength(1);
+    expect(lines.filter((line) => String(line.msg).startsWith("archive unavailable"))).toHaveLength(1);
+  });
+
+  it("when the writer is closed, then it stops: records added afterwards wait in the outbox for the next writer", async () => {
+    const { outbox, writer, drained, producer, prefix } = await outboxAndWriter();
+    const first = userEvent();
+    await outbox([{ kind: "event", event: first, origin: "webhook", receivedAt: Date.now(), routes: [] }]);
+    await drained();
+    await writer.close();
+    const later = userEvent();
+    await outbox([{ kind: "event", event: later, origin: "webhook", receivedAt: Date.now(), routes: [] }]);
+    // The closed writer's blocking read ended with close(): nothing reads the outbox any more.
+    expect(await producer.xlen(archiveOutboxKey(prefix))).toBe(1);
+    expect(await db.query("SELECT 1 FROM events WHERE id = $1", [later.id])).toHaveLength(0);
+  });
+});
+
+/** A TCP proxy to Postgres on a port of its own: `cut()` drops every connection and refuses new ones, `restore()` accepts again on the same port. */
+async function startCuttableProxy(target: URL): Promise<{ url: string; cut(): void; restore(): void; close(): Promise<void> }> {
+  const sockets = new Set<Socket>();
+  let down = false;
+  const server: Server = createServer((client) => {
+    if (down) return void client.destroy();
+    const upstream = connect(Number(target.port || 5432), target.hostname);
+    for (const socket of [client, upstream]) {
+      sockets.add(socket);
+      socket.on("error", () => {});
+      socket.on("close", () => sockets.delete(socket));
+    }
+    client.pipe(upstream).pipe(client);
+    client.on("close", () => upstream.destroy());
+    upstream.on("close", () => client.destroy());
+  });
+  await new Promise<void>((ok) => server.listen(0, "127.0.0.1", ok));
+  const port = (server.address() as AddressInfo).port;
+  const url = new URL(target);
+  url.hostname = "127.0.0.1";
+  url.port = String(port);
+  return {
+    url: url.toString(),
+    cut() {
+      down = true;
+      for (const socket of sockets) socket.destroy();
+    },
+    restore() {
+      down = false;
+    },
+    close: () => new Promise<void>((ok) => {
+      down = true;
+      for (const socket of sockets) socket.destroy();
+      server.close(() => ok());
+    }),
+  };
+}

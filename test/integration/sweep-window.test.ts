@@ -1,0 +1,114 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { startEmulator, type Emulator } from "../../src/emulator/start-emulator.js";
+import { startSinkServer, type SinkServer } from "../helpers/sink-server.js";
+import { startTestService, testCredentials, type TestService } from "../helpers/start-test-service.js";
+import { adminHeaders } from "../helpers/credentials.js";
+import { control, createStream, emit, tenantEnv } from "./emulator-test-kit.js";
+import { adminToken, failedCount, until } from "./sweep-test-kit.js";
+
+/**
+ * One window of the tenant's failed deliveries, read by the service in this process
+ * (POST /admin/sweep/window, what `reconcile --since` asks for): every page of the list,
+ * in pages of 100 (README.md#the-sweep-failed-deliveries-found-without-being-told: about
+ * one list call per 100 failed deliveries), each record's outcome, the reconcile counter.
+ */
+describe("a window of failed deliveries, page by page", () => {
+  let emulator: Emulator;
+  let sink: SinkServer;
+  let service: TestService;
+  let streamId: string;
+  let created: string[];
+  let other: string;
+  let emptyStreamId: string;
+
+  interface Line {
+    eventId?: string;
+    streamId?: string;
+    outcome?: string;
+    done?: boolean;
+    pages?: number;
+    streams?: string[];
+    error?: string;
+  }
+  const window = async (body: Record<string, unknown>): Promise<{ results: Line[]; done: Line }> => {
+    const answer = await fetch(`${service.adminUrl}/admin/sweep/window`, {
+      method: "POST",
+      headers: adminHeaders(adminToken, { "content-type": "application/json" }),
+      // Until a minute ahead: a window's end is exclusive, in whole seconds, and the failures of the last second would fall outside one ending now.
+      body: JSON.stringify({ since: new Date(Date.now() - 3_600_000).toISOString(), until: new Date(Date.now() + 60_000).toISOString(), ...body }),
+    });
+    expect(answer.status).toBe(200);
+    const lines = (await answer.text()).trim().split("\n").map((text) => JSON.parse(text) as Line);
+    expect(lines.at(-1)?.done, JSON.stringify(lines.at(-1))).toBe(true);
+    return { results: lines.slice(0, -1), done: lines.at(-1)! };
+  };
+  const recoveredCount = async () => {
+    const line = (await (await fetch(`${service.adminUrl}/metrics`)).text()).split("\n").find((text) => text.startsWith('streamkeeper_reconcile_total{outcome="recovered"}'));
+    return line ? Number(line.split(" ").at(-1)) : 0;
+  };
+
+  beforeAll(async () => {
+    emulator = await startEmulator({ timeScale: 0.001 });
+    sink = await startSinkServer();
+    // The sweep is off: only the windows asked for here act.
+    service = await startTestService({ ...tenantEnv(emulator), DOWNSTREAM_URL: sink.url, ADMIN_TOKEN: adminToken, RECONCILE_SWEEP_INTERVAL_SECONDS: "0" });
+    // A wrong password: our receiver answers 401 and the tenant fails each delivery at once, payload kept.
+    const auth = { method: "basic" as const, username: testCredentials.username, password: "wrong" };
+    streamId = await createStream(emulator, `${service.publicUrl}/webhooks`, { auth, types: ["user.created", "organization.created"] });
+    // 130 of one type (two pages of 100, more than the 20 handled at once), 1 of another.
+    created = (await control<{ ids: string[] }>(emulator, "/events", { type: "user.created", data: { object: { user_id: "auth0|window" } }, count: 130 })).ids;
+    other = await emit(emulator, "organization.created", { object: { id: "org_window", name: "window" } });
+    await until("131 failed deliveries", async () => (await failedCount(emulator, streamId)) === 131);
+    emptyStreamId = await createStream(emulator, `${service.publicUrl}/webhooks`, { auth, types: ["user.updated"] });
+  }, 120_000);
+  afterAll(async () => {
+    await service?.close();
+    await sink?.close();
+    await emulator?.close();
+  });
+
+  it("when a dry run reads a window of 131 failed deliveries, then it reads 2 pages, says would_recover for each with its stream, and recovers and counts nothing", async () => {
+    const before = await recoveredCount();
+    const { results, done } = await window({ streams: [streamId], dryRun: true });
+    expect(done).toMatchObject({ pages: 2, streams: [streamId] });
+    expect(results).toHaveLength(131);
+    expect(results.map((line) => line.eventId).sort()).toEqual([...created, other].sort());
+    expect(new Set(results.map((line) => `${line.outcome} ${line.streamId}`))).toEqual(new Set([`would_recover ${streamId}`]));
+    expect(await recoveredCount()).toBe(before);
+    expect(sink.requests).toHaveLength(0);
+  });
+
+  it("when the window asks for one exact type, then the tenant is asked for that type only (one page); a pattern is matched here, over every page", async () => {
+    const exact = await window({ streams: [streamId], type: "organization.created", dryRun: true });
+    expect(exact.done.pages).toBe(1);
+    expect(exact.results.map((line) => line.eventId)).toEqual([other]);
+    const pattern = await window({ streams: [streamId], type: "organization.*", dryRun: true });
+    expect(pattern.done.pages).toBe(2);
+    expect(pattern.results.map((line) => line.eventId)).toEqual([other]);
+  });
+
+  it("when the window ends before the failures, or a stream has none, then nothing is listed", async () => {
+    const before = await window({ streams: [streamId], until: new Date(Date.now() - 1_800_000).toISOString(), dryRun: true });
+    expect(before.results).toEqual([]);
+    const none = await window({ streams: [emptyStreamId], dryRun: true });
+    expect(none.results).toEqual([]);
+    expect(none.done.pages).toBe(1);
+  });
+
+  it("when the window is run for real, then each of its events is recovered once, counted recovered, and a second run finds each already here", async () => {
+    const before = await recoveredCount();
+    const { results, done } = await window({ streams: [streamId] });
+    expect(done.pages).toBe(2);
+    expect(results).toHaveLength(131);
+    expect(new Set(results.map((line) => `${line.outcome} ${line.streamId}`))).toEqual(new Set([`recovered ${streamId}`]));
+    expect(await recoveredCount()).toBe(before + 131);
+    await sink.untilReceived(131, 60_000);
+    expect(new Set(sink.requests.map((request) => request.headers["webhook-id"]))).toEqual(new Set([...created, other]));
+
+    const again = await window({ streams: [streamId] });
+    expect(new Set(again.results.map((line) => line.outcome))).toEqual(new Set(["already_received"]));
+    expect(again.results).toHaveLength(131);
+    expect(await recoveredCount()).toBe(before + 131);
+    expect(sink.requests).toHaveLength(131);
+  });
+});
