@@ -48,4 +48,46 @@ describe("dispatch: the retry window", () => {
     expect(again.attempts).toBeGreaterThanOrEqual(2);
     expect(again.windowMs).toBeGreaterThanOrEqual(400);
   });
+
+  it("when an event has been failing for an hour-long window, then its dead letter says the window in hours", async () => {
+    downstream = await startSinkServer(() => ({ status: 503 }));
+    harness = await createDispatchHarness(redisUrl, [testRoute("hourly", downstream.url, { maxAttemptsPerEvent: undefined })]);
+    // A backoff long enough that the test can stand in for the hour between two attempts.
+    harness.startDispatcher({ retryWindowMs: 3_600_000, backoffBaseMs: 600_000, backoffMaxMs: 600_000 });
+    const event = userEvent();
+    await harness.store.store(event, { origin: "webhook" });
+    const queue = harness.queues.forRoute("hourly");
+    await expect.poll(() => queue.getJobState(event.id)).toBe("delayed");
+    // An hour has passed since its first failure (what the job records of it), and it is due.
+    const job = (await queue.getJob(event.id))!;
+    expect(job.data.failingSince).toBeGreaterThan(0);
+    await job.updateData({ ...job.data, failingSince: job.data.failingSince! - 3_600_000 });
+    await job.promote();
+
+    await expect.poll(() => collectDeadLetters(harness!.queues), { timeout: 20_000, interval: 50 }).toHaveLength(1);
+    const [letter] = await collectDeadLetters(harness.queues);
+    expect(letter!.failedReason).toBe("downstream answered 503; still failing 1 h after the first failure (DISPATCH_RETRY_WINDOW_SECONDS)");
+    expect(letter!.attempts).toBe(2);
+  });
+
+  it("when the window is set while an event is already being retried, then its window starts at its next failure and it still ends as a dead letter", async () => {
+    downstream = await startSinkServer(() => ({ status: 503 }));
+    harness = await createDispatchHarness(redisUrl, [testRoute("late", downstream.url, { maxAttemptsPerEvent: undefined })]);
+    // First without a window: the job fails and waits for its retry.
+    const before = harness.startDispatcher({ backoffBaseMs: 600_000, backoffMaxMs: 600_000 });
+    const event = userEvent();
+    await harness.store.store(event, { origin: "webhook" });
+    const queue = harness.queues.forRoute("late");
+    await expect.poll(() => queue.getJobState(event.id)).toBe("delayed");
+    await before.close();
+    expect((await queue.getJob(event.id))!.data.failingSince).toBeUndefined();
+
+    // Restarted with DISPATCH_RETRY_WINDOW_SECONDS set (scaled down to 300 ms).
+    harness.startDispatcher({ retryWindowMs: 300, backoffBaseMs: 20, backoffMaxMs: 50 });
+    await (await queue.getJob(event.id))!.promote();
+    await expect.poll(() => collectDeadLetters(harness!.queues), { timeout: 20_000, interval: 50 }).toHaveLength(1);
+    const job = (await queue.getJob(event.id))!;
+    expect(job.attemptsMade).toBeGreaterThanOrEqual(3);
+    expect(job.finishedOn! - job.data.failingSince!).toBeGreaterThanOrEqual(300);
+  });
 });
