@@ -8,7 +8,7 @@ import { createReplayRunner } from "../../src/archive/replay-runner.js";
 import { createReplays } from "../../src/archive/replays.js";
 import { writeArchiveBatch } from "../../src/archive/write-archive-batch.js";
 import type { CloudEvent } from "../../src/events/cloud-event.js";
-import { replayDeliveries } from "../../src/metrics/archive-metrics.js";
+import { replayDeliveries, replaysRunning } from "../../src/metrics/archive-metrics.js";
 import { capturedLogger, type CapturedLogger } from "../helpers/captured-logger.js";
 import { createTestDatabase, type TestDatabase } from "../helpers/archive-database.js";
 import { createDispatchHarness, testRoute, type DispatchHarness } from "../helpers/dispatch-harness.js";
@@ -71,7 +71,15 @@ describe("archive: the replay runner", () => {
     harness = await createDispatchHarness(redisUrl, [testRoute(name, sink.url, { concurrency: 1 })]);
     return createReplays({ pool, routes: [name], retentionDays: 30 });
   };
-  const startRunner = (logs: CapturedLogger) => (runner = createReplayRunner({ pool, queues: harness!.queues, logger: logs.logger, pollMs: 50, pageSize }));
+  // A long poll: a replay is found by the look at the runner's start or by wake(), as one started through the admin API is.
+  const startRunner = (logs: CapturedLogger, on = pool) => (runner = createReplayRunner({ pool: on, queues: harness!.queues, logger: logs.logger, pollMs: 600_000, pageSize }));
+  /** Another process's connections to the archive. */
+  const otherPool = () => {
+    const other = new pg.Pool({ connectionString: db.url, max: 2 });
+    other.on("error", () => {});
+    return other;
+  };
+  const running = async () => (await replaysRunning.get()).values[0]?.value ?? 0;
   const rowOf = async (replayId: string) =>
     (await db.query<{ state: string; sent: number; skipped: number; checkpoint_id: string | null; reason: string | null }>("SELECT state, sent, skipped, checkpoint_id, reason FROM replays WHERE id = $1", [replayId]))[0]!;
   const stateIs = (replayId: string, state: string) => until(`the replay ${state}`, async () => (await rowOf(replayId)).state === state);
@@ -127,14 +135,23 @@ describe("archive: the replay runner", () => {
     runner!.wake();
     // No dispatcher yet: the first page waits in the queue and the runner waits for it to drain.
     await until("the first page's checkpoint", async () => (await rowOf(replayId!)).checkpoint_id === events[pageSize - 1]!.id);
+    expect(await running()).toBe(1);
     await runner!.close();
+    expect(await running()).toBe(0);
     expect(await queuedCount()).toBe(pageSize);
     expect((await rowOf(replayId!)).state).toBe("running");
 
+    // Another process takes it up: the first one let go of it.
     const second = capturedLogger("info");
-    startRunner(second);
-    harness!.startDispatcher();
-    await stateIs(replayId!, "done");
+    const elsewhere = otherPool();
+    try {
+      startRunner(second, elsewhere);
+      harness!.startDispatcher();
+      await stateIs(replayId!, "done");
+      await runner!.close();
+    } finally {
+      await elsewhere.end();
+    }
     await sink!.untilReceived(10);
     expect(replayedIds()).toEqual(events.map((event) => event.id));
     expect(second.lines.find((line) => line.msg === "replay resumes from its checkpoint")).toMatchObject({ replayId, route: "resumed" });
@@ -161,10 +178,31 @@ describe("archive: the replay runner", () => {
     expect(await queuedCount()).toBe(10);
   });
 
+  it("when two processes' runners find the same replay, then one sends it: each event is queued and counted once", async () => {
+    const replays = await routeFor("contended");
+    const { stream, events, start } = await archived(10);
+    const elsewhere = otherPool();
+    try {
+      const other = createReplayRunner({ pool: elsewhere, queues: harness!.queues, logger: capturedLogger("info").logger, pollMs: 600_000, pageSize });
+      startRunner(capturedLogger("info"));
+      harness!.startDispatcher();
+      const { replayId } = await replays.start({ route: "contended", since: start, stream });
+      runner!.wake();
+      other.wake();
+      await stateIs(replayId!, "done");
+      await other.close();
+      await sink!.untilReceived(10);
+      expect(replayedIds()).toEqual(events.map((event) => event.id));
+      expect(await rowOf(replayId!)).toMatchObject({ sent: 10 });
+    } finally {
+      await elsewhere.end();
+    }
+  });
+
   it("when some events of the window were erased, then they are skipped, never sent, and counted in the replay and its metric", async () => {
     const replays = await routeFor("erased");
     const forgotten = `auth0|${randomUUID().replaceAll("-", "")}`;
-    const { stream, events, start } = await archived(7, (index) => (index % 2 === 1 ? userEvent({ data: { object: { user_id: forgotten } } }) : userEvent()));
+    const { stream, events, start } = await archived(9, (index) => (index % 2 === 1 && index < 6 ? userEvent({ data: { object: { user_id: forgotten } } }) : userEvent()));
     expect(await forgetEntity(pool, forgotten)).toBe(3);
     const skippedBefore = (await replayDeliveries.get()).values.find((value) => value.labels.route === "erased" && value.labels.outcome === "skipped_erased")?.value ?? 0;
     harness!.startDispatcher();
@@ -173,16 +211,16 @@ describe("archive: the replay runner", () => {
     const { replayId } = await replays.start({ route: "erased", since: start, stream });
     runner!.wake();
     await stateIs(replayId!, "done");
-    const kept = events.filter((_, index) => index % 2 === 0).map((event) => event.id);
+    const kept = events.filter((_, index) => !(index % 2 === 1 && index < 6)).map((event) => event.id);
     await sink!.untilReceived(kept.length);
     expect(replayedIds()).toEqual(kept);
-    expect(await rowOf(replayId!)).toMatchObject({ sent: 4, skipped: 3 });
+    expect(await rowOf(replayId!)).toMatchObject({ sent: 6, skipped: 3 });
     const skippedAfter = (await replayDeliveries.get()).values.find((value) => value.labels.route === "erased" && value.labels.outcome === "skipped_erased")?.value ?? 0;
     expect(skippedAfter - skippedBefore).toBe(3);
     const said = logs.lines.filter((line) => line.replayId === replayId && line.msg === "replay: events whose payload was erased are skipped, never sent");
-    // Pages of 4: the first holds 2 erased events, the second 1.
+    // Pages of 4: the first holds 2 erased events, the second 1, the third none (and says nothing).
     expect(said.map((line) => line.skipped)).toEqual([2, 1]);
-    expect(await queuedCount()).toBe(4);
+    expect(await queuedCount()).toBe(6);
   });
 
   it("when a replay is cancelled while its pages wait, then the runner queues no page after the one under way and says so", async () => {

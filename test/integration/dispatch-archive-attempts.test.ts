@@ -1,7 +1,11 @@
 import { afterEach, beforeAll, afterAll, describe, expect, inject, it } from "vitest";
 import { archiveOutboxKey, createArchiveOutbox } from "../../src/archive/archive-outbox.js";
 import { parseArchiveRecord, type AttemptRecord } from "../../src/archive/archive-record.js";
+import { createFreshnessRecorder } from "../../src/freshness/create-freshness-recorder.js";
+import { freshnessMinuteKey } from "../../src/freshness/freshness-keys.js";
 import { replayDeliveries } from "../../src/metrics/archive-metrics.js";
+import { deliveryLag } from "../../src/metrics/delivery-lag.js";
+import { dispatchDuration, dispatchTotal } from "../../src/metrics/registry.js";
 import { createEntityVersions } from "../../src/queue/entity-versions.js";
 import { createEventLedger } from "../../src/queue/event-ledger.js";
 import { replayPriority } from "../../src/queue/delivery-job.js";
@@ -44,6 +48,9 @@ describe("dispatch: each attempt recorded in the archive", () => {
   };
   const counted = async (route: string, outcome: string) =>
     (await replayDeliveries.get()).values.find((value) => value.labels.route === route && value.labels.outcome === outcome)?.value ?? 0;
+  /** A histogram's observation count for one route (and origin, where it has one). */
+  const observed = async (metric: typeof dispatchDuration | typeof deliveryLag, labels: Record<string, string>) =>
+    (await metric.get()).values.find((value) => value.metricName?.endsWith("_count") && Object.entries(labels).every(([name, wanted]) => (value.labels as Record<string, unknown>)[name] === wanted))?.value ?? 0;
 
   beforeAll(async () => {
     redis = createRedis(redisUrl, "worker", "test-archive-attempts");
@@ -61,7 +68,8 @@ describe("dispatch: each attempt recorded in the archive", () => {
   it("when a delivery fails twice and then goes through, then three attempts are archived in order: two retries with the status and reason, then the delivery with its status and no error, each under its own key", async () => {
     const downstream = await sink((request) => (request.index < 2 ? { status: 503, body: "busy" } : { status: 201 }));
     harness = await createDispatchHarness(redisUrl, [testRoute("kept", downstream.url, { maxAttemptsPerEvent: 5 })]);
-    harness.startDispatcher({ archive: archiveTo(redis) });
+    const freshness = createFreshnessRecorder({ redis, queuePrefix: harness.prefix, logger: capturedLogger().logger });
+    harness.startDispatcher({ archive: archiveTo(redis), freshness });
     const event = userEvent();
     const before = Date.now();
     await harness.store.store(event, { origin: "webhook" });
@@ -84,6 +92,12 @@ describe("dispatch: each attempt recorded in the archive", () => {
     expect(attempts[2]).not.toHaveProperty("error");
     // One record per attempt: the archive keeps one row per key.
     expect(new Set(attempts.map((attempt) => attempt.key)).size).toBe(3);
+    // Each attempt timed, the delivery counted and its lag observed; no replay counted for an event that came by webhook.
+    expect(await observed(dispatchDuration, { route: "kept" })).toBe(3);
+    expect((await dispatchTotal.get()).values.find((value) => value.labels.route === "kept" && value.labels.outcome === "delivered")?.value).toBe(1);
+    expect(await observed(deliveryLag, { route: "kept", origin: "webhook" })).toBe(1);
+    expect((await replayDeliveries.get()).values.filter((value) => value.labels.route === "kept")).toEqual([]);
+    await freshness.close();
   });
 
   it("when a route refuses an event for good, then its one attempt is archived as a dead letter with the status and the reason; when nothing answers, the attempt has the error and no status", async () => {
@@ -131,7 +145,8 @@ describe("dispatch: each attempt recorded in the archive", () => {
   it("when an older state of an entity follows a delivered newer one on a dropStale route, then the older one's attempt is archived as stale, without a status", async () => {
     const downstream = await sink();
     harness = await createDispatchHarness(redisUrl, [testRoute("fresh", downstream.url, { dropStale: true })]);
-    harness.startDispatcher({ archive: archiveTo(redis), entityVersions: createEntityVersions(redis, harness.prefix, 600) });
+    const freshness = createFreshnessRecorder({ redis, queuePrefix: harness.prefix, logger: capturedLogger().logger, flushEveryMs: 50 });
+    harness.startDispatcher({ archive: archiveTo(redis), entityVersions: createEntityVersions(redis, harness.prefix, 600), freshness });
     const at = (second: number) => new Date(Date.parse("2026-01-01T00:00:00Z") + second * 1000).toISOString();
     const newer = userEvent({ time: at(20), data: { object: { user_id: "auth0|archived-stale", updated_at: at(20) } } });
     const older = userEvent({ time: at(10), data: { object: { user_id: "auth0|archived-stale", updated_at: at(10) } } });
@@ -144,6 +159,10 @@ describe("dispatch: each attempt recorded in the archive", () => {
     expect(stale).not.toHaveProperty("status");
     expect(stale).not.toHaveProperty("error");
     expect(downstream.requests.map((request) => request.headers["webhook-id"])).toEqual([newer.id]);
+    // The operator view's freshness counts it as skipped stale (and the newer one as delivered).
+    await freshness.close();
+    const minute = Math.floor(stale!.at / 60_000);
+    expect(await redis.hget(freshnessMinuteKey(harness.prefix, minute), "fresh|s")).toBe("1");
   });
 
   it("when the archive's outbox cannot take an attempt, then the delivery still goes through and a warning says the archive lacks that attempt", async () => {

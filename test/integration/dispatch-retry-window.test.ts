@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, inject, it } from "vitest";
 import { replayDeadLetters } from "../../src/admin/replay-dead-letters.js";
+import { capturedLogger } from "../helpers/captured-logger.js";
 import { collectDeadLetters } from "../helpers/collect-dead-letters.js";
 import { createDispatchHarness, testRoute, type DispatchHarness } from "../helpers/dispatch-harness.js";
 import { userEvent } from "../helpers/fixtures.js";
@@ -23,7 +24,8 @@ describe("dispatch: the retry window", () => {
   it("when a route without maxAttemptsPerEvent keeps failing, then the event is a dead letter once the window has passed, and a replay gets a new window", async () => {
     downstream = await startSinkServer(() => ({ status: 503 }));
     harness = await createDispatchHarness(redisUrl, [testRoute("patient", downstream.url, { maxAttemptsPerEvent: undefined })]);
-    harness.startDispatcher({ retryWindowMs: 400, backoffBaseMs: 20, backoffMaxMs: 50 });
+    const logs = capturedLogger("info");
+    harness.startDispatcher({ retryWindowMs: 400, backoffBaseMs: 20, backoffMaxMs: 50, logger: logs.logger });
     const event = userEvent();
     await harness.store.store(event, { origin: "webhook" });
 
@@ -39,6 +41,11 @@ describe("dispatch: the retry window", () => {
     const first = await failedFor();
     expect(first.attempts).toBeGreaterThanOrEqual(2);
     expect(first.windowMs).toBeGreaterThanOrEqual(400);
+    // The dead letter's warning names the window that ended it, and no maximum of attempts.
+    const dead = logs.lines.filter((line) => line.eventId === event.id && line.level === 40);
+    expect(dead).toHaveLength(1);
+    expect(dead[0]).toMatchObject({ retryWindowMs: 400, attempts: first.attempts });
+    expect(dead[0]).not.toHaveProperty("maxAttempts");
 
     const requestsBefore = downstream.requests.length;
     await replayDeadLetters(harness.queues, { ids: [event.id] });
@@ -89,5 +96,21 @@ describe("dispatch: the retry window", () => {
     const job = (await queue.getJob(event.id))!;
     expect(job.attemptsMade).toBeGreaterThanOrEqual(3);
     expect(job.finishedOn! - job.data.failingSince!).toBeGreaterThanOrEqual(300);
+  });
+
+  it("when a retry window is set and a route refuses an event for good or runs out of attempts first, then its dead letter's warning names no window", async () => {
+    downstream = await startSinkServer((request) => (request.headers["webhook-id"] === refused.id ? { status: 422 } : { status: 503 }));
+    const refused = userEvent();
+    const exhausted = userEvent();
+    harness = await createDispatchHarness(redisUrl, [testRoute("counted", downstream.url, { maxAttemptsPerEvent: 2 })]);
+    const logs = capturedLogger("info");
+    harness.startDispatcher({ retryWindowMs: 3_600_000, backoffBaseMs: 20, backoffMaxMs: 50, logger: logs.logger });
+    await harness.store.store(refused, { origin: "webhook" });
+    await harness.store.store(exhausted, { origin: "webhook" });
+    await expect.poll(() => collectDeadLetters(harness!.queues), { timeout: 20_000, interval: 50 }).toHaveLength(2);
+    const dead = logs.lines.filter((line) => line.level === 40);
+    expect(dead.map((line) => line.eventId).sort()).toEqual([refused.id, exhausted.id].sort());
+    for (const line of dead) expect(line).not.toHaveProperty("retryWindowMs");
+    expect(dead.find((line) => line.eventId === exhausted.id)).toMatchObject({ attempts: 2, maxAttempts: 2 });
   });
 });
