@@ -59,6 +59,12 @@ describe("dispatch: a route's circuit", () => {
 
       // Every 503 is one failed attempt, counted and archived as a retry; never a dead letter.
       const failures = downstream.requests.filter((request) => request.status === 503).length;
+      // While open, only probes went out (one at a time): every 503 after the two that opened it was a probe.
+      const opened = logs.lines.filter((line) => typeof line.msg === "string" && line.msg.startsWith("route circuit opened"));
+      expect(opened).toHaveLength(1);
+      expect(opened[0]).toMatchObject({ route: "flaky", failures: 2 });
+      const probesFailed = logs.lines.filter((line) => line.msg === "route circuit probe failed; the route stays stopped").length;
+      expect(failures).toBe(circuit.failures + probesFailed);
       expect(await counted("flaky", "retry")).toBe(retriesBefore + failures);
       const attempts = async () =>
         (await redis.xrange(archiveOutboxKey(harness!.prefix), "-", "+"))
