@@ -98,19 +98,31 @@ describe("dispatch: the retry window", () => {
     expect(job.finishedOn! - job.data.failingSince!).toBeGreaterThanOrEqual(300);
   });
 
-  it("when a retry window is set and a route refuses an event for good or runs out of attempts first, then its dead letter's warning names no window", async () => {
-    downstream = await startSinkServer((request) => (request.headers["webhook-id"] === refused.id ? { status: 422 } : { status: 503 }));
+  it("when a retry window is set and a route refuses an event for good, even once the window has passed, then its dead letter's warning names no window; one out of attempts names them", async () => {
     const refused = userEvent();
     const exhausted = userEvent();
+    const lateRefused = userEvent();
+    downstream = await startSinkServer((request) => {
+      if (request.headers["webhook-id"] === refused.id) return { status: 422 };
+      // Refused on its second attempt, answered only after the 300 ms window since its first failure.
+      if (request.headers["webhook-id"] === lateRefused.id) return seenLate();
+      return { status: 503 };
+    });
+    let lateSeen = 0;
+    const seenLate = () => (++lateSeen === 1 ? { status: 503 } : { status: 422, delayMs: 400 });
     harness = await createDispatchHarness(redisUrl, [testRoute("counted", downstream.url, { maxAttemptsPerEvent: 2 })]);
     const logs = capturedLogger("info");
-    harness.startDispatcher({ retryWindowMs: 3_600_000, backoffBaseMs: 20, backoffMaxMs: 50, logger: logs.logger });
+    harness.startDispatcher({ retryWindowMs: 300, backoffBaseMs: 20, backoffMaxMs: 50, logger: logs.logger });
     await harness.store.store(refused, { origin: "webhook" });
     await harness.store.store(exhausted, { origin: "webhook" });
-    await expect.poll(() => collectDeadLetters(harness!.queues), { timeout: 20_000, interval: 50 }).toHaveLength(2);
+    await harness.store.store(lateRefused, { origin: "webhook" });
+    await expect.poll(() => collectDeadLetters(harness!.queues), { timeout: 20_000, interval: 50 }).toHaveLength(3);
     const dead = logs.lines.filter((line) => line.level === 40);
-    expect(dead.map((line) => line.eventId).sort()).toEqual([refused.id, exhausted.id].sort());
-    for (const line of dead) expect(line).not.toHaveProperty("retryWindowMs");
+    expect(dead.map((line) => line.eventId).sort()).toEqual([refused.id, exhausted.id, lateRefused.id].sort());
+    expect(dead.find((line) => line.eventId === lateRefused.id)).toMatchObject({ attempts: 2, reason: "downstream answered 422" });
+    // The refusals name no window; the exhausted one gives its attempts (and the window too,
+    // should a loaded machine have spaced its two attempts past it).
+    for (const line of dead.filter((candidate) => candidate.eventId !== exhausted.id)) expect(line).not.toHaveProperty("retryWindowMs");
     expect(dead.find((line) => line.eventId === exhausted.id)).toMatchObject({ attempts: 2, maxAttempts: 2 });
   });
 });
