@@ -74,6 +74,10 @@ export const mutationGroups = [
       "test/integration/dispatch-retry-window.test.ts",
       "test/integration/dispatch-crash.test.ts",
       "test/integration/dispatch-says.test.ts",
+      // The archive's attempt records, the circuit, the stale outcome: paths the tests above do not take.
+      "test/integration/dispatch-archive-attempts.test.ts",
+      "test/integration/dispatch-circuit.test.ts",
+      "test/integration/dispatch-drop-stale-states.test.ts",
     ],
   },
   {
@@ -94,7 +98,9 @@ export const mutationGroups = [
   {
     name: "replay",
     mutate: ["src/archive/replay-runner.ts"],
-    tests: ["test/integration/archive-replay.test.ts"],
+    // Not archive-replay.test.ts: it runs the replay in service processes of their own
+    // (dist/), where a mutant of this module is never loaded.
+    tests: ["test/integration/archive-replay-runner.test.ts"],
   },
   {
     name: "pull-offset",

@@ -8,6 +8,7 @@ import type { Route } from "../../src/routes/route.js";
 import { startRedisServer } from "../../src/redis/redis-server.js";
 import { createDispatchHarness, testRoute, type DispatchHarness } from "../helpers/dispatch-harness.js";
 import { userEvent } from "../helpers/fixtures.js";
+import { capturedLogger } from "../helpers/captured-logger.js";
 import { startSinkServer, type SinkAnswer, type SinkRequest, type SinkServer } from "../helpers/sink-server.js";
 
 const redisUrl = inject("redisUrl");
@@ -125,7 +126,8 @@ describe("dispatch: crashes and shutdown", () => {
     });
     sinks.push(sink);
     harness = await createDispatchHarness(redisUrl, [testRoute("stuck", sink.url, { concurrency: 2, timeoutMs: 30_000 })]);
-    const dispatcher = harness.startDispatcher({ shutdownTimeoutMs: 200 });
+    const logs = capturedLogger("info");
+    const dispatcher = harness.startDispatcher({ shutdownTimeoutMs: 200, logger: logs.logger });
     const events = [userEvent(), userEvent()];
     for (const event of events) await harness.store.store(event, { origin: "webhook" });
     await sink.untilReceived(2);
@@ -136,6 +138,10 @@ describe("dispatch: crashes and shutdown", () => {
       expect(await job?.getState()).toMatch(/^(delayed|waiting)$/);
       expect(job?.attemptsMade).toBe(0);
     }
+    // Each said, naming its event: no attempt was spent, it is sent again.
+    const interrupted = logs.lines.filter((line) => line.msg === "delivery interrupted by shutdown; the job goes back to the queue");
+    expect(interrupted.map((line) => line.eventId).sort()).toEqual(events.map((event) => event.id).sort());
+    for (const line of interrupted) expect(line).toMatchObject({ level: 40, route: "stuck" });
     release();
     harness.startDispatcher();
     await sink.until((requests) => answered(requests).size === 2);

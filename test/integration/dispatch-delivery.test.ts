@@ -179,6 +179,17 @@ describe("dispatch: delivery", () => {
     expect(() => new Webhook(secret).verify(request!.body, request!.headers as Record<string, string>)).not.toThrow();
   });
 
+  it("when event ids start or end with a character outside visible ASCII, then those are percent-encoded in the webhook-id, and ids of visible ASCII up to its edges go as they are", async () => {
+    const downstream = await sink();
+    harness = await createDispatchHarness(redisUrl, [testRoute("edges", downstream.url)]);
+    harness.startDispatcher();
+    // "|", ":" and "#" are visible ASCII that percent-encoding would change: they must go as they are.
+    const ids = [" evt_leading", "evt_trailing ", "evt_del\u007f", "!evt:visible|#~"];
+    for (const id of ids) await harness.store.store({ ...userEvent(), id }, { origin: "webhook" });
+    const requests = await downstream.untilReceived(ids.length);
+    expect(requests.map((request) => request.headers["webhook-id"]).sort()).toEqual(["!evt:visible|#~", "%20evt_leading", "evt_del%7F", "evt_trailing%20"].sort());
+  });
+
   it("when a route has a secret, then every attempt is signed and the standardwebhooks package verifies it", async () => {
     const secret = `whsec_${Buffer.from("0123456789abcdef0123456789abcdef").toString("base64")}`;
     const downstream = await sink((request) => (request.index === 0 ? { status: 500 } : {}));

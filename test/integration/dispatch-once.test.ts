@@ -1,5 +1,8 @@
+import { Worker } from "bullmq";
 import { afterEach, describe, expect, it, inject } from "vitest";
 import { jobIdFor } from "../../src/queue/job-id.js";
+import { deliveryQueueBullPrefix, deliveryQueueName } from "../../src/queue/queue-names.js";
+import { closeRedis, createRedis } from "../../src/redis/redis-connection.js";
 import { createDispatchHarness, testRoute, type DispatchHarness } from "../helpers/dispatch-harness.js";
 import { userEvent } from "../helpers/fixtures.js";
 import { startSinkServer, type SinkServer } from "../helpers/sink-server.js";
@@ -92,6 +95,34 @@ describe("dispatch: once per route, live first", () => {
     await expect.poll(() => again.isCompleted()).toBe(true);
     expect((await harness.queues.forRoute("a").getJob(again.id!))?.returnvalue).toMatchObject({ status: "already_delivered" });
     expect(a.requests).toHaveLength(1);
+  });
+
+  it("when a worker delivered an event and died before finishing its job, then the worker that takes the stalled job over does not send it again", async () => {
+    const sink = await startSinkServer();
+    sinks.push(sink);
+    harness = await createDispatchHarness(redisUrl, [testRoute("a", sink.url)]);
+    const event = userEvent();
+    await harness.store.store(event, { origin: "webhook" });
+    // The worker that dies: it takes the job (locked for 300 ms, never renewed), its 2xx is
+    // recorded as the dispatcher records one, and it never completes the job.
+    const connection = createRedis(redisUrl, "worker", "test-crashed-worker");
+    const crashed = new Worker(deliveryQueueName("a"), null, { connection, prefix: deliveryQueueBullPrefix(harness.prefix, "a"), lockDuration: 300, autorun: false });
+    try {
+      const taken = await crashed.getNextJob("crashed-token", { block: false });
+      expect(taken?.id).toBe(jobIdFor(event.id));
+      await harness.ledger.markDelivered(event.id, "a", Date.now());
+    } finally {
+      await crashed.close(true);
+      await closeRedis(connection);
+    }
+
+    harness.startDispatcher({ lockDurationMs: 300, stalledIntervalMs: 100 });
+    const queue = harness.queues.forRoute("a");
+    await expect.poll(async () => (await queue.getJob(jobIdFor(event.id)))?.returnvalue?.status, { timeout: 20_000 }).toBe("already_delivered");
+    const job = (await queue.getJob(jobIdFor(event.id)))!;
+    expect(job.stalledCounter).toBe(1);
+    expect(job.attemptsMade).toBe(1);
+    expect(sink.requests).toHaveLength(0);
   });
 
   it("when a delivered job runs again (retried from the dashboard), then it completes without a POST", async () => {

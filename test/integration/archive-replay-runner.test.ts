@@ -1,0 +1,283 @@
+import { randomUUID } from "node:crypto";
+import pg from "pg";
+import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from "vitest";
+import { maintainPartitions } from "../../src/archive/archive-partitions.js";
+import { forgetEntity } from "../../src/archive/archive-queries.js";
+import { migrateArchive } from "../../src/archive/migrate-archive.js";
+import { createReplayRunner } from "../../src/archive/replay-runner.js";
+import { createReplays } from "../../src/archive/replays.js";
+import { writeArchiveBatch } from "../../src/archive/write-archive-batch.js";
+import type { CloudEvent } from "../../src/events/cloud-event.js";
+import { replayDeliveries, replaysRunning } from "../../src/metrics/archive-metrics.js";
+import { capturedLogger, type CapturedLogger } from "../helpers/captured-logger.js";
+import { createTestDatabase, type TestDatabase } from "../helpers/archive-database.js";
+import { createDispatchHarness, testRoute, type DispatchHarness } from "../helpers/dispatch-harness.js";
+import { userEvent } from "../helpers/fixtures.js";
+import { startSinkServer, type SinkServer } from "../helpers/sink-server.js";
+import { until } from "../helpers/until.js";
+
+const redisUrl = inject("redisUrl");
+const pageSize = 4;
+
+/**
+ * README "The archive", replay, with the runner in this process (archive-replay.test.ts
+ * runs it in service processes): a replay reads its window oldest first, a page at a
+ * time after its checkpoint, and queues each event once on its route; a runner that
+ * stops resumes from the checkpoint; erased payloads are skipped and counted; a cancel
+ * stops the queueing; `rate` paces the pages. Real Postgres (the run's, a database of its
+ * own) and real Redis queues, delivered by a dispatcher to a sink.
+ */
+describe("archive: the replay runner", () => {
+  let db: TestDatabase;
+  let pool: pg.Pool;
+  let harness: DispatchHarness | undefined;
+  let sink: SinkServer | undefined;
+  let runner: ReturnType<typeof createReplayRunner> | undefined;
+
+  beforeAll(async () => {
+    db = await createTestDatabase();
+    pool = new pg.Pool({ connectionString: db.url, max: 4 });
+    pool.on("error", () => {});
+    await migrateArchive(pool);
+    await maintainPartitions(pool, Date.now(), 30);
+  });
+  afterAll(async () => {
+    await pool?.end();
+    await db?.drop();
+  });
+  afterEach(async () => {
+    await runner?.close();
+    runner = undefined;
+    await harness?.close();
+    harness = undefined;
+    await sink?.close();
+    sink = undefined;
+  });
+
+  /** `count` events of a stream of their own archived one second apart, oldest first, from an hour ago. */
+  const archived = async (count: number, make: (index: number) => CloudEvent = () => userEvent()) => {
+    const stream = `est_${randomUUID().replaceAll("-", "")}`;
+    const start = Date.now() - 3_600_000;
+    const events = Array.from({ length: count }, (_, index) => ({ ...make(index), a0stream: stream }));
+    // Written newest first: the order of the rows is not the order of a replay.
+    await writeArchiveBatch(pool, events.map((event, index) => ({ kind: "event" as const, event, origin: "webhook" as const, receivedAt: start + index * 1000, routes: [] })).reverse());
+    return { stream, events, start };
+  };
+  /** A route of its own with a sink behind it (one delivery at a time: the sink sees the queue's order) and the replays of that route. */
+  let route = "";
+  const routeFor = async (name: string) => {
+    route = name;
+    sink = await startSinkServer();
+    harness = await createDispatchHarness(redisUrl, [testRoute(name, sink.url, { concurrency: 1 })]);
+    return createReplays({ pool, routes: [name], retentionDays: 30 });
+  };
+  // A long poll: a replay is found by the look at the runner's start or by wake(), as one started through the admin API is.
+  const startRunner = (logs: CapturedLogger, on = pool) => (runner = createReplayRunner({ pool: on, queues: harness!.queues, logger: logs.logger, pollMs: 600_000, pageSize }));
+  /** Another process's connections to the archive. */
+  const otherPool = () => {
+    const other = new pg.Pool({ connectionString: db.url, max: 2 });
+    other.on("error", () => {});
+    return other;
+  };
+  const running = async () => (await replaysRunning.get()).values[0]?.value ?? 0;
+  const rowOf = async (replayId: string) =>
+    (await db.query<{ state: string; sent: number; skipped: number; checkpoint_id: string | null; reason: string | null }>("SELECT state, sent, skipped, checkpoint_id, reason FROM replays WHERE id = $1", [replayId]))[0]!;
+  const stateIs = (replayId: string, state: string) => until(`the replay ${state}`, async () => (await rowOf(replayId)).state === state);
+  const replayedIds = () => sink!.requests.map((request) => request.headers["webhook-id"] as string);
+  /** Every job the route's queue holds, whatever its state (completed ones are kept). */
+  const queuedCount = async () => {
+    const counts = await harness!.queues.forRoute(route).getJobCounts();
+    return Object.values(counts).reduce((sum, count) => sum + count, 0);
+  };
+
+  it("when a window is replayed, then its events go out oldest first, page after page, each once with origin replay, and nothing from before since, from until on, or of another type", async () => {
+    const replays = await routeFor("in-order");
+    const { stream, events, start } = await archived(13, (index) => userEvent({ type: index === 6 ? "user.created" : "user.updated" }));
+    harness!.startDispatcher();
+    const logs = capturedLogger("info");
+    startRunner(logs);
+    // The window: from the 2nd event (since) to the 12th (until, not in it), user.updated only.
+    const { replayId } = await replays.start({ route: "in-order", since: start + 1000, until: start + 11_000, stream, type: "user.updated" });
+    runner!.wake();
+    await stateIs(replayId!, "done");
+    const expected = events.slice(1, 11).filter((event) => event.type === "user.updated").map((event) => event.id);
+    expect(expected).toHaveLength(9);
+    await sink!.untilReceived(expected.length);
+    expect(replayedIds()).toEqual(expected);
+    for (const request of sink!.requests) expect(request.headers["x-streamkeeper-origin"]).toBe("replay");
+    expect(await rowOf(replayId!)).toMatchObject({ sent: 9, skipped: 0, checkpoint_id: expected.at(-1) });
+    expect(logs.lines.find((line) => line.replayId === replayId && line.msg === "replay queued every event of its window")).toMatchObject({ route: "in-order" });
+    expect(await queuedCount()).toBe(9);
+  });
+
+  it("when events share an arrival time across a page's end, then the next page goes on after the last one sent, by id, skipping none", async () => {
+    const replays = await routeFor("same-time");
+    const stream = `est_${randomUUID().replaceAll("-", "")}`;
+    const at = Date.now() - 1_800_000;
+    // Six events of one millisecond: their order is their ids'.
+    const events = ["evt_f", "evt_a", "evt_d", "evt_b", "evt_e", "evt_c"].map((prefix) => ({ ...userEvent(), id: `${prefix}${randomUUID().replaceAll("-", "")}`, a0stream: stream }));
+    await writeArchiveBatch(pool, events.map((event) => ({ kind: "event" as const, event, origin: "webhook" as const, receivedAt: at, routes: [] })));
+    harness!.startDispatcher();
+    startRunner(capturedLogger("info"));
+    const { replayId } = await replays.start({ route: "same-time", since: at - 1000, stream });
+    runner!.wake();
+    await stateIs(replayId!, "done");
+    await sink!.untilReceived(6);
+    expect(replayedIds()).toEqual(events.map((event) => event.id).sort());
+  });
+
+  it("when the runner stops after queuing a page and another one starts, then it resumes from the checkpoint: every event of the window is sent once, in order", async () => {
+    const replays = await routeFor("resumed");
+    const { stream, events, start } = await archived(10);
+    const first = capturedLogger("info");
+    startRunner(first);
+    const { replayId } = await replays.start({ route: "resumed", since: start, stream });
+    runner!.wake();
+    // No dispatcher yet: the first page waits in the queue and the runner waits for it to drain.
+    await until("the first page's checkpoint", async () => (await rowOf(replayId!)).checkpoint_id === events[pageSize - 1]!.id);
+    expect(await running()).toBe(1);
+    await runner!.close();
+    expect(await running()).toBe(0);
+    expect(await queuedCount()).toBe(pageSize);
+    expect((await rowOf(replayId!)).state).toBe("running");
+
+    // Another process takes it up: the first one let go of it.
+    const second = capturedLogger("info");
+    const elsewhere = otherPool();
+    try {
+      startRunner(second, elsewhere);
+      harness!.startDispatcher();
+      await stateIs(replayId!, "done");
+      await runner!.close();
+    } finally {
+      await elsewhere.end();
+    }
+    await sink!.untilReceived(10);
+    expect(replayedIds()).toEqual(events.map((event) => event.id));
+    expect(second.lines.find((line) => line.msg === "replay resumes from its checkpoint")).toMatchObject({ replayId, route: "resumed" });
+    expect(await rowOf(replayId!)).toMatchObject({ sent: 10, checkpoint_id: events.at(-1)!.id });
+    expect(await queuedCount()).toBe(10);
+  });
+
+  it("when a runner stopped between queuing a page and writing its checkpoint, then the next one queues that page again and each event is still sent once", async () => {
+    const replays = await routeFor("requeued");
+    const { stream, events, start } = await archived(10);
+    startRunner(capturedLogger("info"));
+    const { replayId } = await replays.start({ route: "requeued", since: start, stream });
+    runner!.wake();
+    await until("the first page's checkpoint", async () => (await rowOf(replayId!)).checkpoint_id === events[pageSize - 1]!.id);
+    await runner!.close();
+    // The checkpoint as it was before that page: the crash came before its write.
+    await db.query("UPDATE replays SET checkpoint_at = NULL, checkpoint_id = NULL WHERE id = $1", [replayId]);
+
+    startRunner(capturedLogger("info"));
+    harness!.startDispatcher();
+    await stateIs(replayId!, "done");
+    await sink!.untilReceived(10);
+    expect(replayedIds()).toEqual(events.map((event) => event.id));
+    expect(await queuedCount()).toBe(10);
+  });
+
+  it("when two processes' runners find the same replay, then one sends it: each event is queued and counted once", async () => {
+    const replays = await routeFor("contended");
+    const { stream, events, start } = await archived(10);
+    const elsewhere = otherPool();
+    try {
+      const other = createReplayRunner({ pool: elsewhere, queues: harness!.queues, logger: capturedLogger("info").logger, pollMs: 600_000, pageSize });
+      startRunner(capturedLogger("info"));
+      harness!.startDispatcher();
+      const { replayId } = await replays.start({ route: "contended", since: start, stream });
+      runner!.wake();
+      other.wake();
+      await stateIs(replayId!, "done");
+      await other.close();
+      await sink!.untilReceived(10);
+      expect(replayedIds()).toEqual(events.map((event) => event.id));
+      expect(await rowOf(replayId!)).toMatchObject({ sent: 10 });
+    } finally {
+      await elsewhere.end();
+    }
+  });
+
+  it("when some events of the window were erased, then they are skipped, never sent, and counted in the replay and its metric", async () => {
+    const replays = await routeFor("erased");
+    const forgotten = `auth0|${randomUUID().replaceAll("-", "")}`;
+    const { stream, events, start } = await archived(9, (index) => (index % 2 === 1 && index < 6 ? userEvent({ data: { object: { user_id: forgotten } } }) : userEvent()));
+    expect(await forgetEntity(pool, forgotten)).toBe(3);
+    const skippedBefore = (await replayDeliveries.get()).values.find((value) => value.labels.route === "erased" && value.labels.outcome === "skipped_erased")?.value ?? 0;
+    harness!.startDispatcher();
+    const logs = capturedLogger("info");
+    startRunner(logs);
+    const { replayId } = await replays.start({ route: "erased", since: start, stream });
+    runner!.wake();
+    await stateIs(replayId!, "done");
+    const kept = events.filter((_, index) => !(index % 2 === 1 && index < 6)).map((event) => event.id);
+    await sink!.untilReceived(kept.length);
+    expect(replayedIds()).toEqual(kept);
+    expect(await rowOf(replayId!)).toMatchObject({ sent: 6, skipped: 3 });
+    const skippedAfter = (await replayDeliveries.get()).values.find((value) => value.labels.route === "erased" && value.labels.outcome === "skipped_erased")?.value ?? 0;
+    expect(skippedAfter - skippedBefore).toBe(3);
+    const said = logs.lines.filter((line) => line.replayId === replayId && line.msg === "replay: events whose payload was erased are skipped, never sent");
+    // Pages of 4: the first holds 2 erased events, the second 1, the third none (and says nothing).
+    expect(said.map((line) => line.skipped)).toEqual([2, 1]);
+    expect(await queuedCount()).toBe(6);
+  });
+
+  it("when a replay is cancelled while its pages wait, then the runner queues no page after the one under way and says so", async () => {
+    const replays = await routeFor("cancelled");
+    const { stream, events, start } = await archived(16);
+    const logs = capturedLogger("info");
+    startRunner(logs);
+    const { replayId } = await replays.start({ route: "cancelled", since: start, stream });
+    runner!.wake();
+    await until("the first page's checkpoint", async () => (await rowOf(replayId!)).checkpoint_id === events[pageSize - 1]!.id);
+    expect(await replays.cancel(replayId!)).toBe(true);
+    harness!.startDispatcher();
+    await until("the runner's word on the cancel", async () => logs.lines.some((line) => line.replayId === replayId && line.msg === "replay cancelled: no further events are queued"));
+    // The page it was waiting to queue when the cancel came, and none after it.
+    await sink!.untilReceived(2 * pageSize);
+    expect(replayedIds()).toEqual(events.slice(0, 2 * pageSize).map((event) => event.id));
+    expect(await queuedCount()).toBe(2 * pageSize);
+    expect(await rowOf(replayId!)).toMatchObject({ state: "cancelled", sent: 2 * pageSize });
+    await runner!.close();
+    expect(await queuedCount()).toBe(2 * pageSize);
+  });
+
+  it("when a replay has a rate, then every event is still sent in order, and the replay takes at least as long as its pages at that rate", async () => {
+    const replays = await routeFor("paced");
+    const { stream, events, start } = await archived(12);
+    harness!.startDispatcher();
+    startRunner(capturedLogger("info"));
+    const rate = 10;
+    const began = Date.now();
+    const { replayId } = await replays.start({ route: "paced", since: start, stream, rate });
+    runner!.wake();
+    await stateIs(replayId!, "done");
+    const tookMs = Date.now() - began;
+    await sink!.untilReceived(12);
+    expect(replayedIds()).toEqual(events.map((event) => event.id));
+    // Three pages of 4 at 10 a second: the runner waits 400 ms after each. Load only makes it longer.
+    expect(tookMs).toBeGreaterThanOrEqual((events.length / rate) * 1000 - 50);
+  });
+
+  it("when an archived payload cannot be read, then the replay fails saying why, and the runner goes on with other replays", async () => {
+    const replays = await routeFor("unreadable");
+    const { stream, events, start } = await archived(3);
+    await db.query("UPDATE events SET payload = '\\x09'::bytea WHERE id = $1", [events[1]!.id]);
+    harness!.startDispatcher();
+    const logs = capturedLogger("info");
+    startRunner(logs);
+    const { replayId } = await replays.start({ route: "unreadable", since: start, stream });
+    runner!.wake();
+    await stateIs(replayId!, "failed");
+    expect((await rowOf(replayId!)).reason).toBe("archived payload has codec 9, which this version cannot read; upgrade Streamkeeper");
+    expect(logs.lines.find((line) => line.replayId === replayId && line.level === 50)).toMatchObject({ msg: "replay failed; its state says so" });
+
+    // The route is free again: a replay of the readable events runs to its end.
+    await db.query("UPDATE events SET payload = NULL WHERE id = $1", [events[1]!.id]);
+    const { replayId: again } = await replays.start({ route: "unreadable", since: start, stream });
+    runner!.wake();
+    await stateIs(again!, "done");
+    expect(await rowOf(again!)).toMatchObject({ sent: 2, skipped: 1 });
+  });
+});
