@@ -74,6 +74,8 @@ export function createReplayRunner(deps: ReplayRunnerDeps) {
       // A bounded backlog: a cancel leaves little queued, and a crash resumes from a recent checkpoint.
       while (!closing && (await queue.getPrioritizedCount()) >= pageSize / 2) await new Promise((ok) => setTimeout(ok, 100));
       if (closing) return;
+      // A cancel that came while it waited queues nothing more.
+      if (!(await stillRunning(client, replayId))) return cancelled(replayId, route);
       const params = [...replayWindowParams(filter), checkpoint?.at ?? null, checkpoint?.id ?? null, pageSize];
       const page = (await client.query<EventRow>(
         `SELECT e.arrived_at, e.id, e.origin, e.stream, e.payload FROM events e WHERE ${replayWindowWhere}
@@ -107,13 +109,14 @@ export function createReplayRunner(deps: ReplayRunnerDeps) {
         [replayId, sent, skipped, checkpoint.at, checkpoint.id],
       );
       if (skipped > 0) logger.info({ replayId, route, skipped }, "replay: events whose payload was erased are skipped, never sent");
-      if (updated.rows[0]?.state !== "running") {
-        logger.info({ replayId, route }, "replay cancelled: no further events are queued");
-        return;
-      }
+      if (updated.rows[0]?.state !== "running") return cancelled(replayId, route);
       if (filter.rate) await new Promise((ok) => setTimeout(ok, (page.length / filter.rate!) * 1000));
     }
   };
+
+  const stillRunning = async (client: pg.PoolClient, replayId: string) =>
+    (await client.query<{ state: string }>("SELECT state FROM replays WHERE id = $1", [replayId])).rows[0]?.state === "running";
+  const cancelled = (replayId: string, route: string) => logger.info({ replayId, route }, "replay cancelled: no further events are queued");
 
   const look = async () => {
     try {
