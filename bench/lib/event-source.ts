@@ -8,7 +8,7 @@ export function wallClockMs(): number {
 }
 
 export interface EventSource {
-  /** A fresh real-shaped id: `evt_` + 22 base58 characters (docs/tenant-api.md#identifiers). */
+  /** A fresh real-shaped id: `evt_` + 22 base58 characters (docs/tenant.md#identifiers). */
   nextId(): string;
   /** One `user.updated` CloudEvent as the tenant pushes it, carrying its send time (default: now) for the sink. */
   event(streamId: string, sentAt?: number): Record<string, unknown>;
@@ -34,7 +34,7 @@ export function createEventSource(): EventSource {
     nextId,
     event(streamId, sentAt = wallClockMs()) {
       const now = new Date(sentAt).toISOString();
-      // The shape of the documented user.created example (docs/tenant-api.md#webhook-delivery); the send time
+      // The shape of the documented user.created example (docs/tenant.md#webhook-delivery); the send time
       // rides in data.context, which the dispatcher forwards untouched to the sink.
       return {
         id: nextId(),

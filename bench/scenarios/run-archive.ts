@@ -26,7 +26,7 @@ export interface ArchiveResults {
   searchByEntityP99Ms: number;
 }
 
-/** A real-shaped `user.updated` as the tenant pushes it (docs/tenant-api.md#webhook-delivery), one per user. */
+/** A real-shaped `user.updated` as the tenant pushes it (docs/tenant.md#webhook-delivery), one per user. */
 function userUpdated(index: number, at: string): CloudEvent {
   const id = `evt_${index.toString(36).padStart(22, "0")}`;
   const user = `auth0|${(index % 100_000).toString(16).padStart(24, "0")}`;

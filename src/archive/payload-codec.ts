@@ -2,7 +2,7 @@ import { deflateRawSync, inflateRawSync } from "node:zlib";
 import type { CloudEvent } from "../events/cloud-event.js";
 
 /**
- * The words a tenant's event repeats (the shapes of docs/tenant-api.md#webhook-delivery), as deflate's preset
+ * The words a tenant's event repeats (the shapes of docs/tenant.md#webhook-delivery), as deflate's preset
  * dictionary: a 1 KB `user.updated` compresses to about a third with it instead of about
  * two thirds without (docs/benchmarks.md). Never change it: payloads written with it are
  * read with it. A new dictionary is a new codec byte.

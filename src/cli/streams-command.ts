@@ -171,7 +171,7 @@ function table(streams: EventStream[], sweptOf?: (stream: EventStream) => SweptA
   );
 }
 
-/** The tenant never returns write-only secrets (docs/tenant-api.md#updating-a-stream); strip them anyway in case one does. */
+/** The tenant never returns write-only secrets (docs/tenant.md#updating-a-stream); strip them anyway in case one does. */
 function withoutSecrets(stream: EventStream): EventStream {
   const authorization = stream.destination.configuration?.webhook_authorization;
   if (!authorization) return stream;

@@ -20,7 +20,7 @@ export interface Allowance {
 /**
  * `size` requests per `seconds`: as a token bucket that refills `size / seconds` a second
  * up to `size` held (`bucket`), or as windows aligned to the epoch that start whole again
- * (`window`), the two shapes a tenant may limit with (docs/tenant-api.md#rate-limits).
+ * (`window`), the two shapes a tenant may limit with (docs/tenant.md#rate-limits).
  */
 export function createAllowance(size: number, seconds: number, mode: RefillMode): Allowance {
   const windowMs = seconds * 1000;

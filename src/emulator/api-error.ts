@@ -12,7 +12,7 @@ const reasons: Record<number, string> = {
 
 /**
  * An error answered in the tenant's real shape
- * `{"statusCode","error","message","errorCode"?}` (docs/tenant-api.md#errors).
+ * `{"statusCode","error","message","errorCode"?}` (docs/tenant.md#errors).
  */
 export class ApiError extends Error {
   constructor(

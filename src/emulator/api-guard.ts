@@ -38,7 +38,7 @@ export function authenticate(deps: { tokens: TokenIssuer; clients: ClientRegistr
       if (!(error instanceof ApiError)) throw error;
       caller = error;
     }
-    // The tenant-wide bucket is shared by every client of the tenant (docs/tenant-api.md#rate-limits).
+    // The tenant-wide bucket is shared by every client of the tenant (docs/tenant.md#rate-limits).
     const bucket = caller instanceof ApiError ? `address:${req.ip}` : "tenant";
     const who = caller instanceof ApiError ? bucket : `client:${caller.client.clientId}`;
     const quota = caller instanceof ApiError ? undefined : deps.quotas.take(caller.client.clientId);
@@ -57,7 +57,7 @@ export function authenticate(deps: { tokens: TokenIssuer; clients: ClientRegistr
   };
 }
 
-/** 403 naming the scope, in the real words (docs/tenant-api.md#authentication-and-scopes). */
+/** 403 naming the scope, in the real words (docs/tenant.md#authentication-and-scopes). */
 export function requireScope(scope: string): RequestHandler {
   return (_req, res, next) => {
     if (!callerOf(res).scopes.includes(scope)) {
@@ -67,7 +67,7 @@ export function requireScope(scope: string): RequestHandler {
   };
 }
 
-/** The delivery history accepts only a global client: 401 otherwise (docs/tenant-api.md#authentication-and-scopes). */
+/** The delivery history accepts only a global client: 401 otherwise (docs/tenant.md#authentication-and-scopes). */
 export const requireGlobalClient: RequestHandler = (_req, res, next) => {
   if (!callerOf(res).client.global) throw new ApiError(401, "Client is not global.");
   next();

@@ -8,7 +8,7 @@ export interface Quota {
 
 export interface QuotaDecision {
   allowed: boolean;
-  /** `Auth0-RateLimit`, plus `Retry-After` (seconds) when refused (docs/tenant-api.md#rate-limits). */
+  /** `Auth0-RateLimit`, plus `Retry-After` (seconds) when refused (docs/tenant.md#rate-limits). */
   headers: Record<string, string>;
 }
 

@@ -1,6 +1,6 @@
 import { timingSafeEqual } from "node:crypto";
 
-/** Every scope docs/tenant-api.md#authentication-and-scopes names: the default client holds them all. */
+/** Every scope docs/tenant.md#authentication-and-scopes names: the default client holds them all. */
 export const allScopes = [
   "read:event_deliveries",
   "update:event_deliveries",
@@ -19,7 +19,7 @@ export interface EmulatorClient {
   clientId: string;
   clientSecret: string;
   scopes: string[];
-  /** Only a global client may read the delivery history (docs/tenant-api.md#authentication-and-scopes). */
+  /** Only a global client may read the delivery history (docs/tenant.md#authentication-and-scopes). */
   global: boolean;
 }
 

@@ -55,7 +55,7 @@ export function createEmulatorApp(state: EmulatorState): Express {
 
   const api = Router();
   api.use(authenticate(state));
-  // PATCH takes JSON or form-encoded bodies (docs/tenant-api.md#updating-a-stream); nested fields as destination[type]=webhook.
+  // PATCH takes JSON or form-encoded bodies (docs/tenant.md#updating-a-stream); nested fields as destination[type]=webhook.
   api.use(express.json(), express.urlencoded({ extended: true }));
   api.use(streamRoutes(state.streams), deliveryRoutes(state), profileRoutes(state.profiles), eventRoutes(state.log, state.eventsOptions, state.eventsApi));
   app.use("/api/v2", api);

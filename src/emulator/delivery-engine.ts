@@ -7,7 +7,7 @@ import { newId } from "./new-id.js";
 import { sendWebhook } from "./send-webhook.js";
 import type { StoredStream, StreamStore } from "./stream-store.js";
 
-/** 4 attempts in all: retries after about 1 s, 2 s and 4 s (docs/tenant-api.md#webhook-delivery). */
+/** 4 attempts in all: retries after about 1 s, 2 s and 4 s (docs/tenant.md#webhook-delivery). */
 const retryDelaysMs = [1000, 2000, 4000];
 
 export interface DeliveryEngineOptions {
@@ -80,7 +80,7 @@ export function createDeliveryEngine(options: DeliveryEngineOptions): DeliveryEn
     delivery.status = "failed";
     stream.failures.consecutive += 1;
     stream.failures.total += 1;
-    // Auto-disable (docs/tenant-api.md#webhook-delivery): a disabled stream gets no events until re-enabled.
+    // Auto-disable (docs/tenant.md#webhook-delivery): a disabled stream gets no events until re-enabled.
     if (stream.failures.consecutive >= options.disableAfterConsecutiveFailures || stream.failures.total >= options.disableAfterTotalFailures) {
       stream.status = "disabled";
     }

@@ -16,7 +16,7 @@ const commaSeparated = z.string().transform((value) => value.split(",").filter(B
 
 /**
  * The list's dates are RFC 3339 without fractional seconds, at most 20 characters
- * (`2025-09-08T06:35:17Z`): a JavaScript `toISOString()` value is refused (docs/tenant-api.md#failed-deliveries).
+ * (`2025-09-08T06:35:17Z`): a JavaScript `toISOString()` value is refused (docs/tenant.md#failed-deliveries).
  */
 const listDate = z
   .string()
@@ -48,7 +48,7 @@ interface Filter {
 }
 
 /**
- * Delivery history of one event (docs/tenant-api.md#delivery-history-of-one-event) and, as the real API has them, the
+ * Delivery history of one event (docs/tenant.md#delivery-history-of-one-event) and, as the real API has them, the
  * list of deliveries and redelivery of one event or of every failed one matching filters.
  */
 export function deliveryRoutes(deps: { streams: StreamStore; deliveries: DeliveryStore; engine: DeliveryEngine }): Router {
@@ -69,7 +69,7 @@ export function deliveryRoutes(deps: { streams: StreamStore; deliveries: Deliver
     res.json(record);
   });
 
-  // Global clients only, like the history of one event (docs/tenant-api.md#failed-deliveries).
+  // Global clients only, like the history of one event (docs/tenant.md#failed-deliveries).
   router.get("/event-streams/:id/deliveries", requireGlobalClient, requireScope("read:event_deliveries"), (req, res) => {
     const stream = findStream(deps.streams, req.params.id);
     const query = listQuery.safeParse(req.query);
@@ -82,7 +82,7 @@ export function deliveryRoutes(deps: { streams: StreamStore; deliveries: Deliver
     const stream = findStream(deps.streams, req.params.id);
     const delivery = deps.deliveries.get(stream.id, pathId("event_id", req.params.event_id));
     if (!delivery) throw new ApiError(404, "The requested event does not exist.");
-    // Only a delivery that failed for good can be redelivered (docs/tenant-api.md#failed-deliveries: 409 otherwise).
+    // Only a delivery that failed for good can be redelivered (docs/tenant.md#failed-deliveries: 409 otherwise).
     if (delivery.status !== "failed") throw new ApiError(409, `The delivery of event ${delivery.id} is ${delivery.status}; only failed deliveries can be redelivered.`);
     deps.engine.redeliver(delivery);
     res.status(202).end();

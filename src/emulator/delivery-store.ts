@@ -1,4 +1,4 @@
-/** The CloudEvent as the tenant sends and stores it (docs/tenant-api.md#webhook-delivery). */
+/** The CloudEvent as the tenant sends and stores it (docs/tenant.md#webhook-delivery). */
 export interface TenantEvent {
   id: string;
   source: string;
@@ -54,7 +54,7 @@ export function createDeliveryStore(): DeliveryStore {
 
 /**
  * The delivery history record the API answers (delivery-record.example.json), or
- * undefined when the API has none: a success has no record (docs/tenant-api.md#delivery-history-of-one-event), nor has a
+ * undefined when the API has none: a success has no record (docs/tenant.md#delivery-history-of-one-event), nor has a
  * delivery whose first attempt is still under way. The event is attached only when failed.
  */
 export function deliveryRecord(delivery: Delivery) {
@@ -69,7 +69,7 @@ export function deliveryRecord(delivery: Delivery) {
   };
 }
 
-/** The stored copy differs slightly from what was pushed: `source` is just `urn:auth0:` (docs/tenant-api.md#delivery-history-of-one-event). */
+/** The stored copy differs slightly from what was pushed: `source` is just `urn:auth0:` (docs/tenant.md#delivery-history-of-one-event). */
 function storedEvent(event: TenantEvent): TenantEvent {
   return { ...event, source: "urn:auth0:" };
 }

@@ -16,7 +16,7 @@ export interface LoggedEvent {
 }
 
 export interface EventLog {
-  /** Every emitted event goes here, whatever the streams do (docs/tenant-api.md#pulling-events). */
+  /** Every emitted event goes here, whatever the streams do (docs/tenant.md#pulling-events). */
   append(event: LogEvent): void;
   /** A message whose data is `data` as given (a broken event, for tests of what a consumer does with one). */
   appendRaw(type: string, data: string): void;
@@ -39,7 +39,7 @@ export interface EventLog {
 
 /**
  * The tenant's event log as `GET /api/v2/events` serves it. Offsets are opaque
- * base64-looking strings (docs/tenant-api.md#pulling-events); here they wrap a sequence number. With a
+ * base64-looking strings (docs/tenant.md#pulling-events); here they wrap a sequence number. With a
  * retention, events older than it are dropped and an offset before them has expired.
  */
 export function createEventLog(options: { retentionMs?: number; now?: () => number } = {}): EventLog {

@@ -44,7 +44,7 @@ export function createEventsApiState(): EventsApiState {
 }
 
 /**
- * `GET /api/v2/events` as the tenant serves it (docs/tenant-api.md#pulling-events): a
+ * `GET /api/v2/events` as the tenant serves it (docs/tenant.md#pulling-events): a
  * Server-Sent Events stream of every emitted event from an offset (`from` or
  * `Last-Event-ID`, the header winning) or a time (`from_timestamp`), filtered by
  * `event_type` (repeated, or a comma list), with `offset-only` markers at the heartbeat,
@@ -156,7 +156,7 @@ export function eventsGate(state: EventsApiState): RequestHandler {
   };
 }
 
-/** `event_type`: one per parameter, repeated, or a comma list (both accepted, docs/tenant-api.md#pulling-events). */
+/** `event_type`: one per parameter, repeated, or a comma list (both accepted, docs/tenant.md#pulling-events). */
 function typesOf(value: unknown): Set<string> | undefined {
   if (value === undefined) return undefined;
   const list = (Array.isArray(value) ? value : [value]).flatMap((item) => String(item).split(",")).filter(Boolean);

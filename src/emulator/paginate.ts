@@ -2,7 +2,7 @@ import { ApiError } from "./api-error.js";
 
 export interface Page<T> {
   items: T[];
-  /** Absent on the last page (docs/tenant-api.md#event-streams). */
+  /** Absent on the last page (docs/tenant.md#event-streams). */
   next?: string;
 }
 

@@ -1,7 +1,7 @@
 import { ApiError } from "./api-error.js";
 
 /**
- * Stream and event ids in paths are exactly 26 characters (docs/tenant-api.md#identifiers); the
+ * Stream and event ids in paths are exactly 26 characters (docs/tenant.md#identifiers); the
  * real API rejects others with a 400 worded like this before looking anything up.
  */
 export function pathId(property: string, value: string | string[] | undefined): string {

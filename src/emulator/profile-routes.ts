@@ -2,7 +2,7 @@ import { Router } from "express";
 import { requireScope } from "./api-guard.js";
 import type { ProfileStore } from "./profile-store.js";
 
-/** Delete a token exchange profile (docs/tenant-api.md#token-exchange-profiles): 204 with no body, also for an id already gone. */
+/** Delete a token exchange profile (docs/tenant.md#token-exchange-profiles): 204 with no body, also for an id already gone. */
 export function profileRoutes(profiles: ProfileStore): Router {
   const router = Router();
   router.delete("/token-exchange-profiles/:id", requireScope("delete:token_exchange_profiles"), (req, res) => {

@@ -1,9 +1,9 @@
 import { newId } from "./new-id.js";
 
-/** Token exchange profiles: only their ids matter to the one operation (docs/tenant-api.md#token-exchange-profiles). */
+/** Token exchange profiles: only their ids matter to the one operation (docs/tenant.md#token-exchange-profiles). */
 export interface ProfileStore {
   create(): string;
-  /** False when the id was already gone; the API answers 204 either way (docs/tenant-api.md#token-exchange-profiles). */
+  /** False when the id was already gone; the API answers 204 either way (docs/tenant.md#token-exchange-profiles). */
   delete(id: string): boolean;
   ids(): string[];
 }

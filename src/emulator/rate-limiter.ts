@@ -2,7 +2,7 @@ import { createAllowance, type Allowance, type RefillMode } from "./allowance.js
 
 export interface RateDecision {
   allowed: boolean;
-  /** The `X-RateLimit-*` headers, plus `Retry-After` when refused (docs/tenant-api.md#rate-limits). */
+  /** The `X-RateLimit-*` headers, plus `Retry-After` when refused (docs/tenant.md#rate-limits). */
   headers: Record<string, string>;
 }
 
@@ -12,7 +12,7 @@ export interface RateLimiter {
   peek(bucket: string, now?: number): RateDecision;
 }
 
-/** What the headers say when no limit is set: the headers are always sent (docs/tenant-api.md#rate-limits). */
+/** What the headers say when no limit is set: the headers are always sent (docs/tenant.md#rate-limits). */
 const unlimitedSize = 1000;
 
 /**

@@ -5,7 +5,7 @@ import type { WebhookAuthorization } from "./stream-schemas.js";
 
 export interface AttemptOutcome {
   ok: boolean;
-  /** A 4xx answer: the delivery fails at once, with no retry (docs/tenant-api.md#webhook-delivery). */
+  /** A 4xx answer: the delivery fails at once, with no retry (docs/tenant.md#webhook-delivery). */
   final: boolean;
   /** Worded as real records word them: `HTTP 503`, `Post "<url>": context deadline exceeded`. */
   errorMessage?: string;
@@ -13,7 +13,7 @@ export interface AttemptOutcome {
   duration: number;
 }
 
-/** The header the tenant sends for each authorization method (docs/tenant-api.md#webhook-delivery). */
+/** The header the tenant sends for each authorization method (docs/tenant.md#webhook-delivery). */
 export function authorizationHeader(auth: WebhookAuthorization): [string, string] {
   switch (auth.method) {
     case "basic":

@@ -27,7 +27,7 @@ export interface EmulatorOptions {
   rateLimitMode?: RefillMode;
   /** @defaultValue "emulator-client" */
   clientId?: string;
-  /** A global client holding every scope of docs/tenant-api.md#authentication-and-scopes. @defaultValue "emulator-secret" */
+  /** A global client holding every scope of docs/tenant.md#authentication-and-scopes. @defaultValue "emulator-secret" */
   clientSecret?: string;
   /** The `a0tenant` of events. @defaultValue "emulator" */
   tenantName?: string;

@@ -12,7 +12,7 @@ const listQuery = z.object({
   take: z.coerce.number().int().min(1).max(100).default(50),
 });
 
-/** The stream operations: list and update (docs/tenant-api.md#event-streams, docs/tenant-api.md#updating-a-stream), create and get one (real). */
+/** The stream operations: list and update (docs/tenant.md#event-streams, docs/tenant.md#updating-a-stream), create and get one (real). */
 export function streamRoutes(streams: StreamStore): Router {
   const router = Router();
 

@@ -27,7 +27,7 @@ const webhookAuthorization = z.discriminatedUnion("method", [
   }),
 ]);
 
-/** A destination is replaced whole (docs/tenant-api.md#updating-a-stream): every part is required. */
+/** A destination is replaced whole (docs/tenant.md#updating-a-stream): every part is required. */
 const destination = z.strictObject({
   type: z.literal("webhook"),
   configuration: z.strictObject({
@@ -39,7 +39,7 @@ const destination = z.strictObject({
 const subscriptions = z.array(z.strictObject({ event_type: z.enum(tenantEventTypes) })).min(1);
 const status = z.enum(["enabled", "disabled"]);
 
-/** `PATCH /event-streams/{id}`: every field optional (docs/tenant-api.md#updating-a-stream), nothing unknown. */
+/** `PATCH /event-streams/{id}`: every field optional (docs/tenant.md#updating-a-stream), nothing unknown. */
 export const streamPatchBody = z.strictObject({
   name: text(128).optional(),
   subscriptions: subscriptions.optional(),

@@ -51,7 +51,7 @@ export function createStreamStore(): StreamStore {
   };
 }
 
-/** The stream as the API answers it: write-only secrets left out (docs/tenant-api.md#updating-a-stream). */
+/** The stream as the API answers it: write-only secrets left out (docs/tenant.md#updating-a-stream). */
 export function publicStream(stream: StoredStream): EventStream {
   const { webhook_endpoint, webhook_authorization: auth } = stream.destination.configuration;
   const shownAuth: ShownAuthorization =

@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import { SignJWT, errors, exportJWK, generateKeyPair, jwtVerify, type JWK } from "jose";
 import { ApiError } from "./api-error.js";
 
-/** Lifetime of an access token, as the real token endpoint answers (docs/tenant-api.md#tokens). */
+/** Lifetime of an access token, as the real token endpoint answers (docs/tenant.md#tokens). */
 export const tokenLifetimeSeconds = 86_400;
 
 export interface TokenClaims {

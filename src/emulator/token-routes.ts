@@ -2,7 +2,7 @@ import express, { Router, type Response } from "express";
 import type { ClientRegistry } from "./client-registry.js";
 import { tokenLifetimeSeconds, type TokenIssuer } from "./token-issuer.js";
 
-/** An OAuth error in Auth0's shape `{"error","error_description"}` (docs/tenant-api.md#tokens). */
+/** An OAuth error in Auth0's shape `{"error","error_description"}` (docs/tenant.md#tokens). */
 function oauthError(res: Response, status: number, error: string, description: string): void {
   res.status(status).json({ error, error_description: description });
 }

@@ -1,6 +1,6 @@
 /**
- * The tenant's event type names (docs/tenant-api.md#event-types). Events of other types are
- * accepted and counted (a 4xx would make the tenant drop them for good, docs/tenant-api.md#webhook-delivery).
+ * The tenant's event type names (docs/tenant.md#event-types). Events of other types are
+ * accepted and counted (a 4xx would make the tenant drop them for good, docs/tenant.md#webhook-delivery).
  */
 export const tenantEventTypes = [
   "group.created",

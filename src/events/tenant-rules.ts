@@ -4,9 +4,9 @@ import { isTenantEventType } from "./event-types.js";
 export type TenantRule = "id_length" | "event_type";
 
 /**
- * The tenant's own rules (docs/tenant-api.md#identifiers, docs/tenant-api.md#event-types: 26-character ids, the event type list). An
+ * The tenant's own rules (docs/tenant.md#identifiers, docs/tenant.md#event-types: 26-character ids, the event type list). An
  * event that breaks them is still stored: a 4xx would make the tenant drop it for good
- * (docs/tenant-api.md#webhook-delivery), so the receiver only counts and logs what this returns.
+ * (docs/tenant.md#webhook-delivery), so the receiver only counts and logs what this returns.
  */
 export function brokenTenantRules(event: CloudEvent): TenantRule[] {
   const broken: TenantRule[] = [];

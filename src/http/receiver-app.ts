@@ -42,7 +42,7 @@ class StoreUnavailableError extends Error {}
 /**
  * The public ingress. It answers 202 only once every event of the request is in Redis,
  * 4xx only for a request that can never succeed (the tenant drops a delivery for good on
- * a 4xx, docs/tenant-api.md#webhook-delivery), and 503 with Retry-After for everything transient.
+ * a 4xx, docs/tenant.md#webhook-delivery), and 503 with Retry-After for everything transient.
  */
 export function createReceiverApp(deps: ReceiverDeps) {
   const checkCredentials = createCredentialCheck(deps.auth, () => webhookAuthPrevious.inc());

@@ -25,7 +25,7 @@ export interface PacedFetchOptions {
  * every process shares (read-pace-evidence.ts): room grows it toward the tightest limit
  * shown, a shrinking room or a 429 cuts it; on a 429 or an empty bucket or quota every
  * process holds its calls until the tenant's `Retry-After` / `X-RateLimit-Reset`
- * (docs/tenant-api.md#rate-limits).
+ * (docs/tenant.md#rate-limits).
  */
 export function pacedFetch(options: PacedFetchOptions): typeof fetch {
   const fetchImpl = options.fetch ?? globalThis.fetch;

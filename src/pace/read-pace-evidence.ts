@@ -32,7 +32,7 @@ export interface PaceEvidenceOptions {
 
 /**
  * A quota is ours alone, but whether it refills continuously or at the end of its window is
- * not documented (docs/tenant-api.md#rate-limits): pacing a little under it keeps calls that bunch up at a
+ * not documented (docs/tenant.md#rate-limits): pacing a little under it keeps calls that bunch up at a
  * window's edge from being refused.
  */
 export const quotaHeadroom = 0.95;

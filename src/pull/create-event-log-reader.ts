@@ -134,7 +134,7 @@ export function createEventLogReader(deps: PullerDeps, owner: string, setState: 
       clearTimeout(idle);
       pullConnected.set(0);
     }
-    // The tenant closes connections every few minutes on purpose (docs/tenant-api.md#pulling-events): reconnect at once.
+    // The tenant closes connections every few minutes on purpose (docs/tenant.md#pulling-events): reconnect at once.
     logger.debug("pull: the Events API stream ended (the tenant's periodic close); reconnecting from the kept offset");
     return { reason: "cycled", waitMs: 0 };
   }

@@ -16,7 +16,7 @@ export interface Puller {
 
 
 /**
- * Reads the tenant's Events API (docs/tenant-api.md#pulling-events) into the event store.
+ * Reads the tenant's Events API (docs/tenant.md#pulling-events) into the event store.
  * One worker of the service holds a lease and the one connection; the others wait to take
  * over. Each event is stored (origin `pull`) before its offset is kept, and every message's
  * offset (`offset-only` markers too) is kept only once what it covers is stored, so a crash

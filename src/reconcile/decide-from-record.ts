@@ -11,7 +11,7 @@ export type RecordDecision =
   | { outcome: `error: ${string}` };
 
 /**
- * What to do with the tenant's delivery history of one event (docs/tenant-api.md#delivery-history-of-one-event):
+ * What to do with the tenant's delivery history of one event (docs/tenant.md#delivery-history-of-one-event):
  * 1. no record (404): the stream or the event is unknown, or it was delivered (a success
  *    has no record) → `not_found`;
  * 2. not `failed` (real answers also show `pending` while attempts remain) → `not_failed`:

@@ -11,7 +11,7 @@ export interface AutoEnableStreak {
 /**
  * When a stream found disabled may be enabled again (ms since the epoch; 0: at once).
  * The first time at once: every minute disabled is lost data. If the tenant disables it
- * again (its endpoint still fails: 500 consecutive failed deliveries, docs/tenant-api.md#webhook-delivery),
+ * again (its endpoint still fails: 500 consecutive failed deliveries, docs/tenant.md#webhook-delivery),
  * re-enabling at every check would fail those deliveries in a loop, so each further
  * auto-enable waits twice as long as the one before, from 2 intervals to an hour.
  */

@@ -24,7 +24,7 @@ export class ConnectStreamError extends Error {
 
 /**
  * `<public-url>/webhooks/<stream-id>`; a path prefix (behind a proxy) is kept. The tenant
- * sends only to https, or http on a loopback address (docs/tenant-api.md#updating-a-stream), so anything else is refused here.
+ * sends only to https, or http on a loopback address (docs/tenant.md#updating-a-stream), so anything else is refused here.
  */
 export function webhookUrl(publicUrl: string, streamId: string, field = "publicUrl"): string {
   const url = URL.canParse(publicUrl) ? new URL(publicUrl) : undefined;

@@ -41,7 +41,7 @@ export interface StreamWatcher {
 
 /**
  * Reads the status of every swept stream every interval (README.md#stream-health),
- * so a stream the tenant disabled (500 consecutive failed deliveries, docs/tenant-api.md#webhook-delivery) is
+ * so a stream the tenant disabled (500 consecutive failed deliveries, docs/tenant.md#webhook-delivery) is
  * seen within an interval: `streamkeeper_stream_enabled{stream}` and an error log, since
  * the tenant keeps nothing of what it would have sent meanwhile. With `autoEnable` it is
  * enabled again as soon as this service can store events, backing off when the tenant

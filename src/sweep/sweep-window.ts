@@ -45,7 +45,7 @@ const parallel = 20;
 
 /**
  * One window of one stream: every page of the tenant's failed deliveries between `from`
- * and `to` (docs/tenant-api.md#failed-deliveries: the list's order and which time the dates filter on are not
+ * and `to` (docs/tenant.md#failed-deliveries: the list's order and which time the dates filter on are not
  * documented, so nothing here depends on either), each record reconciled from the list
  * itself (the page carries the event: no second call per id) through the reconciler's
  * path: ledger dedupe, the event store, reconcile priority below live events.

@@ -9,7 +9,7 @@ import { TenantResponseError, TenantValidationError } from "./tenant-api-error.j
 export type { TenantClientOptions } from "./create-tenant-transport.js";
 
 export interface TenantClient {
-  /** One page of `GET /event-streams`. `take` is 1 to 100 (docs/tenant-api.md#event-streams). */
+  /** One page of `GET /event-streams`. `take` is 1 to 100 (docs/tenant.md#event-streams). */
   listEventStreams(options?: { from?: string; take?: number }): Promise<EventStreamPage>;
   /** Every stream, following `next` to the last page. */
   eventStreams(options?: { take?: number }): AsyncGenerator<EventStream, void, undefined>;
@@ -19,11 +19,11 @@ export interface TenantClient {
   updateEventStream(id: string, patch: StreamPatch): Promise<EventStream>;
   /** The delivery history of one event of one stream; undefined when the tenant has none (404). */
   getDelivery(streamId: string, eventId: string): Promise<DeliveryRecord | undefined>;
-  /** One page of `GET /event-streams/{id}/deliveries` (docs/tenant-api.md#failed-deliveries); an unknown stream throws TenantNotFoundError. */
+  /** One page of `GET /event-streams/{id}/deliveries` (docs/tenant.md#failed-deliveries); an unknown stream throws TenantNotFoundError. */
   listDeliveries(streamId: string, query?: DeliveryListQuery & { from?: string }): Promise<DeliveryPage>;
   /** Every page of that list, following `next` to the last page. */
   deliveryPages(streamId: string, query?: DeliveryListQuery): AsyncGenerator<DeliveryPage, void, undefined>;
-  /** `DELETE /token-exchange-profiles/{id}`: 204, also when already gone (docs/tenant-api.md#token-exchange-profiles). */
+  /** `DELETE /token-exchange-profiles/{id}`: 204, also when already gone (docs/tenant.md#token-exchange-profiles). */
   deleteTokenExchangeProfile(id: string): Promise<void>;
   /** The `X-RateLimit-*` headers of the last answer that had them, to pace callers. */
   rateLimit(): RateLimitState | undefined;
@@ -73,7 +73,7 @@ export function createTenantClient(options: TenantClientOptions): TenantClient {
     return { deliveries: parsed.deliveries, ...(parsed.unreadable.length > 0 ? { unreadable: parsed.unreadable } : {}), next: parsed.next || undefined };
   }
 
-  /** Follows `next` to the last page; cursors are forward-only (docs/tenant-api.md#event-streams), so one seen twice would loop forever. */
+  /** Follows `next` to the last page; cursors are forward-only (docs/tenant.md#event-streams), so one seen twice would loop forever. */
   async function* pages<T extends { next?: string }>(operation: string, list: (from: string | undefined) => Promise<T>): AsyncGenerator<T, void, undefined> {
     const seen = new Set<string>();
     let from: string | undefined;
@@ -116,7 +116,7 @@ export function createTenantClient(options: TenantClientOptions): TenantClient {
       const operation = "get_delivery";
       const path = `/event-streams/${pathId("stream id", streamId, "est_")}/deliveries/${pathId("event id", eventId, "evt_")}`;
       const answer = await call({ operation, method: "GET", path });
-      // 404: no such stream or event, or the event was delivered (a success has no record, docs/tenant-api.md#delivery-history-of-one-event).
+      // 404: no such stream or event, or the event was delivered (a success has no record, docs/tenant.md#delivery-history-of-one-event).
       if (answer.status === 404) return undefined;
       if (answer.status < 200 || answer.status > 299) throw errorOf(operation, answer, []);
       return parse(operation, deliveryRecordSchema, answer.text);
@@ -133,14 +133,14 @@ export function createTenantClient(options: TenantClientOptions): TenantClient {
   };
 }
 
-/** `take` is 1 to 100 on every list (docs/tenant-api.md#event-streams). */
+/** `take` is 1 to 100 on every list (docs/tenant.md#event-streams). */
 function checkTake(take: number | undefined): void {
   if (take !== undefined && !(Number.isInteger(take) && take >= 1 && take <= 100)) {
     throw new TenantValidationError("take", `give an integer from 1 to 100, got ${take}`);
   }
 }
 
-/** Path ids: stream and event ids are exactly 26 characters (docs/tenant-api.md#identifiers), e.g. `est_` + 22. */
+/** Path ids: stream and event ids are exactly 26 characters (docs/tenant.md#identifiers), e.g. `est_` + 22. */
 function pathId(field: string, id: string, prefix?: string): string {
   if (typeof id !== "string" || id.trim() === "") throw new TenantValidationError(field, "give a non-empty id");
   if (prefix !== undefined && id.length !== 26) throw new TenantValidationError(field, `must be exactly 26 characters (${prefix} and 22 more), got ${JSON.stringify(id)}`);

@@ -28,7 +28,7 @@ export interface TenantClientOptions {
   timeoutMs?: number;
 }
 
-/** `expires_in` in seconds (docs/tenant-api.md#tokens). */
+/** `expires_in` in seconds (docs/tenant.md#tokens). */
 const tokenAnswerSchema = z.looseObject({ access_token: z.string().min(1), expires_in: z.number().positive() });
 
 export interface Answer {

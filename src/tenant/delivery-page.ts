@@ -4,7 +4,7 @@ import { deliveryRecordSchema, type DeliveryRecord } from "./delivery-record.js"
 /**
  * One page of `GET /event-streams/{id}/deliveries`: real answers are `{deliveries, next}`,
  * the OpenAPI file says a bare array (read as one last page); `next` is an opaque cursor,
- * absent on the last page (docs/tenant-api.md#failed-deliveries).
+ * absent on the last page (docs/tenant.md#failed-deliveries).
  */
 export const deliveryPageSchema = z
   .preprocess(
@@ -59,7 +59,7 @@ export interface DeliveryListQuery {
 /**
  * A date as the list accepts it: RFC 3339 without fractional seconds, at most 20
  * characters (`2025-09-08T06:35:17Z`); a `toISOString()` value is refused with 400
- * (docs/tenant-api.md#failed-deliveries). Fractions are dropped, so a bound moves down to its whole second.
+ * (docs/tenant.md#failed-deliveries). Fractions are dropped, so a bound moves down to its whole second.
  */
 export function tenantDate(date: Date): string {
   return date.toISOString().replace(/\.\d+Z$/, "Z");

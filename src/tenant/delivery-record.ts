@@ -1,10 +1,10 @@
 import { z } from "zod";
 
-/** Statuses the document knows (`failed`) and those real answers add (docs/tenant-api.md#delivery-history-of-one-event); others still parse. */
+/** Statuses the document knows (`failed`) and those real answers add (docs/tenant.md#delivery-history-of-one-event); others still parse. */
 type DeliveryStatus = "failed" | "retrying" | "pending" | (string & {});
 
 /**
- * The stored copy of the event (docs/tenant-api.md#delivery-history-of-one-event). Real answers add the
+ * The stored copy of the event (docs/tenant.md#delivery-history-of-one-event). Real answers add the
  * extensions `a0tenant`/`a0stream` and send `data` as an object where the document says
  * string; both are accepted, and every attribute is kept as sent, so the reconciler can
  * replay the event whole.
@@ -22,12 +22,12 @@ export const deliveryAttemptSchema = z.looseObject({
   status: z.string() as z.ZodType<DeliveryStatus>,
   timestamp: z.string(),
   error_message: z.string().optional(),
-  /** Real answers only (docs/tenant-api.md#delivery-history-of-one-event). */
+  /** Real answers only (docs/tenant.md#delivery-history-of-one-event). */
   duration: z.number().optional(),
 });
 
 /**
- * The delivery history of one event of one stream (docs/tenant-api.md#delivery-history-of-one-event). The
+ * The delivery history of one event of one stream (docs/tenant.md#delivery-history-of-one-event). The
  * document forbids extra properties, real answers have them: loose, but the required
  * fields are checked. `event` is present only when the delivery failed.
  */

@@ -1,7 +1,7 @@
 import { z } from "zod";
 
 /**
- * An event stream as the tenant returns it (docs/tenant-api.md#event-streams). Strict on
+ * An event stream as the tenant returns it (docs/tenant.md#event-streams). Strict on
  * what both the document and real answers agree on (id, name, status enabled|disabled,
  * subscriptions of `{event_type}`); loose objects everywhere, so a field the tenant adds
  * later is kept, not rejected. Other destination types than webhook exist on the real
@@ -29,7 +29,7 @@ export type EventStream = z.infer<typeof eventStreamSchema>;
 
 /**
  * One page of `GET /event-streams`: `{eventStreams, next}`; `next` is an opaque cursor,
- * absent on the last page (docs/tenant-api.md#event-streams). A bare array (no paging) is read as one last page.
+ * absent on the last page (docs/tenant.md#event-streams). A bare array (no paging) is read as one last page.
  */
 export const eventStreamPageSchema = z.preprocess(
   (body) => (Array.isArray(body) ? { eventStreams: body } : body),

@@ -1,7 +1,7 @@
 /**
  * Whether the tenant sends webhooks to `url`: https, or http on a loopback host, the only
  * ones where the emulator lets an endpoint be plain http (README.md#settings,
- * the emulator); the real tenant wants https (docs/tenant-api.md#updating-a-stream). One rule for PUBLIC_URL
+ * the emulator); the real tenant wants https (docs/tenant.md#updating-a-stream). One rule for PUBLIC_URL
  * (config.ts), a stream's endpoint (stream-patch.ts) and `streams connect`
  * (connect-stream.ts). Imports nothing, so config.ts can use it.
  */

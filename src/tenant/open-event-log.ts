@@ -7,7 +7,7 @@ import { tenantErrorFromResponse } from "./tenant-error-from-response.js";
 
 export type { EventSourceMessage };
 
-/** Where a read of the tenant's Events API begins (docs/tenant-api.md#pulling-events). */
+/** Where a read of the tenant's Events API begins (docs/tenant.md#pulling-events). */
 export interface EventLogQuery {
   /** Resume after this offset (sent as `Last-Event-ID`, which the tenant prefers to `from`). */
   from?: string;

@@ -1,7 +1,7 @@
 import { parseRetryAfter } from "../retry-after.js";
 
 /**
- * The last `X-RateLimit-*` headers the tenant sent (docs/tenant-api.md#rate-limits: `Limit` is the bucket
+ * The last `X-RateLimit-*` headers the tenant sent (docs/tenant.md#rate-limits: `Limit` is the bucket
  * size, `Remaining` what is left, `Reset` the UNIX time in seconds when it refills).
  * The reconciler reads it to pace itself before it ever sees a 429.
  */

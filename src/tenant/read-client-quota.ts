@@ -6,7 +6,7 @@ export interface ClientQuota {
 }
 
 /**
- * `Auth0-RateLimit: client;q=10;t=1;r=9` (docs/tenant-api.md#rate-limits): the quota
+ * `Auth0-RateLimit: client;q=10;t=1;r=9` (docs/tenant.md#rate-limits): the quota
  * a custom rate-limit policy holds this client to, or undefined when the answer names none
  * (or names it in a way we cannot read: we then pace by the other limits shown).
  */

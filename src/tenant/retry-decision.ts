@@ -30,7 +30,7 @@ export type RetryDecision = { retry: false } | { retry: true; delayMs: number };
 /**
  * Whether and when to send a failed request again, in the order stripe-node decides it.
  * Every operation of ours is idempotent (GET, a PATCH that sets values, a DELETE that
- * answers 204 when already gone: docs/tenant-api.md#token-exchange-profiles), so a retry never does harm twice.
+ * answers 204 when already gone: docs/tenant.md#token-exchange-profiles), so a retry never does harm twice.
  */
 export function retryDecision(input: RetryInput, policy: RetryPolicy = defaultRetryPolicy): RetryDecision {
   const { retries, status, headers, now } = input;
@@ -41,7 +41,7 @@ export function retryDecision(input: RetryInput, policy: RetryPolicy = defaultRe
   //    arrived; retry with backoff.
   if (status === undefined) return { retry: true, delayMs: backoff() };
   // 3. 429: honour the tenant's hint, Retry-After (seconds) else X-RateLimit-Reset
-  //    (UNIX seconds, docs/tenant-api.md#rate-limits), clamped so a bad clock cannot stall us for hours.
+  //    (UNIX seconds, docs/tenant.md#rate-limits), clamped so a bad clock cannot stall us for hours.
   //    Without a hint, back off.
   if (status === 429) return { retry: true, delayMs: clampedWait(headers, now, true, policy) ?? backoff() };
   // 4. 5xx: a transient fault on the tenant's side; honour Retry-After if sent.

@@ -1,5 +1,5 @@
 /**
- * A stream id: `est_` and 22 letters or digits (docs/tenant-api.md#identifiers). Imports
+ * A stream id: `est_` and 22 letters or digits (docs/tenant.md#identifiers). Imports
  * nothing, so config.ts can check RECONCILE_SWEEP_STREAMS with it.
  */
 export const streamIdPattern = /^est_[A-Za-z0-9]{22}$/;

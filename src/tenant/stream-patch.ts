@@ -10,7 +10,7 @@ const endpoint = z.string().refine(
 );
 
 /**
- * How the tenant authenticates to the endpoint (docs/tenant-api.md#webhook-delivery).
+ * How the tenant authenticates to the endpoint (docs/tenant.md#webhook-delivery).
  * The secrets are write-only: sent here, never returned.
  */
 const authorization = z.discriminatedUnion(
@@ -32,9 +32,9 @@ const authorization = z.discriminatedUnion(
 );
 
 /**
- * A PATCH body for an event stream (docs/tenant-api.md#updating-a-stream). Every field
+ * A PATCH body for an event stream (docs/tenant.md#updating-a-stream). Every field
  * is optional, but a destination replaces the old one whole, so it must carry the
- * endpoint and the authorization with its secret (docs/tenant-api.md#updating-a-stream). Unknown keys are
+ * endpoint and the authorization with its secret (docs/tenant.md#updating-a-stream). Unknown keys are
  * refused: a typo would otherwise be sent and silently ignored.
  */
 export const streamPatchSchema = z

@@ -49,7 +49,7 @@ export class TenantApiError extends Error {
   }
 }
 
-/** 401: invalid token, bad signature, or a client that is not global (docs/tenant-api.md#errors). */
+/** 401: invalid token, bad signature, or a client that is not global (docs/tenant.md#errors). */
 export class TenantUnauthorizedError extends TenantApiError {
   override readonly kind = "unauthorized";
   override name = "TenantUnauthorizedError";

@@ -10,7 +10,7 @@ import {
   type TenantApiErrorDetails,
 } from "./tenant-api-error.js";
 
-/** The scope each operation needs, for a 403 whose message does not name one (docs/tenant-api.md#authentication-and-scopes). */
+/** The scope each operation needs, for a 403 whose message does not name one (docs/tenant.md#authentication-and-scopes). */
 const requiredScope: Record<string, string> = {
   list_event_streams: "read:event_streams",
   get_event_stream: "read:event_streams",
@@ -34,7 +34,7 @@ export interface ErrorAnswer {
 /**
  * Maps a non-2xx answer to its error class (stripe-node's one factory). Error bodies are
  * `{"statusCode","error","message","errorCode"?}` from the API and
- * `{"error","error_description"}` from the token endpoint (docs/tenant-api.md#tokens).
+ * `{"error","error_description"}` from the token endpoint (docs/tenant.md#tokens).
  */
 export function tenantErrorFromResponse(answer: ErrorAnswer): TenantApiError {
   const { operation, status, headers } = answer;
@@ -58,7 +58,7 @@ export function tenantErrorFromResponse(answer: ErrorAnswer): TenantApiError {
     if (operation === "token") {
       return new TenantForbiddenError(`token: the client may not get a token for this audience ${said}; authorize the application for the management API (MGMT_AUDIENCE) in the tenant`, details);
     }
-    // "Insufficient scope; expected any of: read:event_deliveries." (docs/tenant-api.md#authentication-and-scopes)
+    // "Insufficient scope; expected any of: read:event_deliveries." (docs/tenant.md#authentication-and-scopes)
     const scope = /expected any of:\s*([\w:, ]+?)\.?$/i.exec(tenantMessage)?.[1]?.trim() ?? requiredScope[operation];
     const needs = scope ? `the client needs ${scope}; grant it to the application in the tenant` : "grant the application the missing scope in the tenant";
     return new TenantForbiddenError(`${operation}: insufficient scope: ${needs} ${said}`, details, scope);

@@ -11,7 +11,7 @@ export interface TokenSource {
   invalidate(token: string): void;
 }
 
-/** Tokens are reused until this long before they expire, as the official SDK does (docs/tenant-api.md#tokens). */
+/** Tokens are reused until this long before they expire, as the official SDK does (docs/tenant.md#tokens). */
 export const tokenExpiryMarginMs = 10_000;
 
 /**

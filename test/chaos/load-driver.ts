@@ -7,7 +7,7 @@
  *
  * It POSTs one real-shaped event per request, each with a fresh id, at a bounded rate
  * for a bounded time, and retries an event answered 503 (or not answered) the way the
- * tenant does: 4 attempts in all, after about 1, 2 and 4 s (docs/tenant-api.md#webhook-delivery). It prints `progress <json>` lines while it runs and writes a LoadResult
+ * tenant does: 4 attempts in all, after about 1, 2 and 4 s (docs/tenant.md#webhook-delivery). It prints `progress <json>` lines while it runs and writes a LoadResult
  * to `outFile`, then prints `done`.
  */
 import { writeFile } from "node:fs/promises";

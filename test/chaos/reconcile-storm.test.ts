@@ -16,7 +16,7 @@ const count = 1000;
 
 /**
  * The storm, repeating every 6 s once armed: 1.5 s of 429 (with the tenant's
- * Retry-After and X-RateLimit-* headers, docs/tenant-api.md#rate-limits), then 0.8 s of 500/502/503, then
+ * Retry-After and X-RateLimit-* headers, docs/tenant.md#rate-limits), then 0.8 s of 500/502/503, then
  * 3.7 s of calm. Only the management API is hit (`/api/v2`); tokens pass. A 5xx window
  * shorter than the client's retry span (0.25 + 0.5 + 1 s at least, retry-decision.ts)
  * is one the client must ride out; a longer outage would rightly end in `error:`.

@@ -1,7 +1,7 @@
 /** The webhook credentials every test's service starts with (service-process-env.ts). */
 export const testCredentials = { username: "tenant", password: "s3cret-webhook-password" };
 
-/** `Basic base64(username:password)`, as the tenant sends it (docs/tenant-api.md#webhook-delivery). */
+/** `Basic base64(username:password)`, as the tenant sends it (docs/tenant.md#webhook-delivery). */
 export function basicAuthorization(username: string, password: string): string {
   return `Basic ${Buffer.from(`${username}:${password}`).toString("base64")}`;
 }

@@ -3,12 +3,12 @@ import type { CloudEvent } from "../../src/events/cloud-event.js";
 
 const base58 = "123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz";
 
-/** A real-shaped id: `evt_` or `est_` and 22 base58 characters (docs/tenant-api.md#identifiers). */
+/** A real-shaped id: `evt_` or `est_` and 22 base58 characters (docs/tenant.md#identifiers). */
 export function tenantId(prefix: "evt" | "est"): string {
   return `${prefix}_${Array.from(randomBytes(22), (byte) => base58[byte % 58]).join("")}`;
 }
 
-/** A real-shaped `user.updated` event as the tenant pushes it (docs/tenant-api.md#webhook-delivery). */
+/** A real-shaped `user.updated` event as the tenant pushes it (docs/tenant.md#webhook-delivery). */
 export function userEvent(overrides: Partial<CloudEvent> = {}): CloudEvent {
   const now = new Date().toISOString();
   return {

@@ -1,6 +1,6 @@
 import type { Emulator } from "../../src/emulator/start-emulator.js";
 
-/** An access token for a client of the emulator (client credentials, docs/tenant-api.md#tokens). */
+/** An access token for a client of the emulator (client credentials, docs/tenant.md#tokens). */
 export async function clientToken(emulator: Emulator, clientId = "emulator-client", clientSecret = "emulator-secret"): Promise<string> {
   const response = await fetch(emulator.tokenUrl, {
     method: "POST",

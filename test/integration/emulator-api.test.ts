@@ -108,7 +108,7 @@ describe("emulator API", () => {
         expect(Number(refused.headers.get("x-ratelimit-reset"))).toBeGreaterThanOrEqual(Math.floor(Date.now() / 1000));
         expect(Number(refused.headers.get("retry-after"))).toBeGreaterThanOrEqual(1);
 
-        // The bucket is the tenant's, not the client's (docs/tenant-api.md#rate-limits): another client spends from it too.
+        // The bucket is the tenant's, not the client's (docs/tenant.md#rate-limits): another client spends from it too.
         const calls = await call(limited, "GET", "/emulator/calls");
         expect((calls.body as { callers: Array<{ caller: string; accepted: number; refused: number }> }).callers).toEqual([
           expect.objectContaining({ caller: "client:emulator-client", accepted: 2, refused: 1 }),

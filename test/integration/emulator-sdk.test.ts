@@ -7,7 +7,7 @@ import { call, createStream, emit, getToken, settled, startSink, type Sink } fro
 
 /**
  * The official `auth0` SDK, which nobody here wrote, runs the four operations of
- * docs/tenant-api.md against the emulator: what the emulator says, a real client accepts.
+ * docs/tenant.md against the emulator: what the emulator says, a real client accepts.
  */
 describe("emulator with the official auth0 SDK", () => {
   let emulator: Emulator;

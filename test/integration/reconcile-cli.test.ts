@@ -61,7 +61,7 @@ function cli(args: string[], env: Record<string, string> = {}, stdin = ""): Prom
   return new Promise((resolve) => child.on("close", (code) => resolve({ code: code ?? 1, stdout, stderr })));
 }
 
-/** An event the tenant gave up on: our receiver answered 401, a 4xx fails the delivery at once (docs/tenant-api.md#webhook-delivery). */
+/** An event the tenant gave up on: our receiver answered 401, a 4xx fails the delivery at once (docs/tenant.md#webhook-delivery). */
 async function failedEvent(): Promise<string> {
   const id = await emit(emulator, "user.created", { object: { user_id: `auth0|${randomUUID()}`, email: "jane@example.com" } });
   const delivery = await settled(emulator, id);
@@ -111,7 +111,7 @@ describe("streamkeeper reconcile", () => {
     const [delivered] = await sink.untilReceived(1);
     expect(delivered!.headers["x-streamkeeper-origin"]).toBe("reconcile");
     expect(delivered!.headers["webhook-id"]).toBe(id);
-    // Replayed as the tenant stored it: its source is just urn:auth0: (docs/tenant-api.md#delivery-history-of-one-event).
+    // Replayed as the tenant stored it: its source is just urn:auth0: (docs/tenant.md#delivery-history-of-one-event).
     expect(JSON.parse(delivered!.body)).toMatchObject({ id, type: "user.created", source: "urn:auth0:", a0stream: streamId, data: { object: { email: "jane@example.com" } } });
 
     const again = await cli(["reconcile", id, "--json"]);

@@ -7,7 +7,7 @@ import { call, control, createStream, emit, getToken, startSink, type ControlDel
 import { until } from "../helpers/until.js";
 
 /**
- * The failed-deliveries list as the real tenant has it (docs/tenant-api.md#failed-deliveries),
+ * The failed-deliveries list as the real tenant has it (docs/tenant.md#failed-deliveries),
  * read by our tenant client against the emulator: every page, the date rules, the filters.
  */
 describe("list deliveries (tenant client against the emulator)", () => {
@@ -26,7 +26,7 @@ describe("list deliveries (tenant client against the emulator)", () => {
     failedIds = [];
     for (let n = 0; n < 120; n++) failedIds.push(await emit(emulator, "user.created"));
     for (let n = 0; n < 10; n++) failedIds.push(await emit(emulator, "user.deleted"));
-    // A 400 fails a delivery at once (docs/tenant-api.md#webhook-delivery): wait until all 130 are failed.
+    // A 400 fails a delivery at once (docs/tenant.md#webhook-delivery): wait until all 130 are failed.
     await until(
       "the 130 deliveries failed",
       async () => (await control<{ deliveries: ControlDelivery[] }>(emulator, `/deliveries?stream_id=${streamId}`)).deliveries.filter((delivery) => delivery.status === "failed").length === 130,
