@@ -114,3 +114,29 @@ export async function startSinkServer(answer: Answerer = () => ({})): Promise<Si
     });
   return sink;
 }
+
+/**
+ * The sinks one test starts, closed together after it:
+ *
+ *   const sinks = createSinkPool();
+ *   afterEach(() => sinks.closeAll());
+ *   const downstream = await sinks.start((request) => ({ status: 204 }));
+ */
+export function createSinkPool() {
+  const started: SinkServer[] = [];
+  return {
+    async start(answer?: Answerer): Promise<SinkServer> {
+      const sink = await startSinkServer(answer);
+      started.push(sink);
+      return sink;
+    },
+    /** Closes one now (an address that then refuses), and not again after the test. */
+    async close(sink: SinkServer): Promise<void> {
+      started.splice(started.indexOf(sink), 1);
+      await sink.close();
+    },
+    async closeAll(): Promise<void> {
+      await Promise.all(started.splice(0).map((sink) => sink.close()));
+    },
+  };
+}

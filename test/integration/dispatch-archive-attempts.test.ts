@@ -14,7 +14,7 @@ import { closeRedis, createRedis, untilReady, type RedisClient } from "../../src
 import { capturedLogger } from "../helpers/captured-logger.js";
 import { createDispatchHarness, testRoute, type DispatchHarness } from "../helpers/dispatch-harness.js";
 import { userEvent } from "../helpers/fixtures.js";
-import { startSinkServer, type SinkServer } from "../helpers/sink-server.js";
+import { createSinkPool } from "../helpers/sink-server.js";
 
 const redisUrl = inject("redisUrl");
 
@@ -28,12 +28,8 @@ const redisUrl = inject("redisUrl");
 describe("dispatch: each attempt recorded in the archive", () => {
   let redis: RedisClient;
   let harness: DispatchHarness | undefined;
-  const sinks: SinkServer[] = [];
-  const sink = async (...args: Parameters<typeof startSinkServer>) => {
-    const started = await startSinkServer(...args);
-    sinks.push(started);
-    return started;
-  };
+  const sinks = createSinkPool();
+  const sink = sinks.start;
   /** The attempt records of an event in the outbox, in the order they were added. */
   const attemptsOf = async (eventId: string): Promise<AttemptRecord[]> => {
     const entries = await redis.xrange(archiveOutboxKey(harness!.prefix), "-", "+");
@@ -62,7 +58,7 @@ describe("dispatch: each attempt recorded in the archive", () => {
   afterEach(async () => {
     await harness?.close();
     harness = undefined;
-    await Promise.all(sinks.splice(0).map((started) => started.close()));
+    await sinks.closeAll();
   });
 
   it("when a delivery fails twice and then goes through, then three attempts are archived in order: two retries with the status and reason, then the delivery with its status and no error, each under its own key", async () => {
@@ -104,8 +100,7 @@ describe("dispatch: each attempt recorded in the archive", () => {
     const refusing = await sink(() => ({ status: 422, body: "no" }));
     const closed = await sink();
     const unreachable = closed.url;
-    await closed.close();
-    sinks.splice(sinks.indexOf(closed), 1);
+    await sinks.close(closed);
     harness = await createDispatchHarness(redisUrl, [
       testRoute("refusing", refusing.url, { match: ["user.updated"] }),
       testRoute("unreachable", unreachable, { match: ["user.created"], maxAttemptsPerEvent: 2 }),

@@ -6,7 +6,7 @@ import { replayDeadLetters } from "../../src/admin/replay-dead-letters.js";
 import { dispatchTotal } from "../../src/metrics/registry.js";
 import { createDispatchHarness, testRoute, type DispatchHarness } from "../helpers/dispatch-harness.js";
 import { userEvent } from "../helpers/fixtures.js";
-import { startSinkServer, type SinkAnswer, type SinkServer } from "../helpers/sink-server.js";
+import { createSinkPool, type SinkAnswer } from "../helpers/sink-server.js";
 
 const redisUrl = inject("redisUrl");
 
@@ -17,15 +17,11 @@ async function counted(route: string, outcome: string): Promise<number> {
 
 describe("dispatch: delivery", () => {
   let harness: DispatchHarness | undefined;
-  const sinks: SinkServer[] = [];
-  const sink = async (...args: Parameters<typeof startSinkServer>) => {
-    const started = await startSinkServer(...args);
-    sinks.push(started);
-    return started;
-  };
+  const sinks = createSinkPool();
+  const sink = sinks.start;
   afterEach(async () => {
     await harness?.close();
-    await Promise.all(sinks.splice(0).map((started) => started.close()));
+    await sinks.closeAll();
   });
 
   it("when a route fails its first 3 attempts with 503, then it gets the event exactly once, with one webhook-id throughout", async () => {

@@ -4,7 +4,7 @@ import { jobIdFor } from "../../src/queue/job-id.js";
 import { capturedLogger } from "../helpers/captured-logger.js";
 import { createDispatchHarness, testRoute, type DispatchHarness } from "../helpers/dispatch-harness.js";
 import { userEvent } from "../helpers/fixtures.js";
-import { startSinkServer, type SinkServer } from "../helpers/sink-server.js";
+import { createSinkPool } from "../helpers/sink-server.js";
 
 const redisUrl = inject("redisUrl");
 
@@ -16,18 +16,14 @@ const redisUrl = inject("redisUrl");
  */
 describe("dispatch: what a delivery sends and says", () => {
   let harness: DispatchHarness | undefined;
-  const sinks: SinkServer[] = [];
-  const sink = async (...args: Parameters<typeof startSinkServer>) => {
-    const started = await startSinkServer(...args);
-    sinks.push(started);
-    return started;
-  };
+  const sinks = createSinkPool();
+  const sink = sinks.start;
   const counted = async (route: string, outcome: string) =>
     (await dispatchTotal.get()).values.find((value) => value.labels.route === route && value.labels.outcome === outcome)?.value ?? 0;
   afterEach(async () => {
     await harness?.close();
     harness = undefined;
-    await Promise.all(sinks.splice(0).map((started) => started.close()));
+    await sinks.closeAll();
   });
 
   it("when a route sets headers, some named like ours in another case, then each request carries the route's own headers and ours (content type, user agent, origin, webhook-id), ours winning", async () => {
