@@ -6,21 +6,12 @@ type Headers = Record<string, string | string[] | undefined>;
 const digest = (value: string) => createHash("sha256").update(value).digest();
 
 /**
- * A constant-time check against one secret: both sides are compared as SHA-256 digests,
- * so neither the content nor the length of the secret leaks through timing. The
- * secret's digest is taken once, not on every request.
- */
-export function equalsSecret(expected: string): (given: string) => boolean {
-  const expectedDigest = digest(expected);
-  return (given) => timingSafeEqual(digest(given), expectedDigest);
-}
-
-/**
  * A constant-time check against the current secret and, during a rotation, the previous
- * one (both always compared, so timing tells neither which matched nor whether a previous
- * one is set); `onPrevious` hears of each request the previous one let in. The given
- * value is digested once and compared with both digests: one SHA-256 per request, not two
- * (docs/benchmarks.md).
+ * one. Every side is compared as a SHA-256 digest, so neither the content nor the length
+ * of a secret leaks through timing; both are always compared, so timing tells neither
+ * which matched nor whether a previous one is set. `onPrevious` hears of each request the
+ * previous one let in. The given value is digested once for both: one SHA-256 per
+ * request, not two (docs/benchmarks.md).
  */
 export function equalsCurrentOrPrevious(current: string, previous: string | undefined, onPrevious: () => void = () => {}): (given: string) => boolean {
   const currentDigest = digest(current);

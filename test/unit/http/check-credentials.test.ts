@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { challengeFor, createCredentialCheck, equalsSecret } from "../../../src/http/check-credentials.js";
+import { challengeFor, createCredentialCheck, equalsCurrentOrPrevious } from "../../../src/http/check-credentials.js";
 import { problemDocument } from "../../../src/http/problem.js";
 import { basicAuthorization as basic } from "../../helpers/credentials.js";
 
@@ -49,9 +49,9 @@ describe("createCredentialCheck", () => {
   });
 });
 
-describe("equalsSecret and challengeFor", () => {
+describe("equalsCurrentOrPrevious and challengeFor", () => {
   it("when secrets differ in length or content, then they are unequal; equal ones are equal", () => {
-    const isSecret = equalsSecret("abc");
+    const isSecret = equalsCurrentOrPrevious("abc", undefined);
     expect(isSecret("abc")).toBe(true);
     expect(isSecret("abcd")).toBe(false); // longer
     expect(isSecret("ab")).toBe(false); // shorter
