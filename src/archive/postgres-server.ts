@@ -116,8 +116,10 @@ export async function startPostgresServer(options: PostgresServerOptions): Promi
   const { default: pg } = await import("pg");
   const deadline = Date.now() + 30_000;
   for (;;) {
-    if (child.exitCode !== null) await closed;
-    if (child.exitCode !== null) throw new Error(`postgres exited at start (code ${child.exitCode}): ${log.trim() || `see ${options.logFile}`}`);
+    if (child.exitCode !== null) {
+      await closed;
+      throw new Error(`postgres exited at start (code ${child.exitCode}): ${log.trim() || `see ${options.logFile}`}`);
+    }
     const client = new pg.Client(options.port === undefined ? { host: socketDir, port, user: "postgres", database: "postgres" } : { connectionString: url });
     client.on("error", () => {});
     const up = await client.connect().then(() => true, () => false);
