@@ -41,16 +41,14 @@ export const mutationGroups = [
     tests: ["test/integration/reconcile-queue.test.ts", "test/integration/reconcile-tenant-outage.test.ts", "test/integration/reconcile-admin.test.ts"],
   },
   {
-    name: "admission-ledger",
-    mutate: ["src/queue/event-store.ts", "src/queue/event-ledger.ts", "src/queue/ledger-transport.ts", "src/queue/admission.ts", "src/queue/capture-job-add.ts"],
-    tests: [
-      "test/integration/admission.test.ts",
-      "test/integration/admission-faults.test.ts",
-      "test/integration/event-store.test.ts",
-      "test/integration/event-ledger.test.ts",
-      "test/integration/event-ledger-batch.test.ts",
-      "test/integration/event-ledger-compact.test.ts",
-    ],
+    name: "admission",
+    mutate: ["src/queue/event-store.ts", "src/queue/admission.ts", "src/queue/capture-job-add.ts"],
+    tests: ["test/integration/admission.test.ts", "test/integration/admission-faults.test.ts", "test/integration/event-store.test.ts"],
+  },
+  {
+    name: "ledger",
+    mutate: ["src/queue/event-ledger.ts", "src/queue/ledger-transport.ts"],
+    tests: ["test/integration/event-ledger.test.ts", "test/integration/event-ledger-batch.test.ts", "test/integration/event-ledger-compact.test.ts"],
   },
   {
     name: "fan-out-priority",
