@@ -43,7 +43,13 @@ export const mutationGroups = [
   {
     name: "admission",
     mutate: ["src/queue/event-store.ts", "src/queue/admission.ts", "src/queue/capture-job-add.ts"],
-    tests: ["test/integration/admission.test.ts", "test/integration/admission-faults.test.ts", "test/integration/event-store.test.ts"],
+    tests: [
+      "test/integration/admission.test.ts",
+      "test/integration/admission-faults.test.ts",
+      "test/integration/event-store.test.ts",
+      // Each captured add's span (tracing on): how the admission ends BullMQ's add of a job it built.
+      "test/integration/admission-traced.test.ts",
+    ],
   },
   {
     name: "ledger",

@@ -3,6 +3,7 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Redis } from "ioredis";
+import type { CloudEvent } from "../../src/events/cloud-event.js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { routesMatching, type Route } from "../../src/routes/route.js";
 import { createAdmission } from "../../src/queue/admission.js";
@@ -24,6 +25,19 @@ function storeOn(redis: Redis, prefix: string) {
   const ledger = createEventLedger(redis, prefix, 3600);
   const store = createEventStore({ ledger, fanOut: createFanOut(queues), routesFor: routesMatching(routes), admit: createAdmission({ ledger, queues }) });
   return { queues, ledger, store };
+}
+
+/** The commands this process sends on `redis` while `run` runs (commands a script runs inside Redis are not sent). */
+async function commandsSentBy(redis: Redis, run: () => Promise<unknown>): Promise<string[]> {
+  const sent: string[] = [];
+  const send = redis.sendCommand.bind(redis);
+  redis.sendCommand = ((command: Parameters<typeof send>[0], stream?: Parameters<typeof send>[1]) => (sent.push(command.name), send(command, stream))) as typeof redis.sendCommand;
+  try {
+    await run();
+  } finally {
+    redis.sendCommand = send;
+  }
+  return sent;
 }
 
 describe("admission: one round trip", () => {
@@ -65,6 +79,54 @@ describe("admission: one round trip", () => {
     for (const id of ids) {
       expect(await ledger.lookup(id)).toBe("arrived");
       for (const name of ["a", "b"]) expect(await queues.forRoute(name).getJob(jobIdFor(id))).toBeDefined();
+    }
+    await queues.close();
+  });
+
+  it("when an event nests deeper than JSON.stringify reaches, then it is still admitted in one command, each job holding its envelope and its JSON text", async () => {
+    const { queues, ledger, store } = storeOn(redis, `test-${randomUUID()}`);
+    await store.store(userEvent(), { origin: "webhook" }); // the shard count read, the script loaded
+    const { data: _data, ...envelope } = userEvent();
+    const text = `${JSON.stringify(envelope).slice(0, -1)},"data":${'{"a":'.repeat(5000)}1${"}".repeat(5000)}}`;
+    const deep = JSON.parse(text) as CloudEvent;
+    const sent = await commandsSentBy(redis, () => expect(store.store(deep, { origin: "webhook" })).resolves.toEqual({ status: "stored", routes: ["a", "b"] }));
+    expect(sent).toEqual(["evalsha"]);
+    expect(await ledger.lookup(deep.id)).toBe("arrived");
+    for (const name of ["a", "b"]) {
+      const job = await queues.forRoute(name).getJob(jobIdFor(deep.id));
+      expect(job?.data.eventJson).toBe(text);
+      expect(job?.data.event).toEqual(envelope);
+    }
+    await queues.close();
+  });
+
+  it("when events are admitted, then each job is the one BullMQ's own add makes: the same name, options, priority and data as a job added the long way, live or reconciled", async () => {
+    const prefix = `test-${randomUUID()}`;
+    const { queues, store } = storeOn(redis, prefix);
+    const ledger = createEventLedger(redis, prefix, 3600);
+    const longWay = createEventStore({ ledger, fanOut: createFanOut(queues), routesFor: routesMatching(routes) });
+    const jobOf = async (name: string, id: string) => {
+      const job = (await queues.forRoute(name).getJob(jobIdFor(id)))!;
+      const state = await job.getState();
+      const { event, receivedAt, ...data } = job.data;
+      expect(event.id).toBe(id);
+      expect(receivedAt).toBeGreaterThan(0);
+      const { jobId, ...opts } = job.opts;
+      expect([job.id, jobId]).toEqual([jobIdFor(id), jobIdFor(id)]);
+      return { name: job.name, opts, priority: job.priority, delay: job.delay, attemptsMade: job.attemptsMade, data, state };
+    };
+    await store.store(userEvent(), { origin: "webhook" }); // the shard count read, the script loaded
+    for (const origin of ["webhook", "reconcile"] as const) {
+      const [admitted, added] = [userEvent(), userEvent()];
+      const sent = await commandsSentBy(redis, () => store.store(admitted, { origin, streamId: "est_x" }));
+      expect(sent).toEqual(["evalsha"]);
+      await longWay.store(added, { origin, streamId: "est_x" });
+      for (const name of ["a", "b"]) {
+        const [one, other] = [await jobOf(name, admitted.id), await jobOf(name, added.id)];
+        expect(one).toEqual(other);
+        expect(one).toMatchObject({ name: "user.updated", data: { origin, streamId: "est_x" }, state: origin === "reconcile" ? "prioritized" : "waiting" });
+        expect(one.opts).toMatchObject({ attempts: 3, backoff: { type: "streamkeeper" } });
+      }
     }
     await queues.close();
   });

@@ -1,5 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it, inject } from "vitest";
+import { archiveOutboxKey, createArchiveOutbox } from "../../src/archive/archive-outbox.js";
 import { routesMatching, type Route } from "../../src/routes/route.js";
 import { createAdmission } from "../../src/queue/admission.js";
 import { createDeliveryQueues, type DeliveryQueues } from "../../src/queue/delivery-queues.js";
@@ -85,6 +86,33 @@ describe.each([
     expect(jobs.map((job) => job.data.origin).sort()).toEqual(["reconcile", "webhook"]);
     expect(jobs.find((job) => job.data.origin === "reconcile")?.opts.priority).toBeGreaterThan(0);
     expect((await ledger.get(event.id))?.replays).toBe(1);
+  });
+
+  it("when the archive is on, then each stored event's record goes to the archive's outbox once, with what the store knew, a duplicate's none and a forced store's its own", async () => {
+    const archivePrefix = `${prefix}-archived`;
+    const outboxKey = archiveOutboxKey(archivePrefix);
+    const outbox = createArchiveOutbox(redis, archivePrefix);
+    const archived = createEventStore({
+      ledger,
+      fanOut: createFanOut(queues),
+      routesFor: routesMatching(routes),
+      archive: (record) => outbox([record]),
+      admit: admission ? createAdmission({ ledger, queues, outboxKey }) : undefined,
+    });
+    try {
+      const event = userEvent();
+      await expect(archived.store(event, { origin: "webhook", streamId: "est_x" })).resolves.toEqual({ status: "stored", routes: ["users", "all"] });
+      await expect(archived.store(event, { origin: "webhook", streamId: "est_x" })).resolves.toEqual({ status: "duplicate", routes: [] });
+      await expect(archived.store(event, { origin: "reconcile", force: true })).resolves.toEqual({ status: "stored", routes: ["users", "all"] });
+      const records = (await redis.xrange(outboxKey, "-", "+")).map(([, fields]) => JSON.parse(fields[1]!) as Record<string, unknown>);
+      expect(records).toEqual([
+        { kind: "event", event, origin: "webhook", streamId: "est_x", receivedAt: expect.any(Number), routes: ["users", "all"] },
+        { kind: "event", event, origin: "reconcile", receivedAt: expect.any(Number), routes: ["users", "all"] },
+      ]);
+      expect((await ledger.get(event.id))?.receivedAt).toBe(records[0]!.receivedAt);
+    } finally {
+      await redis.del(outboxKey);
+    }
   });
 
   it("when the store is retried after a partial failure, then nothing is added twice", async () => {
