@@ -78,6 +78,22 @@ describe("event ledger: an admission in one step", () => {
     expect(await outbox()).toHaveLength(before);
   });
 
+  it("when 20 new ids are admitted in one turn, then they reach Redis as one command and each is stored", async () => {
+    await admit(userEvent(), ["a"], { origin: "webhook", receivedAt: Date.now() }); // the script loaded, the shard count read
+    const events = Array.from({ length: 20 }, () => userEvent());
+    // What this process sends, counted at the connection (commands a script runs in Redis are not sent).
+    const sent: string[] = [];
+    const send = redis.sendCommand.bind(redis);
+    redis.sendCommand = ((command: Parameters<typeof send>[0], stream?: Parameters<typeof send>[1]) => (sent.push(command.name), send(command, stream))) as typeof redis.sendCommand;
+    try {
+      expect(await Promise.all(events.map((event) => admit(event, ["a"], { origin: "webhook", receivedAt: Date.now() })))).toEqual(events.map(() => "stored"));
+    } finally {
+      redis.sendCommand = send;
+    }
+    expect(sent).toEqual(["evalsha"]);
+    expect(await Promise.all(events.map((event) => ledger.lookup(event.id)))).toEqual(events.map(() => "arrived"));
+  });
+
   it("when the ledger holds only a route's delivery of the id, then the admission answers recheck and writes nothing: no job, no outbox entry, no arrival", async () => {
     const event = userEvent();
     await ledger.markDelivered(event.id, "a", Date.now());

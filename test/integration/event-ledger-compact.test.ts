@@ -223,4 +223,19 @@ describe("compact event ledger", () => {
     for (const id of ids) await second.claim(id, arrival(["a"]), false);
     for (const id of ids) expect(await first.has(id)).toBe(true);
   });
+
+  it("when a duplicate and a delivery are recorded at the epoch's first millisecond (0), then they read back as 0, not as none", async () => {
+    const ledger = createEventLedger(redis, `test-${randomUUID()}`, ttl, 1);
+    // A record of time 0 is older than any TTL: read within the window of the ledger's own clock at 0.
+    vi.useFakeTimers({ toFake: ["Date"], now: 0 });
+    try {
+      await ledger.claim("evt_epoch", arrival(["a"], 0), false);
+      await ledger.recordDuplicate("evt_epoch", 0);
+      await ledger.markDelivered("evt_epoch", "a", 0);
+      expect(await ledger.get("evt_epoch")).toMatchObject({ receivedAt: 0, duplicates: 1, lastDuplicateAt: 0, deliveredAt: { a: 0 } });
+      expect(await ledger.deliveredAt("evt_epoch", "a")).toBe(0);
+    } finally {
+      vi.useRealTimers();
+    }
+  });
 });
