@@ -2,14 +2,20 @@ import { randomUUID } from "node:crypto";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import type { Redis } from "ioredis";
+import type { Cluster, Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { archiveOutboxKey } from "../../src/archive/archive-outbox.js";
 import { createEventLedger, type Arrival } from "../../src/queue/event-ledger.js";
 import { createRedis, untilReady } from "../../src/redis/redis-connection.js";
 import { startRedisServer, type RedisServer } from "../../src/redis/redis-server.js";
 import { startRedisCluster } from "../helpers/redis-cluster.js";
 
 const arrival = (routes: string[]): Arrival => ({ receivedAt: Date.now(), origin: "webhook", streamId: "est_1", type: "user.updated", routes });
+
+/** The commands a Redis refused with CROSSSLOT so far (INFO errorstats). */
+async function crossSlotRefusals(redis: Redis): Promise<number> {
+  return Number(/^errorstat_CROSSSLOT:count=(\d+)/m.exec(await redis.info("errorstats"))?.[1] ?? 0);
+}
 
 /** EVALSHA and EVAL calls Redis has run so far (the ledger's script goes by either). */
 async function scriptCalls(redis: Redis): Promise<number> {
@@ -67,7 +73,56 @@ describe("event ledger batches", () => {
     expect(await Promise.all(ids.map((id) => ledger.has(id)))).toEqual([true, true, false, true, true]);
   });
 
-  it("when a single endpoint enforces slots (a cluster node reached directly, like a slot-checking proxy), then a batch across shards falls back to one per shard, and every call lands", async () => {
+  it("when Redis refuses the ledger for another reason than slots (an ACL without GET or scripts), then each call gets the refusal, and once allowed the ledger reads its shards again and sends a turn as one script call, admissions in one step", async () => {
+    const user = `ledger-${randomUUID()}`;
+    await redis.call("ACL", "SETUSER", user, "on", ">secret", "~*", "&*", "+@all", "-get", "-evalsha", "-eval");
+    const url = new URL(server.url);
+    const connection = createRedis(`redis://${user}:secret@${url.host}`, "client") as Redis;
+    try {
+      await untilReady(connection);
+      const ledger = createEventLedger(connection, `test-${randomUUID()}`, 3600);
+      await expect(ledger.shards()).rejects.toThrow(/NOPERM/);
+      await redis.call("ACL", "SETUSER", user, "+get");
+      expect(await ledger.shards()).toBe(1024);
+      const ids = Array.from({ length: 20 }, () => `evt_${randomUUID()}`);
+      const refused = await Promise.allSettled(ids.map((id) => ledger.claim(id, arrival(["a"]), false)));
+      expect(refused.map((result) => (result.status === "rejected" ? String(result.reason) : "claimed"))).toEqual(ids.map(() => expect.stringMatching(/NOPERM/)));
+      await expect(ledger.admit("evt_admitted", { ...arrival([]), routes: [] }, [])).rejects.toThrow(/NOPERM/);
+
+      await redis.call("ACL", "SETUSER", user, "+evalsha", "+eval");
+      expect(await Promise.all(ids.map((id) => ledger.claim(id, arrival(["a"]), false)))).toEqual(ids.map(() => true));
+      // Counted once the script is loaded (the claims' turn loaded it: EVALSHA, then EVAL).
+      const before = await scriptCalls(redis);
+      expect(await Promise.all(ids.map((id) => ledger.lookup(id)))).toEqual(ids.map(() => "arrived"));
+      expect((await scriptCalls(redis)) - before).toBe(1);
+      await expect(ledger.admit("evt_admitted", { ...arrival([]), routes: [] }, [])).resolves.toBe("stored");
+    } finally {
+      connection.disconnect();
+      await redis.call("ACL", "DELUSER", user);
+    }
+  });
+
+  it("when the shard count is fixed, then a user that may not write (a read-only ACL, as on a replica) reads it and finds every id", async () => {
+    const prefix = `test-${randomUUID()}`;
+    const writer = createEventLedger(redis, prefix, 3600, 8);
+    const ids = Array.from({ length: 10 }, () => `evt_${randomUUID()}`);
+    expect(await Promise.all(ids.map((id) => writer.claim(id, arrival(["a"]), false)))).toEqual(ids.map(() => true));
+    const user = `reader-${randomUUID()}`;
+    await redis.call("ACL", "SETUSER", user, "on", ">secret", "~*", "+@all", "-@write");
+    const url = new URL(server.url);
+    const connection = createRedis(`redis://${user}:secret@${url.host}`, "client") as Redis;
+    try {
+      await untilReady(connection);
+      const reader = createEventLedger(connection, prefix, 3600);
+      expect(await reader.shards()).toBe(8);
+      expect(await Promise.all(ids.map((id) => reader.lookup(id)))).toEqual(ids.map(() => "arrived"));
+    } finally {
+      connection.disconnect();
+      await redis.call("ACL", "DELUSER", user);
+    }
+  });
+
+  it("when a single endpoint enforces slots (a cluster node reached directly, like a slot-checking proxy), then only the first batch across shards is refused: it falls back to one per shard, later turns go per shard from the start, and every call lands", async () => {
     const cluster = await startRedisCluster(1);
     const direct = createRedis(cluster.nodes[0]!.url, "client") as Redis;
     try {
@@ -76,9 +131,59 @@ describe("event ledger batches", () => {
       await ledger.shards();
       const ids = Array.from({ length: 20 }, () => `evt_${randomUUID()}`);
       expect(await Promise.all(ids.map((id) => ledger.claim(id, arrival(["a"]), false)))).toEqual(ids.map(() => true));
+      expect(await crossSlotRefusals(direct)).toBe(1);
       expect(await Promise.all(ids.map((id) => ledger.lookup(id)))).toEqual(ids.map(() => "arrived"));
+      expect(await Promise.all(ids.map((id) => ledger.claim(id, arrival(["a"]), false)))).toEqual(ids.map(() => false));
+      expect(await crossSlotRefusals(direct)).toBe(1);
     } finally {
       direct.disconnect();
+      await cluster.stop();
+    }
+  });
+
+  it("when such an endpoint refuses an admission (its outbox in another slot), then it answers unsupported, is not sent again, and the ledger's turns go per shard from then on", async () => {
+    const cluster = await startRedisCluster(1);
+    const direct = createRedis(cluster.nodes[0]!.url, "client") as Redis;
+    try {
+      await untilReady(direct);
+      const prefix = `test-${randomUUID()}`;
+      const ledger = createEventLedger(direct, prefix, 3600);
+      const outbox = { key: archiveOutboxKey(prefix), entry: "{}" };
+      const admitted = (id: string) => ledger.admit(id, { ...arrival([]), routes: [] }, [], outbox);
+      await expect(admitted("evt_1")).resolves.toBe("unsupported");
+      expect(await crossSlotRefusals(direct)).toBe(1);
+      await expect(admitted("evt_2")).resolves.toBe("unsupported");
+      expect(await crossSlotRefusals(direct)).toBe(1);
+      // Nothing was written by the refused admissions.
+      expect(await Promise.all(["evt_1", "evt_2"].map((id) => ledger.lookup(id)))).toEqual(["absent", "absent"]);
+      expect(await direct.exists(outbox.key)).toBe(0);
+      const ids = Array.from({ length: 20 }, () => `evt_${randomUUID()}`);
+      expect(await Promise.all(ids.map((id) => ledger.claim(id, arrival(["a"]), false)))).toEqual(ids.map(() => true));
+      expect(await crossSlotRefusals(direct)).toBe(1);
+    } finally {
+      direct.disconnect();
+      await cluster.stop();
+    }
+  });
+
+  it("when the ledger runs on a Redis Cluster, then no call is refused for crossing slots: turns go per shard from the first, and an admission is not sent (the store takes the long way)", async () => {
+    // Two masters: a single node announces no address of its own in CLUSTER SLOTS until it has met another.
+    const cluster = await startRedisCluster(2);
+    const clustered = createRedis(cluster.url, "client") as Cluster;
+    const nodes = cluster.nodes.map((node) => createRedis(node.url, "client") as Redis);
+    try {
+      await untilReady(clustered);
+      const prefix = `test-${randomUUID()}`;
+      const ledger = createEventLedger(clustered, prefix, 3600);
+      const ids = Array.from({ length: 20 }, () => `evt_${randomUUID()}`);
+      expect(await Promise.all(ids.map((id) => ledger.claim(id, arrival(["a"]), false)))).toEqual(ids.map(() => true));
+      expect(await Promise.all(ids.map((id) => ledger.lookup(id)))).toEqual(ids.map(() => "arrived"));
+      await expect(ledger.admit("evt_admitted", { ...arrival([]), routes: [] }, [], { key: archiveOutboxKey(prefix), entry: "{}" })).resolves.toBe("unsupported");
+      expect(await ledger.lookup("evt_admitted")).toBe("absent");
+      expect(await Promise.all(nodes.map((node) => crossSlotRefusals(node)))).toEqual(nodes.map(() => 0));
+    } finally {
+      clustered.disconnect();
+      for (const node of nodes) node.disconnect();
       await cluster.stop();
     }
   });

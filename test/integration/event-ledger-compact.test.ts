@@ -110,6 +110,9 @@ describe("compact event ledger", () => {
     const ledger = createEventLedger(redis, `test-${randomUUID()}`, ttl, 4);
     const markedAt = Date.now();
     await ledger.markDelivered("evt_c", "b", markedAt);
+    // And routes the arrival does not match: their marks are kept, they are not its routes.
+    await ledger.markDelivered("evt_c", "c", markedAt);
+    await ledger.markStale("evt_c", "d", markedAt);
     expect(await ledger.lookup("evt_c")).toBe("delivered_only");
     expect(await ledger.has("evt_c")).toBe(false);
     expect(await ledger.get("evt_c")).toBeUndefined();
@@ -117,7 +120,8 @@ describe("compact event ledger", () => {
     const record = await ledger.get("evt_c");
     expect(record?.routes).toEqual(["a", "b"]);
     // A mark from before the arrival reads as the arrival's time.
-    expect(record?.deliveredAt).toEqual({ b: markedAt + 50 });
+    expect(record?.deliveredAt).toEqual({ b: markedAt + 50, c: markedAt + 50 });
+    expect(record?.staleAt).toEqual({ d: markedAt + 50 });
     expect(await ledger.lookup("evt_c")).toBe("arrived");
   });
 
@@ -174,5 +178,64 @@ describe("compact event ledger", () => {
     // Stored again, it is a new arrival, not a duplicate.
     expect(await ledger.claim("evt_old", arrival(["a"]), false)).toBe(true);
     expect(await ledger.has("evt_old")).toBe(true);
+  });
+
+  it("when events come from a webhook, a reconcile and a pull, with a stream or none, then each record reads back its own origin and stream", async () => {
+    const ledger = createEventLedger(redis, `test-${randomUUID()}`, ttl, 4);
+    const origins = ["webhook", "reconcile", "pull"] as const;
+    for (const origin of origins) {
+      await ledger.claim(`evt_${origin}`, { ...arrival(["a"]), origin, streamId: `est_${origin}` }, false);
+      await ledger.claim(`evt_${origin}_unstreamed`, { ...arrival(["a"]), origin, streamId: undefined }, false);
+    }
+    for (const origin of origins) {
+      expect(await ledger.get(`evt_${origin}`)).toMatchObject({ origin, streamId: `est_${origin}` });
+      const unstreamed = await ledger.get(`evt_${origin}_unstreamed`);
+      expect(unstreamed?.origin).toBe(origin);
+      expect(unstreamed).toHaveProperty("streamId", undefined);
+    }
+  });
+
+  it("when an event arrived days ago within a week's TTL (a bucket far back in the window), then it still reads as arrived and its repeat is a duplicate", async () => {
+    const ledger = createEventLedger(redis, `test-${randomUUID()}`, 604_800, 1);
+    for (const days of [1, 5, 6]) {
+      const then = Date.now() - days * 86_400_000;
+      vi.useFakeTimers({ toFake: ["Date"], now: then });
+      try {
+        expect(await ledger.claim(`evt_${days}d`, arrival(["default"], then), false)).toBe(true);
+      } finally {
+        vi.useRealTimers();
+      }
+    }
+    for (const days of [1, 5, 6]) {
+      expect(await ledger.lookup(`evt_${days}d`)).toBe("arrived");
+      expect(await ledger.claim(`evt_${days}d`, arrival(["default"]), false)).toBe(false);
+      expect(await ledger.get(`evt_${days}d`)).toMatchObject({ routes: ["default"], type: "user.updated", streamId: "est_1", duplicates: 1 });
+    }
+  });
+
+  it("when two processes with different shard counts write first at once, then both use the count that was written first", async () => {
+    const prefix = `test-${randomUUID()}`;
+    const first = createEventLedger(redis, prefix, ttl, 8);
+    const second = createEventLedger(redis, prefix, ttl, 16);
+    const [a, b] = await Promise.all([first.shards(), second.shards()]);
+    expect([a, b]).toEqual([8, 8]);
+    const ids = Array.from({ length: 20 }, () => randomUUID());
+    for (const id of ids) await second.claim(id, arrival(["a"]), false);
+    for (const id of ids) expect(await first.has(id)).toBe(true);
+  });
+
+  it("when a duplicate and a delivery are recorded at the epoch's first millisecond (0), then they read back as 0, not as none", async () => {
+    const ledger = createEventLedger(redis, `test-${randomUUID()}`, ttl, 1);
+    // A record of time 0 is older than any TTL: read within the window of the ledger's own clock at 0.
+    vi.useFakeTimers({ toFake: ["Date"], now: 0 });
+    try {
+      await ledger.claim("evt_epoch", arrival(["a"], 0), false);
+      await ledger.recordDuplicate("evt_epoch", 0);
+      await ledger.markDelivered("evt_epoch", "a", 0);
+      expect(await ledger.get("evt_epoch")).toMatchObject({ receivedAt: 0, duplicates: 1, lastDuplicateAt: 0, deliveredAt: { a: 0 } });
+      expect(await ledger.deliveredAt("evt_epoch", "a")).toBe(0);
+    } finally {
+      vi.useRealTimers();
+    }
   });
 });
