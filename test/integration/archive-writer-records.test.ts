@@ -57,7 +57,12 @@ describe("archive writer: what each record becomes", () => {
     if (options.waiting) await outbox(options.waiting);
     const { logger, lines } = capturedLogger("info");
     const writer: ArchiveWriter = createArchiveWriter({ redis, pool: options.writerPool ?? pool, queuePrefix: prefix, logger, retentionDays: options.retentionDays ?? 30, retryMs: options.retryMs, batchSize: options.batchSize, now: options.now });
-    undo.push(() => writer.close());
+    // Closed with its connection cut in the same turn: its blocking read ends now, not at the end of its second.
+    undo.push(async () => {
+      const closed = writer.close();
+      redis.disconnect();
+      await closed;
+    });
     const drained = () => expect.poll(async () => producer.xlen(archiveOutboxKey(prefix))).toBe(0);
     return { prefix, producer, outbox, writer, lines, drained };
   }
