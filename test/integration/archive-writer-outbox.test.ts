@@ -7,13 +7,20 @@ import { maintainPartitions } from "../../src/archive/archive-partitions.js";
 import type { ArchiveRecord } from "../../src/archive/archive-record.js";
 import { createArchiveWriter, type ArchiveWriterDeps } from "../../src/archive/create-archive-writer.js";
 import { migrateArchive } from "../../src/archive/migrate-archive.js";
+import { archiveWrites } from "../../src/metrics/archive-metrics.js";
 import { closeRedis, createRedis, type RedisClient } from "../../src/redis/redis-connection.js";
 import { capturedLogger } from "../helpers/captured-logger.js";
 import { createTestDatabase, type TestDatabase } from "../helpers/archive-database.js";
+import { refusedPort } from "../helpers/explicit-ports.js";
 import { userEvent } from "../helpers/fixtures.js";
 
 const day = 86_400_000;
 const hour = 3_600_000;
+
+/** archive_writes_total{result} so far (the registry is the process's: tests count differences). */
+async function writes(result: string): Promise<number> {
+  return (await archiveWrites.get()).values.find((value) => value.labels.result === result)?.value ?? 0;
+}
 
 function eventRecords(count: number): { ids: string[]; records: ArchiveRecord[] } {
   const events = Array.from({ length: count }, () => userEvent());
@@ -182,5 +189,58 @@ describe("archive writer: the outbox it reads and the schema it keeps", () => {
     await outbox(later.records);
     await drained();
     expect(await archived([...waiting.ids, ...later.ids])).toBe(4);
+  });
+
+  it("when more records wait than one batch holds, then each batch is archived in one transaction of at most batchSize records", async () => {
+    const { prefix, outbox, drained } = outboxOfItsOwn();
+    const waiting = eventRecords(10);
+    await outbox(waiting.records);
+    startWriter(prefix, { batchSize: 4 });
+    await drained();
+    // Rows committed by one transaction share its id (xmin).
+    const transactions = await db.query<{ rows: number }>("SELECT count(*)::int AS rows FROM events WHERE id = ANY($1) GROUP BY xmin::text", [waiting.ids]);
+    expect(transactions.map((transaction) => transaction.rows).sort()).toEqual([2, 4, 4]);
+  });
+
+  it("when the outbox is empty, then the writer waits in a blocking read on Redis, not in a loop of reads", async () => {
+    const { prefix } = outboxOfItsOwn();
+    const name = `test-archive-writer-${randomUUID()}`;
+    const redis = createRedis(inject("redisUrl"), "worker", name);
+    startWriter(prefix, { redis });
+    const observer: RedisClient = createRedis(inject("redisUrl"), "worker", "test-archive-observer");
+    undo.push(() => closeRedis(observer));
+    const blockedInRead = async () => {
+      const line = String(await observer.call("CLIENT", "LIST")).split("\n").find((client) => client.includes(` name=${name} `));
+      return Boolean(line && / flags=b /.test(line) && / cmd=xreadgroup /.test(line));
+    };
+    await expect.poll(blockedInRead).toBe(true);
+  });
+
+  it("when the writer is closed as its Redis connection is cut (the process stopping), then it stops without saying the archive is unavailable or counting an error", async () => {
+    const { prefix, outbox, drained } = outboxOfItsOwn();
+    const redis = createRedis(inject("redisUrl"), "worker", "test-archive-writer");
+    const { writer, lines } = startWriter(prefix, { redis });
+    const one = eventRecords(1);
+    await outbox(one.records);
+    await drained();
+    const errorsBefore = await writes("error");
+    const closed = writer.close();
+    redis.disconnect();
+    await closed;
+    expect(lines.filter((line) => String(line.msg).startsWith("archive unavailable"))).toHaveLength(0);
+    expect((await writes("error")) - errorsBefore).toBe(0);
+  });
+
+  it("when the writer is closed while it waits to try Postgres again, then it stops at once, not at the end of its wait", { timeout: 60_000 }, async () => {
+    const { prefix } = outboxOfItsOwn();
+    const unreachable = new pg.Pool({ connectionString: `postgres://streamkeeper@127.0.0.1:${refusedPort}/archive`, max: 1, connectionTimeoutMillis: 1000 });
+    unreachable.on("error", () => {});
+    undo.push(() => unreachable.end());
+    const errorsBefore = await writes("error");
+    // A wait of ten minutes, against the test's one.
+    const { writer } = startWriter(prefix, { pool: unreachable, retryMs: 600_000 });
+    await expect.poll(async () => (await writes("error")) - errorsBefore).toBeGreaterThanOrEqual(1);
+    await writer.close();
+    expect(writer.available()).toBe(false);
   });
 });
