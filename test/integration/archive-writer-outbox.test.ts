@@ -243,4 +243,23 @@ describe("archive writer: the outbox it reads and the schema it keeps", () => {
     await writer.close();
     expect(writer.available()).toBe(false);
   });
+  it.each<[string, RedisOptions]>([
+    ["RESP3, as the service's connections", {}],
+    ["RESP2", { protocol: 2 }],
+    ["RESP3 with its maps as objects", { protocol: 3, replyMapping: "resp3" }],
+  ])("when a record a restarted writer held was removed from the outbox meanwhile (%s), then it skips it and archives the others it held", async (_name, options) => {
+    const { prefix, key, producer, outbox, drained } = outboxOfItsOwn();
+    await producer.xgroup("CREATE", key, archiveWriterGroup, "0", "MKSTREAM");
+    const held = eventRecords(3);
+    await outbox(held.records);
+    await producer.call("XREADGROUP", "GROUP", archiveWriterGroup, "pod-0", "COUNT", 10, "STREAMS", key, ">");
+    const [removed] = (await producer.xrange(key, "-", "+")).map(([id]) => id);
+    // Still held (pending) by the writer's name: Redis answers its re-read with the id and no fields.
+    await producer.xdel(key, removed!);
+    const redis = new Redis(inject("redisUrl"), { maxRetriesPerRequest: null, ...options }) as unknown as RedisClient;
+    startWriter(prefix, { redis, consumer: "pod-0" });
+    await drained();
+    expect(await archived(held.ids.slice(1))).toBe(2);
+    expect(await archived(held.ids.slice(0, 1))).toBe(0);
+  });
 });
