@@ -206,7 +206,7 @@ describe("archive writer: the outbox it reads and the schema it keeps", () => {
     const { prefix } = outboxOfItsOwn();
     const name = `test-archive-writer-${randomUUID()}`;
     const redis = createRedis(inject("redisUrl"), "worker", name);
-    startWriter(prefix, { redis });
+    const { writer } = startWriter(prefix, { redis });
     const observer: RedisClient = createRedis(inject("redisUrl"), "worker", "test-archive-observer");
     undo.push(() => closeRedis(observer));
     const blockedInRead = async () => {
@@ -214,6 +214,9 @@ describe("archive writer: the outbox it reads and the schema it keeps", () => {
       return Boolean(line && / flags=b /.test(line) && / cmd=xreadgroup /.test(line));
     };
     await expect.poll(blockedInRead).toBe(true);
+    // Closed, it reads no more: its connection is left idle, not waiting on the outbox.
+    await writer.close();
+    expect(await blockedInRead()).toBe(false);
   });
 
   it("when the writer is closed as its Redis connection is cut (the process stopping), then it stops without saying the archive is unavailable or counting an error", async () => {

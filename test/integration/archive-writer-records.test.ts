@@ -176,7 +176,8 @@ describe("archive writer: what each record becomes", () => {
     expect((await writes("written")) - writtenBefore).toBe(1);
     expect((await writes("duplicate")) - duplicateBefore).toBe(0);
     expect((await writes("poison")) - poisonBefore).toBe(1);
-    expect(lines.filter((line) => String(line.msg).startsWith("archive: Postgres refused an outbox record"))).toHaveLength(1);
+    const refused = lines.filter((line) => String(line.msg).startsWith("archive: Postgres refused an outbox record"));
+    expect(refused.map((line) => ({ level: line.level, outboxId: typeof line.outboxId, code: (line.err as { code?: string } | undefined)?.code }))).toEqual([{ level: 50, outboxId: "string", code: "22P05" }]);
     expect(lines.filter((line) => String(line.msg).startsWith("archive unavailable"))).toHaveLength(0);
   });
 
@@ -340,6 +341,9 @@ describe("archive writer: what each record becomes", () => {
     await expect.poll(async () => (await writes("error")) - errorsBefore).toBeGreaterThanOrEqual(2);
     expect(writer.available()).toBe(false);
     expect(await producer.xlen(archiveOutboxKey(prefix))).toBe(3);
+    // Said once, with Postgres's own words.
+    const said = lines.filter((line) => String(line.msg).startsWith("archive unavailable"));
+    expect(said.map((line) => typeof (line.err as { message?: unknown } | undefined)?.message)).toEqual(["string"]);
 
     proxy.restore();
     // Archived by this writer's own look at what it holds, not handed over by the claim of
