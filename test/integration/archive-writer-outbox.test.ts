@@ -265,4 +265,32 @@ describe("archive writer: the outbox it reads and the schema it keeps", () => {
     expect(await archived(held.ids.slice(1))).toBe(2);
     expect(await archived(held.ids.slice(0, 1))).toBe(0);
   });
+  it.each<[string, RedisOptions]>([
+    ["RESP3, as the service's connections", {}],
+    ["RESP2", { protocol: 2 }],
+  ])("when the writer's blocking read ends with nothing (%s), then it reads again, saying nothing and counting nothing", async (_name, options) => {
+    const { prefix } = outboxOfItsOwn();
+    const name = `test-archive-writer-${randomUUID()}`;
+    const redis = new Redis(inject("redisUrl"), { maxRetriesPerRequest: null, connectionName: name, ...options }) as unknown as RedisClient;
+    const { lines } = startWriter(prefix, { redis });
+    const observer: RedisClient = createRedis(inject("redisUrl"), "worker", "test-archive-observer");
+    undo.push(() => closeRedis(observer));
+    const blockedId = async () => {
+      const line = String(await observer.call("CLIENT", "LIST")).split("\n").find((client) => client.includes(` name=${name} `));
+      return line && / flags=b /.test(line) && / cmd=xreadgroup /.test(line) ? /^id=(\d+) /.exec(line)?.[1] : undefined;
+    };
+    const errorsBefore = await writes("error");
+    const poisonBefore = await writes("poison");
+    // Ended as its one-second timeout would end it (Redis answers null), three times over.
+    // (A read that ended by itself in between is not counted: UNBLOCK answers 0.)
+    for (let unblocked = 0; unblocked < 3; ) {
+      let id: string | undefined;
+      await expect.poll(async () => (id = await blockedId())).toBeDefined();
+      unblocked += Number(await observer.call("CLIENT", "UNBLOCK", id!, "TIMEOUT"));
+    }
+    await expect.poll(blockedId).toBeDefined();
+    expect((await writes("error")) - errorsBefore).toBe(0);
+    expect((await writes("poison")) - poisonBefore).toBe(0);
+    expect(lines.filter((line) => Number(line.level) >= 40)).toEqual([]);
+  });
 });
