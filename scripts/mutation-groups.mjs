@@ -99,7 +99,7 @@ export const mutationGroups = [
     mutate: ["src/archive/write-archive-batch.ts", "src/archive/create-archive-writer.ts"],
     // Not archive-postgres-outage: it stops Postgres for a while in each mutant's run (8 h
     // estimated for the group with it). The writer's outage handling is stated in process here.
-    tests: ["test/integration/archive-writer.test.ts", "test/integration/archive-writer-records.test.ts"],
+    tests: ["test/integration/archive-writer.test.ts", "test/integration/archive-writer-records.test.ts", "test/integration/archive-writer-outbox.test.ts"],
   },
   {
     name: "replay",

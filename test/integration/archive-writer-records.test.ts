@@ -3,7 +3,7 @@ import { createServer, connect, type AddressInfo, type Server, type Socket } fro
 import pg from "pg";
 import { afterAll, afterEach, beforeAll, describe, expect, it, inject } from "vitest";
 import { archiveOutboxKey, createArchiveOutbox } from "../../src/archive/archive-outbox.js";
-import { maintainPartitions } from "../../src/archive/archive-partitions.js";
+import { maintainPartitions, oldestKept } from "../../src/archive/archive-partitions.js";
 import type { ArchiveRecord } from "../../src/archive/archive-record.js";
 import { createArchiveWriter, type ArchiveWriter } from "../../src/archive/create-archive-writer.js";
 import { migrateArchive } from "../../src/archive/migrate-archive.js";
@@ -47,15 +47,22 @@ describe("archive writer: what each record becomes", () => {
   });
 
   /** An outbox of a prefix of its own, and its writer on `writerPool`; closed after the test. */
-  async function outboxAndWriter(options: { writerPool?: pg.Pool; retentionDays?: number; retryMs?: number; batchSize?: number; now?: () => number } = {}) {
+  /** `waiting`: records in the outbox before the writer starts, so that its first read takes them as one batch. */
+  async function outboxAndWriter(options: { writerPool?: pg.Pool; retentionDays?: number; retryMs?: number; batchSize?: number; now?: () => number; waiting?: ArchiveRecord[] } = {}) {
     const prefix = `test-${randomUUID()}`;
     const redis: RedisClient = createRedis(inject("redisUrl"), "worker", "test-archive-writer");
     const producer: RedisClient = createRedis(inject("redisUrl"), "worker", "test-archive-producer");
     undo.push(() => closeRedis(producer), () => closeRedis(redis), () => producer.del(archiveOutboxKey(prefix)));
     const outbox = createArchiveOutbox(producer, prefix);
+    if (options.waiting) await outbox(options.waiting);
     const { logger, lines } = capturedLogger("info");
     const writer: ArchiveWriter = createArchiveWriter({ redis, pool: options.writerPool ?? pool, queuePrefix: prefix, logger, retentionDays: options.retentionDays ?? 30, retryMs: options.retryMs, batchSize: options.batchSize, now: options.now });
-    undo.push(() => writer.close());
+    // Closed with its connection cut in the same turn: its blocking read ends now, not at the end of its second.
+    undo.push(async () => {
+      const closed = writer.close();
+      redis.disconnect();
+      await closed;
+    });
     const drained = () => expect.poll(async () => producer.xlen(archiveOutboxKey(prefix))).toBe(0);
     return { prefix, producer, outbox, writer, lines, drained };
   }
@@ -93,7 +100,7 @@ describe("archive writer: what each record becomes", () => {
     expect((await writes("written")) - writtenBefore).toBe(3);
   });
 
-  it("when events reach the writer, then each row has its arrival, stream (the store's, else the event's own), entity, routes, and a payload that reads back as the event", async () => {
+  it("when events reach the writer, then each row has its arrival, stream (the store's, else the event's own when it is text), entity, routes, and a payload that reads back as the event", async () => {
     const { outbox, drained } = await outboxAndWriter();
     const receivedAt = Date.now() - 5000;
     const given = userEvent({ a0stream: "est_fromTheEventItself00001" });
@@ -101,22 +108,101 @@ describe("archive writer: what each record becomes", () => {
     // Neither a stream (from the store or the event) nor an entity.
     const { a0stream: _stream, ...bare } = userEvent();
     const none = { ...bare, data: { object: { name: "no id here" } } };
+    // An `a0stream` that is not text (an extension attribute the tenant's rules do not check): no stream.
+    const numbered = userEvent({ a0stream: 42 as unknown as string });
     await outbox([
       { kind: "event", event: given, origin: "webhook", streamId: "est_fromTheStore0000000001", receivedAt, routes: ["crm", "audit"] },
       { kind: "event", event: own, origin: "pull", receivedAt: receivedAt + 1, routes: [] },
       { kind: "event", event: none, origin: "reconcile", receivedAt: receivedAt + 2, routes: ["crm"] },
+      { kind: "event", event: numbered, origin: "webhook", receivedAt: receivedAt + 3, routes: [] },
     ]);
     await drained();
     const rows = await db.query<{ id: string; arrived_at: Date; type: string; origin: string; stream: string | null; entity: string | null; failed_first: boolean; routes: string[]; payload: Buffer }>(
       "SELECT id, arrived_at, type, origin, stream, entity, failed_first, routes, payload FROM events WHERE id = ANY($1) ORDER BY arrived_at",
-      [[given.id, own.id, none.id]],
+      [[given.id, own.id, none.id, numbered.id]],
     );
     expect(rows.map(({ payload: _payload, ...row }) => ({ ...row, arrived_at: row.arrived_at.getTime() }))).toEqual([
       { id: given.id, arrived_at: receivedAt, type: given.type, origin: "webhook", stream: "est_fromTheStore0000000001", entity: (given.data as { object: { user_id: string } }).object.user_id, failed_first: false, routes: ["crm", "audit"] },
       { id: own.id, arrived_at: receivedAt + 1, type: own.type, origin: "pull", stream: "est_fromTheEventItself00002", entity: (own.data as { object: { user_id: string } }).object.user_id, failed_first: false, routes: [] },
       { id: none.id, arrived_at: receivedAt + 2, type: none.type, origin: "reconcile", stream: null, entity: null, failed_first: true, routes: ["crm"] },
+      { id: numbered.id, arrived_at: receivedAt + 3, type: numbered.type, origin: "webhook", stream: null, entity: (numbered.data as { object: { user_id: string } }).object.user_id, failed_first: false, routes: [] },
     ]);
-    expect(rows.map((row) => decodePayload(row.payload))).toEqual([given, own, none]);
+    expect(rows.map((row) => decodePayload(row.payload))).toEqual([given, own, none, numbered]);
+  });
+
+  it("when an event reaches the writer more than once (twice in one batch, again later at another arrival), then it is archived once at its first arrival, counted written once and duplicate for each repeat", async () => {
+    const twice = userEvent();
+    const once = userEvent();
+    const receivedAt = Date.now() - 5000;
+    const writtenBefore = await writes("written");
+    const duplicateBefore = await writes("duplicate");
+    const { outbox, drained } = await outboxAndWriter({
+      waiting: [
+        { kind: "event", event: twice, origin: "webhook", receivedAt, routes: ["crm"] },
+        { kind: "event", event: once, origin: "webhook", receivedAt, routes: ["crm"] },
+        { kind: "event", event: twice, origin: "webhook", receivedAt: receivedAt + 1, routes: ["crm"] },
+      ],
+    });
+    await drained();
+    expect((await writes("written")) - writtenBefore).toBe(2);
+    expect((await writes("duplicate")) - duplicateBefore).toBe(1);
+
+    // The same event stored again later (a store retried after a Redis fault): another arrival time.
+    await outbox([{ kind: "event", event: twice, origin: "webhook", receivedAt: receivedAt + 2, routes: ["crm"] }]);
+    await drained();
+    expect((await writes("written")) - writtenBefore).toBe(2);
+    expect((await writes("duplicate")) - duplicateBefore).toBe(2);
+    const rows = await db.query<{ id: string; arrived_at: Date }>("SELECT id, arrived_at FROM events WHERE id = ANY($1)", [[twice.id, once.id]]);
+    const byId = (a: { id: string }, b: { id: string }) => (a.id < b.id ? -1 : 1);
+    expect(rows.map((row) => ({ id: row.id, arrived_at: row.arrived_at.getTime() })).sort(byId)).toEqual([{ id: twice.id, arrived_at: receivedAt }, { id: once.id, arrived_at: receivedAt }].sort(byId));
+  });
+
+  it("when Postgres refuses one record of a batch for its data, then the batch's other records are archived and counted written once (none as a duplicate), and the refused one is set aside as poison", async () => {
+    const event = userEvent();
+    const receivedAt = Date.now() - 5000;
+    const writtenBefore = await writes("written");
+    const duplicateBefore = await writes("duplicate");
+    const poisonBefore = await writes("poison");
+    // A NUL character, which Postgres text refuses: the attempt's INSERT fails after the event's, in the same batch.
+    const { drained, lines } = await outboxAndWriter({
+      waiting: [
+        { kind: "event", event, origin: "webhook", receivedAt, routes: ["crm"] },
+        { kind: "attempt", eventId: event.id, receivedAt, route: "crm", key: `${event.id}:1`, at: receivedAt + 1, status: 500, error: "the route answered \u0000", outcome: "retry" },
+      ],
+    });
+    await drained();
+    expect(await db.query("SELECT 1 FROM events WHERE id = $1", [event.id])).toHaveLength(1);
+    expect(await db.query("SELECT 1 FROM attempts WHERE event_id = $1", [event.id])).toHaveLength(0);
+    expect((await writes("written")) - writtenBefore).toBe(1);
+    expect((await writes("duplicate")) - duplicateBefore).toBe(0);
+    expect((await writes("poison")) - poisonBefore).toBe(1);
+    const refused = lines.filter((line) => String(line.msg).startsWith("archive: Postgres refused an outbox record"));
+    expect(refused.map((line) => ({ level: line.level, outboxId: typeof line.outboxId, code: (line.err as { code?: string } | undefined)?.code }))).toEqual([{ level: 50, outboxId: "string", code: "22P05" }]);
+    expect(lines.filter((line) => String(line.msg).startsWith("archive unavailable"))).toHaveLength(0);
+  });
+
+  it("when another process's writer is archiving an event (its transaction still open), then a writer given the same event at another arrival waits for it and archives the event once", async () => {
+    const event = userEvent();
+    const receivedAt = Date.now() - 5000;
+    const duplicateBefore = await writes("duplicate");
+    // The other writer, mid-batch: it holds the writers' lock (as write-archive-batch.ts takes it) and has inserted the event, not yet committed.
+    const other = new pg.Client({ connectionString: db.url });
+    await other.connect();
+    undo.push(() => other.end());
+    await other.query("BEGIN");
+    await other.query("SELECT pg_advisory_xact_lock(hashtext('streamkeeper archive writer'))");
+    await other.query("INSERT INTO events (arrived_at, id, type, origin, failed_first, routes) VALUES ($1, $2, $3, 'webhook', false, '{}')", [new Date(receivedAt), event.id, event.type]);
+    const { outbox, producer, prefix } = await outboxAndWriter();
+    await outbox([{ kind: "event", event, origin: "webhook", receivedAt: receivedAt + 1000, routes: [] }]);
+    // Until this writer waits for the lock (or, if it took none, has archived the event already).
+    const waitingForTheLock = async () =>
+      (await db.query("SELECT 1 FROM pg_locks l JOIN pg_database d ON d.oid = l.database WHERE l.locktype = 'advisory' AND NOT l.granted AND d.datname = current_database()")).length > 0;
+    await expect.poll(async () => (await waitingForTheLock()) || (await producer.xlen(archiveOutboxKey(prefix))) === 0).toBe(true);
+    await other.query("COMMIT");
+    await expect.poll(async () => producer.xlen(archiveOutboxKey(prefix))).toBe(0);
+    const rows = await db.query<{ arrived_at: Date }>("SELECT arrived_at FROM events WHERE id = $1", [event.id]);
+    expect(rows.map((row) => row.arrived_at.getTime())).toEqual([receivedAt]);
+    expect((await writes("duplicate")) - duplicateBefore).toBe(1);
   });
 
   it("when an event's entity was erased after it arrived but before it reached the archive, then it is archived without its payload; one arrived after the erasure keeps it", async () => {
@@ -198,6 +284,75 @@ describe("archive writer: what each record becomes", () => {
     // The closed writer's blocking read ended with close(): nothing reads the outbox any more.
     expect(await producer.xlen(archiveOutboxKey(prefix))).toBe(1);
     expect(await db.query("SELECT 1 FROM events WHERE id = $1", [later.id])).toHaveLength(0);
+  });
+
+  it("when an outbox entry cannot be read as a record, then it is said at error level with its outbox id and why, counted poison and removed, and the records after it are archived", async () => {
+    const { outbox, drained, lines, producer, prefix } = await outboxAndWriter();
+    const poisonBefore = await writes("poison");
+    const notJson = await producer.xadd(archiveOutboxKey(prefix), "*", "r", "{not json");
+    const noRecord = await producer.xadd(archiveOutboxKey(prefix), "*", "x", "1");
+    const after = userEvent();
+    await outbox([{ kind: "event", event: after, origin: "webhook", receivedAt: Date.now(), routes: [] }]);
+    await drained();
+    const said = lines.filter((line) => String(line.msg).startsWith("archive: an outbox record cannot be read"));
+    expect(said.map((line) => ({ level: line.level, outboxId: line.outboxId, why: line.why }))).toEqual([
+      { level: 50, outboxId: notJson, why: "the record is not JSON" },
+      { level: 50, outboxId: noRecord, why: "the entry has no record field" },
+    ]);
+    expect((await writes("poison")) - poisonBefore).toBe(2);
+    expect(await db.query("SELECT 1 FROM events WHERE id = $1", [after.id])).toHaveLength(1);
+  });
+
+  it("when a record arrived at the start of the oldest day ARCHIVE_RETENTION_DAYS keeps, then it is archived; one a millisecond older is expired", async () => {
+    const clock = Date.now();
+    const kept = userEvent();
+    const older = userEvent();
+    const expiredBefore = await writes("expired");
+    const { drained } = await outboxAndWriter({
+      now: () => clock,
+      retentionDays: 30,
+      waiting: [
+        { kind: "event", event: kept, origin: "webhook", receivedAt: oldestKept(clock, 30), routes: [] },
+        { kind: "event", event: older, origin: "webhook", receivedAt: oldestKept(clock, 30) - 1, routes: [] },
+      ],
+    });
+    await drained();
+    expect((await db.query<{ id: string }>("SELECT id FROM events WHERE id = ANY($1)", [[kept.id, older.id]])).map((row) => row.id)).toEqual([kept.id]);
+    expect((await writes("expired")) - expiredBefore).toBe(1);
+  });
+
+  it("when Postgres goes away while the writer holds a batch, then the batch stays in the outbox and is archived once Postgres answers, the writer available again", async () => {
+    const proxy = await startCuttableProxy(new URL(db.url));
+    undo.push(() => proxy.close());
+    const viaProxy = new pg.Pool({ connectionString: proxy.url, max: 2, connectionTimeoutMillis: 2000 });
+    viaProxy.on("error", () => {});
+    undo.push(() => viaProxy.end());
+    const { outbox, writer, lines, producer, prefix, drained } = await outboxAndWriter({ writerPool: viaProxy, retryMs: 50 });
+    const first = userEvent();
+    await outbox([{ kind: "event", event: first, origin: "webhook", receivedAt: Date.now(), routes: [] }]);
+    await drained();
+    expect(writer.available()).toBe(true);
+
+    proxy.cut();
+    const errorsBefore = await writes("error");
+    const poisonBefore = await writes("poison");
+    const events = Array.from({ length: 3 }, () => userEvent());
+    await outbox(events.map((event) => ({ kind: "event", event, origin: "webhook", receivedAt: Date.now(), routes: [] })));
+    await expect.poll(async () => (await writes("error")) - errorsBefore).toBeGreaterThanOrEqual(2);
+    expect(writer.available()).toBe(false);
+    expect(await producer.xlen(archiveOutboxKey(prefix))).toBe(3);
+    // Said once, with Postgres's own words.
+    const said = lines.filter((line) => String(line.msg).startsWith("archive unavailable"));
+    expect(said.map((line) => typeof (line.err as { message?: unknown } | undefined)?.message)).toEqual(["string"]);
+
+    proxy.restore();
+    // Archived by this writer's own look at what it holds, not handed over by the claim of
+    // records idle for 30 s (create-archive-writer.ts), which would rescue them too, later.
+    await expect.poll(async () => producer.xlen(archiveOutboxKey(prefix)), { timeout: 25_000 }).toBe(0);
+    expect(await db.query("SELECT 1 FROM events WHERE id = ANY($1)", [events.map((event) => event.id)])).toHaveLength(3);
+    expect(writer.available()).toBe(true);
+    expect(lines.filter((line) => line.msg === "archive available again: writing what waited in the outbox")).toHaveLength(1);
+    expect((await writes("poison")) - poisonBefore).toBe(0);
   });
 });
 
