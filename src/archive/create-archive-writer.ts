@@ -34,7 +34,8 @@ export interface ArchiveWriter {
   close(): Promise<void>;
 }
 
-type Entry = [id: string, fields: string[]];
+/** An outbox entry as XREADGROUP gives it; `null` fields: an id this consumer held that was removed from the stream since. */
+type Entry = [id: string, fields: string[] | null];
 
 /** Pending records of a consumer that stopped (a crash) are taken over after this long. */
 const claimIdleMs = 30_000;
@@ -88,6 +89,12 @@ export function createArchiveWriter(deps: ArchiveWriterDeps): ArchiveWriter {
     const records: Array<{ id: string; record: ArchiveRecord }> = [];
     const setAside: string[] = [];
     for (const [id, fields] of entries) {
+      if (fields === null) {
+        // Gone from the stream while held: nothing to archive, but still this consumer's to
+        // acknowledge, or it stays in the group's pending list for good.
+        setAside.push(id);
+        continue;
+      }
       const parsed = parseArchiveRecord(fieldOf(fields, "r"));
       if ("poison" in parsed) {
         archiveWrites.inc({ result: "poison" });
@@ -105,6 +112,14 @@ export function createArchiveWriter(deps: ArchiveWriterDeps): ArchiveWriter {
     await done([...setAside, ...records.map((entry) => entry.id)]);
   };
 
+  // Said once the archive works again, whatever stopped it: Postgres gone, or an error it
+  // answered a batch with that was not about the batch's data.
+  const recovered = () => {
+    if (!unavailableSaid) return;
+    logger.info("archive available again: writing what waited in the outbox");
+    unavailableSaid = false;
+  };
+
   const loop = (async () => {
     let pendingFirst = true;
     let claimedAt = 0;
@@ -113,8 +128,7 @@ export function createArchiveWriter(deps: ArchiveWriterDeps): ArchiveWriter {
         if (!ready) {
           await prepare();
           ready = true;
-          if (unavailableSaid) logger.info("archive available again: writing what waited in the outbox");
-          unavailableSaid = false;
+          recovered();
         }
         if (now() - maintainedAt >= maintainEveryMs) await maintain();
         let entries = await read(pendingFirst ? "0" : ">");
@@ -123,7 +137,10 @@ export function createArchiveWriter(deps: ArchiveWriterDeps): ArchiveWriter {
           claimedAt = Date.now();
           entries = await claimStalled();
         }
-        if (entries.length > 0) await handle(entries);
+        if (entries.length > 0) {
+          await handle(entries);
+          recovered();
+        }
       } catch (error) {
         if (closing) break;
         archiveWrites.inc({ result: "error" });
@@ -157,7 +174,7 @@ function outboxConsumer(redis: ArchiveWriterDeps["redis"], key: string, consumer
     },
     async claimStalled(): Promise<Entry[]> {
       const reply = (await redis.call("XAUTOCLAIM", key, archiveWriterGroup, consumer, claimIdleMs, "0-0", "COUNT", batchSize)) as unknown[];
-      return ((reply?.[1] ?? []) as Entry[]).filter((entry) => Array.isArray(entry) && entry[1] !== null);
+      return ((reply?.[1] ?? []) as Entry[]).filter((entry) => Array.isArray(entry));
     },
     async done(ids: string[]) {
       if (ids.length === 0) return;
@@ -208,15 +225,15 @@ function fieldOf(fields: string[], name: string): string | undefined {
   return undefined;
 }
 
-/** XREADGROUP's reply, RESP2 (`[[key, entries]]`) or RESP3 (a map, which ioredis flattens to `[key, entries]`), as the entries of `key`. */
+/**
+ * XREADGROUP's reply, RESP2 (`[[key, entries]]`), RESP3 (a map, which ioredis flattens to
+ * `[key, entries]`, or gives as an object with `replyMapping`), as the entries of `key`.
+ */
 function entriesOf(reply: unknown, key: string): Entry[] {
   if (reply === null || reply === undefined) return [];
-  if (Array.isArray(reply) && typeof reply[0] === "string") return ((reply[1] ?? []) as Entry[]).filter((entry) => Array.isArray(entry) && entry[1] !== null);
-  if (Array.isArray(reply)) {
-    const stream = (reply as Array<[string, Entry[]]>).find((item) => Array.isArray(item) && String(item[0]) === key);
-    return (stream?.[1] ?? []).filter((entry) => Array.isArray(entry) && entry[1] !== null);
-  }
-  if (reply instanceof Map) return ((reply.get(key) as Entry[] | undefined) ?? []).filter((entry) => entry[1] !== null);
-  const entries = (reply as Record<string, Entry[]>)[key] ?? [];
-  return entries.filter((entry) => Array.isArray(entry) && entry[1] !== null);
+  let entries: Entry[] | undefined;
+  if (Array.isArray(reply) && typeof reply[0] === "string") entries = reply[1] as Entry[] | undefined;
+  else if (Array.isArray(reply)) entries = (reply as Array<[string, Entry[]]>).find((item) => Array.isArray(item) && String(item[0]) === key)?.[1];
+  else entries = (reply as Record<string, Entry[]>)[key];
+  return (entries ?? []).filter((entry) => Array.isArray(entry));
 }

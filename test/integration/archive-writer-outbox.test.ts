@@ -264,6 +264,30 @@ describe("archive writer: the outbox it reads and the schema it keeps", () => {
     await drained();
     expect(await archived(held.ids.slice(1))).toBe(2);
     expect(await archived(held.ids.slice(0, 1))).toBe(0);
+    // The removed id is acknowledged too: nothing stays in the group's pending list for good.
+    await expect.poll(async () => (await producer.xpending(key, archiveWriterGroup))[0]).toBe(0);
+  });
+  it("when Postgres answers a batch with an error about neither its data nor the connection (a lock it could not take), then the writer says the archive is unavailable once, tries again, and once the batch is archived says it is available again", async () => {
+    const { prefix, outbox, drained } = outboxOfItsOwn();
+    const refuse = `test_refuse_${randomUUID().replaceAll("-", "")}`;
+    // Every INSERT into events refused with lock_not_available (55P03) until the trigger is dropped.
+    await pool.query(`CREATE FUNCTION ${refuse}() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'held by the test' USING ERRCODE = '55P03'; END $$`);
+    await pool.query(`CREATE TRIGGER ${refuse} BEFORE INSERT ON events FOR EACH STATEMENT EXECUTE FUNCTION ${refuse}()`);
+    undo.push(() => pool.query(`DROP TRIGGER IF EXISTS ${refuse} ON events; DROP FUNCTION IF EXISTS ${refuse}()`));
+    const errorsBefore = await writes("error");
+    const { writer, lines } = startWriter(prefix, { retryMs: 100 });
+    const { ids, records } = eventRecords(2);
+    await outbox(records);
+    await expect.poll(async () => (await writes("error")) - errorsBefore).toBeGreaterThanOrEqual(2);
+    expect(writer.available()).toBe(false);
+    expect(await archived(ids)).toBe(0);
+    await pool.query(`DROP TRIGGER ${refuse} ON events`);
+    await drained();
+    expect(await archived(ids)).toBe(2);
+    const said = (start: string) => lines.filter((line) => String(line.msg).startsWith(start));
+    await expect.poll(() => said("archive available again")).toHaveLength(1);
+    expect(writer.available()).toBe(true);
+    expect(said("archive unavailable").map((line) => (line.err as { code?: string } | undefined)?.code)).toEqual(["55P03"]);
   });
   it.each<[string, RedisOptions]>([
     ["RESP3, as the service's connections", {}],
