@@ -14,7 +14,6 @@ import { createTestDatabase, type TestDatabase } from "../helpers/archive-databa
 import { createDispatchHarness, testRoute, type DispatchHarness } from "../helpers/dispatch-harness.js";
 import { userEvent } from "../helpers/fixtures.js";
 import { startSinkServer, type SinkServer } from "../helpers/sink-server.js";
-import { until } from "../helpers/until.js";
 
 const redisUrl = inject("redisUrl");
 const pageSize = 4;
@@ -82,7 +81,20 @@ describe("archive: the replay runner", () => {
   const running = async () => (await replaysRunning.get()).values[0]?.value ?? 0;
   const rowOf = async (replayId: string) =>
     (await db.query<{ state: string; sent: number; skipped: number; checkpoint_id: string | null; reason: string | null }>("SELECT state, sent, skipped, checkpoint_id, reason FROM replays WHERE id = $1", [replayId]))[0]!;
-  const stateIs = (replayId: string, state: string) => until(`the replay ${state}`, async () => (await rowOf(replayId)).state === state);
+  /**
+   * Waits for `check` to answer (anything but undefined, null or false) and returns that answer,
+   * within expect.poll's limit: the suite's, or a mutation run's shorter one
+   * (vitest.mutate.config.ts), so a mutant that loses an event fails here, not at Stryker's timeout.
+   */
+  const until = async <T>(what: string, check: () => T | Promise<T>): Promise<NonNullable<T>> => {
+    let answer: T | undefined;
+    await expect.poll(async () => (answer = await check()), { message: what }).toSatisfy((value) => value !== undefined && value !== null && value !== false);
+    return answer!;
+  };
+  /** The replay reaches `state`; one that ended otherwise (failed, cancelled, done) fails at once, its row (and reason) in the message. */
+  const stateIs = async (replayId: string, state: string) =>
+    expect(await until(`the replay ${state}`, async () => ((row) => (row.state === state || ["done", "cancelled", "failed"].includes(row.state)) && row)(await rowOf(replayId)))).toMatchObject({ state });
+  const received = (count: number) => until(`${count} requests at the sink`, () => sink!.requests.length >= count);
   const replayedIds = () => sink!.requests.map((request) => request.headers["webhook-id"] as string);
   /** Every job the route's queue holds, whatever its state (completed ones are kept). */
   const queuedCount = async () => {
@@ -102,7 +114,7 @@ describe("archive: the replay runner", () => {
     await stateIs(replayId!, "done");
     const expected = events.slice(1, 11).filter((event) => event.type === "user.updated").map((event) => event.id);
     expect(expected).toHaveLength(9);
-    await sink!.untilReceived(expected.length);
+    await received(expected.length);
     expect(replayedIds()).toEqual(expected);
     for (const request of sink!.requests) expect(request.headers["x-streamkeeper-origin"]).toBe("replay");
     expect(await rowOf(replayId!)).toMatchObject({ sent: 9, skipped: 0, checkpoint_id: expected.at(-1) });
@@ -122,7 +134,7 @@ describe("archive: the replay runner", () => {
     const { replayId } = await replays.start({ route: "same-time", since: at - 1000, stream });
     runner!.wake();
     await stateIs(replayId!, "done");
-    await sink!.untilReceived(6);
+    await received(6);
     expect(replayedIds()).toEqual(events.map((event) => event.id).sort());
   });
 
@@ -152,7 +164,7 @@ describe("archive: the replay runner", () => {
     } finally {
       await elsewhere.end();
     }
-    await sink!.untilReceived(10);
+    await received(10);
     expect(replayedIds()).toEqual(events.map((event) => event.id));
     expect(second.lines.find((line) => line.msg === "replay resumes from its checkpoint")).toMatchObject({ replayId, route: "resumed" });
     expect(await rowOf(replayId!)).toMatchObject({ sent: 10, checkpoint_id: events.at(-1)!.id });
@@ -173,7 +185,7 @@ describe("archive: the replay runner", () => {
     startRunner(capturedLogger("info"));
     harness!.startDispatcher();
     await stateIs(replayId!, "done");
-    await sink!.untilReceived(10);
+    await received(10);
     expect(replayedIds()).toEqual(events.map((event) => event.id));
     expect(await queuedCount()).toBe(10);
   });
@@ -191,7 +203,7 @@ describe("archive: the replay runner", () => {
       other.wake();
       await stateIs(replayId!, "done");
       await other.close();
-      await sink!.untilReceived(10);
+      await received(10);
       expect(replayedIds()).toEqual(events.map((event) => event.id));
       expect(await rowOf(replayId!)).toMatchObject({ sent: 10 });
     } finally {
@@ -212,7 +224,7 @@ describe("archive: the replay runner", () => {
     runner!.wake();
     await stateIs(replayId!, "done");
     const kept = events.filter((_, index) => !(index % 2 === 1 && index < 6)).map((event) => event.id);
-    await sink!.untilReceived(kept.length);
+    await received(kept.length);
     expect(replayedIds()).toEqual(kept);
     expect(await rowOf(replayId!)).toMatchObject({ sent: 6, skipped: 3 });
     const skippedAfter = (await replayDeliveries.get()).values.find((value) => value.labels.route === "erased" && value.labels.outcome === "skipped_erased")?.value ?? 0;
@@ -235,7 +247,7 @@ describe("archive: the replay runner", () => {
     harness!.startDispatcher();
     await until("the runner's word on the cancel", async () => logs.lines.some((line) => line.replayId === replayId && line.msg === "replay cancelled: no further events are queued"));
     // The page queued before the cancel, and none after it: the one it was waiting to queue is not.
-    await sink!.untilReceived(pageSize);
+    await received(pageSize);
     await runner!.close();
     expect(replayedIds()).toEqual(events.slice(0, pageSize).map((event) => event.id));
     expect(await queuedCount()).toBe(pageSize);
@@ -253,7 +265,7 @@ describe("archive: the replay runner", () => {
     runner!.wake();
     await stateIs(replayId!, "done");
     const tookMs = Date.now() - began;
-    await sink!.untilReceived(12);
+    await received(12);
     expect(replayedIds()).toEqual(events.map((event) => event.id));
     // Three pages of 4 at 10 a second: the runner waits 400 ms after each. Load only makes it longer.
     expect(tookMs).toBeGreaterThanOrEqual((events.length / rate) * 1000 - 50);
@@ -278,5 +290,85 @@ describe("archive: the replay runner", () => {
     runner!.wake();
     await stateIs(again!, "done");
     expect(await rowOf(again!)).toMatchObject({ sent: 2, skipped: 1 });
+  });
+
+  it("when a replay without until has started, then events archived after its start are not sent: it sends what it matched", async () => {
+    const replays = await routeFor("no-until");
+    const { stream, events, start } = await archived(5);
+    const started = await replays.start({ route: "no-until", since: start, stream });
+    expect(started.matched).toBe(5);
+    // Arriving once the replay has started: live events of the stream, not part of its window.
+    const later = Array.from({ length: 3 }, () => ({ ...userEvent(), a0stream: stream }));
+    await writeArchiveBatch(pool, later.map((event) => ({ kind: "event" as const, event, origin: "webhook" as const, receivedAt: Date.now(), routes: [] })));
+    harness!.startDispatcher();
+    startRunner(capturedLogger("info"));
+    runner!.wake();
+    await stateIs(started.replayId!, "done");
+    await received(5);
+    expect(replayedIds()).toEqual(events.map((event) => event.id));
+    expect(await rowOf(started.replayId!)).toMatchObject({ sent: 5, checkpoint_id: events.at(-1)!.id });
+    expect(await queuedCount()).toBe(5);
+  });
+
+  it("when a replayed event had been delivered to the route and its replay's first attempt fails, then the retry sends it again: the route's once-only record does not hold a replay back", async () => {
+    const replays = await routeFor("again");
+    const { stream, events, start } = await archived(3);
+    harness!.startDispatcher();
+    for (const event of events) await harness!.store.store(event, { origin: "webhook" });
+    await received(3);
+    await until("the live deliveries recorded", async () => (await Promise.all(events.map((event) => harness!.ledger.deliveredAt(event.id, "again")))).every((at) => at !== undefined));
+    // The downstream fails each event's first replayed request.
+    const failedOnce = new Set<string>();
+    sink!.answer = (request) => {
+      const id = request.headers["webhook-id"] as string;
+      if (request.headers["x-streamkeeper-origin"] !== "replay" || failedOnce.has(id)) return {};
+      failedOnce.add(id);
+      return { status: 503 };
+    };
+    startRunner(capturedLogger("info"));
+    const { replayId } = await replays.start({ route: "again", since: start, stream });
+    runner!.wake();
+    await stateIs(replayId!, "done");
+    const replayed = (requests: SinkServer["requests"], id: string) => requests.filter((request) => request.headers["webhook-id"] === id && request.headers["x-streamkeeper-origin"] === "replay");
+    // Each job finished (3 live, 3 replayed), sent or not: then every request it made has arrived.
+    await until("every job finished", async () => (await harness!.queues.forRoute("again").getCompletedCount()) === 6);
+    for (const event of events) expect(replayed(sink!.requests, event.id)).toHaveLength(2);
+    await until("every request answered", () => sink!.requests.every((request) => request.status !== undefined));
+    for (const event of events) expect(replayed(sink!.requests, event.id).map((request) => request.status)).toEqual([503, 200]);
+  });
+
+  it("when the service stops while a replay's checkpoint write waits and its connection is cut, then the replay is not failed: the next runner sends each event once", async () => {
+    const replays = await routeFor("cut");
+    const { stream, events, start } = await archived(8);
+    const { replayId } = await replays.start({ route: "cut", since: start, stream });
+    // Another session holds the replay's row: the checkpoint write after the first page waits for it.
+    const holder = new pg.Client({ connectionString: db.url });
+    holder.on("error", () => {});
+    await holder.connect();
+    try {
+      await holder.query("BEGIN");
+      await holder.query("SELECT 1 FROM replays WHERE id = $1 FOR UPDATE", [replayId]);
+      const logs = capturedLogger("info");
+      startRunner(logs);
+      runner!.wake();
+      const writer = await until("the checkpoint write waiting for the row", async () =>
+        (await db.query<{ pid: number }>("SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE 'UPDATE replays SET sent%'"))[0]?.pid,
+      );
+      // Stopping (close), then the write's connection cut: it fails while the runner closes.
+      const closed = runner!.close();
+      await db.query("SELECT pg_terminate_backend($1)", [writer]);
+      await holder.query("ROLLBACK");
+      await closed;
+      expect(await rowOf(replayId!)).toMatchObject({ state: "running", sent: 0, reason: null });
+      expect(logs.lines.filter((line) => (line.level as number) >= 50)).toEqual([]);
+    } finally {
+      await holder.end();
+    }
+    harness!.startDispatcher();
+    startRunner(capturedLogger("info"));
+    await stateIs(replayId!, "done");
+    await received(8);
+    expect(replayedIds()).toEqual(events.map((event) => event.id));
+    expect(await queuedCount()).toBe(8);
   });
 });
