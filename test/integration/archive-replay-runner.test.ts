@@ -1,4 +1,5 @@
 import { randomUUID } from "node:crypto";
+import { Redis } from "ioredis";
 import pg from "pg";
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from "vitest";
 import { maintainPartitions } from "../../src/archive/archive-partitions.js";
@@ -370,5 +371,47 @@ describe("archive: the replay runner", () => {
     await received(8);
     expect(replayedIds()).toEqual(events.map((event) => event.id));
     expect(await queuedCount()).toBe(8);
+  });
+
+  it("when half a page or more of the replay waits on the route, then no further page is queued: the next one goes once fewer wait", async () => {
+    const replays = await routeFor("bounded");
+    const { stream, events, start } = await archived(2 * pageSize);
+    // The downstream holds each request until the test answers it: one job in flight, the others waiting.
+    const held: Array<() => void> = [];
+    sink!.answer = () => new Promise((ok) => held.push(() => ok({})));
+    // The runner's looks at the backlog as Redis runs them: BullMQ's count script asked for "prioritized" on this queue.
+    const queueKey = `${harness!.queues.forRoute("bounded").qualifiedName}:`;
+    const watcher = new Redis(redisUrl);
+    const monitor = await watcher.monitor();
+    let looks = 0;
+    monitor.on("monitor", (_time: string, args: string[]) => {
+      if (args.includes(queueKey) && args.at(-1) === "prioritized") looks += 1;
+    });
+    try {
+      harness!.startDispatcher();
+      startRunner(capturedLogger("info"));
+      const { replayId } = await replays.start({ route: "bounded", since: start, stream });
+      runner!.wake();
+      await received(1);
+      held.shift()!();
+      // The second job in flight: two (half a page) wait.
+      await received(2);
+      const before = looks;
+      // Three looks after it: at least two saw the two waiting, and a page queued after one of them would be there by the next.
+      await until("three more looks at the backlog", () => looks >= before + 3);
+      expect(await queuedCount()).toBe(pageSize);
+      held.shift()!();
+      // The third in flight: one waits, fewer than half a page.
+      await until("the second page queued", async () => (await queuedCount()) === 2 * pageSize);
+      sink!.answer = () => ({});
+      for (const release of held.splice(0)) release();
+      await stateIs(replayId!, "done");
+      await received(2 * pageSize);
+      expect(replayedIds()).toEqual(events.map((event) => event.id));
+    } finally {
+      for (const release of held.splice(0)) release();
+      monitor.disconnect();
+      watcher.disconnect();
+    }
   });
 });
