@@ -1,4 +1,5 @@
 import { randomUUID } from "node:crypto";
+import { createServer, type AddressInfo } from "node:net";
 import { Redis } from "ioredis";
 import pg from "pg";
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from "vitest";
@@ -87,10 +88,10 @@ describe("archive: the replay runner", () => {
    * within expect.poll's limit: the suite's, or a mutation run's shorter one
    * (vitest.mutate.config.ts), so a mutant that loses an event fails here, not at Stryker's timeout.
    */
-  const until = async <T>(what: string, check: () => T | Promise<T>): Promise<NonNullable<T>> => {
+  const until = async <T>(what: string, check: () => T | Promise<T>): Promise<Exclude<T, undefined | null | false>> => {
     let answer: T | undefined;
     await expect.poll(async () => (answer = await check()), { message: what }).toSatisfy((value) => value !== undefined && value !== null && value !== false);
-    return answer!;
+    return answer as Exclude<T, undefined | null | false>;
   };
   /** The replay reaches `state`; one that ended otherwise (failed, cancelled, done) fails at once, its row (and reason) in the message. */
   const stateIs = async (replayId: string, state: string) =>
@@ -412,6 +413,108 @@ describe("archive: the replay runner", () => {
       for (const release of held.splice(0)) release();
       monitor.disconnect();
       watcher.disconnect();
+    }
+  });
+
+  /** A pool of the runner's own, counting the connections given back to it (a look's query, a run's client). */
+  const countedPool = (max: number) => {
+    const counted = Object.assign(new pg.Pool({ connectionString: db.url, max }), { released: 0 });
+    counted.on("error", () => {});
+    counted.on("release", () => (counted.released += 1));
+    return counted;
+  };
+
+  it("when a replay is started elsewhere and this runner is not woken, then its poll finds it and sends it", async () => {
+    const replays = await routeFor("polled");
+    const { stream, events, start } = await archived(3);
+    harness!.startDispatcher();
+    const own = countedPool(2);
+    try {
+      runner = createReplayRunner({ pool: own, queues: harness!.queues, logger: capturedLogger("info").logger, pollMs: 50, pageSize });
+      // Its look at start has found nothing: the replay begins after it.
+      await until("the runner's first look", () => own.released >= 1);
+      const { replayId } = await replays.start({ route: "polled", since: start, stream });
+      await stateIs(replayId!, "done");
+      await received(3);
+      expect(replayedIds()).toEqual(events.map((event) => event.id));
+    } finally {
+      await runner?.close();
+      runner = undefined;
+      await own.end();
+    }
+  });
+
+  it("when Postgres cannot be reached, then the runner says so at debug level and keeps looking", async () => {
+    await routeFor("away");
+    const port = await new Promise<number>((ok) => {
+      const probe = createServer().listen(0, "127.0.0.1", () => {
+        const { port: free } = probe.address() as AddressInfo;
+        probe.close(() => ok(free));
+      });
+    });
+    const away = new pg.Pool({ connectionString: `postgres://streamkeeper@127.0.0.1:${port}/archive`, max: 1 });
+    away.on("error", () => {});
+    const logs = capturedLogger("debug");
+    try {
+      runner = createReplayRunner({ pool: away, queues: harness!.queues, logger: logs.logger, pollMs: 50, pageSize });
+      const said = await until("two looks that could not reach Postgres", () => {
+        const lines = logs.lines.filter((line) => line.msg === "replays could not be looked for (Postgres away); trying again");
+        return lines.length >= 2 && lines;
+      });
+      for (const line of said) expect(line).toMatchObject({ level: 20, err: { code: "ECONNREFUSED" } });
+    } finally {
+      await runner?.close();
+      runner = undefined;
+      await away.end();
+    }
+  });
+
+  it("when another process holds a replay at this runner's look, then a later look takes it up once the other has let go", async () => {
+    const replays = await routeFor("handed-over");
+    const { stream, events, start } = await archived(2 * pageSize);
+    const elsewhere = otherPool();
+    const own = countedPool(2);
+    try {
+      const other = createReplayRunner({ pool: elsewhere, queues: harness!.queues, logger: capturedLogger("info").logger, pollMs: 600_000, pageSize });
+      const { replayId } = await replays.start({ route: "handed-over", since: start, stream });
+      other.wake();
+      // No dispatcher yet: the other process holds the replay, waiting for its first page to drain.
+      await until("the first page's checkpoint", async () => (await rowOf(replayId!)).checkpoint_id === events[pageSize - 1]!.id);
+      runner = createReplayRunner({ pool: own, queues: harness!.queues, logger: capturedLogger("info").logger, pollMs: 600_000, pageSize });
+      // Its look at start, then its try at the replay (held elsewhere), each gave its connection back.
+      await until("this runner's look and try", () => own.released >= 2);
+      await other.close();
+      harness!.startDispatcher();
+      runner.wake();
+      await stateIs(replayId!, "done");
+      await received(2 * pageSize);
+      expect(replayedIds()).toEqual(events.map((event) => event.id));
+    } finally {
+      await runner?.close();
+      runner = undefined;
+      await own.end();
+      await elsewhere.end();
+    }
+  });
+
+  it("when another process finishes a replay between this runner's look and its taking it, then the runner leaves it alone: nothing queued, nothing said", async () => {
+    const replays = await routeFor("ended");
+    const { stream, start } = await archived(3);
+    const { replayId } = await replays.start({ route: "ended", since: start, stream });
+    // One connection for the runner: the test takes it as the runner's look gives it back, so the runner's taking of the replay waits behind the test.
+    const narrow = countedPool(1);
+    try {
+      const logs = capturedLogger("info");
+      startRunner(logs, narrow);
+      const between = await narrow.connect();
+      await db.query("UPDATE replays SET state = 'done' WHERE id = $1", [replayId]);
+      between.release();
+      await runner!.close();
+      runner = undefined;
+      expect(logs.lines.filter((line) => line.replayId === replayId)).toEqual([]);
+      expect(await queuedCount()).toBe(0);
+    } finally {
+      await narrow.end();
     }
   });
 });
