@@ -517,4 +517,28 @@ describe("archive: the replay runner", () => {
       await narrow.end();
     }
   });
+
+  it("when the runner is woken again while it sends a replay, then it does not take the replay twice, and its stop waits for that replay to let go", async () => {
+    const replays = await routeFor("woken-twice");
+    const { stream, events, start } = await archived(2 * pageSize);
+    const own = countedPool(2);
+    try {
+      startRunner(capturedLogger("info"), own);
+      const { replayId } = await replays.start({ route: "woken-twice", since: start, stream });
+      runner!.wake();
+      // No dispatcher: the replay waits for its first page to drain, on a connection it holds.
+      await until("the first page's checkpoint", async () => (await rowOf(replayId!)).checkpoint_id === events[pageSize - 1]!.id);
+      const before = own.released;
+      runner!.wake();
+      await until("the second look", () => own.released > before);
+      await runner!.close();
+      runner = undefined;
+      // Stopped: no connection held, no replay counted running, its lock free for another process.
+      expect(own.totalCount - own.idleCount).toBe(0);
+      expect(await running()).toBe(0);
+      expect(await db.query("SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND database = (SELECT oid FROM pg_database WHERE datname = current_database())")).toEqual([]);
+    } finally {
+      await own.end();
+    }
+  });
 });
