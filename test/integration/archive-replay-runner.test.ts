@@ -541,4 +541,32 @@ describe("archive: the replay runner", () => {
       await own.end();
     }
   });
+
+  it("when a replay is cancelled while a page of it is being queued, then the runner stops after that page and says so at once, the page still waiting", async () => {
+    const replays = await routeFor("cancelled-mid-page");
+    const { stream, events, start } = await archived(2 * pageSize);
+    const { replayId } = await replays.start({ route: "cancelled-mid-page", since: start, stream });
+    // The cancel's transaction (the same UPDATE as DELETE /admin/replays/:id) holds the row: the runner reads
+    // "running" before its first page, queues it, and its checkpoint write waits for the cancel to commit.
+    const canceller = new pg.Client({ connectionString: db.url });
+    canceller.on("error", () => {});
+    await canceller.connect();
+    try {
+      await canceller.query("BEGIN");
+      await canceller.query("UPDATE replays SET state = 'cancelled', updated_at = now() WHERE id = $1 AND state = 'running'", [replayId]);
+      const logs = capturedLogger("info");
+      startRunner(logs);
+      runner!.wake();
+      await until("the checkpoint write waiting for the cancel", async () =>
+        (await db.query("SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE 'UPDATE replays SET sent%'")).length > 0,
+      );
+      await canceller.query("COMMIT");
+      // No dispatcher: the page stays queued, and the runner has no room to wait for before saying it.
+      await until("the runner's word on the cancel", () => logs.lines.some((line) => line.replayId === replayId && line.msg === "replay cancelled: no further events are queued"));
+      expect(await queuedCount()).toBe(pageSize);
+      expect(await rowOf(replayId!)).toMatchObject({ state: "cancelled", sent: pageSize, checkpoint_id: events[pageSize - 1]!.id });
+    } finally {
+      await canceller.end();
+    }
+  });
 });
