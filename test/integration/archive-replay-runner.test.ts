@@ -509,6 +509,8 @@ describe("archive: the replay runner", () => {
       const between = await narrow.connect();
       await db.query("UPDATE replays SET state = 'done' WHERE id = $1", [replayId]);
       between.release();
+      // Its look, the test's turn, then its try at the replay: each gave the one connection back.
+      await until("the runner's try at the replay", () => narrow.released >= 3);
       await runner!.close();
       runner = undefined;
       expect(logs.lines.filter((line) => line.replayId === replayId)).toEqual([]);
