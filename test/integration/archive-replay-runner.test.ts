@@ -1,4 +1,6 @@
 import { randomUUID } from "node:crypto";
+import { createServer, type AddressInfo } from "node:net";
+import { Redis } from "ioredis";
 import pg from "pg";
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from "vitest";
 import { maintainPartitions } from "../../src/archive/archive-partitions.js";
@@ -14,7 +16,6 @@ import { createTestDatabase, type TestDatabase } from "../helpers/archive-databa
 import { createDispatchHarness, testRoute, type DispatchHarness } from "../helpers/dispatch-harness.js";
 import { userEvent } from "../helpers/fixtures.js";
 import { startSinkServer, type SinkServer } from "../helpers/sink-server.js";
-import { until } from "../helpers/until.js";
 
 const redisUrl = inject("redisUrl");
 const pageSize = 4;
@@ -82,7 +83,20 @@ describe("archive: the replay runner", () => {
   const running = async () => (await replaysRunning.get()).values[0]?.value ?? 0;
   const rowOf = async (replayId: string) =>
     (await db.query<{ state: string; sent: number; skipped: number; checkpoint_id: string | null; reason: string | null }>("SELECT state, sent, skipped, checkpoint_id, reason FROM replays WHERE id = $1", [replayId]))[0]!;
-  const stateIs = (replayId: string, state: string) => until(`the replay ${state}`, async () => (await rowOf(replayId)).state === state);
+  /**
+   * Waits for `check` to answer (anything but undefined, null or false) and returns that answer,
+   * within expect.poll's limit: the suite's, or a mutation run's shorter one
+   * (vitest.mutate.config.ts), so a mutant that loses an event fails here, not at Stryker's timeout.
+   */
+  const until = async <T>(what: string, check: () => T | Promise<T>): Promise<Exclude<T, undefined | null | false>> => {
+    let answer: T | undefined;
+    await expect.poll(async () => (answer = await check()), { message: what }).toSatisfy((value) => value !== undefined && value !== null && value !== false);
+    return answer as Exclude<T, undefined | null | false>;
+  };
+  /** The replay reaches `state`; one that ended otherwise (failed, cancelled, done) fails at once, its row (and reason) in the message. */
+  const stateIs = async (replayId: string, state: string) =>
+    expect(await until(`the replay ${state}`, async () => ((row) => (row.state === state || ["done", "cancelled", "failed"].includes(row.state)) && row)(await rowOf(replayId)))).toMatchObject({ state });
+  const received = (count: number) => until(`${count} requests at the sink`, () => sink!.requests.length >= count);
   const replayedIds = () => sink!.requests.map((request) => request.headers["webhook-id"] as string);
   /** Every job the route's queue holds, whatever its state (completed ones are kept). */
   const queuedCount = async () => {
@@ -102,7 +116,7 @@ describe("archive: the replay runner", () => {
     await stateIs(replayId!, "done");
     const expected = events.slice(1, 11).filter((event) => event.type === "user.updated").map((event) => event.id);
     expect(expected).toHaveLength(9);
-    await sink!.untilReceived(expected.length);
+    await received(expected.length);
     expect(replayedIds()).toEqual(expected);
     for (const request of sink!.requests) expect(request.headers["x-streamkeeper-origin"]).toBe("replay");
     expect(await rowOf(replayId!)).toMatchObject({ sent: 9, skipped: 0, checkpoint_id: expected.at(-1) });
@@ -122,7 +136,7 @@ describe("archive: the replay runner", () => {
     const { replayId } = await replays.start({ route: "same-time", since: at - 1000, stream });
     runner!.wake();
     await stateIs(replayId!, "done");
-    await sink!.untilReceived(6);
+    await received(6);
     expect(replayedIds()).toEqual(events.map((event) => event.id).sort());
   });
 
@@ -152,7 +166,7 @@ describe("archive: the replay runner", () => {
     } finally {
       await elsewhere.end();
     }
-    await sink!.untilReceived(10);
+    await received(10);
     expect(replayedIds()).toEqual(events.map((event) => event.id));
     expect(second.lines.find((line) => line.msg === "replay resumes from its checkpoint")).toMatchObject({ replayId, route: "resumed" });
     expect(await rowOf(replayId!)).toMatchObject({ sent: 10, checkpoint_id: events.at(-1)!.id });
@@ -173,7 +187,7 @@ describe("archive: the replay runner", () => {
     startRunner(capturedLogger("info"));
     harness!.startDispatcher();
     await stateIs(replayId!, "done");
-    await sink!.untilReceived(10);
+    await received(10);
     expect(replayedIds()).toEqual(events.map((event) => event.id));
     expect(await queuedCount()).toBe(10);
   });
@@ -191,7 +205,7 @@ describe("archive: the replay runner", () => {
       other.wake();
       await stateIs(replayId!, "done");
       await other.close();
-      await sink!.untilReceived(10);
+      await received(10);
       expect(replayedIds()).toEqual(events.map((event) => event.id));
       expect(await rowOf(replayId!)).toMatchObject({ sent: 10 });
     } finally {
@@ -212,7 +226,7 @@ describe("archive: the replay runner", () => {
     runner!.wake();
     await stateIs(replayId!, "done");
     const kept = events.filter((_, index) => !(index % 2 === 1 && index < 6)).map((event) => event.id);
-    await sink!.untilReceived(kept.length);
+    await received(kept.length);
     expect(replayedIds()).toEqual(kept);
     expect(await rowOf(replayId!)).toMatchObject({ sent: 6, skipped: 3 });
     const skippedAfter = (await replayDeliveries.get()).values.find((value) => value.labels.route === "erased" && value.labels.outcome === "skipped_erased")?.value ?? 0;
@@ -235,7 +249,7 @@ describe("archive: the replay runner", () => {
     harness!.startDispatcher();
     await until("the runner's word on the cancel", async () => logs.lines.some((line) => line.replayId === replayId && line.msg === "replay cancelled: no further events are queued"));
     // The page queued before the cancel, and none after it: the one it was waiting to queue is not.
-    await sink!.untilReceived(pageSize);
+    await received(pageSize);
     await runner!.close();
     expect(replayedIds()).toEqual(events.slice(0, pageSize).map((event) => event.id));
     expect(await queuedCount()).toBe(pageSize);
@@ -253,7 +267,7 @@ describe("archive: the replay runner", () => {
     runner!.wake();
     await stateIs(replayId!, "done");
     const tookMs = Date.now() - began;
-    await sink!.untilReceived(12);
+    await received(12);
     expect(replayedIds()).toEqual(events.map((event) => event.id));
     // Three pages of 4 at 10 a second: the runner waits 400 ms after each. Load only makes it longer.
     expect(tookMs).toBeGreaterThanOrEqual((events.length / rate) * 1000 - 50);
@@ -278,5 +292,283 @@ describe("archive: the replay runner", () => {
     runner!.wake();
     await stateIs(again!, "done");
     expect(await rowOf(again!)).toMatchObject({ sent: 2, skipped: 1 });
+  });
+
+  it("when a replay without until has started, then events archived after its start are not sent: it sends what it matched", async () => {
+    const replays = await routeFor("no-until");
+    const { stream, events, start } = await archived(5);
+    const started = await replays.start({ route: "no-until", since: start, stream });
+    expect(started.matched).toBe(5);
+    // Arriving once the replay has started: live events of the stream, not part of its window.
+    const later = Array.from({ length: 3 }, () => ({ ...userEvent(), a0stream: stream }));
+    await writeArchiveBatch(pool, later.map((event) => ({ kind: "event" as const, event, origin: "webhook" as const, receivedAt: Date.now(), routes: [] })));
+    harness!.startDispatcher();
+    startRunner(capturedLogger("info"));
+    runner!.wake();
+    await stateIs(started.replayId!, "done");
+    await received(5);
+    expect(replayedIds()).toEqual(events.map((event) => event.id));
+    expect(await rowOf(started.replayId!)).toMatchObject({ sent: 5, checkpoint_id: events.at(-1)!.id });
+    expect(await queuedCount()).toBe(5);
+  });
+
+  it("when a replayed event had been delivered to the route and its replay's first attempt fails, then the retry sends it again: the route's once-only record does not hold a replay back", async () => {
+    const replays = await routeFor("again");
+    const { stream, events, start } = await archived(3);
+    harness!.startDispatcher();
+    for (const event of events) await harness!.store.store(event, { origin: "webhook" });
+    await received(3);
+    await until("the live deliveries recorded", async () => (await Promise.all(events.map((event) => harness!.ledger.deliveredAt(event.id, "again")))).every((at) => at !== undefined));
+    // The downstream fails each event's first replayed request.
+    const failedOnce = new Set<string>();
+    sink!.answer = (request) => {
+      const id = request.headers["webhook-id"] as string;
+      if (request.headers["x-streamkeeper-origin"] !== "replay" || failedOnce.has(id)) return {};
+      failedOnce.add(id);
+      return { status: 503 };
+    };
+    startRunner(capturedLogger("info"));
+    const { replayId } = await replays.start({ route: "again", since: start, stream });
+    runner!.wake();
+    await stateIs(replayId!, "done");
+    const replayed = (requests: SinkServer["requests"], id: string) => requests.filter((request) => request.headers["webhook-id"] === id && request.headers["x-streamkeeper-origin"] === "replay");
+    // Each job finished (3 live, 3 replayed), sent or not: then every request it made has arrived.
+    await until("every job finished", async () => (await harness!.queues.forRoute("again").getCompletedCount()) === 6);
+    for (const event of events) expect(replayed(sink!.requests, event.id)).toHaveLength(2);
+    await until("every request answered", () => sink!.requests.every((request) => request.status !== undefined));
+    for (const event of events) expect(replayed(sink!.requests, event.id).map((request) => request.status)).toEqual([503, 200]);
+  });
+
+  it("when the service stops while a replay's checkpoint write waits and its connection is cut, then the replay is not failed: the next runner sends each event once", async () => {
+    const replays = await routeFor("cut");
+    const { stream, events, start } = await archived(8);
+    const { replayId } = await replays.start({ route: "cut", since: start, stream });
+    // Another session holds the replay's row: the checkpoint write after the first page waits for it.
+    const holder = new pg.Client({ connectionString: db.url });
+    holder.on("error", () => {});
+    await holder.connect();
+    try {
+      await holder.query("BEGIN");
+      await holder.query("SELECT 1 FROM replays WHERE id = $1 FOR UPDATE", [replayId]);
+      const logs = capturedLogger("info");
+      startRunner(logs);
+      runner!.wake();
+      const writer = await until("the checkpoint write waiting for the row", async () =>
+        (await db.query<{ pid: number }>("SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE 'UPDATE replays SET sent%'"))[0]?.pid,
+      );
+      // Stopping (close), then the write's connection cut: it fails while the runner closes.
+      const closed = runner!.close();
+      await db.query("SELECT pg_terminate_backend($1)", [writer]);
+      await holder.query("ROLLBACK");
+      await closed;
+      expect(await rowOf(replayId!)).toMatchObject({ state: "running", sent: 0, reason: null });
+      expect(logs.lines.filter((line) => (line.level as number) >= 50)).toEqual([]);
+    } finally {
+      await holder.end();
+    }
+    harness!.startDispatcher();
+    startRunner(capturedLogger("info"));
+    await stateIs(replayId!, "done");
+    await received(8);
+    expect(replayedIds()).toEqual(events.map((event) => event.id));
+    expect(await queuedCount()).toBe(8);
+  });
+
+  it("when half a page or more of the replay waits on the route, then no further page is queued: the next one goes once fewer wait", async () => {
+    const replays = await routeFor("bounded");
+    const { stream, events, start } = await archived(2 * pageSize);
+    // The downstream holds each request until the test answers it: one job in flight, the others waiting.
+    const held: Array<() => void> = [];
+    sink!.answer = () => new Promise((ok) => held.push(() => ok({})));
+    // The runner's looks at the backlog as Redis runs them: BullMQ's count script asked for "prioritized" on this queue.
+    const queueKey = `${harness!.queues.forRoute("bounded").qualifiedName}:`;
+    const watcher = new Redis(redisUrl);
+    const monitor = await watcher.monitor();
+    let looks = 0;
+    monitor.on("monitor", (_time: string, args: string[]) => {
+      if (args.includes(queueKey) && args.at(-1) === "prioritized") looks += 1;
+    });
+    try {
+      harness!.startDispatcher();
+      startRunner(capturedLogger("info"));
+      const { replayId } = await replays.start({ route: "bounded", since: start, stream });
+      runner!.wake();
+      await received(1);
+      held.shift()!();
+      // The second job in flight: two (half a page) wait.
+      await received(2);
+      const before = looks;
+      // Three looks after it: at least two saw the two waiting, and a page queued after one of them would be there by the next.
+      await until("three more looks at the backlog", () => looks >= before + 3);
+      expect(await queuedCount()).toBe(pageSize);
+      held.shift()!();
+      // The third in flight: one waits, fewer than half a page.
+      await until("the second page queued", async () => (await queuedCount()) === 2 * pageSize);
+      sink!.answer = () => ({});
+      for (const release of held.splice(0)) release();
+      await stateIs(replayId!, "done");
+      await received(2 * pageSize);
+      expect(replayedIds()).toEqual(events.map((event) => event.id));
+    } finally {
+      for (const release of held.splice(0)) release();
+      monitor.disconnect();
+      watcher.disconnect();
+    }
+  });
+
+  /** A pool of the runner's own, counting the connections given back to it (a look's query, a run's client). */
+  const countedPool = (max: number) => {
+    const counted = Object.assign(new pg.Pool({ connectionString: db.url, max }), { released: 0 });
+    counted.on("error", () => {});
+    counted.on("release", () => (counted.released += 1));
+    return counted;
+  };
+
+  it("when a replay is started elsewhere and this runner is not woken, then its poll finds it and sends it", async () => {
+    const replays = await routeFor("polled");
+    const { stream, events, start } = await archived(3);
+    harness!.startDispatcher();
+    const own = countedPool(2);
+    try {
+      runner = createReplayRunner({ pool: own, queues: harness!.queues, logger: capturedLogger("info").logger, pollMs: 50, pageSize });
+      // Its look at start has found nothing: the replay begins after it.
+      await until("the runner's first look", () => own.released >= 1);
+      const { replayId } = await replays.start({ route: "polled", since: start, stream });
+      await stateIs(replayId!, "done");
+      await received(3);
+      expect(replayedIds()).toEqual(events.map((event) => event.id));
+    } finally {
+      await runner?.close();
+      runner = undefined;
+      await own.end();
+    }
+  });
+
+  it("when Postgres cannot be reached, then the runner says so at debug level and keeps looking", async () => {
+    await routeFor("away");
+    const port = await new Promise<number>((ok) => {
+      const probe = createServer().listen(0, "127.0.0.1", () => {
+        const { port: free } = probe.address() as AddressInfo;
+        probe.close(() => ok(free));
+      });
+    });
+    const away = new pg.Pool({ connectionString: `postgres://streamkeeper@127.0.0.1:${port}/archive`, max: 1 });
+    away.on("error", () => {});
+    const logs = capturedLogger("debug");
+    try {
+      runner = createReplayRunner({ pool: away, queues: harness!.queues, logger: logs.logger, pollMs: 50, pageSize });
+      const said = await until("two looks that could not reach Postgres", () => {
+        const lines = logs.lines.filter((line) => line.msg === "replays could not be looked for (Postgres away); trying again");
+        return lines.length >= 2 && lines;
+      });
+      for (const line of said) expect(line).toMatchObject({ level: 20, err: { code: "ECONNREFUSED" } });
+    } finally {
+      await runner?.close();
+      runner = undefined;
+      await away.end();
+    }
+  });
+
+  it("when another process holds a replay at this runner's look, then a later look takes it up once the other has let go", async () => {
+    const replays = await routeFor("handed-over");
+    const { stream, events, start } = await archived(2 * pageSize);
+    const elsewhere = otherPool();
+    const own = countedPool(2);
+    try {
+      const other = createReplayRunner({ pool: elsewhere, queues: harness!.queues, logger: capturedLogger("info").logger, pollMs: 600_000, pageSize });
+      const { replayId } = await replays.start({ route: "handed-over", since: start, stream });
+      other.wake();
+      // No dispatcher yet: the other process holds the replay, waiting for its first page to drain.
+      await until("the first page's checkpoint", async () => (await rowOf(replayId!)).checkpoint_id === events[pageSize - 1]!.id);
+      runner = createReplayRunner({ pool: own, queues: harness!.queues, logger: capturedLogger("info").logger, pollMs: 600_000, pageSize });
+      // Its look at start, then its try at the replay (held elsewhere), each gave its connection back.
+      await until("this runner's look and try", () => own.released >= 2);
+      await other.close();
+      harness!.startDispatcher();
+      runner.wake();
+      await stateIs(replayId!, "done");
+      await received(2 * pageSize);
+      expect(replayedIds()).toEqual(events.map((event) => event.id));
+    } finally {
+      await runner?.close();
+      runner = undefined;
+      await own.end();
+      await elsewhere.end();
+    }
+  });
+
+  it("when another process finishes a replay between this runner's look and its taking it, then the runner leaves it alone: nothing queued, nothing said", async () => {
+    const replays = await routeFor("ended");
+    const { stream, start } = await archived(3);
+    const { replayId } = await replays.start({ route: "ended", since: start, stream });
+    // One connection for the runner: the test takes it as the runner's look gives it back, so the runner's taking of the replay waits behind the test.
+    const narrow = countedPool(1);
+    try {
+      const logs = capturedLogger("info");
+      startRunner(logs, narrow);
+      const between = await narrow.connect();
+      await db.query("UPDATE replays SET state = 'done' WHERE id = $1", [replayId]);
+      between.release();
+      // Its look, the test's turn, then its try at the replay: each gave the one connection back.
+      await until("the runner's try at the replay", () => narrow.released >= 3);
+      await runner!.close();
+      runner = undefined;
+      expect(logs.lines.filter((line) => line.replayId === replayId)).toEqual([]);
+      expect(await queuedCount()).toBe(0);
+    } finally {
+      await narrow.end();
+    }
+  });
+
+  it("when the runner is woken again while it sends a replay, then it does not take the replay twice, and its stop waits for that replay to let go", async () => {
+    const replays = await routeFor("woken-twice");
+    const { stream, events, start } = await archived(2 * pageSize);
+    const own = countedPool(2);
+    try {
+      startRunner(capturedLogger("info"), own);
+      const { replayId } = await replays.start({ route: "woken-twice", since: start, stream });
+      runner!.wake();
+      // No dispatcher: the replay waits for its first page to drain, on a connection it holds.
+      await until("the first page's checkpoint", async () => (await rowOf(replayId!)).checkpoint_id === events[pageSize - 1]!.id);
+      const before = own.released;
+      runner!.wake();
+      await until("the second look", () => own.released > before);
+      await runner!.close();
+      runner = undefined;
+      // Stopped: no connection held, no replay counted running, its lock free for another process.
+      expect(own.totalCount - own.idleCount).toBe(0);
+      expect(await running()).toBe(0);
+      expect(await db.query("SELECT 1 FROM pg_locks WHERE locktype = 'advisory' AND database = (SELECT oid FROM pg_database WHERE datname = current_database())")).toEqual([]);
+    } finally {
+      await own.end();
+    }
+  });
+
+  it("when a replay is cancelled while a page of it is being queued, then the runner stops after that page and says so at once, the page still waiting", async () => {
+    const replays = await routeFor("cancelled-mid-page");
+    const { stream, events, start } = await archived(2 * pageSize);
+    const { replayId } = await replays.start({ route: "cancelled-mid-page", since: start, stream });
+    // The cancel's transaction (the same UPDATE as DELETE /admin/replays/:id) holds the row: the runner reads
+    // "running" before its first page, queues it, and its checkpoint write waits for the cancel to commit.
+    const canceller = new pg.Client({ connectionString: db.url });
+    canceller.on("error", () => {});
+    await canceller.connect();
+    try {
+      await canceller.query("BEGIN");
+      await canceller.query("UPDATE replays SET state = 'cancelled', updated_at = now() WHERE id = $1 AND state = 'running'", [replayId]);
+      const logs = capturedLogger("info");
+      startRunner(logs);
+      runner!.wake();
+      await until("the checkpoint write waiting for the cancel", async () =>
+        (await db.query("SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE 'UPDATE replays SET sent%'")).length > 0,
+      );
+      await canceller.query("COMMIT");
+      // No dispatcher: the page stays queued, and the runner has no room to wait for before saying it.
+      await until("the runner's word on the cancel", () => logs.lines.some((line) => line.replayId === replayId && line.msg === "replay cancelled: no further events are queued"));
+      expect(await queuedCount()).toBe(pageSize);
+      expect(await rowOf(replayId!)).toMatchObject({ state: "cancelled", sent: pageSize, checkpoint_id: events[pageSize - 1]!.id });
+    } finally {
+      await canceller.end();
+    }
   });
 });
