@@ -1,6 +1,8 @@
 import { randomUUID } from "node:crypto";
 import pg from "pg";
 import { inject } from "vitest";
+import { maintainPartitions } from "../../src/archive/archive-partitions.js";
+import { migrateArchive } from "../../src/archive/migrate-archive.js";
 
 export interface TestDatabase {
   /** A fresh, empty database of the run's Postgres. */
@@ -32,6 +34,28 @@ export async function createTestDatabase(): Promise<TestDatabase> {
       await client.connect();
       await client.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
       await client.end();
+    },
+  };
+}
+
+export interface ArchiveDatabase extends TestDatabase {
+  /** A pool on it of three connections, as a writer's; ended by `drop`. */
+  pool: pg.Pool;
+}
+
+/** A test database with the archive's schema and the day partitions of its retention (30 days), and a pool on it. */
+export async function createArchiveDatabase(): Promise<ArchiveDatabase> {
+  const db = await createTestDatabase();
+  const pool = new pg.Pool({ connectionString: db.url, max: 3 });
+  pool.on("error", () => {});
+  await migrateArchive(pool);
+  await maintainPartitions(pool, Date.now(), 30);
+  return {
+    ...db,
+    pool,
+    async drop() {
+      await pool.end();
+      await db.drop();
     },
   };
 }

@@ -1,16 +1,15 @@
 import { randomUUID } from "node:crypto";
 import { Redis, type RedisOptions } from "ioredis";
 import pg from "pg";
-import { afterAll, afterEach, beforeAll, describe, expect, it, inject } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, inject } from "vitest";
 import { archiveOutboxKey, archiveWriterGroup, createArchiveOutbox } from "../../src/archive/archive-outbox.js";
-import { maintainPartitions } from "../../src/archive/archive-partitions.js";
 import type { ArchiveRecord } from "../../src/archive/archive-record.js";
 import { createArchiveWriter, type ArchiveWriterDeps } from "../../src/archive/create-archive-writer.js";
-import { migrateArchive } from "../../src/archive/migrate-archive.js";
 import { archiveWrites } from "../../src/metrics/archive-metrics.js";
 import { closeRedis, createRedis, type RedisClient } from "../../src/redis/redis-connection.js";
 import { capturedLogger } from "../helpers/captured-logger.js";
-import { createTestDatabase, type TestDatabase } from "../helpers/archive-database.js";
+import { createArchiveDatabase, createTestDatabase, type ArchiveDatabase, type TestDatabase } from "../helpers/archive-database.js";
+import { useCleanup } from "../helpers/cleanup.js";
 import { refusedPort } from "../helpers/explicit-ports.js";
 import { userEvent } from "../helpers/fixtures.js";
 
@@ -39,23 +38,11 @@ function partitionOf(table: string, at: number): string {
  * day partitions it keeps in Postgres.
  */
 describe("archive writer: the outbox it reads and the schema it keeps", () => {
-  let db: TestDatabase;
+  let db: ArchiveDatabase;
   let pool: pg.Pool;
-  const undo: Array<() => Promise<unknown>> = [];
-  beforeAll(async () => {
-    db = await createTestDatabase();
-    pool = new pg.Pool({ connectionString: db.url, max: 3 });
-    pool.on("error", () => {});
-    await migrateArchive(pool);
-    await maintainPartitions(pool, Date.now(), 30);
-  });
-  afterEach(async () => {
-    for (const step of undo.splice(0).reverse()) await step();
-  });
-  afterAll(async () => {
-    await pool?.end();
-    await db?.drop();
-  });
+  const undo = useCleanup("each");
+  beforeAll(async () => void ({ pool } = db = await createArchiveDatabase()));
+  afterAll(() => db?.drop());
 
   /** An outbox of a prefix of its own and a connection that adds to it; removed after the test. */
   function outboxOfItsOwn() {

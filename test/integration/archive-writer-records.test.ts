@@ -1,17 +1,17 @@
 import { randomUUID } from "node:crypto";
 import { createServer, connect, type AddressInfo, type Server, type Socket } from "node:net";
 import pg from "pg";
-import { afterAll, afterEach, beforeAll, describe, expect, it, inject } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, inject } from "vitest";
 import { archiveOutboxKey, createArchiveOutbox } from "../../src/archive/archive-outbox.js";
-import { maintainPartitions, oldestKept } from "../../src/archive/archive-partitions.js";
+import { oldestKept } from "../../src/archive/archive-partitions.js";
 import type { ArchiveRecord } from "../../src/archive/archive-record.js";
 import { createArchiveWriter, type ArchiveWriter } from "../../src/archive/create-archive-writer.js";
-import { migrateArchive } from "../../src/archive/migrate-archive.js";
 import { decodePayload } from "../../src/archive/payload-codec.js";
 import { archiveWrites } from "../../src/metrics/archive-metrics.js";
 import { closeRedis, createRedis, type RedisClient } from "../../src/redis/redis-connection.js";
 import { capturedLogger } from "../helpers/captured-logger.js";
-import { createTestDatabase, type TestDatabase } from "../helpers/archive-database.js";
+import { createArchiveDatabase, type ArchiveDatabase } from "../helpers/archive-database.js";
+import { useCleanup } from "../helpers/cleanup.js";
 import { userEvent } from "../helpers/fixtures.js";
 
 const day = 86_400_000;
@@ -28,23 +28,11 @@ async function writes(result: string): Promise<number> {
  * archive-postgres-outage.test.ts stops a Postgres of its own).
  */
 describe("archive writer: what each record becomes", () => {
-  let db: TestDatabase;
+  let db: ArchiveDatabase;
   let pool: pg.Pool;
-  const undo: Array<() => Promise<unknown>> = [];
-  beforeAll(async () => {
-    db = await createTestDatabase();
-    pool = new pg.Pool({ connectionString: db.url, max: 3 });
-    pool.on("error", () => {});
-    await migrateArchive(pool);
-    await maintainPartitions(pool, Date.now(), 30);
-  });
-  afterEach(async () => {
-    for (const step of undo.splice(0).reverse()) await step();
-  });
-  afterAll(async () => {
-    await pool?.end();
-    await db?.drop();
-  });
+  const undo = useCleanup("each");
+  beforeAll(async () => void ({ pool } = db = await createArchiveDatabase()));
+  afterAll(() => db?.drop());
 
   /** An outbox of a prefix of its own, and its writer on `writerPool`; closed after the test. */
   /** `waiting`: records in the outbox before the writer starts, so that its first read takes them as one batch. */
