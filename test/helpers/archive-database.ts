@@ -39,14 +39,14 @@ export async function createTestDatabase(): Promise<TestDatabase> {
 }
 
 export interface ArchiveDatabase extends TestDatabase {
-  /** A pool on it of three connections, as a writer's; ended by `drop`. */
+  /** A pool on it (three connections unless told, as a writer's); ended by `drop`. */
   pool: pg.Pool;
 }
 
 /** A test database with the archive's schema and the day partitions of its retention (30 days), and a pool on it. */
-export async function createArchiveDatabase(): Promise<ArchiveDatabase> {
+export async function createArchiveDatabase(connections = 3): Promise<ArchiveDatabase> {
   const db = await createTestDatabase();
-  const pool = new pg.Pool({ connectionString: db.url, max: 3 });
+  const pool = new pg.Pool({ connectionString: db.url, max: connections });
   pool.on("error", () => {});
   await migrateArchive(pool);
   await maintainPartitions(pool, Date.now(), 30);

@@ -3,16 +3,14 @@ import { createServer, type AddressInfo } from "node:net";
 import { Redis } from "ioredis";
 import pg from "pg";
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from "vitest";
-import { maintainPartitions } from "../../src/archive/archive-partitions.js";
 import { forgetEntity } from "../../src/archive/archive-queries.js";
-import { migrateArchive } from "../../src/archive/migrate-archive.js";
 import { createReplayRunner } from "../../src/archive/replay-runner.js";
 import { createReplays } from "../../src/archive/replays.js";
 import { writeArchiveBatch } from "../../src/archive/write-archive-batch.js";
 import type { CloudEvent } from "../../src/events/cloud-event.js";
 import { replayDeliveries, replaysRunning } from "../../src/metrics/archive-metrics.js";
 import { capturedLogger, type CapturedLogger } from "../helpers/captured-logger.js";
-import { createTestDatabase, type TestDatabase } from "../helpers/archive-database.js";
+import { createArchiveDatabase, type ArchiveDatabase } from "../helpers/archive-database.js";
 import { createDispatchHarness, testRoute, type DispatchHarness } from "../helpers/dispatch-harness.js";
 import { userEvent } from "../helpers/fixtures.js";
 import { startSinkServer, type SinkServer } from "../helpers/sink-server.js";
@@ -29,23 +27,14 @@ const pageSize = 4;
  * own) and real Redis queues, delivered by a dispatcher to a sink.
  */
 describe("archive: the replay runner", () => {
-  let db: TestDatabase;
+  let db: ArchiveDatabase;
   let pool: pg.Pool;
   let harness: DispatchHarness | undefined;
   let sink: SinkServer | undefined;
   let runner: ReturnType<typeof createReplayRunner> | undefined;
 
-  beforeAll(async () => {
-    db = await createTestDatabase();
-    pool = new pg.Pool({ connectionString: db.url, max: 4 });
-    pool.on("error", () => {});
-    await migrateArchive(pool);
-    await maintainPartitions(pool, Date.now(), 30);
-  });
-  afterAll(async () => {
-    await pool?.end();
-    await db?.drop();
-  });
+  beforeAll(async () => void ({ pool } = db = await createArchiveDatabase(4)));
+  afterAll(() => db?.drop());
   afterEach(async () => {
     await runner?.close();
     runner = undefined;
