@@ -51,7 +51,16 @@ describe("archive writer: the outbox it reads and the schema it keeps", () => {
     const producer: RedisClient = createRedis(inject("redisUrl"), "worker", "test-archive-producer");
     undo.push(() => closeRedis(producer), () => producer.del(key));
     const drained = () => expect.poll(async () => producer.xlen(key)).toBe(0);
-    return { prefix, key, producer, outbox: createArchiveOutbox(producer, prefix), drained };
+    const outbox = createArchiveOutbox(producer, prefix);
+    /** `count` records read by `consumer` and not archived: pending for its name, as a writer's process that stopped left them. */
+    const heldBy = async (consumer: string, count: number) => {
+      await producer.xgroup("CREATE", key, archiveWriterGroup, "0", "MKSTREAM");
+      const held = eventRecords(count);
+      await outbox(held.records);
+      await producer.call("XREADGROUP", "GROUP", archiveWriterGroup, consumer, "COUNT", 10, "STREAMS", key, ">");
+      return held;
+    };
+    return { prefix, key, producer, outbox, drained, heldBy };
   }
 
   /** A writer on its own connection (or `redis`), closed after the test. */
@@ -98,12 +107,9 @@ describe("archive writer: the outbox it reads and the schema it keeps", () => {
   });
 
   it("when a writer restarts under its consumer name with records it had read but not archived (its process came back), then it archives those first, batch after batch, then the new ones", async () => {
-    const { prefix, key, producer, outbox, drained } = outboxOfItsOwn();
-    await producer.xgroup("CREATE", key, archiveWriterGroup, "0", "MKSTREAM");
-    const read = eventRecords(5);
-    await outbox(read.records);
+    const { prefix, key, producer, outbox, drained, heldBy } = outboxOfItsOwn();
     // The process's first life read them (pending for its name) and stopped before archiving.
-    await producer.call("XREADGROUP", "GROUP", archiveWriterGroup, "pod-0", "COUNT", 10, "STREAMS", key, ">");
+    const read = await heldBy("pod-0", 5);
     expect((await producer.xpending(key, archiveWriterGroup))[0]).toBe(5);
 
     startWriter(prefix, { consumer: "pod-0", batchSize: 2 });
@@ -117,11 +123,8 @@ describe("archive writer: the outbox it reads and the schema it keeps", () => {
   });
 
   it("when a writer's process died holding records (read, not archived) for longer than the claim wait, then another process's writer takes them over and archives them", async () => {
-    const { prefix, key, producer, outbox, drained } = outboxOfItsOwn();
-    await producer.xgroup("CREATE", key, archiveWriterGroup, "0", "MKSTREAM");
-    const held = eventRecords(3);
-    await outbox(held.records);
-    await producer.call("XREADGROUP", "GROUP", archiveWriterGroup, "pod-gone", "COUNT", 10, "STREAMS", key, ">");
+    const { prefix, key, producer, drained, heldBy } = outboxOfItsOwn();
+    const held = await heldBy("pod-gone", 3);
     const ids = (await producer.xrange(key, "-", "+")).map(([id]) => id);
     expect(ids).toHaveLength(3);
     // Idle for a minute as far as Redis knows (XCLAIM's IDLE), past the writer's 30 s claim wait.
@@ -238,11 +241,8 @@ describe("archive writer: the outbox it reads and the schema it keeps", () => {
     ["RESP2", { protocol: 2 }],
     ["RESP3 with its maps as objects", { protocol: 3, replyMapping: "resp3" }],
   ])("when a record a restarted writer held was removed from the outbox meanwhile (%s), then it skips it and archives the others it held", async (_name, options) => {
-    const { prefix, key, producer, outbox, drained } = outboxOfItsOwn();
-    await producer.xgroup("CREATE", key, archiveWriterGroup, "0", "MKSTREAM");
-    const held = eventRecords(3);
-    await outbox(held.records);
-    await producer.call("XREADGROUP", "GROUP", archiveWriterGroup, "pod-0", "COUNT", 10, "STREAMS", key, ">");
+    const { prefix, key, producer, drained, heldBy } = outboxOfItsOwn();
+    const held = await heldBy("pod-0", 3);
     const [removed] = (await producer.xrange(key, "-", "+")).map(([id]) => id);
     // Still held (pending) by the writer's name: Redis answers its re-read with the id and no fields.
     await producer.xdel(key, removed!);
