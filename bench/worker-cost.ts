@@ -34,6 +34,8 @@ import { deliveryQueueBullPrefix, deliveryQueueName } from "../src/queue/queue-n
 import { createRedis, untilReady } from "../src/redis/redis-connection.js";
 import { startRedisServer } from "../src/redis/redis-server.js";
 import { routesMatching, type Route } from "../src/routes/route.js";
+import { commandCalls } from "./lib/redis-figures.js";
+import { cpuSeconds } from "./lib/cpu-usage.js";
 
 const [events = 5000, rounds = 3] = process.argv.slice(2).map(Number);
 const variants = (process.env.WORKER_COST_VARIANTS ?? "floor,service").split(",");
@@ -53,6 +55,7 @@ const logger = createLogger("info");
 const redis = createRedis(redisServer.url, "client");
 await untilReady(redis);
 const cpuPer: Record<string, number[]> = {};
+const redisPer: Record<string, number[]> = {};
 
 for (let round = 1; round <= rounds; round++) {
   for (const variant of variants) {
@@ -102,15 +105,22 @@ for (let round = 1; round <= rounds; round++) {
     await new Promise((resolve) => setTimeout(resolve, 500));
     const done = new Promise<void>((ok) => sink.once("message", () => ok()));
     sink.send(events);
+    const callsBefore = await commandCalls(redis);
+    const redisBefore = (cpuSeconds(redisServer.process.pid!) ?? 0) * 1e6;
     const before = process.cpuUsage();
     const started = performance.now();
     await queue.resume();
     await done;
     const cpu = process.cpuUsage(before);
+    const redisCpu = ((cpuSeconds(redisServer.process.pid!) ?? 0) * 1e6 - redisBefore) / events;
+    const callsAfter = await commandCalls(redis);
     const seconds = (performance.now() - started) / 1000;
     const perDelivery = Math.round((cpu.user + cpu.system) / events);
     (cpuPer[variant] ??= []).push(perDelivery);
-    process.stdout.write(`round ${round} ${variant}: ${perDelivery} µs CPU per delivery, ${Math.round(events / seconds)} deliveries/s\n`);
+    (redisPer[variant] ??= []).push(Math.round(redisCpu));
+    const scripts = (callsAfter.evalsha?.usec ?? 0) - (callsBefore.evalsha?.usec ?? 0);
+    const scriptCalls = (callsAfter.evalsha?.calls ?? 0) - (callsBefore.evalsha?.calls ?? 0);
+    process.stdout.write(`round ${round} ${variant}: ${perDelivery} µs CPU per delivery, ${Math.round(events / seconds)} deliveries/s; Redis ${Math.round(redisCpu)} µs CPU per delivery, ${(scriptCalls / events).toFixed(2)} scripts (${(scripts / events).toFixed(1)} µs)\n`);
     await stop();
     await queues.close();
     dispatch.disconnect();
@@ -118,7 +128,7 @@ for (let round = 1; round <= rounds; round++) {
   }
 }
 const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
-for (const [variant, values] of Object.entries(cpuPer)) process.stdout.write(`${variant}: median ${median(values)} µs (${values.join(", ")})\n`);
+for (const [variant, values] of Object.entries(cpuPer)) process.stdout.write(`${variant}: median ${median(values)} µs (${values.join(", ")}); Redis median ${median(redisPer[variant]!)} µs (${redisPer[variant]!.join(", ")})\n`);
 redis.disconnect();
 sink.kill();
 await redisServer.stop();

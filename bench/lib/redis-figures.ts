@@ -54,7 +54,7 @@ export async function countLedgerIds(redis: Redis, queuePrefix: string): Promise
 }
 
 /** INFO commandstats: calls so far per command (`evalsha`, `hset`, ...; a script's own commands count too) and the µs spent in them (a script's include its commands'). */
-export async function commandCalls(redis: Redis): Promise<Record<string, { calls: number; usec: number }>> {
+export async function commandCalls(redis: Pick<Redis, "info">): Promise<Record<string, { calls: number; usec: number }>> {
   const info = await redis.info("commandstats");
   const calls: Record<string, { calls: number; usec: number }> = {};
   for (const match of info.matchAll(/^cmdstat_([^:]+):calls=(\d+),usec=(\d+)/gm)) calls[match[1]!] = { calls: Number(match[2]), usec: Number(match[3]) };

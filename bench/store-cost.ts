@@ -1,0 +1,82 @@
+/**
+ * Redis's CPU per stored event, the service's store beside the floor's one BullMQ add, in one
+ * process and alternating, so a busy machine moves both alike:
+ *   node --import tsx bench/store-cost.ts [events] [rounds]
+ * Its own redis-server (no append-only file); per round and variant, `events` events stored
+ * 50 at a time. `floor`: `queue.add` as bench/processes/floor-server.ts does it; `service`:
+ * the event store as the receiver builds it (service/create-stores.ts: the admission in one
+ * round trip); `longway`: the same store without the admission (check, add, claim).
+ * Choose with STORE_COST_VARIANTS (default `floor,service`). Prints Redis's CPU (user +
+ * system) and its scripts' time (INFO commandstats) per event, and this process's CPU per
+ * event; medians at the end. The first round runs cold: compare the later ones.
+ */
+import { randomBytes } from "node:crypto";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { createAdmission } from "../src/queue/admission.js";
+import { createDeliveryQueues } from "../src/queue/delivery-queues.js";
+import { createEventLedger } from "../src/queue/event-ledger.js";
+import { createEventStore } from "../src/queue/event-store.js";
+import { createFanOut } from "../src/queue/fan-out.js";
+import { jobIdFor } from "../src/queue/job-id.js";
+import { createRedis, untilReady } from "../src/redis/redis-connection.js";
+import { startRedisServer } from "../src/redis/redis-server.js";
+import { routesMatching, type Route } from "../src/routes/route.js";
+import type { CloudEvent } from "../src/events/cloud-event.js";
+import { cpuSeconds } from "./lib/cpu-usage.js";
+import { commandCalls } from "./lib/redis-figures.js";
+
+const [events = 5000, rounds = 4] = process.argv.slice(2).map(Number);
+const variants = (process.env.STORE_COST_VARIANTS ?? "floor,service").split(",");
+const dir = await mkdtemp(join(tmpdir(), "sk-store-cost-"));
+const redisServer = await startRedisServer({ dir, appendOnly: false });
+const route: Route = { name: "default", match: ["*"], url: "http://127.0.0.1:9/", headers: {}, timeoutMs: 10_000, concurrency: 10, dropStale: false };
+const redis = createRedis(redisServer.url, "client");
+await untilReady(redis);
+const figures: Record<string, { redis: number[]; scripts: number[]; own: number[] }> = {};
+
+const now = new Date().toISOString();
+const event = (): CloudEvent => ({
+  id: `evt_${randomBytes(11).toString("hex")}`, source: "urn:auth0:bench", specversion: "1.0", type: "user.updated", time: now,
+  data: { object: { user_id: `auth0|${randomBytes(12).toString("hex")}`, email: "bench@example.com", email_verified: true, name: "Bench User", updated_at: now } },
+});
+
+for (let round = 1; round <= rounds; round++) {
+  for (const variant of variants) {
+    await redis.flushall();
+    const prefix = `cost-${variant}-${round}`;
+    const queues = createDeliveryQueues(redis, prefix, [route], { ageSeconds: 3600, count: 1000 });
+    const queue = queues.forRoute(route.name);
+    const ledger = createEventLedger(redis, prefix, 604_800, 1024);
+    const admit = variant === "service" ? createAdmission({ ledger, queues }) : undefined;
+    const store = createEventStore({ ledger, fanOut: createFanOut(queues), routesFor: routesMatching([route]), admit });
+    const storeOne = async (one: CloudEvent) => {
+      if (variant === "floor") await queue.add(one.type, { event: one, origin: "webhook", receivedAt: Date.now() }, { jobId: jobIdFor(one.id) });
+      else await store.store(one, { origin: "webhook", streamId: "est_bench" });
+    };
+    const batches = Array.from({ length: Math.ceil(events / 50) }, (_, index) => Array.from({ length: Math.min(50, events - index * 50) }, event));
+    const callsBefore = await commandCalls(redis);
+    const redisBefore = cpuSeconds(redisServer.process.pid!) ?? 0;
+    const before = process.cpuUsage();
+    for (const batch of batches) await Promise.all(batch.map(storeOne));
+    const own = process.cpuUsage(before);
+    const redisCpu = (((cpuSeconds(redisServer.process.pid!) ?? 0) - redisBefore) * 1e6) / events;
+    const callsAfter = await commandCalls(redis);
+    const scripts = ((callsAfter.evalsha?.usec ?? 0) - (callsBefore.evalsha?.usec ?? 0)) / events;
+    const scriptCalls = ((callsAfter.evalsha?.calls ?? 0) - (callsBefore.evalsha?.calls ?? 0)) / events;
+    const row = (figures[variant] ??= { redis: [], scripts: [], own: [] });
+    row.redis.push(Math.round(redisCpu));
+    row.scripts.push(Math.round(scripts));
+    row.own.push(Math.round((own.user + own.system) / events));
+    process.stdout.write(`round ${round} ${variant}: Redis ${Math.round(redisCpu)} µs CPU per event, ${scriptCalls.toFixed(2)} scripts (${scripts.toFixed(1)} µs); this process ${row.own.at(-1)} µs\n`);
+    await queues.close();
+  }
+}
+const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
+for (const [variant, row] of Object.entries(figures)) {
+  process.stdout.write(`${variant}: Redis median ${median(row.redis)} µs (${row.redis.join(", ")}); scripts ${median(row.scripts)} µs; this process ${median(row.own)} µs (${row.own.join(", ")})\n`);
+}
+redis.disconnect();
+await redisServer.stop();
+await rm(dir, { recursive: true, force: true });
