@@ -17,6 +17,8 @@ export interface ServiceOptions {
   env?: Record<string, string>;
   /** write a CPU profile (`node --cpu-prof`) into this directory when the process exits */
   cpuProfileDir?: string;
+  /** the CLI to run: another build's `cli/main.js` to compare two builds. @defaultValue this tree's dist/cli/main.js */
+  entry?: string;
 }
 
 export interface ServiceProcess {
@@ -53,7 +55,7 @@ export async function startServiceProcess(options: ServiceOptions): Promise<Serv
   const nodeArgs = options.cpuProfileDir
     ? ["--cpu-prof", "--cpu-prof-dir", options.cpuProfileDir, "--cpu-prof-name", `service-${options.role}-${Date.now()}.cpuprofile`]
     : [];
-  const service = await launch(options.role, env, { entry: builtCliEntry, nodeArgs, inheritEnvironment: true, logFile, readyTimeoutMs: 30_000 }).catch((error: Error) => {
+  const service = await launch(options.role, env, { entry: options.entry ? [options.entry] : builtCliEntry, nodeArgs, inheritEnvironment: true, logFile, readyTimeoutMs: 30_000 }).catch((error: Error) => {
     throw new Error(`the ${options.role} service did not start; see ${logFile}`, { cause: error });
   });
   return {
