@@ -17,6 +17,7 @@ const schema = z.object({
   BENCH_OUTAGE_S: z.coerce.number().positive().default(60).describe("how long the downstream answers 503 in the outage run"),
   BENCH_OUTAGE_RATE: z.coerce.number().positive().default(50).describe("events/s arriving during the outage run"),
   BENCH_PIPELINE_TOPOLOGIES: z.string().default("all,split,floor").describe("pipeline runs: all (one --role all process), split (a receiver and a worker process), floor (the bench's floor server and floor worker: Express + one BullMQ add, BullMQ + one POST; the stack's own bound)"),
+  BENCH_PIPELINE_ROUNDS: z.coerce.number().int().min(1).default(3).describe("times the pipeline topologies run, in turn (all, split, floor, all, split, floor, ...), so each run of ours is judged against the floor run beside it"),
   BENCH_MEMORY_EVENTS: z.coerce.number().int().min(1).default(100_000).describe("events stored, delivered and their jobs removed in the memory scenario"),
   BENCH_DRAIN_EVENTS: z.coerce.number().int().min(1).default(20_000).describe("queued deliveries each worker drains in the worker-drain scenario"),
   BENCH_SOAK_RATE: z.coerce.number().int().min(1).default(1000).describe("events/s of the soak scenario, evenly paced"),
@@ -30,6 +31,7 @@ const schema = z.object({
   BENCH_OUTPUT: z.string().default("latest").describe("results file name under bench/results/ (.json and .md)"),
 });
 
+/** `topologies`: one round's pipeline runs, in order; run.ts runs BENCH_PIPELINE_ROUNDS of them. */
 export type BenchSettings = z.output<typeof schema> & { scenarios: Set<string>; topologies: Array<"all" | "split" | "floor"> };
 
 export function loadBenchSettings(env: Record<string, string | undefined> = process.env): BenchSettings {

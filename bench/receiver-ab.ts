@@ -16,6 +16,7 @@ import { startRedisServer } from "../src/redis/redis-server.js";
 import { runLoad } from "./lib/run-load.js";
 import { startChild, tsxArgs } from "./lib/start-child.js";
 import { benchAuthorization, startServiceProcess } from "./lib/start-service-process.js";
+import { median } from "./lib/percentile.js";
 
 const [distA, distB, roundsArg = "3"] = process.argv.slice(2);
 if (!distA || !distB) {
@@ -49,7 +50,6 @@ try {
     const [f, a, b] = [figures.floor!.at(-1)!, figures.a!.at(-1)!, figures.b!.at(-1)!];
     process.stdout.write(`round ${round}: floor ${f} µs, A ${a} µs (${(a / f).toFixed(2)} ×), B ${b} µs (${(b / f).toFixed(2)} ×) CPU per request\n`);
   }
-  const median = (values: number[]) => [...values].sort((x, y) => x - y)[Math.floor(values.length / 2)]!;
   process.stdout.write(`medians: floor ${median(figures.floor!)} µs, A ${median(figures.a!)} µs, B ${median(figures.b!)} µs CPU per request\n`);
 } finally {
   await redis.stop();

@@ -26,6 +26,7 @@ import { routesMatching, type Route } from "../src/routes/route.js";
 import type { CloudEvent } from "../src/events/cloud-event.js";
 import { cpuSeconds } from "./lib/cpu-usage.js";
 import { commandCalls } from "./lib/redis-figures.js";
+import { median } from "./lib/percentile.js";
 
 const [events = 5000, rounds = 4] = process.argv.slice(2).map(Number);
 const variants = (process.env.STORE_COST_VARIANTS ?? "floor,service").split(",");
@@ -73,7 +74,6 @@ for (let round = 1; round <= rounds; round++) {
     await queues.close();
   }
 }
-const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
 for (const [variant, row] of Object.entries(figures)) {
   process.stdout.write(`${variant}: Redis median ${median(row.redis)} µs (${row.redis.join(", ")}); scripts ${median(row.scripts)} µs; this process ${median(row.own)} µs (${row.own.join(", ")})\n`);
 }

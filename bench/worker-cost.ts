@@ -36,6 +36,7 @@ import { startRedisServer } from "../src/redis/redis-server.js";
 import { routesMatching, type Route } from "../src/routes/route.js";
 import { commandCalls } from "./lib/redis-figures.js";
 import { cpuSeconds } from "./lib/cpu-usage.js";
+import { median } from "./lib/percentile.js";
 
 const [events = 5000, rounds = 3] = process.argv.slice(2).map(Number);
 const variants = (process.env.WORKER_COST_VARIANTS ?? "floor,service").split(",");
@@ -127,7 +128,6 @@ for (let round = 1; round <= rounds; round++) {
     records.disconnect();
   }
 }
-const median = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
 for (const [variant, values] of Object.entries(cpuPer)) process.stdout.write(`${variant}: median ${median(values)} µs (${values.join(", ")}); Redis median ${median(redisPer[variant]!)} µs (${redisPer[variant]!.join(", ")})\n`);
 redis.disconnect();
 sink.kill();

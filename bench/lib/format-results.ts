@@ -1,4 +1,5 @@
 import type { BenchResults } from "../run.js";
+import type { FloorRatio } from "./floor-ratios.js";
 import type { SeriesSummary, SoakResults } from "../scenarios/run-soak.js";
 import type { LoadResult } from "./load-types.js";
 
@@ -47,8 +48,9 @@ export function formatResults(results: BenchResults): string {
     rows.push([`Ingest: ${n(s.BENCH_FIXED_RATE)} req/s, autocannon overallRate (bursts)`, `${n(fixedRate.requestsPerSecond)} req/s`, ms(fixedRate.latencyMs.p50), ms(fixedRate.latencyMs.p99), errors(fixedRate), cores(fixedRate), `p99 < 15 ms: ${verdict(results.targets.ackP99)}`]);
     rows.push([`Ingest: ${n(s.BENCH_FIXED_RATE)} req/s, evenly paced`, `${n(fixedRatePaced.requestsPerSecond)} req/s (the generator's own send lag: p99 ${ms(fixedRatePaced.sendLagMs?.p99)})`, ms(fixedRatePaced.latencyMs.p50), ms(fixedRatePaced.latencyMs.p99), errors(fixedRatePaced), cores(fixedRatePaced), `p99 < 15 ms: ${verdict(results.targets.ackP99Paced)}`]);
   }
+  const rounds = Math.max(0, ...results.pipelines.map((pipeline) => pipeline.round));
   for (const pipeline of results.pipelines) {
-    const where = topologyName[pipeline.topology];
+    const where = `${topologyName[pipeline.topology]}${rounds > 1 ? ` (round ${pipeline.round})` : ""}`;
     if (pipeline.status !== "measured") {
       rows.push([`Pipeline, ${where}`, `pending: ${pipeline.reason}`, "-", "-", "-", "-", "≥ 2,500 events/s: pending"]);
       continue;
@@ -206,6 +208,7 @@ export function formatResults(results: BenchResults): string {
     `|---|---|---|---|---|---|---|`,
     ...rows.map((row) => `| ${row.join(" | ")} |`),
     "",
+    ...floorTable(results.floorRatios ?? []),
     ...(memory.length > 0 ? ["| Memory | |", "|---|---|", ...memory, ""] : []),
     `- Run ${results.startedAt} on ${machine.cpus} × ${machine.cpuModel}, Node ${machine.node}, Redis ${machine.redis}, commit ${machine.commit}.`,
     `- **One host, ${machine.cpus} cores shared** by the load generator (its own process), the service, Redis (append-only file, fsync every second) and the sink, over loopback. Other work before the run: ${n(machine.busyCoresBefore, 2)} cores busy over 3 s (≈ 0 when the machine is quiet); load average (1 min) ${n(machine.loadBefore[0], 2)} before, ${n(machine.loadAfter[0], 2)} after (both count the build and the bench's own processes).`,
@@ -224,6 +227,17 @@ export function formatResults(results: BenchResults): string {
     ...(soak?.status === "measured" ? ["", ...soakDetails(soak)] : []),
     "",
   ].join("\n");
+}
+
+/** Ours over the floor's in the same run (floor-ratios.ts): each round, the median and its verdict. */
+function floorTable(ratios: FloorRatio[]): string[] {
+  if (ratios.length === 0) return [];
+  return [
+    "| Against the stack's floor, same run | each round | median | target |",
+    "|---|---|---|---|",
+    ...ratios.map((ratio) => `| ${ratio.figure} | ${ratio.perRound.map((value) => n(value, 2)).join(", ")} | **${n(ratio.median, 2)} ×** | ${ratio.target}: ${verdict(ratio.met)} |`),
+    "",
+  ];
 }
 
 /**

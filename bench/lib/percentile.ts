@@ -12,3 +12,11 @@ export function round(value: number | undefined, decimals = 2): number | undefin
   const factor = 10 ** decimals;
   return Math.round(value * factor) / factor;
 }
+
+/** The middle value, or the mean of the two middle ones for an even count: the medians of a few rounds. */
+export function median(values: number[]): number {
+  if (values.length === 0) throw new Error("the median of no values");
+  const sorted = [...values].sort((a, b) => a - b);
+  const middle = Math.floor(sorted.length / 2);
+  return sorted.length % 2 === 1 ? sorted[middle]! : (sorted[middle - 1]! + sorted[middle]!) / 2;
+}
