@@ -10,22 +10,18 @@
  * system) and its scripts' time (INFO commandstats) per event, and this process's CPU per
  * event; medians at the end. The first round runs cold: compare the later ones.
  */
-import { randomBytes } from "node:crypto";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { createAdmission } from "../src/queue/admission.js";
-import { createDeliveryQueues } from "../src/queue/delivery-queues.js";
-import { createEventLedger } from "../src/queue/event-ledger.js";
-import { createEventStore } from "../src/queue/event-store.js";
-import { createFanOut } from "../src/queue/fan-out.js";
 import { jobIdFor } from "../src/queue/job-id.js";
 import { createRedis, untilReady } from "../src/redis/redis-connection.js";
 import { startRedisServer } from "../src/redis/redis-server.js";
-import { routesMatching, type Route } from "../src/routes/route.js";
+import type { Route } from "../src/routes/route.js";
 import type { CloudEvent } from "../src/events/cloud-event.js";
 import { cpuSeconds } from "./lib/cpu-usage.js";
 import { commandCalls } from "./lib/redis-figures.js";
+import { costStores } from "./lib/cost-stores.js";
+import { createEventSource } from "./lib/event-source.js";
 import { median } from "./lib/percentile.js";
 
 const [events = 5000, rounds = 4] = process.argv.slice(2).map(Number);
@@ -37,21 +33,14 @@ const redis = createRedis(redisServer.url, "client");
 await untilReady(redis);
 const figures: Record<string, { redis: number[]; scripts: number[]; own: number[] }> = {};
 
-const now = new Date().toISOString();
-const event = (): CloudEvent => ({
-  id: `evt_${randomBytes(11).toString("hex")}`, source: "urn:auth0:bench", specversion: "1.0", type: "user.updated", time: now,
-  data: { object: { user_id: `auth0|${randomBytes(12).toString("hex")}`, email: "bench@example.com", email_verified: true, name: "Bench User", updated_at: now } },
-});
+const source = createEventSource();
+const event = () => source.event("est_bench") as unknown as CloudEvent;
 
 for (let round = 1; round <= rounds; round++) {
   for (const variant of variants) {
     await redis.flushall();
     const prefix = `cost-${variant}-${round}`;
-    const queues = createDeliveryQueues(redis, prefix, [route], { ageSeconds: 3600, count: 1000 });
-    const queue = queues.forRoute(route.name);
-    const ledger = createEventLedger(redis, prefix, 604_800, 1024);
-    const admit = variant === "service" ? createAdmission({ ledger, queues }) : undefined;
-    const store = createEventStore({ ledger, fanOut: createFanOut(queues), routesFor: routesMatching([route]), admit });
+    const { queues, queue, store } = costStores(redis, prefix, route, { admission: variant === "service" });
     const storeOne = async (one: CloudEvent) => {
       if (variant === "floor") await queue.add(one.type, { event: one, origin: "webhook", receivedAt: Date.now() }, { jobId: jobIdFor(one.id) });
       else await store.store(one, { origin: "webhook", streamId: "est_bench" });

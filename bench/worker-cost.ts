@@ -26,17 +26,15 @@ import { createDownstreamClient } from "../src/dispatch/downstream-client.js";
 import { createFreshnessRecorder } from "../src/freshness/create-freshness-recorder.js";
 import { createLogger } from "../src/logger.js";
 import type { DeliveryJobData } from "../src/queue/delivery-job.js";
-import { createDeliveryQueues } from "../src/queue/delivery-queues.js";
 import { createEventLedger } from "../src/queue/event-ledger.js";
-import { createEventStore } from "../src/queue/event-store.js";
-import { createFanOut } from "../src/queue/fan-out.js";
 import { deliveryQueueBullPrefix, deliveryQueueName } from "../src/queue/queue-names.js";
 import { createRedis, untilReady } from "../src/redis/redis-connection.js";
 import { startRedisServer } from "../src/redis/redis-server.js";
-import { routesMatching, type Route } from "../src/routes/route.js";
+import type { Route } from "../src/routes/route.js";
 import { commandCalls } from "./lib/redis-figures.js";
 import { cpuSeconds } from "./lib/cpu-usage.js";
 import { median } from "./lib/percentile.js";
+import { costStores } from "./lib/cost-stores.js";
 
 const [events = 5000, rounds = 3] = process.argv.slice(2).map(Number);
 const variants = (process.env.WORKER_COST_VARIANTS ?? "floor,service").split(",");
@@ -62,10 +60,7 @@ for (let round = 1; round <= rounds; round++) {
   for (const variant of variants) {
     await redis.flushall();
     const prefix = `cost-${variant}-${round}`;
-    const queues = createDeliveryQueues(redis, prefix, [route], { ageSeconds: 3600, count: 1000 });
-    const queue = queues.forRoute(route.name);
-    const ledger = createEventLedger(redis, prefix, 604_800, 1024);
-    const store = createEventStore({ ledger, fanOut: createFanOut(queues), routesFor: routesMatching([route]) });
+    const { queues, queue, store } = costStores(redis, prefix, route);
     await queue.pause();
     const now = new Date().toISOString();
     for (let index = 0; index < events; index += 500) {
