@@ -48,5 +48,7 @@ export function loadBenchSettings(env: Record<string, string | undefined> = proc
   const topologies = list(parsed.data.BENCH_PIPELINE_TOPOLOGIES);
   const unknown = topologies.filter((name) => name !== "all" && name !== "split" && name !== "floor");
   if (unknown.length > 0) throw new Error(`bad bench setting: BENCH_PIPELINE_TOPOLOGIES: ${unknown.join(", ")} unknown; use all, split, floor or several`);
+  // Each run of ours is compared with its round's floor run: one of each per round (BENCH_PIPELINE_ROUNDS repeats them).
+  if (new Set(topologies).size < topologies.length) throw new Error(`bad bench setting: BENCH_PIPELINE_TOPOLOGIES ${JSON.stringify(parsed.data.BENCH_PIPELINE_TOPOLOGIES)} names a topology twice; name each once and set BENCH_PIPELINE_ROUNDS to run them again`);
   return { ...parsed.data, scenarios: new Set(list(parsed.data.BENCH_SCENARIOS)), topologies: topologies as Array<"all" | "split" | "floor"> };
 }

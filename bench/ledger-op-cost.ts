@@ -1,6 +1,6 @@
 /**
  * Redis's time per ledger op, by itself: what the dedupe ledger's Lua costs Redis before
- * anything else runs beside it (docs/benchmarks.md, "Where the Redis excess is").
+ * anything else runs beside it (docs/benchmarks.md, "The floor on a quiet machine, and where the rest goes").
  *   node --import tsx bench/ledger-op-cost.ts [rounds]
  * Its own redis-server (no append-only file); one shard's window of 8 day buckets, as the
  * default 7-day DEDUPE_TTL_SECONDS gives. Each row is INFO commandstats' µs for the script
@@ -12,11 +12,12 @@ import { randomBytes } from "node:crypto";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { settings } from "../src/config.js";
 import { ledgerScript } from "../src/queue/ledger-script.js";
 import { ledgerBucketKey } from "../src/queue/queue-names.js";
 import { createRedis, untilReady } from "../src/redis/redis-connection.js";
 import { startRedisServer } from "../src/redis/redis-server.js";
-import { commandCalls } from "./lib/redis-figures.js";
+import { callsBetween, commandCalls } from "./lib/redis-figures.js";
 
 const [rounds = 2] = process.argv.slice(2).map(Number);
 const dir = await mkdtemp(join(tmpdir(), "sk-ledger-op-cost-"));
@@ -24,10 +25,11 @@ const server = await startRedisServer({ dir, appendOnly: false });
 const redis = createRedis(server.url, "client");
 if ("isCluster" in redis && redis.isCluster) throw new Error("a standalone Redis is expected");
 await untilReady(redis);
-const ttl = 604_800;
+// The default window (DEDUPE_TTL_SECONDS, 7 days) of day buckets, as the service keeps it.
+const ttl = settings.DEDUPE_TTL_SECONDS[0].parse(undefined);
 const day = 86_400;
 const now = Date.now();
-const buckets = Array.from({ length: ttl / day + 1 }, (_, i) => ledgerBucketKey("cost", 1, Math.floor(now / (day * 1000)) - i));
+const buckets = Array.from({ length: Math.floor(ttl / day) + 1 }, (_, i) => ledgerBucketKey("cost", 1, Math.floor(now / (day * 1000)) - i));
 const window = [...buckets, ...buckets.map((key) => `${key}:names`)];
 const field = () => randomBytes(8).toString("hex");
 const trivial = String(await redis.script("LOAD", "return 1"));
@@ -46,8 +48,7 @@ async function measure(name: string, calls: number, opsPerCall: number, send: ()
   const before = await commandCalls(redis);
   for (let sent = 0; sent < calls; sent += 20) await Promise.all(Array.from({ length: 20 }, send));
   const after = await commandCalls(redis);
-  const usec = (after.evalsha?.usec ?? 0) - (before.evalsha?.usec ?? 0);
-  const count = (after.evalsha?.calls ?? 0) - (before.evalsha?.calls ?? 0);
+  const { calls: count, usec } = callsBetween(before, after, "evalsha");
   process.stdout.write(`${name}: ${(usec / count / opsPerCall).toFixed(1)} µs per op (${count} calls of ${opsPerCall})\n`);
 }
 

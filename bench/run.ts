@@ -106,14 +106,14 @@ async function main() {
       results.targets.ackP99 = (fixedRate.latencyMs.p99 ?? Infinity) < 15 && fixedRate.errors === 0;
       results.targets.ackP99Paced = (fixedRatePaced.latencyMs.p99 ?? Infinity) < 15 && fixedRatePaced.errors === 0;
     }
-    const rounds = Array.from({ length: scenarios.has("pipeline") ? settings.BENCH_PIPELINE_ROUNDS : 0 }, (_, index) => index + 1);
-    for (const [round, topology] of rounds.flatMap((round) => topologies.map((topology) => [round, topology] as const))) {
-      const pipeline = await runPipeline({ settings, redis, redisUrl: redisServer.url, redisPid: redisServer.process.pid!, sinkPid: sink.process.pid!, dataDir: dir, sinkUrl: sink.info.url, cpuProfileDir, log }, topology);
-      results.pipelines.push({ ...pipeline, round });
-      if (pipeline.status === "measured" && topology !== "floor") {
-        const { throughput, fixedRate } = pipeline;
-        // Met only when every round meets it.
-        results.targets.pipeline[topology] = (results.targets.pipeline[topology] ?? true) && throughput.eventsPerSecond >= 2500 && throughput.lost === 0 && fixedRate.lost === 0;
+    for (let round = 1; round <= (scenarios.has("pipeline") ? settings.BENCH_PIPELINE_ROUNDS : 0); round++) {
+      for (const topology of topologies) {
+        const pipeline = await runPipeline({ settings, redis, redisUrl: redisServer.url, redisPid: redisServer.process.pid!, sinkPid: sink.process.pid!, dataDir: dir, sinkUrl: sink.info.url, cpuProfileDir, log }, topology);
+        results.pipelines.push({ ...pipeline, round });
+        if (topology === "floor") continue;
+        // Met only when every round meets it; a round that measured nothing (pending) misses it.
+        const met = pipeline.status === "measured" && pipeline.throughput.eventsPerSecond >= 2500 && pipeline.throughput.lost === 0 && pipeline.fixedRate.lost === 0;
+        results.targets.pipeline[topology] = (results.targets.pipeline[topology] ?? true) && met;
       }
     }
     if (scenarios.has("worker-drain")) {

@@ -31,7 +31,7 @@ import { deliveryQueueBullPrefix, deliveryQueueName } from "../src/queue/queue-n
 import { createRedis, untilReady } from "../src/redis/redis-connection.js";
 import { startRedisServer } from "../src/redis/redis-server.js";
 import type { Route } from "../src/routes/route.js";
-import { commandCalls } from "./lib/redis-figures.js";
+import { callsBetween, commandCalls } from "./lib/redis-figures.js";
 import { cpuSeconds } from "./lib/cpu-usage.js";
 import { median } from "./lib/percentile.js";
 import { costStores } from "./lib/cost-stores.js";
@@ -114,9 +114,8 @@ for (let round = 1; round <= rounds; round++) {
     const perDelivery = Math.round((cpu.user + cpu.system) / events);
     (cpuPer[variant] ??= []).push(perDelivery);
     (redisPer[variant] ??= []).push(Math.round(redisCpu));
-    const scripts = (callsAfter.evalsha?.usec ?? 0) - (callsBefore.evalsha?.usec ?? 0);
-    const scriptCalls = (callsAfter.evalsha?.calls ?? 0) - (callsBefore.evalsha?.calls ?? 0);
-    process.stdout.write(`round ${round} ${variant}: ${perDelivery} µs CPU per delivery, ${Math.round(events / seconds)} deliveries/s; Redis ${Math.round(redisCpu)} µs CPU per delivery, ${(scriptCalls / events).toFixed(2)} scripts (${(scripts / events).toFixed(1)} µs)\n`);
+    const scripts = callsBetween(callsBefore, callsAfter, "evalsha");
+    process.stdout.write(`round ${round} ${variant}: ${perDelivery} µs CPU per delivery, ${Math.round(events / seconds)} deliveries/s; Redis ${Math.round(redisCpu)} µs CPU per delivery, ${(scripts.calls / events).toFixed(2)} scripts (${(scripts.usec / events).toFixed(1)} µs)\n`);
     await stop();
     await queues.close();
     dispatch.disconnect();

@@ -16,6 +16,7 @@ export function round(value: number | undefined, decimals = 2): number | undefin
 /** The middle value, or the mean of the two middle ones for an even count: the medians of a few rounds. */
 export function median(values: number[]): number {
   if (values.length === 0) throw new Error("the median of no values");
+  if (!values.every(Number.isFinite)) throw new Error(`the median of values that are not all finite numbers: ${values.join(", ")}`);
   const sorted = [...values].sort((a, b) => a - b);
   const middle = Math.floor(sorted.length / 2);
   return sorted.length % 2 === 1 ? sorted[middle]! : (sorted[middle - 1]! + sorted[middle]!) / 2;

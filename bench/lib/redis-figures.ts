@@ -61,6 +61,11 @@ export async function commandCalls(redis: Pick<Redis, "info">): Promise<Record<s
   return calls;
 }
 
+/** One command's calls and µs between two `commandCalls` readings (`evalsha`: the scripts, their own commands included). */
+export function callsBetween(before: Record<string, { calls: number; usec: number }>, after: Record<string, { calls: number; usec: number }>, command: string): { calls: number; usec: number } {
+  return { calls: (after[command]?.calls ?? 0) - (before[command]?.calls ?? 0), usec: (after[command]?.usec ?? 0) - (before[command]?.usec ?? 0) };
+}
+
 /** Keys of one shape (below) and the sum of their `MEMORY USAGE`. */
 export interface KeyShapeMemory {
   keys: number;

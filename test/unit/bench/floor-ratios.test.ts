@@ -1,15 +1,14 @@
 import { describe, expect, it } from "vitest";
 import { floorRatios } from "../../../bench/lib/floor-ratios.js";
-import { median } from "../../../bench/lib/percentile.js";
 import type { BenchResults } from "../../../bench/run.js";
 
 type Pipeline = BenchResults["pipelines"][number];
 
 /** A measured pipeline run with the figures floorRatios reads. */
-function run(topology: "all" | "split" | "floor", round: number, eventsPerSecond: number, costs: Record<string, number>, lost = 0): Pipeline {
+function run(topology: "all" | "split" | "floor", round: number, eventsPerSecond: number, costs: Record<string, number>, lost = { throughput: 0, fixedRate: 0 }): Pipeline {
   const costPerEvent = Object.fromEntries(Object.entries(costs).map(([name, cpuUs]) => [name, { cpuUs, syscalls: 2 }]));
-  const throughput = { eventsPerSecond, lost, costPerEvent };
-  return { status: "measured", topology, round, throughput, fixedRate: { lost: 0 } } as unknown as Pipeline;
+  const throughput = { eventsPerSecond, lost: lost.throughput, costPerEvent };
+  return { status: "measured", topology, round, throughput, fixedRate: { lost: lost.fixedRate } } as unknown as Pipeline;
 }
 
 function results(pipelines: Pipeline[], extra: Partial<BenchResults> = {}): BenchResults {
@@ -40,9 +39,20 @@ describe("floorRatios", () => {
     expect(ratios.map((ratio) => ratio.figure.split(" ")[0])).toEqual(["split", "Redis", "worker"]);
   });
 
-  it("when one round lost an event, then the pipeline target is missed whatever its ratio", () => {
-    const ratios = floorRatios(results([run("all", 1, 1000, { service: 500, redis: 200 }, 1), run("floor", 1, 1000, { receiver: 300, worker: 200, redis: 200 })]));
-    expect(ratios).toEqual([{ figure: "all-in-one pipeline events/s ÷ the floor pipeline's", perRound: [1], median: 1, target: "≥ 0.85 ×, nothing lost", met: false }]);
+  it("when any round lost an event, at full speed or paced, then the pipeline target is missed whatever the ratios", () => {
+    const floor = (round: number) => run("floor", round, 1000, { receiver: 300, worker: 200, redis: 200 });
+    const lostPaced = floorRatios(results([run("all", 1, 1000, { service: 500, redis: 200 }), floor(1), run("all", 2, 1000, { service: 500, redis: 200 }, { throughput: 0, fixedRate: 1 }), floor(2)]));
+    expect(lostPaced).toEqual([{ figure: "all-in-one pipeline events/s ÷ the floor pipeline's", perRound: [1, 1], median: 1, target: "≥ 0.85 ×, nothing lost", met: false }]);
+    // A run with no floor in its round is not divided, but what it lost still counts.
+    const lostAlone = floorRatios(results([run("split", 1, 1000, { worker: 1, redis: 1 }), floor(1), run("split", 2, 1000, { worker: 1, redis: 1 }, { throughput: 2, fixedRate: 0 })]));
+    expect(lostAlone[0]).toMatchObject({ perRound: [1], met: false });
+    const nothingLost = floorRatios(results([run("split", 1, 1000, { worker: 1, redis: 1 }), floor(1)]));
+    expect(nothingLost[0]).toMatchObject({ perRound: [1], met: true });
+  });
+
+  it("when a floor run measured no time, then its round is left out, not divided by zero", () => {
+    const ratios = floorRatios(results([run("split", 1, 900, { worker: 200, redis: 200 }), run("floor", 1, 0, { worker: 0, redis: 0 }), run("split", 2, 900, { worker: 200, redis: 200 }), run("floor", 2, 1000, { worker: 200, redis: 200 })]));
+    expect(ratios.map((ratio) => ratio.perRound)).toEqual([[0.9], [1], [1]]);
   });
 
   it("when a round has no floor run, then its runs are left out rather than divided by another round's floor", () => {
@@ -62,10 +72,3 @@ describe("floorRatios", () => {
   });
 });
 
-describe("median", () => {
-  it("when the count is odd, then it is the middle value; when even, the mean of the two middle ones", () => {
-    expect(median([3, 1, 2])).toBe(2);
-    expect(median([0.44, 0.69])).toBeCloseTo(0.565);
-    expect(() => median([])).toThrow("the median of no values");
-  });
-});
