@@ -32,7 +32,7 @@ import { createRedis, untilReady } from "../src/redis/redis-connection.js";
 import { startRedisServer } from "../src/redis/redis-server.js";
 import type { Route } from "../src/routes/route.js";
 import { callsBetween, commandCalls } from "./lib/redis-figures.js";
-import { cpuSeconds } from "./lib/cpu-usage.js";
+import { startCostMeter } from "./lib/cpu-usage.js";
 import { median } from "./lib/percentile.js";
 import { costStores } from "./lib/cost-stores.js";
 
@@ -102,13 +102,13 @@ for (let round = 1; round <= rounds; round++) {
     const done = new Promise<void>((ok) => sink.once("message", () => ok()));
     sink.send(events);
     const callsBefore = await commandCalls(redis);
-    const redisBefore = (cpuSeconds(redisServer.process.pid!) ?? 0) * 1e6;
+    const redisCost = startCostMeter({ redis: redisServer.process.pid! });
     const before = process.cpuUsage();
     const started = performance.now();
     await queue.resume();
     await done;
     const cpu = process.cpuUsage(before);
-    const redisCpu = ((cpuSeconds(redisServer.process.pid!) ?? 0) * 1e6 - redisBefore) / events;
+    const redisCpu = redisCost.per(events).redis?.cpuUs ?? Number.NaN;
     const callsAfter = await commandCalls(redis);
     const seconds = (performance.now() - started) / 1000;
     const perDelivery = Math.round((cpu.user + cpu.system) / events);

@@ -3,7 +3,7 @@ import type { ResolvedWebhookAuth } from "../webhook-credentials.js";
 
 type Headers = Record<string, string | string[] | undefined>;
 
-// One-shot: no Hash object per request (createHash, update, digest), ~0.6 µs less each.
+// One-shot: no Hash object per request (createHash, update, digest; docs/benchmarks.md).
 const digest = (value: string) => hash("sha256", value, "buffer");
 
 /**
