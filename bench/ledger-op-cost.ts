@@ -1,79 +1,111 @@
 /**
  * Redis's time per ledger op, by itself: what the dedupe ledger's Lua costs Redis before
- * anything else runs beside it (docs/benchmarks.md, "The floor on a quiet machine, and where the rest goes").
- *   node --import tsx bench/ledger-op-cost.ts [rounds]
- * Its own redis-server (no append-only file); one shard's window of 8 day buckets, as the
- * default 7-day DEDUPE_TTL_SECONDS gives. Each row is INFO commandstats' µs for the script
- * calls over their count: a trivial script (the fixed cost of any EVALSHA), a lookup of a
- * new id, a claim of one (singly and 50 to a call, as the receiver batches them), and
- * the worker's delivered mark of a claimed id (5 to a call).
+ * anything else runs beside it (docs/benchmarks.md, "The ledger's Lua").
+ *   node --import tsx bench/ledger-op-cost.ts [rounds] [baseline]
+ * `baseline`: a folder holding another version's ledger.lua, ledger-core.lua and
+ * ledger-dispatch.lua (`git show <commit>:src/queue/ledger-core.lua > …`), measured in the
+ * same run, the two alternating round by round so a busy machine moves both alike.
+ * Its own redis-server (no append-only file); 1,024 id shards, each with the window of 8
+ * day buckets the default 7-day DEDUPE_TTL_SECONDS gives, as the service keeps them. Per
+ * round and version: 10,000 new ids claimed 50 to a call (as the receiver batches them),
+ * 2,000 of them marked delivered 5 to a call (the worker's `markNewest`), 5,000 looked up
+ * 50 to a call. Each figure is INFO commandstats' µs for the script calls over the ops;
+ * a trivial script's call, the fixed cost of any EVALSHA, for comparison. Medians at the end.
  */
 import { randomBytes } from "node:crypto";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { join, resolve } from "node:path";
+import { pathToFileURL } from "node:url";
 import { settings } from "../src/config.js";
+import { loadLua } from "../src/load-lua.js";
 import { ledgerScript } from "../src/queue/ledger-script.js";
 import { ledgerBucketKey } from "../src/queue/queue-names.js";
 import { createRedis, untilReady } from "../src/redis/redis-connection.js";
 import { startRedisServer } from "../src/redis/redis-server.js";
+import { median } from "./lib/percentile.js";
 import { callsBetween, commandCalls } from "./lib/redis-figures.js";
 
-const [rounds = 2] = process.argv.slice(2).map(Number);
+const [roundsArg, baseline] = process.argv.slice(2);
+const rounds = Number(roundsArg ?? 6);
 const dir = await mkdtemp(join(tmpdir(), "sk-ledger-op-cost-"));
 const server = await startRedisServer({ dir, appendOnly: false });
 const redis = createRedis(server.url, "client");
 if ("isCluster" in redis && redis.isCluster) throw new Error("a standalone Redis is expected");
 await untilReady(redis);
-// The default window (DEDUPE_TTL_SECONDS, 7 days) of day buckets, as the service keeps it.
+
 const ttl = settings.DEDUPE_TTL_SECONDS[0].parse(undefined);
 const day = 86_400;
 const now = Date.now();
-const buckets = Array.from({ length: Math.floor(ttl / day) + 1 }, (_, i) => ledgerBucketKey("cost", 1, Math.floor(now / (day * 1000)) - i));
-const window = [...buckets, ...buckets.map((key) => `${key}:names`)];
-const field = () => randomBytes(8).toString("hex");
+const newestDay = Math.floor(now / (day * 1000));
+const shards = 1024;
+/** A shard's window of buckets, newest first, then their dictionaries (event-ledger.ts). */
+const windowOf = (shard: number) => {
+  const buckets = Array.from({ length: Math.floor(ttl / day) + 1 }, (_, i) => ledgerBucketKey("cost", shard, newestDay - i));
+  return { buckets, all: [...buckets, ...buckets.map((key) => `${key}:names`)] };
+};
+const windows = Array.from({ length: shards }, (_, shard) => windowOf(shard));
+
+const versions: Record<string, string> = { current: String(await redis.script("LOAD", ledgerScript)) };
+if (baseline) versions.baseline = String(await redis.script("LOAD", loadLua(pathToFileURL(join(resolve(baseline), "ledger.lua")))));
 const trivial = String(await redis.script("LOAD", "return 1"));
-const ledger = String(await redis.script("LOAD", ledgerScript));
-const claimed: string[] = [];
-const claimArgs = (id: string) => ["claim", id, now, ttl, day, now, "webhook", "user.updated", "est_bench", "0", "default"];
 
-/** A batch of ops in the ledger's batch form (ledger-dispatch.lua). */
-function batch(ops: Array<{ keys: string[]; args: Array<string | number> }>) {
-  const keys = ops.flatMap((op) => op.keys);
-  const args = ops.flatMap((op) => [op.keys.length, op.args.length, ...op.args]);
-  return redis.evalsha(ledger, keys.length, ...keys, "batch", ops.length, ...args);
-}
+type Op = { keys: string[]; args: Array<string | number> };
+/** Ops in the ledger's batch form (ledger-dispatch.lua), as the transport sends a turn's. */
+const batch = (sha: string, ops: Op[]) =>
+  redis.evalsha(sha, ops.reduce((sum, op) => sum + op.keys.length, 0), ...ops.flatMap((op) => op.keys), "batch", ops.length, ...ops.flatMap((op) => [op.keys.length, op.args.length, ...op.args]));
 
-async function measure(name: string, calls: number, opsPerCall: number, send: () => Promise<unknown>) {
+/** µs of script time per op: `calls` calls of `opsPerCall` ops, 20 in flight. */
+async function measure(calls: number, opsPerCall: number, send: () => Promise<unknown>): Promise<number> {
   const before = await commandCalls(redis);
-  for (let sent = 0; sent < calls; sent += 20) await Promise.all(Array.from({ length: 20 }, send));
-  const after = await commandCalls(redis);
-  const { calls: count, usec } = callsBetween(before, after, "evalsha");
-  process.stdout.write(`${name}: ${(usec / count / opsPerCall).toFixed(1)} µs per op (${count} calls of ${opsPerCall})\n`);
+  for (let sent = 0; sent < calls; sent += 20) await Promise.all(Array.from({ length: Math.min(20, calls - sent) }, send));
+  const { calls: count, usec } = callsBetween(before, await commandCalls(redis), "evalsha");
+  return usec / count / opsPerCall;
 }
 
+const figures: Record<string, number[]> = {};
+const keep = (name: string, value: number) => {
+  (figures[name] ??= []).push(value);
+  return `${name} ${value.toFixed(1)}`;
+};
 for (let round = 1; round <= rounds; round++) {
-  process.stdout.write(`round ${round}\n`);
-  await measure("trivial script", 2000, 1, () => redis.evalsha(trivial, 0));
-  await measure("lookup, new id", 2000, 1, () => redis.evalsha(ledger, buckets.length, ...buckets, "lookup", field(), now, ttl, day));
-  await measure("lookup, new id, 50 a call", 200, 50, () => batch(Array.from({ length: 50 }, () => ({ keys: buckets, args: ["lookup", field(), now, ttl, day] }))));
-  await measure("claim, new id", 2000, 1, () => {
-    const id = field();
-    claimed.push(id);
-    return redis.evalsha(ledger, window.length, ...window, ...claimArgs(id));
-  });
-  await measure("claim, new id, 50 a call", 200, 50, () =>
-    batch(Array.from({ length: 50 }, () => {
-      const id = field();
-      claimed.push(id);
-      return { keys: window, args: claimArgs(id) };
-    })),
-  );
-  let next = 0;
-  await measure("delivered mark (markNewest), 5 a call", 400, 5, () =>
-    batch(Array.from({ length: 5 }, () => ({ keys: [window[0]!, `${window[0]!}:names`], args: ["markNewest", claimed[next++ % claimed.length]!, now, ttl, day, "default", now + 5, 2] }))),
-  );
+  const order = round % 2 ? Object.keys(versions) : Object.keys(versions).reverse();
+  const line = [keep("trivial script", await measure(500, 1, () => redis.evalsha(trivial, 0)))];
+  for (const version of order) {
+    const sha = versions[version]!;
+    const claimed: Array<{ shard: number; field: string }> = [];
+    line.push(
+      keep(`${version}: claim, new id`, await measure(200, 50, () =>
+        batch(sha, Array.from({ length: 50 }, () => {
+          const id = { shard: Math.floor(Math.random() * shards), field: randomBytes(8).toString("hex") };
+          claimed.push(id);
+          return { keys: windows[id.shard]!.all, args: ["claim", id.field, now, ttl, day, now, "webhook", "user.updated", "est_bench", "0", "default"] };
+        })),
+      )),
+    );
+    let next = 0;
+    line.push(
+      keep(`${version}: delivered mark`, await measure(400, 5, () =>
+        batch(sha, Array.from({ length: 5 }, () => {
+          const { shard, field } = claimed[next++]!;
+          const { all } = windows[shard]!;
+          return { keys: [all[0]!, `${all[0]!}:names`], args: ["markNewest", field, now, ttl, day, "default", now + 5, 2] };
+        })),
+      )),
+    );
+    line.push(
+      keep(`${version}: lookup`, await measure(100, 50, () =>
+        batch(sha, Array.from({ length: 50 }, () => {
+          const { shard, field } = claimed[Math.floor(Math.random() * claimed.length)]!;
+          return { keys: windows[shard]!.buckets, args: ["lookup", field, now, ttl, day] };
+        })),
+      )),
+    );
+  }
+  process.stdout.write(`round ${round} (µs per op): ${line.join(", ")}\n`);
 }
+process.stdout.write(`medians of ${rounds} rounds (µs per op):\n`);
+for (const [name, values] of Object.entries(figures)) process.stdout.write(`  ${name}: ${median(values).toFixed(1)}\n`);
 redis.disconnect();
 await server.stop();
 await rm(dir, { recursive: true, force: true });

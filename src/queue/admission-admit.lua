@@ -13,7 +13,7 @@
   no arrival (nothing written: the caller stores the event the long way with `recheck`).
 ]]
 local function admit()
-  local receivedAt = tonumber(A[6])
+  local receivedAt = tonumber(ARGV[ab + 6])
   local i, r = find(true)
   if r and bit.band(r.flags, 1) ~= 0 then
     r.dups = math.min(r.dups + 1, 255)
@@ -22,22 +22,22 @@ local function admit()
     return 1
   end
   if r then return 2 end
-  local m = tonumber(A[10])
-  local names = { { 's', A[8] }, { 's', A[9] } }
-  for k = 11, 10 + m do names[#names + 1] = { 'r', A[k] } end
+  local m = tonumber(ARGV[ab + 10])
+  local fields = { 's' .. ARGV[ab + 8], 's' .. ARGV[ab + 9] }
+  for k = 11, 10 + m do fields[#fields + 1] = 'r' .. ARGV[ab + k] end
   -- The names first: the one step that can refuse (a full dictionary) runs before any job is added.
-  local indices = intern(1, names)
+  local indices = intern(1, fields)
   local nextKey, nextArg = 2 * n + 1, 11 + m
   for _ = 1, m do
     local keys = {}
-    for x = 1, 9 do keys[x] = K[nextKey + x - 1] end
-    local args = { A[nextArg + 1], A[nextArg + 2], A[nextArg + 3] }
+    for x = 1, 9 do keys[x] = KEYS[kb + nextKey + x - 1] end
+    local args = { ARGV[ab + nextArg + 1], ARGV[ab + nextArg + 2], ARGV[ab + nextArg + 3] }
     local added
-    if A[nextArg] == 'p' then added = addPrioritizedJob(keys, args) else added = addStandardJob(keys, args) end
+    if ARGV[ab + nextArg] == 'p' then added = addPrioritizedJob(keys, args) else added = addStandardJob(keys, args) end
     if type(added) == 'number' and added < 0 then error('BullMQ refused a job: ' .. added) end
     nextKey, nextArg = nextKey + 9, nextArg + 4
   end
-  if K[nextKey] then redis.call('XADD', K[nextKey], '*', 'r', A[nextArg]) end
+  if nextKey <= kc then redis.call('XADD', KEYS[kb + nextKey], '*', 'r', ARGV[ab + nextArg]) end
   -- The claim last, as in the long way: should a step above fail (Redis does not undo a
   -- script's writes on an error), the id is still unknown and the tenant's retry stores it,
   -- its jobs then already there under their ids (docs/architecture.md, "Admission").

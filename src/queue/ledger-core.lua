@@ -10,6 +10,10 @@
   would put ioredis's whole command, a batch of them, on its slow Buffer path), now (ms),
   ttl (s), bucket length (s), then the op's own arguments.
 
+  An op reads its keys and arguments where they are in KEYS and ARGV, from kb and ab on
+  (0 for a single op; a batch's op further on), never copied into tables of their own: in
+  a batch the copies cost more than most ops (docs/benchmarks.md, "The ledger's Lua").
+
   A record: flags (1 byte: 1 arrived, 2 reconcile, 4 has lastDuplicateAt, 8 has counts,
   16 pull), its time (6 bytes, ms: the arrival, or the first mark of a record without one),
   type and stream (1 byte each, indices into the bucket's dictionary, 0 none), when flagged
@@ -19,29 +23,27 @@
   indices are per bucket and append-only, so a route renamed, added or removed later never
   changes what an older record means.
 ]]
-local K, A, op, field, now, ttl, bucketSeconds, n
+local kb, kc, ab, ac, op, field, now, ttl, bucketSeconds, n
 local dictWritten = false
+-- 16 hex digits as their 8 bytes: two numbers packed, a few allocations instead of one per byte.
 local function unhex(h)
-  local out = {}
-  for k = 1, #h, 2 do out[#out + 1] = tonumber(h:sub(k, k + 1), 16) end
-  return string.char(unpack(out))
+  return struct.pack('>I4I4', tonumber(h:sub(1, 8), 16), tonumber(h:sub(9, 16), 16))
 end
-local function start(keys, args)
-  K, A = keys, args
-  op, field, now, ttl, bucketSeconds = A[1], unhex(A[2]), tonumber(A[3]), tonumber(A[4]), tonumber(A[5])
+-- An op's keys are KEYS[kb + 1] to KEYS[kb + kc], its arguments ARGV[ab + 1] to ARGV[ab + ac].
+local function start(keyBase, keyCount, argBase, argCount)
+  kb, kc, ab, ac = keyBase, keyCount, argBase, argCount
+  op, field, now, ttl, bucketSeconds = ARGV[ab + 1], unhex(ARGV[ab + 2]), tonumber(ARGV[ab + 3]), tonumber(ARGV[ab + 4]), tonumber(ARGV[ab + 5])
   -- A lookup is sent the buckets alone (it reads no dictionary); an admission its jobs' keys after them.
-  if op == 'lookup' then n = #K elseif op == 'admit' then n = math.floor(ttl / bucketSeconds) + 1 else n = #K / 2 end
+  if op == 'lookup' then n = kc elseif op == 'admit' then n = math.floor(ttl / bucketSeconds) + 1 else n = kc / 2 end
   dictWritten = false
 end
 
+-- A time in ms as 6 bytes, big-endian (enough until the year 10889).
 local function put48(x)
-  local high = math.floor(x / 16777216)
-  local low = x - high * 16777216
-  return string.char(math.floor(high / 65536) % 256, math.floor(high / 256) % 256, high % 256, math.floor(low / 65536), math.floor(low / 256) % 256, low % 256)
+  return struct.pack('>I6', x)
 end
 local function get48(s, pos)
-  local a, b, c, d, e, f = s:byte(pos, pos + 5)
-  return ((a * 256 + b) * 256 + c) * 16777216 + (d * 256 + e) * 256 + f
+  return (struct.unpack('>I6', s, pos))
 end
 
 local function putVarint(x)
@@ -65,8 +67,8 @@ local function getVarint(s, pos)
 end
 
 local function decode(v)
-  local r = { flags = v:byte(1), at = get48(v, 2), type = v:byte(8), stream = v:byte(9), dups = 0, replays = 0, routes = {} }
-  local pos = 10
+  local flags, at, type, stream, pos = struct.unpack('>BI6BB', v)
+  local r = { flags = flags, at = at, type = type, stream = stream, dups = 0, replays = 0, routes = {} }
   if bit.band(r.flags, 8) ~= 0 then r.dups = v:byte(pos); r.replays = v:byte(pos + 1); pos = pos + 2 end
   if bit.band(r.flags, 4) ~= 0 then r.lastDup = get48(v, pos); pos = pos + 6 end
   while pos <= #v do
@@ -86,13 +88,23 @@ local function encode(r)
   local flags = bit.band(r.flags, 19)
   if r.lastDup then flags = bit.bor(flags, 4) end
   if r.dups > 0 or r.replays > 0 then flags = bit.bor(flags, 8) end
-  local out = { string.char(flags), put48(r.at), string.char(r.type, r.stream) }
+  local out = { struct.pack('>BI6BB', flags, r.at, r.type, r.stream) }
   if bit.band(flags, 8) ~= 0 then out[#out + 1] = string.char(r.dups, r.replays) end
   if r.lastDup then out[#out + 1] = put48(r.lastDup) end
   for _, route in ipairs(r.routes) do
-    out[#out + 1] = string.char(route.idx, route.marks)
-    -- A mark from before the arrival (a record claimed over its marks) reads as the arrival's time.
-    if bit.band(route.marks, 6) ~= 0 then out[#out + 1] = putVarint(math.max(0, (route.at or r.at) - r.at)) end
+    if bit.band(route.marks, 6) == 0 then
+      out[#out + 1] = string.char(route.idx, route.marks)
+    else
+      -- A mark from before the arrival (a record claimed over its marks) reads as the arrival's time.
+      local delta = math.max(0, (route.at or r.at) - r.at)
+      if delta < 128 then
+        out[#out + 1] = string.char(route.idx, route.marks, delta)
+      elseif delta < 16384 then
+        out[#out + 1] = string.char(route.idx, route.marks, delta % 128 + 128, math.floor(delta / 128))
+      else
+        out[#out + 1] = string.char(route.idx, route.marks) .. putVarint(delta)
+      end
+    end
   end
   return table.concat(out)
 end
@@ -101,7 +113,7 @@ end
 -- the record, decoded only when asked (a lookup reads the header alone).
 local function find(full)
   for i = 1, n do
-    local v = redis.call('HGET', K[i], field)
+    local v = redis.call('HGET', KEYS[kb + i], field)
     if v and now - get48(v, 2) <= ttl * 1000 then
       if full then return i, decode(v) end
       return i, { flags = v:byte(1) }
@@ -130,45 +142,51 @@ end
 -- The dictionary lives as long as its bucket: its expiry follows whenever it was written
 -- or the bucket's moved, and only then (a TTL call less on most writes).
 local function write(i, r)
-  redis.call('HSET', K[i], field, encode(r))
-  local extended = keepExpiring(K[i], r.at)
-  if dictWritten or extended then keepExpiring(K[n + i], r.at) end
+  redis.call('HSET', KEYS[kb + i], field, encode(r))
+  local extended = keepExpiring(KEYS[kb + i], r.at)
+  if dictWritten or extended then keepExpiring(KEYS[kb + n + i], r.at) end
 end
 
--- The indices of names in bucket i's dictionary ('r' routes, 's' types and streams), in
--- one read, each missing one added. 0 for '' and when a string table is full: that
--- string is then not kept.
-local function intern(i, names)
-  local dict = K[n + i]
-  local fields = {}
-  for k, entry in ipairs(names) do fields[k] = entry[1] .. entry[2] end
+-- The indices of names in bucket i's dictionary, in one read, each missing one added.
+-- Each name comes as its dictionary field: its kind ('r' a route, 's' a type or a stream)
+-- then the name. 0 for a name '' (the field is the kind alone) and when a string table is
+-- full: that string is then not kept. Answers in the table the read returned (a table less
+-- per call: the ledger's Lua spends its time on allocations, docs/benchmarks.md).
+local function intern(i, fields)
+  local dict = KEYS[kb + n + i]
   local found = redis.call('HMGET', dict, unpack(fields))
-  local out = {}
-  for k, entry in ipairs(names) do
-    local kind, name = entry[1], entry[2]
-    if name == '' then
-      out[k] = 0
+  for k, f in ipairs(fields) do
+    if #f == 1 then
+      found[k] = 0
     elseif found[k] then
-      out[k] = tonumber(found[k])
+      found[k] = tonumber(found[k])
     else
+      local kind = f:sub(1, 1)
       local next = redis.call('HINCRBY', dict, '#' .. kind, 1)
       if next > 255 then
         redis.call('HINCRBY', dict, '#' .. kind, -1)
         if kind == 'r' then error('more than 255 route names in one ledger bucket') end
-        out[k] = 0
+        found[k] = 0
       else
-        redis.call('HSET', dict, fields[k], next, string.upper(kind) .. next, name)
+        redis.call('HSET', dict, f, next, string.upper(kind) .. next, f:sub(2))
         dictWritten = true
-        out[k] = next
+        found[k] = next
       end
     end
   end
-  return out
+  return found
+end
+
+-- One route's index: a single read when the route is known, as it nearly always is.
+local function internRoute(i, name)
+  local found = redis.call('HGET', KEYS[kb + n + i], 'r' .. name)
+  if found then return tonumber(found) end
+  return intern(i, { 'r' .. name })[1]
 end
 
 local function nameOf(i, kind, idx)
   if idx == 0 then return '' end
-  return redis.call('HGET', K[n + i], string.upper(kind) .. idx) or ''
+  return redis.call('HGET', KEYS[kb + n + i], string.upper(kind) .. idx) or ''
 end
 
 local function routeEntry(r, idx)
@@ -182,10 +200,10 @@ local function fresh(at)
   return { flags = 0, at = at, type = 0, stream = 0, dups = 0, replays = 0, routes = {} }
 end
 
--- Records the arrival in record r of bucket i: origin from A[7]; indices are the bucket's
+-- Records the arrival in record r of bucket i: origin from its 7th argument; indices are the bucket's
 -- dictionary indices of the type, the stream, then the matched routes in their order.
 local function arrive(i, r, receivedAt, indices)
-  r.flags = bit.bor(1, A[7] == 'reconcile' and 2 or A[7] == 'pull' and 16 or 0)
+  r.flags = bit.bor(1, ARGV[ab + 7] == 'reconcile' and 2 or ARGV[ab + 7] == 'pull' and 16 or 0)
   r.at = receivedAt
   r.type = indices[1]
   r.stream = indices[2]
@@ -215,8 +233,8 @@ local function ledgerOp()
 
   if op == 'claim' then
     -- ARGV: receivedAt, origin, type, stream, force, route names...
-    local receivedAt = tonumber(A[6])
-    local force = A[10] == '1'
+    local receivedAt = tonumber(ARGV[ab + 6])
+    local force = ARGV[ab + 10] == '1'
     local i, r = find(true)
     if r and bit.band(r.flags, 1) ~= 0 then
       if not force then
@@ -230,9 +248,9 @@ local function ledgerOp()
       return 1
     end
     if not r then i = 1; r = fresh(receivedAt) end
-    local names = { { 's', A[8] }, { 's', A[9] } }
-    for k = 11, #A do names[#names + 1] = { 'r', A[k] } end
-    arrive(i, r, receivedAt, intern(i, names))
+    local fields = { 's' .. ARGV[ab + 8], 's' .. ARGV[ab + 9] }
+    for k = 11, ac do fields[#fields + 1] = 'r' .. ARGV[ab + k] end
+    arrive(i, r, receivedAt, intern(i, fields))
     return 1
   end
 
@@ -241,7 +259,7 @@ local function ledgerOp()
     local i, r = find(true)
     if not r then return 0 end
     r.dups = math.min(r.dups + 1, 255)
-    r.lastDup = tonumber(A[6])
+    r.lastDup = tonumber(ARGV[ab + 6])
     write(i, r)
     return 1
   end
@@ -252,19 +270,19 @@ local function ledgerOp()
     -- sent the newest bucket and its dictionary alone, where a record of a recent event
     -- is: it answers 2, writing nothing, when the record is not there (then 'mark' is
     -- sent the whole window).
-    local at = tonumber(A[7])
+    local at = tonumber(ARGV[ab + 7])
     local i, r = find(true)
     if not r then
       if op == 'markNewest' then return 2 end
       i = 1; r = fresh(at)
     end
-    local idx = intern(i, { { 'r', A[6] } })[1]
+    local idx = internRoute(i, ARGV[ab + 6])
     local route = routeEntry(r, idx)
     if not route then
       route = { idx = idx, marks = 0 }
       r.routes[#r.routes + 1] = route
     end
-    route.marks = bit.bor(route.marks, tonumber(A[8]))
+    route.marks = bit.bor(route.marks, tonumber(ARGV[ab + 8]))
     route.at = at
     write(i, r)
     return 1
@@ -274,7 +292,7 @@ local function ledgerOp()
     -- ARGV: route. -1 when not delivered.
     local i, r = find(true)
     if not r then return -1 end
-    local idx = redis.call('HGET', K[n + i], 'r' .. A[6])
+    local idx = redis.call('HGET', KEYS[kb + n + i], 'r' .. ARGV[ab + 6])
     local route = idx and routeEntry(r, tonumber(idx))
     if route and bit.band(route.marks, 2) ~= 0 then return route.at end
     return -1

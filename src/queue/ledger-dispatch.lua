@@ -12,7 +12,7 @@
     not the batch's)
 ]]
 if ARGV[1] ~= 'batch' then
-  start(KEYS, ARGV)
+  start(0, #KEYS, 0, #ARGV)
   return run()
 end
 local replies = {}
@@ -20,11 +20,8 @@ local nextKey, nextArg = 1, 3
 for j = 1, tonumber(ARGV[2]) do
   local keyCount, argCount = tonumber(ARGV[nextArg]), tonumber(ARGV[nextArg + 1])
   nextArg = nextArg + 2
-  local keys, args = {}, {}
-  for x = 1, keyCount do keys[x] = KEYS[nextKey + x - 1] end
-  for x = 1, argCount do args[x] = ARGV[nextArg + x - 1] end
+  start(nextKey - 1, keyCount, nextArg - 1, argCount)
   nextKey, nextArg = nextKey + keyCount, nextArg + argCount
-  start(keys, args)
   local ok, reply = pcall(run)
   if not ok then reply = { err = type(reply) == 'table' and reply.err or tostring(reply) } end
   -- nil would end the reply array here; false is a nil reply.

@@ -78,20 +78,24 @@ describe("event ledger: an admission in one step", () => {
     expect(await outbox()).toHaveLength(before);
   });
 
-  it("when 20 new ids are admitted in one turn, then they reach Redis as one command and each is stored", async () => {
+  it("when 20 new ids are admitted in one turn, every other one with its archive record, then they reach Redis as one command, each is stored, and the outbox holds exactly the records given", async () => {
     await admit(userEvent(), ["a"], { origin: "webhook", receivedAt: Date.now() }); // the script loaded, the shard count read
+    const before = (await outbox()).length;
     const events = Array.from({ length: 20 }, () => userEvent());
+    const records = events.map((event, index): ArchiveEventRecord | undefined => (index % 2 ? { kind: "event", event, origin: "webhook", receivedAt: 1, routes: ["a"] } : undefined));
     // What this process sends, counted at the connection (commands a script runs in Redis are not sent).
     const sent: string[] = [];
     const send = redis.sendCommand.bind(redis);
     redis.sendCommand = ((command: Parameters<typeof send>[0], stream?: Parameters<typeof send>[1]) => (sent.push(command.name), send(command, stream))) as typeof redis.sendCommand;
     try {
-      expect(await Promise.all(events.map((event) => admit(event, ["a"], { origin: "webhook", receivedAt: Date.now() })))).toEqual(events.map(() => "stored"));
+      expect(await Promise.all(events.map((event, index) => admit(event, ["a"], { origin: "webhook", receivedAt: Date.now() }, records[index])))).toEqual(events.map(() => "stored"));
     } finally {
       redis.sendCommand = send;
     }
     expect(sent).toEqual(["evalsha"]);
     expect(await Promise.all(events.map((event) => ledger.lookup(event.id)))).toEqual(events.map(() => "arrived"));
+    // Each admission's outbox entry is its own: one without a record writes none, not another's.
+    expect((await outbox()).slice(before)).toEqual(records.filter(Boolean));
   });
 
   it("when the ledger holds only a route's delivery of the id, then the admission answers recheck and writes nothing: no job, no outbox entry, no arrival", async () => {

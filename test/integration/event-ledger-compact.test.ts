@@ -96,6 +96,43 @@ describe("compact event ledger", () => {
     expect(await ledger.deliveredAt("evt_none", "default")).toBe(at);
   });
 
+  it("when a record is written, then its bytes are the layout ledger-core.lua documents (records written by an earlier version read the same), and marks 1, 2 and 3 varint bytes after the arrival read back exactly", async () => {
+    const prefix = `test-${randomUUID()}`;
+    const ledger = createEventLedger(redis, prefix, ttl, 1);
+    const receivedAt = 0x0123_4567_89ab;
+    vi.useFakeTimers({ toFake: ["Date"], now: receivedAt });
+    try {
+      expect(await ledger.claim("evt_layout", { receivedAt, origin: "reconcile", streamId: "est_1", type: "user.updated", routes: ["a", "b", "c", "d"] }, false)).toBe(true);
+      await ledger.markDelivered("evt_layout", "a", receivedAt + 100); // 1 byte
+      await ledger.markDelivered("evt_layout", "b", receivedAt + 300); // 2 bytes: 300 = 0b10_0101100
+      await ledger.markStale("evt_layout", "c", receivedAt + 20_000); // 3 bytes: 20,000 = 0b1_0011100_0100000
+      expect(await ledger.claim("evt_layout", arrival(["a"], receivedAt + 9), false)).toBe(false);
+      const [bucket] = (await ledgerKeys(redis, prefix)).filter((key) => !key.endsWith(":names"));
+      const [field] = await redis.hkeysBuffer(bucket!);
+      const record = await redis.hgetBuffer(bucket!, field!);
+      // flags 1 arrived + 2 reconcile + 4 lastDuplicateAt + 8 counts; time; type 1, stream 2
+      // (the dictionary's strings, in that order); duplicates 1, replays 0; lastDuplicateAt;
+      // then per route its index (1 to 4: routes count apart), its marks and, when marked,
+      // the mark's delta.
+      expect(record?.toString("hex")).toBe(
+        ["0f", "0123456789ab", "01", "02", "01", "00", "0123456789b4", "01", "03", "64", "02", "03", "ac02", "03", "05", "a09c01", "04", "01"].join(""),
+      );
+      expect(await ledger.get("evt_layout")).toMatchObject({
+        receivedAt,
+        origin: "reconcile",
+        streamId: "est_1",
+        type: "user.updated",
+        routes: ["a", "b", "c", "d"],
+        duplicates: 1,
+        lastDuplicateAt: receivedAt + 9,
+        deliveredAt: { a: receivedAt + 100, b: receivedAt + 300 },
+        staleAt: { c: receivedAt + 20_000 },
+      });
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+
   it("when duplicates and forced replays come, then they are counted on the record", async () => {
     const ledger = createEventLedger(redis, `test-${randomUUID()}`, ttl, 4);
     const receivedAt = Date.now();
