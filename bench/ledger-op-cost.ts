@@ -39,15 +39,20 @@ const day = 86_400;
 const now = Date.now();
 const newestDay = Math.floor(now / (day * 1000));
 const shards = 1024;
-/** A shard's window of buckets, newest first, then their dictionaries (event-ledger.ts). */
+/**
+ * A shard's window of buckets, newest first, as event-ledger.ts sends it; `all` adds their
+ * dictionaries, as versions before 2026-11-27 (a baseline) were sent them.
+ */
 const windowOf = (shard: number) => {
   const buckets = Array.from({ length: Math.floor(ttl / day) + 1 }, (_, i) => ledgerBucketKey("cost", shard, newestDay - i));
   return { buckets, all: [...buckets, ...buckets.map((key) => `${key}:names`)] };
 };
 const windows = Array.from({ length: shards }, (_, shard) => windowOf(shard));
 
-const versions: Record<string, string> = { current: String(await redis.script("LOAD", ledgerScript)) };
-if (baseline) versions.baseline = String(await redis.script("LOAD", loadLua(pathToFileURL(join(resolve(baseline), "ledger.lua")))));
+/** Each version's script, and whether it is sent the dictionaries' keys (a script that builds them has `.. ':names'`). */
+const load = async (script: string) => ({ sha: String(await redis.script("LOAD", script)), sentDictionaries: !script.includes(".. ':names'") });
+const versions: Record<string, { sha: string; sentDictionaries: boolean }> = { current: await load(ledgerScript) };
+if (baseline) versions.baseline = await load(loadLua(pathToFileURL(join(resolve(baseline), "ledger.lua"))));
 const trivial = String(await redis.script("LOAD", "return 1"));
 
 type Op = { keys: string[]; args: Array<string | number> };
@@ -72,14 +77,14 @@ for (let round = 1; round <= rounds; round++) {
   const order = round % 2 ? Object.keys(versions) : Object.keys(versions).reverse();
   const line = [keep("trivial script", await measure(500, 1, () => redis.evalsha(trivial, 0)))];
   for (const version of order) {
-    const sha = versions[version]!;
+    const { sha, sentDictionaries } = versions[version]!;
     const claimed: Array<{ shard: number; field: string }> = [];
     line.push(
       keep(`${version}: claim, new id`, await measure(200, 50, () =>
         batch(sha, Array.from({ length: 50 }, () => {
           const id = { shard: Math.floor(Math.random() * shards), field: randomBytes(8).toString("hex") };
           claimed.push(id);
-          return { keys: windows[id.shard]!.all, args: ["claim", id.field, now, ttl, day, now, "webhook", "user.updated", "est_bench", "0", "default"] };
+          return { keys: windows[id.shard]![sentDictionaries ? "all" : "buckets"], args: ["claim", id.field, now, ttl, day, now, "webhook", "user.updated", "est_bench", "0", "default"] };
         })),
       )),
     );
@@ -88,8 +93,8 @@ for (let round = 1; round <= rounds; round++) {
       keep(`${version}: delivered mark`, await measure(400, 5, () =>
         batch(sha, Array.from({ length: 5 }, () => {
           const { shard, field } = claimed[next++]!;
-          const { all } = windows[shard]!;
-          return { keys: [all[0]!, `${all[0]!}:names`], args: ["markNewest", field, now, ttl, day, "default", now + 5, 2] };
+          const newest = windows[shard]!.buckets[0]!;
+          return { keys: sentDictionaries ? [newest, `${newest}:names`] : [newest], args: ["markNewest", field, now, ttl, day, "default", now + 5, 2] };
         })),
       )),
     );

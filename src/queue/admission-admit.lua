@@ -4,7 +4,7 @@
   admission's script (admission-script.ts) after ledger-core.lua and BullMQ's add scripts,
   before ledger-dispatch.lua; it defines `admit` and the script's `run`.
 
-  admit() reads KEYS: the shard's window of buckets, then their dictionaries, then 9 keys
+  admit() reads KEYS: the shard's window of buckets, then 9 keys
   per job (BullMQ's add script's), then the outbox stream when the archive is on; ARGV:
   admit, field, now, ttl, bucket length, receivedAt, origin, type, stream, the route count
   m, the m route names, then per job its script (`s` standard, `p` prioritized) and
@@ -27,7 +27,7 @@ local function admit()
   for k = 11, 10 + m do fields[#fields + 1] = 'r' .. ARGV[ab + k] end
   -- The names first: the one step that can refuse (a full dictionary) runs before any job is added.
   local indices = intern(1, fields)
-  local nextKey, nextArg = 2 * n + 1, 11 + m
+  local nextKey, nextArg = n + 1, 11 + m
   for _ = 1, m do
     local keys = {}
     for x = 1, 9 do keys[x] = KEYS[kb + nextKey + x - 1] end

@@ -123,18 +123,17 @@ export function createEventLedger(redis: Redis | Cluster, queuePrefix: string, t
       shardCount = undefined; // Redis was down: ask again on the next call.
       throw error;
     }));
-  // A shard's window of buckets, then their dictionaries: the same all day, so built once a
-  // day. A lookup reads no dictionary and is sent the buckets alone.
-  const windows = new Map<number, { newest: number; all: string[]; buckets: string[]; newestOnly: string[] }>();
+  // A shard's window of buckets: the same all day, so built once a day. The script finds
+  // each bucket's dictionary from its key (ledger-core.lua).
+  const windows = new Map<number, { newest: number; buckets: string[]; newestOnly: string[] }>();
   const windowKeys = (shard: number, newest: number, op: string) => {
     let known = windows.get(shard);
     if (known?.newest !== newest) {
       const buckets = Array.from({ length: bucketCount }, (_, i) => ledgerBucketKey(queuePrefix, shard, newest - i));
-      known = { newest, buckets, all: [...buckets, ...buckets.map((key) => `${key}:names`)], newestOnly: [buckets[0]!, `${buckets[0]!}:names`] };
+      known = { newest, buckets, newestOnly: [buckets[0]!] };
       windows.set(shard, known);
     }
-    if (op === "lookup") return known.buckets;
-    return op === "markNewest" ? known.newestOnly : known.all;
+    return op === "markNewest" ? known.newestOnly : known.buckets;
   };
   // The shard count once known: no promise before the batch's (docs/benchmarks.md).
   const prepare = (shardTotal: number, op: string, eventId: string, args: Array<string | number | Buffer>): LedgerCall => {
@@ -153,8 +152,8 @@ export function createEventLedger(redis: Redis | Cluster, queuePrefix: string, t
     return state === 1 ? "arrived" : state === 2 ? "delivered_only" : "absent";
   };
   const routeMarks = { matched: 1, delivered: 2, stale: 4 };
-  // A mark is sent the newest bucket first, where a record of a recent event is: 2 keys
-  // instead of the window's 16 (docs/benchmarks.md), and the whole window only when the
+  // A mark is sent the newest bucket first, where a record of a recent event is: 1 key
+  // instead of the window's 8 (docs/benchmarks.md), and the whole window only when the
   // record is not there (an event older than the newest bucket, or no record yet).
   const mark = async (eventId: string, route: string, at: number, marks: number) => {
     if ((await call("markNewest", eventId, route, at, marks)) === 2) await call("mark", eventId, route, at, marks);

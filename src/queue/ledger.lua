@@ -3,8 +3,8 @@
   the record's layout).
 
   Input:
-    KEYS one shard's buckets within the dedupe window, newest first, then their
-         dictionaries (a lookup: the buckets alone); a batch: every op's keys in turn
+    KEYS one shard's buckets within the dedupe window, newest first (a delivered mark's
+         `markNewest`: the newest alone); a batch: every op's keys in turn
     ARGV op, field, now (ms), ttl (s), bucket length (s), then the op's own arguments; or
          'batch', the op count, then per op its key count, its argument count and its
          arguments
