@@ -1,4 +1,4 @@
-import { createHash } from "node:crypto";
+import { hash } from "node:crypto";
 
 /**
  * A BullMQ job id for an event id. BullMQ ignores a second add with the same id, which
@@ -24,5 +24,5 @@ function looksDerived(eventId: string): boolean {
 
 /** The id's UTF-8 digest: ids reach here well-formed (validate-cloud-event.ts), so UTF-8 is exact. */
 export function hashedJobId(eventId: string): string {
-  return `h-${createHash("sha256").update(eventId).digest("hex").slice(0, 40)}`;
+  return `h-${hash("sha256", eventId, "hex").slice(0, 40)}`;
 }

@@ -1,7 +1,8 @@
-import { randomUUID } from "node:crypto";
+import { createHash, randomUUID } from "node:crypto";
 import type { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it, inject, vi } from "vitest";
 import { createEventLedger, type Arrival } from "../../src/queue/event-ledger.js";
+import { ledgerBucketKey } from "../../src/queue/queue-names.js";
 import { createRedis, untilReady } from "../../src/redis/redis-connection.js";
 import { ledgerKeys } from "../helpers/ledger-keys.js";
 
@@ -98,7 +99,7 @@ describe("compact event ledger", () => {
 
   it("when a record is written, then its bytes are the layout ledger-core.lua documents (records written by an earlier version read the same), and marks 1, 2 and 3 varint bytes after the arrival read back exactly", async () => {
     const prefix = `test-${randomUUID()}`;
-    const ledger = createEventLedger(redis, prefix, ttl, 1);
+    const ledger = createEventLedger(redis, prefix, ttl, 1024);
     const receivedAt = 0x0123_4567_89ab;
     vi.useFakeTimers({ toFake: ["Date"], now: receivedAt });
     try {
@@ -107,9 +108,13 @@ describe("compact event ledger", () => {
       await ledger.markDelivered("evt_layout", "b", receivedAt + 300); // 2 bytes: 300 = 0b10_0101100
       await ledger.markStale("evt_layout", "c", receivedAt + 20_000); // 3 bytes: 20,000 = 0b1_0011100_0100000
       expect(await ledger.claim("evt_layout", arrival(["a"], receivedAt + 9), false)).toBe(false);
-      const [bucket] = (await ledgerKeys(redis, prefix)).filter((key) => !key.endsWith(":names"));
-      const [field] = await redis.hkeysBuffer(bucket!);
-      const record = await redis.hgetBuffer(bucket!, field!);
+      // The id's SHA-256: its first 4 bytes pick the shard, the next 8 are the field.
+      const digest = createHash("sha256").update("evt_layout").digest();
+      const bucket = ledgerBucketKey(prefix, digest.readUInt32BE(0) % 1024, Math.floor(receivedAt / (ttl * 1000)));
+      expect(await ledgerKeys(redis, prefix)).toEqual(expect.arrayContaining([bucket, `${bucket}:names`]));
+      const [field] = await redis.hkeysBuffer(bucket);
+      expect(field?.toString("hex")).toBe(digest.toString("hex", 4, 12));
+      const record = await redis.hgetBuffer(bucket, field!);
       // flags 1 arrived + 2 reconcile + 4 lastDuplicateAt + 8 counts; time; type 1, stream 2
       // (the dictionary's strings, in that order); duplicates 1, replays 0; lastDuplicateAt;
       // then per route its index (1 to 4: routes count apart), its marks and, when marked,
