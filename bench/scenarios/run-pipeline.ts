@@ -64,6 +64,8 @@ export interface PipelineContext {
   /** the sink process (bench/processes/sink-server.ts) */
   sinkUrl: string;
   cpuProfileDir?: string;
+  /** another build's `cli/main.js` to run as the service (bench/pipeline-ab.ts); the repository's dist/ when absent */
+  entry?: string;
   log(message: string): void;
 }
 
@@ -82,7 +84,7 @@ export async function runPipeline(context: PipelineContext, topology: Topology, 
   const queuePrefix = `bench-pipeline-${topology}`;
   const env = { ...(await routeEnv(context)), ...extraEnv };
   const start = (role: "all" | "receiver" | "worker") =>
-    startServiceProcess({ role, redisUrl: context.redisUrl, queuePrefix, dataDir: context.dataDir, env, cpuProfileDir: context.cpuProfileDir });
+    startServiceProcess({ role, redisUrl: context.redisUrl, queuePrefix, dataDir: context.dataDir, env, cpuProfileDir: context.cpuProfileDir, entry: context.entry });
   const processes: Record<string, Pick<ServiceProcess, "pid" | "publicUrl" | "peakRssBytes" | "stop">> = {};
   try {
     if (topology === "all") processes.all = await start("all");
