@@ -8,8 +8,8 @@
  * Its own redis-server (no append-only file); 1,024 id shards, each with the window of 8
  * day buckets the default 7-day DEDUPE_TTL_SECONDS gives, as the service keeps them. Per
  * round and version: 10,000 new ids claimed 50 to a call (as the receiver batches them),
- * 2,000 of them marked delivered 5 to a call (the worker's `markNewest`), 5,000 looked up
- * 50 to a call. Each figure is INFO commandstats' µs for the script calls over the ops;
+ * 2,000 of them marked delivered 5 to a call (the worker's `markNewest`), 5,000 new ids
+ * looked up 50 to a call (the whole window read: the long way's check, and a cluster's). Each figure is INFO commandstats' µs for the script calls over the ops;
  * a trivial script's call, the fixed cost of any EVALSHA, for comparison. Medians at the end.
  */
 import { randomBytes } from "node:crypto";
@@ -40,8 +40,8 @@ const now = Date.now();
 const newestDay = Math.floor(now / (day * 1000));
 const shards = 1024;
 /**
- * A shard's window of buckets, newest first, as event-ledger.ts sends it; `all` adds their
- * dictionaries, as versions before 2026-11-27 (a baseline) were sent them.
+ * A shard's window of buckets, newest first, as event-ledger.ts sends it on a single Redis;
+ * `all` adds their dictionaries, as versions before 5967d56 (a baseline) were sent them.
  */
 const windowOf = (shard: number) => {
   const buckets = Array.from({ length: Math.floor(ttl / day) + 1 }, (_, i) => ledgerBucketKey("cost", shard, newestDay - i));
@@ -60,10 +60,18 @@ type Op = { keys: string[]; args: Array<string | number> };
 const batch = (sha: string, ops: Op[]) =>
   redis.evalsha(sha, ops.reduce((sum, op) => sum + op.keys.length, 0), ...ops.flatMap((op) => op.keys), "batch", ops.length, ...ops.flatMap((op) => [op.keys.length, op.args.length, ...op.args]));
 
-/** µs of script time per op: `calls` calls of `opsPerCall` ops, 20 in flight. */
-async function measure(calls: number, opsPerCall: number, send: () => Promise<unknown>): Promise<number> {
+/**
+ * µs of script time per op: `calls` calls of `opsPerCall` ops, 20 in flight. Each op must
+ * answer `expected` (a batch answers an error as that op's reply): a version sent keys it
+ * does not expect is refused, not timed.
+ */
+async function measure(calls: number, opsPerCall: number, expected: number, send: () => Promise<unknown>): Promise<number> {
+  const check = (reply: unknown) => {
+    const replies = Array.isArray(reply) ? reply : [reply];
+    if (replies.length !== opsPerCall || replies.some((one) => one !== expected)) throw new Error(`an op answered ${JSON.stringify(replies.find((one) => one !== expected))}, not ${expected}`);
+  };
   const before = await commandCalls(redis);
-  for (let sent = 0; sent < calls; sent += 20) await Promise.all(Array.from({ length: Math.min(20, calls - sent) }, send));
+  for (let sent = 0; sent < calls; sent += 20) await Promise.all(Array.from({ length: Math.min(20, calls - sent) }, async () => check(await send())));
   const { calls: count, usec } = callsBetween(before, await commandCalls(redis), "evalsha");
   return usec / count / opsPerCall;
 }
@@ -75,12 +83,12 @@ const keep = (name: string, value: number) => {
 };
 for (let round = 1; round <= rounds; round++) {
   const order = round % 2 ? Object.keys(versions) : Object.keys(versions).reverse();
-  const line = [keep("trivial script", await measure(500, 1, () => redis.evalsha(trivial, 0)))];
+  const line = [keep("trivial script", await measure(500, 1, 1, () => redis.evalsha(trivial, 0)))];
   for (const version of order) {
     const { sha, sentDictionaries } = versions[version]!;
     const claimed: Array<{ shard: number; field: string }> = [];
     line.push(
-      keep(`${version}: claim, new id`, await measure(200, 50, () =>
+      keep(`${version}: claim, new id`, await measure(200, 50, 1, () =>
         batch(sha, Array.from({ length: 50 }, () => {
           const id = { shard: Math.floor(Math.random() * shards), field: randomBytes(8).toString("hex") };
           claimed.push(id);
@@ -90,7 +98,7 @@ for (let round = 1; round <= rounds; round++) {
     );
     let next = 0;
     line.push(
-      keep(`${version}: delivered mark`, await measure(400, 5, () =>
+      keep(`${version}: delivered mark`, await measure(400, 5, 1, () =>
         batch(sha, Array.from({ length: 5 }, () => {
           const { shard, field } = claimed[next++]!;
           const newest = windows[shard]!.buckets[0]!;
@@ -99,10 +107,10 @@ for (let round = 1; round <= rounds; round++) {
       )),
     );
     line.push(
-      keep(`${version}: lookup`, await measure(100, 50, () =>
+      keep(`${version}: lookup, new id`, await measure(100, 50, 0, () =>
         batch(sha, Array.from({ length: 50 }, () => {
-          const { shard, field } = claimed[Math.floor(Math.random() * claimed.length)]!;
-          return { keys: windows[shard]!.buckets, args: ["lookup", field, now, ttl, day] };
+          const shard = Math.floor(Math.random() * shards);
+          return { keys: windows[shard]!.buckets, args: ["lookup", randomBytes(8).toString("hex"), now, ttl, day] };
         })),
       )),
     );

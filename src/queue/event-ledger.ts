@@ -123,17 +123,23 @@ export function createEventLedger(redis: Redis | Cluster, queuePrefix: string, t
       shardCount = undefined; // Redis was down: ask again on the next call.
       throw error;
     }));
-  // A shard's window of buckets: the same all day, so built once a day. The script finds
-  // each bucket's dictionary from its key (ledger-core.lua).
-  const windows = new Map<number, { newest: number; buckets: string[]; newestOnly: string[] }>();
+  // A shard's window of buckets: the same all day, so built once a day. On a single Redis
+  // the script finds each bucket's dictionary from its key; a cluster, where keys are
+  // declared so a slot's migration guards them, is sent the dictionaries after the buckets
+  // (ledger-core.lua). A lookup reads no dictionary.
+  type Window = { newest: number; buckets: string[]; newestOnly: string[]; all: string[]; newestWithNames: string[] };
+  const windows = new Map<number, Window>();
   const windowKeys = (shard: number, newest: number, op: string) => {
     let known = windows.get(shard);
     if (known?.newest !== newest) {
       const buckets = Array.from({ length: bucketCount }, (_, i) => ledgerBucketKey(queuePrefix, shard, newest - i));
-      known = { newest, buckets, newestOnly: [buckets[0]!] };
+      const names = (key: string) => `${key}:names`;
+      known = { newest, buckets, newestOnly: [buckets[0]!], all: [...buckets, ...buckets.map(names)], newestWithNames: [buckets[0]!, names(buckets[0]!)] };
       windows.set(shard, known);
     }
-    return op === "markNewest" ? known.newestOnly : known.buckets;
+    const declared = transport.perShard() && op !== "lookup" && op !== "admit";
+    if (op === "markNewest") return declared ? known.newestWithNames : known.newestOnly;
+    return declared ? known.all : known.buckets;
   };
   // The shard count once known: no promise before the batch's (docs/benchmarks.md).
   const prepare = (shardTotal: number, op: string, eventId: string, args: Array<string | number | Buffer>): LedgerCall => {
@@ -154,8 +160,9 @@ export function createEventLedger(redis: Redis | Cluster, queuePrefix: string, t
   };
   const routeMarks = { matched: 1, delivered: 2, stale: 4 };
   // A mark is sent the newest bucket first, where a record of a recent event is: 1 key
-  // instead of the window's 8 (docs/benchmarks.md), and the whole window only when the
-  // record is not there (an event older than the newest bucket, or no record yet).
+  // instead of the window's 8 (2 and 16 on a cluster; docs/benchmarks.md), and the whole
+  // window only when the record is not there (an event older than the newest bucket, or no
+  // record yet).
   const mark = async (eventId: string, route: string, at: number, marks: number) => {
     if ((await call("markNewest", eventId, route, at, marks)) === 2) await call("mark", eventId, route, at, marks);
   };

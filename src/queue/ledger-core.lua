@@ -4,10 +4,13 @@
   and ledger-dispatch.lua. Not run on its own. event-ledger.ts says what the ledger stores
   and why.
 
-  Every call names one shard's buckets within the dedupe window, newest first: all under
-  one hash tag, so one slot. A bucket's dictionary is its key and ':names', built here
-  rather than sent (8 arguments less per call to encode and parse): the same hash tag, so
-  the same slot, as BullMQ's scripts build their jobs' keys.
+  Every call names one shard's buckets within the dedupe window, newest first (a
+  `markNewest`: the newest alone), all under one hash tag, so one slot; on a cluster, their
+  dictionaries after them. A bucket's dictionary is its key and ':names': on a single Redis
+  built here rather than sent (8 keys fewer for a claim or an admission to encode and
+  parse). A cluster is sent them: a key a script names without declaring it is not
+  guarded while its slot migrates, and a bucket and its dictionary on two nodes for that
+  moment would split a record from its names.
   ARGV: op, field (8 bytes of the id's digest, sent as 16 hex digits: a binary argument
   would put ioredis's whole command, a batch of them, on its slow Buffer path), now (ms),
   ttl (s), bucket length (s), then the op's own arguments.
@@ -25,7 +28,7 @@
   indices are per bucket and append-only, so a route renamed, added or removed later never
   changes what an older record means.
 ]]
-local kb, kc, ab, ac, op, field, now, ttl, bucketSeconds, n
+local kb, kc, ab, ac, op, field, now, ttl, bucketSeconds, n, dictionariesSent
 local dictWritten = false
 -- 16 hex digits as their 8 bytes: two numbers packed, a few allocations instead of one per byte.
 local function unhex(h)
@@ -35,17 +38,20 @@ end
 local function start(keyBase, keyCount, argBase, argCount)
   kb, kc, ab, ac = keyBase, keyCount, argBase, argCount
   op, field, now, ttl, bucketSeconds = ARGV[ab + 1], unhex(ARGV[ab + 2]), tonumber(ARGV[ab + 3]), tonumber(ARGV[ab + 4]), tonumber(ARGV[ab + 5])
-  -- An admission is sent its jobs' keys after the buckets.
-  if op == 'admit' then n = math.floor(ttl / bucketSeconds) + 1 else n = kc end
+  -- The buckets: the window's, the newest alone for a `markNewest`. An admission (never on
+  -- a cluster) is sent its jobs' keys after them; another op, on a cluster, the dictionaries.
+  if op == 'markNewest' then n = 1 else n = math.floor(ttl / bucketSeconds) + 1 end
+  dictionariesSent = op ~= 'admit' and kc == 2 * n
   dictWritten = false
 end
 
--- A time in ms as 6 bytes, big-endian (enough until the year 10889).
 -- Bucket i's dictionary: its names' indices and back ('r' routes, 's' types and streams).
 local function dictKey(i)
+  if dictionariesSent then return KEYS[kb + n + i] end
   return KEYS[kb + i] .. ':names'
 end
 
+-- A time in ms as 6 bytes, big-endian (enough until the year 10889).
 local function put48(x)
   return struct.pack('>I6', x)
 end
@@ -274,9 +280,8 @@ local function ledgerOp()
   if op == 'mark' or op == 'markNewest' then
     -- ARGV: route, at, mark (2 delivered, 4 stale). Without a record, one without an
     -- arrival (a 'delivered_only' record) starts in the newest bucket. 'markNewest' is
-    -- sent the newest bucket alone, where a record of a recent event
-    -- is: it answers 2, writing nothing, when the record is not there (then 'mark' is
-    -- sent the whole window).
+    -- sent the newest bucket alone, where a record of a recent event is: it answers 2,
+    -- writing nothing, when the record is not there (then 'mark' is sent the whole window).
     local at = tonumber(ARGV[ab + 7])
     local i, r = find(true)
     if not r then

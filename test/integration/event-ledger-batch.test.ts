@@ -166,7 +166,7 @@ describe("event ledger batches", () => {
     }
   });
 
-  it("when the ledger runs on a Redis Cluster, then no call is refused for crossing slots: turns go per shard from the first, and an admission is not sent (the store takes the long way)", async () => {
+  it("when the ledger runs on a Redis Cluster, then no call is refused for crossing slots: turns go per shard from the first, every key a call's script writes is declared (a slot's migration guards it), and an admission is not sent (the store takes the long way)", async () => {
     // Two masters: a single node announces no address of its own in CLUSTER SLOTS until it has met another.
     const cluster = await startRedisCluster(2);
     const clustered = createRedis(cluster.url, "client") as Cluster;
@@ -176,8 +176,30 @@ describe("event ledger batches", () => {
       const prefix = `test-${randomUUID()}`;
       const ledger = createEventLedger(clustered, prefix, 3600);
       const ids = Array.from({ length: 20 }, () => `evt_${randomUUID()}`);
-      expect(await Promise.all(ids.map((id) => ledger.claim(id, arrival(["a"]), false)))).toEqual(ids.map(() => true));
+      // The keys of each script call, as sent: `numkeys` then the keys.
+      const declared: string[][] = [];
+      const markedAt = Date.now() + 1_000;
+      const send = clustered.sendCommand.bind(clustered);
+      clustered.sendCommand = ((command: Parameters<typeof send>[0], ...rest: unknown[]) => {
+        if (command.name === "evalsha" || command.name === "eval") declared.push(command.args.slice(2, 2 + Number(command.args[1])).map(String));
+        return (send as (...args: unknown[]) => unknown)(command, ...rest);
+      }) as typeof clustered.sendCommand;
+      try {
+        expect(await Promise.all(ids.map((id) => ledger.claim(id, arrival(["a"]), false)))).toEqual(ids.map(() => true));
+        await Promise.all(ids.map((id, index) => ledger.markDelivered(id, "a", markedAt + index)));
+      } finally {
+        clustered.sendCommand = send;
+      }
+      // Claims and marks write buckets and their dictionaries: each call (one or a shard's
+      // batch of them) names both.
+      expect(declared.length).toBeGreaterThan(0);
+      for (const keys of declared) {
+        const buckets = keys.filter((key) => !key.endsWith(":names"));
+        expect(buckets.length).toBeGreaterThan(0);
+        expect(keys.filter((key) => key.endsWith(":names"))).toEqual(buckets.map((key) => `${key}:names`));
+      }
       expect(await Promise.all(ids.map((id) => ledger.lookup(id)))).toEqual(ids.map(() => "arrived"));
+      expect(await Promise.all(ids.map(async (id) => (await ledger.get(id))?.deliveredAt))).toEqual(ids.map((_, index) => ({ a: markedAt + index })));
       await expect(ledger.admit("evt_admitted", { ...arrival([]), routes: [] }, [], { key: archiveOutboxKey(prefix), entry: "{}" })).resolves.toBe("unsupported");
       expect(await ledger.lookup("evt_admitted")).toBe("absent");
       expect(await Promise.all(nodes.map((node) => crossSlotRefusals(node)))).toEqual(nodes.map(() => 0));
