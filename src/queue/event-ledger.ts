@@ -2,7 +2,8 @@ import { hash } from "node:crypto";
 import type { Cluster, Redis } from "ioredis";
 import type { Origin } from "../events/cloud-event.js";
 import { createLedgerTransport, type LedgerCall } from "./ledger-transport.js";
-import { ledgerBucketKey, ledgerShardsKey } from "./queue-names.js";
+import { createLedgerWindows } from "./ledger-windows.js";
+import { ledgerShardsKey } from "./queue-names.js";
 
 /**
  * What this service knows of one event id, kept for DEDUPE_TTL_SECONDS in a compact
@@ -123,31 +124,14 @@ export function createEventLedger(redis: Redis | Cluster, queuePrefix: string, t
       shardCount = undefined; // Redis was down: ask again on the next call.
       throw error;
     }));
-  // A shard's window of buckets: the same all day, so built once a day. On a single Redis
-  // the script finds each bucket's dictionary from its key; a cluster, where keys are
-  // declared so a slot's migration guards them, is sent the dictionaries after the buckets
-  // (ledger-core.lua). A lookup reads no dictionary.
-  type Window = { newest: number; buckets: string[]; newestOnly: string[]; all: string[]; newestWithNames: string[] };
-  const windows = new Map<number, Window>();
-  const windowKeys = (shard: number, newest: number, op: string) => {
-    let known = windows.get(shard);
-    if (known?.newest !== newest) {
-      const buckets = Array.from({ length: bucketCount }, (_, i) => ledgerBucketKey(queuePrefix, shard, newest - i));
-      const names = (key: string) => `${key}:names`;
-      known = { newest, buckets, newestOnly: [buckets[0]!], all: [...buckets, ...buckets.map(names)], newestWithNames: [buckets[0]!, names(buckets[0]!)] };
-      windows.set(shard, known);
-    }
-    const declared = transport.perShard() && op !== "lookup" && op !== "admit";
-    if (op === "markNewest") return declared ? known.newestWithNames : known.newestOnly;
-    return declared ? known.all : known.buckets;
-  };
+  const windowKeys = createLedgerWindows(queuePrefix, bucketCount);
   // The shard count once known: no promise before the batch's (docs/benchmarks.md).
   const prepare = (shardTotal: number, op: string, eventId: string, args: Array<string | number | Buffer>): LedgerCall => {
     // Hex, not a Buffer: a third of the time (docs/benchmarks.md, "The ledger's Lua").
     const digest = hash("sha256", eventId, "hex");
     const shard = Number.parseInt(digest.slice(0, 8), 16) % shardTotal;
     const now = Date.now();
-    const keys = windowKeys(shard, Math.floor(now / (bucketSeconds * 1000)), op);
+    const keys = windowKeys(shard, Math.floor(now / (bucketSeconds * 1000)), op, transport.perShard());
     return { shard, keys, args: [op, digest.slice(8, 24), now, ttlSeconds, bucketSeconds, ...args] };
   };
   const prepareLater = async (op: string, eventId: string, args: Array<string | number | Buffer>) => prepare(knownShards ?? (await ledgerShards()), op, eventId, args);
