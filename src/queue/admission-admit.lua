@@ -4,11 +4,11 @@
   admission's script (admission-script.ts) after ledger-core.lua and BullMQ's add scripts,
   before ledger-dispatch.lua; it defines `admit` and the script's `run`.
 
-  admit() reads KEYS: the shard's window of buckets, then 9 keys
-  per job (BullMQ's add script's), then the outbox stream when the archive is on; ARGV:
-  admit, field, now, ttl, bucket length, receivedAt, origin, type, stream, the route count
-  m, the m route names, then per job its script (`s` standard, `p` prioritized) and
-  BullMQ's 3 arguments, then the outbox entry if any. It answers 0 stored; 1 a duplicate
+  admit() reads KEYS: the shard's window of buckets, then 9 keys per job (BullMQ's add
+  script's), then the outbox stream when the archive is on; ARGV: admit, field, now, ttl,
+  bucket length, receivedAt, origin, type, stream, the route count m, the m route names,
+  then per job its script (`s` standard, `p` prioritized) and BullMQ's 3 arguments, then
+  the outbox entry if any. It answers 0 stored; 1 a duplicate
   (counted in its record, nothing else written); 2 the record holds route deliveries but
   no arrival (nothing written: the caller stores the event the long way with `recheck`).
 ]]

@@ -20,7 +20,8 @@ function asFunction(name: string, lua: string): string {
  * all, and Redis persists its writes as one transaction (MULTI/EXEC in the append-only
  * file and to replicas), so no crash leaves part of it (docs/architecture.md, "Admission").
  *
- * KEYS: the shard's window of buckets (as every ledger op), then 9 keys per job (BullMQ's add script's), then the outbox stream when the archive is on.
+ * KEYS: the shard's window of buckets (as every ledger op on a single Redis), then 9 keys
+ * per job (BullMQ's add script's), then the outbox stream when the archive is on.
  * ARGV: admit, field, now, ttl, bucket length (as every ledger op), receivedAt, origin,
  * type, stream, the route count m, the m route names, then per job its script (`s`
  * standard, `p` prioritized) and BullMQ's 3 arguments, then the outbox entry if any.
