@@ -23,6 +23,22 @@ async function scriptCalls(redis: Redis): Promise<number> {
   return [...info.matchAll(/^cmdstat_eval(?:sha)?:calls=(\d+)/gm)].reduce((sum, match) => sum + Number(match[1]), 0);
 }
 
+/** The keys each script call sent while `run` ran, as declared (`numkeys`, then the keys). */
+async function declaredKeys(client: Redis | Cluster, run: () => Promise<unknown>): Promise<string[][]> {
+  const declared: string[][] = [];
+  const send = client.sendCommand.bind(client);
+  client.sendCommand = ((command: Parameters<typeof send>[0], ...rest: unknown[]) => {
+    if (command.name === "evalsha" || command.name === "eval") declared.push(command.args.slice(2, 2 + Number(command.args[1])).map(String));
+    return (send as (...args: unknown[]) => unknown)(command, ...rest);
+  }) as typeof client.sendCommand;
+  try {
+    await run();
+  } finally {
+    client.sendCommand = send;
+  }
+  return declared;
+}
+
 describe("event ledger batches", () => {
   // A Redis of its own: its command counts are this test's alone.
   let dir: string;
@@ -49,9 +65,14 @@ describe("event ledger batches", () => {
       await turn();
       return (await scriptCalls(redis)) - before;
     };
-    expect(await callsOf(() => Promise.all(ids.map((id) => ledger.claim(id, arrival(["a", "b"]), false))))).toBe(1);
+    // On a single Redis the script builds each bucket's dictionary key: a claim is sent its
+    // window's 2 buckets (1-hour buckets, a 1-hour TTL), a mark the newest one.
+    const claims = await declaredKeys(redis, async () => expect(await callsOf(() => Promise.all(ids.map((id) => ledger.claim(id, arrival(["a", "b"]), false))))).toBe(1));
+    expect(claims.map((keys) => keys.length)).toEqual([100]);
     expect(await Promise.all(ids.map((id) => ledger.claim(id, arrival(["a", "b"]), false)))).toEqual(ids.map(() => false));
-    expect(await callsOf(() => Promise.all(ids.map((id, index) => ledger.markDelivered(id, index % 2 ? "a" : "b", 1_000 + index))))).toBe(1);
+    const marks = await declaredKeys(redis, async () => expect(await callsOf(() => Promise.all(ids.map((id, index) => ledger.markDelivered(id, index % 2 ? "a" : "b", 1_000 + index))))).toBe(1));
+    expect(marks.map((keys) => keys.length)).toEqual([50]);
+    expect([...claims, ...marks].flat().filter((key) => key.endsWith(":names"))).toEqual([]);
     const records = await Promise.all(ids.map((id) => ledger.get(id)));
     records.forEach((record, index) => {
       expect(record?.routes).toEqual(["a", "b"]);
@@ -176,20 +197,11 @@ describe("event ledger batches", () => {
       const prefix = `test-${randomUUID()}`;
       const ledger = createEventLedger(clustered, prefix, 3600);
       const ids = Array.from({ length: 20 }, () => `evt_${randomUUID()}`);
-      // The keys of each script call, as sent: `numkeys` then the keys.
-      const declared: string[][] = [];
       const markedAt = Date.now() + 1_000;
-      const send = clustered.sendCommand.bind(clustered);
-      clustered.sendCommand = ((command: Parameters<typeof send>[0], ...rest: unknown[]) => {
-        if (command.name === "evalsha" || command.name === "eval") declared.push(command.args.slice(2, 2 + Number(command.args[1])).map(String));
-        return (send as (...args: unknown[]) => unknown)(command, ...rest);
-      }) as typeof clustered.sendCommand;
-      try {
+      const declared = await declaredKeys(clustered, async () => {
         expect(await Promise.all(ids.map((id) => ledger.claim(id, arrival(["a"]), false)))).toEqual(ids.map(() => true));
         await Promise.all(ids.map((id, index) => ledger.markDelivered(id, "a", markedAt + index)));
-      } finally {
-        clustered.sendCommand = send;
-      }
+      });
       // Claims and marks write buckets and their dictionaries: each call (one or a shard's
       // batch of them) names both.
       expect(declared.length).toBeGreaterThan(0);
@@ -198,7 +210,9 @@ describe("event ledger batches", () => {
         expect(buckets.length).toBeGreaterThan(0);
         expect(keys.filter((key) => key.endsWith(":names"))).toEqual(buckets.map((key) => `${key}:names`));
       }
-      expect(await Promise.all(ids.map((id) => ledger.lookup(id)))).toEqual(ids.map(() => "arrived"));
+      // A lookup reads no dictionary: it is sent the buckets alone.
+      const lookups = await declaredKeys(clustered, async () => expect(await Promise.all(ids.map((id) => ledger.lookup(id)))).toEqual(ids.map(() => "arrived")));
+      expect(lookups.flat().filter((key) => key.endsWith(":names"))).toEqual([]);
       expect(await Promise.all(ids.map(async (id) => (await ledger.get(id))?.deliveredAt))).toEqual(ids.map((_, index) => ({ a: markedAt + index })));
       await expect(ledger.admit("evt_admitted", { ...arrival([]), routes: [] }, [], { key: archiveOutboxKey(prefix), entry: "{}" })).resolves.toBe("unsupported");
       expect(await ledger.lookup("evt_admitted")).toBe("absent");
