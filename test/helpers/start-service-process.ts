@@ -4,6 +4,7 @@ import { closeSync, openSync, readFileSync } from "node:fs";
 import { resolve } from "node:path";
 import { settings } from "../../src/config.js";
 import { freePort } from "../../src/redis/redis-server.js";
+import { listensOn } from "./listens-on.js";
 import { retryOnTakenPort } from "./retry-on-taken-port.js";
 import { until } from "./until.js";
 
@@ -125,7 +126,9 @@ async function startServiceProcessOnce(role: ServiceRole, env: Record<string, st
     `streamkeeper start --role ${role} answers 200 at /readyz`,
     async () => {
       if (child.exitCode !== null || child.signalCode !== null) return "exited";
-      return (await fetch(`${service.adminUrl}/readyz`).then((answer) => answer.status, () => 0)) === 200 && "ready";
+      if ((await fetch(`${service.adminUrl}/readyz`).then((answer) => answer.status, () => 0)) !== 200) return false;
+      // Ours, not another test's process that bound the same port first (ours then exits 2 and starts again).
+      return (await listensOn(child.pid!, adminPort)) && "ready";
     },
     { withinMs: readyTimeoutMs },
   ).catch(() => "late" as const);
