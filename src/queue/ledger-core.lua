@@ -59,7 +59,10 @@ local function get48(s, pos)
   return (struct.unpack('>I6', s, pos))
 end
 
+-- Most deltas are 1 or 2 bytes (within 16 s): one string.char, no table.
 local function putVarint(x)
+  if x < 128 then return string.char(x) end
+  if x < 16384 then return string.char(x % 128 + 128, math.floor(x / 128)) end
   local out = {}
   while x >= 128 do
     out[#out + 1] = string.char(x % 128 + 128)
@@ -105,19 +108,9 @@ local function encode(r)
   if bit.band(flags, 8) ~= 0 then out[#out + 1] = string.char(r.dups, r.replays) end
   if r.lastDup then out[#out + 1] = put48(r.lastDup) end
   for _, route in ipairs(r.routes) do
-    if bit.band(route.marks, 6) == 0 then
-      out[#out + 1] = string.char(route.idx, route.marks)
-    else
-      -- A mark from before the arrival (a record claimed over its marks) reads as the arrival's time.
-      local delta = math.max(0, (route.at or r.at) - r.at)
-      if delta < 128 then
-        out[#out + 1] = string.char(route.idx, route.marks, delta)
-      elseif delta < 16384 then
-        out[#out + 1] = string.char(route.idx, route.marks, delta % 128 + 128, math.floor(delta / 128))
-      else
-        out[#out + 1] = string.char(route.idx, route.marks) .. putVarint(delta)
-      end
-    end
+    out[#out + 1] = string.char(route.idx, route.marks)
+    -- A mark from before the arrival (a record claimed over its marks) reads as the arrival's time.
+    if bit.band(route.marks, 6) ~= 0 then out[#out + 1] = putVarint(math.max(0, (route.at or r.at) - r.at)) end
   end
   return table.concat(out)
 end
