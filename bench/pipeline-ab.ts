@@ -12,20 +12,17 @@
  */
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
-import { join, resolve } from "node:path";
+import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { Redis } from "ioredis";
 import { startRedisServer } from "../src/redis/redis-server.js";
 import { loadBenchSettings } from "./bench-settings.js";
+import { abBuilds } from "./lib/ab-builds.js";
 import { median } from "./lib/percentile.js";
 import { startChild, tsxArgs } from "./lib/start-child.js";
 import { runPipeline, type PipelineContext } from "./scenarios/run-pipeline.js";
 
-const [distA, distB, roundsArg = "3"] = process.argv.slice(2);
-if (!distA || !distB) {
-  process.stderr.write("error: give two build directories: pipeline-ab.ts <dist-a> <dist-b> [rounds]\n");
-  process.exit(2);
-}
+const builds = abBuilds("pipeline-ab.ts");
 const settings = loadBenchSettings();
 const dir = await mkdtemp(join(tmpdir(), "sk-pipeline-ab-"));
 const redisServer = await startRedisServer({ dir: join(dir, "redis"), appendOnly: true });
@@ -46,7 +43,7 @@ type Figures = { eventsPerSecond: number; lost: number } & Record<(typeof proces
 
 /** One split (or floor) run: its events/s, lost events, and CPU µs per delivered event per process. */
 async function run(build: "floor" | "a" | "b"): Promise<Figures> {
-  const entry = build === "floor" ? undefined : resolve(build === "a" ? distA! : distB!, "cli/main.js");
+  const entry = build === "floor" ? undefined : builds.entry(build);
   const result = await runPipeline({ ...context, entry }, build === "floor" ? "floor" : "split");
   if (result.status !== "measured") throw new Error(`${build}: ${result.reason}`);
   const { throughput, fixedRate } = result;
@@ -59,10 +56,10 @@ const ratios: Record<"a" | "b", Record<"eventsPerSecond" | (typeof processes)[nu
   b: { eventsPerSecond: [], receiver: [], worker: [], redis: [] },
 };
 try {
-  for (let round = 1; round <= Number(roundsArg); round++) {
+  for (let round = 1; round <= builds.rounds; round++) {
     const floor = await run("floor");
     const line = [`round ${round}: floor ${Math.round(floor.eventsPerSecond)} events/s (receiver ${floor.receiver}, worker ${floor.worker}, Redis ${floor.redis} µs)`];
-    for (const build of round % 2 === 1 ? (["a", "b"] as const) : (["b", "a"] as const)) {
+    for (const build of builds.order(round)) {
       const ours = await run(build);
       ratios[build].eventsPerSecond.push(ours.eventsPerSecond / floor.eventsPerSecond);
       for (const name of processes) ratios[build][name].push(ours[name] / floor[name]);

@@ -10,19 +10,16 @@
  */
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
-import { join, resolve } from "node:path";
+import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { startRedisServer } from "../src/redis/redis-server.js";
+import { abBuilds } from "./lib/ab-builds.js";
 import { runLoad } from "./lib/run-load.js";
 import { startChild, tsxArgs } from "./lib/start-child.js";
 import { benchAuthorization, startServiceProcess } from "./lib/start-service-process.js";
 import { median } from "./lib/percentile.js";
 
-const [distA, distB, roundsArg = "3"] = process.argv.slice(2);
-if (!distA || !distB) {
-  process.stderr.write("error: give two build directories: receiver-ab.ts <dist-a> <dist-b> [rounds]\n");
-  process.exit(2);
-}
+const builds = abBuilds("receiver-ab.ts");
 const dir = await mkdtemp(join(tmpdir(), "sk-receiver-ab-"));
 const redis = await startRedisServer({ dir: join(dir, "redis"), appendOnly: true });
 const streamId = "est_38ANnv8pQhqsZrX2VFbftv";
@@ -39,12 +36,11 @@ async function cpuPerRequest(url: string, name: string, pid: number): Promise<nu
 }
 
 try {
-  for (let round = 1; round <= Number(roundsArg); round++) {
+  for (let round = 1; round <= builds.rounds; round++) {
     const floor = await startChild<{ url: string }>(tsxArgs(floorScript, [redis.url, `floor-${round}`]));
     figures.floor!.push(await cpuPerRequest(floor.info.url, "floor", floor.process.pid!).finally(() => floor.stop()));
-    for (const build of round % 2 === 1 ? ["a", "b"] : ["b", "a"]) {
-      const entry = resolve(build === "a" ? distA : distB, "cli/main.js");
-      const service = await startServiceProcess({ role: "receiver", redisUrl: redis.url, queuePrefix: `${build}-${round}`, dataDir: dir, env: { DOWNSTREAM_URL: "http://127.0.0.1:9/" }, entry });
+    for (const build of builds.order(round)) {
+      const service = await startServiceProcess({ role: "receiver", redisUrl: redis.url, queuePrefix: `${build}-${round}`, dataDir: dir, env: { DOWNSTREAM_URL: "http://127.0.0.1:9/" }, entry: builds.entry(build) });
       figures[build]!.push(await cpuPerRequest(service.publicUrl, build, service.pid).finally(() => service.stop()));
     }
     const [f, a, b] = [figures.floor!.at(-1)!, figures.a!.at(-1)!, figures.b!.at(-1)!];
