@@ -8,7 +8,8 @@
  * the limiter every route's worker has (dispatch/rate-limiter.ts); `service`: the
  * dispatcher as a worker role builds it (service/create-delivery.ts: circuit, freshness,
  * retry window, the ledger on its own connection), and what it is without some of its
- * parts: a variant name holding `noledger` (no delivered mark), `nofresh`, `nocircuit`.
+ * parts: a variant name holding `noledger` (no delivered mark), `nofresh`, `nocircuit`, or
+ * with `turn` its marks sent per event-loop turn instead of gathered (deliveryMarkGatherMs).
  * Choose with WORKER_COST_VARIANTS (default `floor,service`). CPU is this process's
  * (user + system) from the resume until the sink had every event, per delivery; medians
  * at the end. The first round runs cold (the JIT): compare the later ones
@@ -26,7 +27,7 @@ import { createDownstreamClient } from "../src/dispatch/downstream-client.js";
 import { createFreshnessRecorder } from "../src/freshness/create-freshness-recorder.js";
 import { createLogger } from "../src/logger.js";
 import type { DeliveryJobData } from "../src/queue/delivery-job.js";
-import { createEventLedger } from "../src/queue/event-ledger.js";
+import { createEventLedger, deliveryMarkGatherMs } from "../src/queue/event-ledger.js";
 import { deliveryQueueBullPrefix, deliveryQueueName } from "../src/queue/queue-names.js";
 import { createRedis, untilReady } from "../src/redis/redis-connection.js";
 import { startRedisServer } from "../src/redis/redis-server.js";
@@ -89,14 +90,14 @@ for (let round = 1; round <= rounds; round++) {
       stop = async () => (await worker.close(), client.close());
     } else {
       const freshness = createFreshnessRecorder({ redis: records, queuePrefix: prefix, logger });
-      const realLedger = createEventLedger(records, prefix, 604_800, 1024);
+      const realLedger = createEventLedger(records, prefix, 604_800, 1024, { gatherMarksMs: variant.includes("turn") ? 0 : deliveryMarkGatherMs });
       const ledger = variant.includes("noledger") ? { ...realLedger, markDelivered: () => Promise.resolve() } : realLedger;
       const dispatcher = createDispatcher({
         connection: dispatch, queuePrefix: prefix, routes: [route], ledger, logger,
         backoffBaseMs: 1000, backoffMaxMs: 60_000, retryWindowMs: 259_200_000, circuit: variant.includes("nocircuit") ? undefined : { failures: 10, probeMinMs: 1000, probeMaxMs: 60_000 },
         shutdownTimeoutMs: 10_000, lockDurationMs: 30_000, stalledIntervalMs: 30_000, freshness: variant.includes("nofresh") ? undefined : freshness,
       });
-      stop = async () => (await dispatcher.close(), await freshness.close());
+      stop = async () => (await dispatcher.close(), await freshness.close(), await realLedger.flush());
     }
     await new Promise((resolve) => setTimeout(resolve, 500));
     const done = new Promise<void>((ok) => sink.once("message", () => ok()));

@@ -1,38 +1,66 @@
+/** A batched call: the call itself, and `flush()` to send what is gathered now and wait for every batch sent. */
+export type BatchedCall<Call, Reply> = ((call: Call) => Promise<Reply>) & { flush(): Promise<void> };
+
 /**
- * Gathers the calls made during one turn of the event loop and sends them together at its
- * end (setImmediate): one request per group, at most `maxBatch` calls each, instead of a
- * request per call. Each request costs a write and a read in this process and a command in
- * Redis; the requests of a turn's deliveries or webhooks then cost that once (docs/benchmarks.md).
+ * Gathers calls and sends them together: one request per group, at most `maxBatch` calls
+ * each, instead of a request per call. Each request costs a write and a read in this
+ * process and a command in Redis; a batch costs that once (docs/benchmarks.md). By default
+ * the calls of one turn of the event loop, sent at its end (setImmediate); with `gatherMs`,
+ * those of that many milliseconds from the first, a group sent as soon as it is full.
  * `send` answers each call in order, an Error for a call that failed on its own.
  */
 export function createBatchPerTurn<Call, Reply>(
   send: (calls: Call[]) => Promise<Array<Reply | Error>>,
   // 64: past a few dozen calls a batch saves little more, and one script call must not hold Redis long.
-  { groupOf = () => "", maxBatch = 64 }: { groupOf?: (call: Call) => string; maxBatch?: number } = {},
-): (call: Call) => Promise<Reply> {
+  { groupOf = () => "", maxBatch = 64, gatherMs = 0 }: { groupOf?: (call: Call) => string; maxBatch?: number; gatherMs?: number } = {},
+): BatchedCall<Call, Reply> {
   type Waiting = { call: Call; resolve(reply: Reply): void; reject(error: unknown): void };
   let groups = new Map<string, Waiting[]>();
-  const flush = () => {
+  let timer: NodeJS.Timeout | undefined;
+  let scheduled = false;
+  const sending = new Set<Promise<void>>();
+  const sendBatch = (batch: Waiting[]) => {
+    const rejectAll = (error: unknown) => batch.forEach(({ reject }) => reject(error));
+    const sent = send(batch.map(({ call }) => call)).then((replies) => {
+      // A reply of another shape would answer calls with nothing: a claim would read as a duplicate.
+      if (!Array.isArray(replies) || replies.length !== batch.length) return rejectAll(new Error(`a batch of ${batch.length} calls got ${Array.isArray(replies) ? replies.length : "no list of"} replies`));
+      batch.forEach(({ resolve, reject }, index) => (replies[index] instanceof Error ? reject(replies[index]) : resolve(replies[index] as Reply)));
+    }, rejectAll);
+    sending.add(sent);
+    void sent.finally(() => sending.delete(sent));
+  };
+  const flushNow = () => {
+    clearTimeout(timer);
+    scheduled = false;
     const due = groups;
     groups = new Map();
     for (const waiting of due.values()) {
-      for (let start = 0; start < waiting.length; start += maxBatch) {
-        const batch = waiting.slice(start, start + maxBatch);
-        const rejectAll = (error: unknown) => batch.forEach(({ reject }) => reject(error));
-        send(batch.map(({ call }) => call)).then((replies) => {
-          // A reply of another shape would answer calls with nothing: a claim would read as a duplicate.
-          if (!Array.isArray(replies) || replies.length !== batch.length) return rejectAll(new Error(`a batch of ${batch.length} calls got ${Array.isArray(replies) ? replies.length : "no list of"} replies`));
-          batch.forEach(({ resolve, reject }, index) => (replies[index] instanceof Error ? reject(replies[index]) : resolve(replies[index] as Reply)));
-        }, rejectAll);
-      }
+      for (let start = 0; start < waiting.length; start += maxBatch) sendBatch(waiting.slice(start, start + maxBatch));
     }
   };
-  return (call) =>
+  const batched = (call: Call) =>
     new Promise<Reply>((resolve, reject) => {
-      if (groups.size === 0) setImmediate(flush);
+      if (!scheduled) {
+        scheduled = true;
+        if (gatherMs > 0) timer = setTimeout(flushNow, gatherMs);
+        else setImmediate(flushNow);
+      }
       const group = groupOf(call);
       const waiting = groups.get(group);
-      if (waiting) waiting.push({ call, resolve, reject });
-      else groups.set(group, [{ call, resolve, reject }]);
+      if (!waiting) groups.set(group, [{ call, resolve, reject }]);
+      else {
+        waiting.push({ call, resolve, reject });
+        // Gathering over time: a full group goes now rather than waiting out the rest.
+        if (gatherMs > 0 && waiting.length >= maxBatch) {
+          groups.delete(group);
+          sendBatch(waiting);
+        }
+      }
     });
+  return Object.assign(batched, {
+    async flush() {
+      flushNow();
+      await Promise.all(sending);
+    },
+  });
 }

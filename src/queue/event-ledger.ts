@@ -77,7 +77,18 @@ export interface EventLedger {
    * it happens whole or not at all. Only for an unforced store.
    */
   admit(eventId: string, arrival: Arrival, jobs: AdmittedJob[], outbox?: { key: string; entry: string }): Promise<Admission>;
+  /** Sends the calls gathered and not yet sent (marks, with `gatherMarksMs`) and waits for every answer: before its connection quits. */
+  flush(): Promise<void>;
 }
+
+/**
+ * How long a worker's delivered and stale marks wait for others (`gatherMarksMs`): at a
+ * few thousand deliveries a second, a script call per few dozen marks instead of per few,
+ * a third of the mark's CPU (docs/benchmarks.md, "Marks gathered"). A crash in that time
+ * loses the marks of jobs already completed, which no run of theirs needs again; only
+ * GET /admin/events lacks their delivery time (docs/reliability.md).
+ */
+export const deliveryMarkGatherMs = 20;
 
 /** LEDGER_SHARDS's default: callers that do not pass it must read the same shards. */
 export const defaultLedgerShards = 1024;
@@ -102,8 +113,8 @@ export const defaultLedgerShards = 1024;
  * there nearly every call goes alone. The field is 8 bytes of the id's SHA-256 (with the
  * shard, 74 bits: no two ids of a window share one in practice).
  */
-export function createEventLedger(redis: Redis | Cluster, queuePrefix: string, ttlSeconds: number, shards = defaultLedgerShards): EventLedger {
-  const transport = createLedgerTransport(redis);
+export function createEventLedger(redis: Redis | Cluster, queuePrefix: string, ttlSeconds: number, shards = defaultLedgerShards, { gatherMarksMs = 0 } = {}): EventLedger {
+  const transport = createLedgerTransport(redis, gatherMarksMs);
   const bucketSeconds = Math.min(86_400, ttlSeconds);
   const bucketCount = Math.floor(ttlSeconds / bucketSeconds) + 1;
 
@@ -135,8 +146,10 @@ export function createEventLedger(redis: Redis | Cluster, queuePrefix: string, t
     return { shard, keys, args: [op, digest.slice(8, 24), now, ttlSeconds, bucketSeconds, ...args] };
   };
   const prepareLater = async (op: string, eventId: string, args: Array<string | number | Buffer>) => prepare(knownShards ?? (await ledgerShards()), op, eventId, args);
-  const call = (op: string, eventId: string, ...args: Array<string | number>): Promise<unknown> =>
-    knownShards === undefined ? prepareLater(op, eventId, args).then(transport.send) : transport.send(prepare(knownShards, op, eventId, args));
+  const call = (op: string, eventId: string, ...args: Array<string | number>): Promise<unknown> => {
+    const send = op === "markNewest" ? transport.sendGathered : transport.send;
+    return knownShards === undefined ? prepareLater(op, eventId, args).then(send) : send(prepare(knownShards, op, eventId, args));
+  };
 
   const lookup = async (eventId: string): Promise<LedgerState> => {
     const state = await call("lookup", eventId);
@@ -146,7 +159,9 @@ export function createEventLedger(redis: Redis | Cluster, queuePrefix: string, t
   // A mark is sent the newest bucket first, where a record of a recent event is: 1 key
   // instead of the window's 8 (2 and 16 on a cluster; docs/benchmarks.md), and the whole
   // window only when the record is not there (an event older than the newest bucket, or no
-  // record yet).
+  // record yet). With `gatherMarksMs` the first step waits with the others of that time:
+  // a script call per few dozen deliveries instead of per few (docs/benchmarks.md, "Marks
+  // gathered").
   const mark = async (eventId: string, route: string, at: number, marks: number) => {
     if ((await call("markNewest", eventId, route, at, marks)) === 2) await call("mark", eventId, route, at, marks);
   };
@@ -223,5 +238,6 @@ export function createEventLedger(redis: Redis | Cluster, queuePrefix: string, t
         return "unsupported";
       }
     },
+    flush: () => transport.flush(),
   };
 }

@@ -1,6 +1,6 @@
 import type { Cluster, Redis } from "ioredis";
 import { admissionScript } from "./admission-script.js";
-import { createBatchPerTurn } from "./batch-per-turn.js";
+import { createBatchPerTurn, type BatchedCall } from "./batch-per-turn.js";
 import { ledgerScript } from "./ledger-script.js";
 
 /** One ledger call: the shard its keys are in, the keys, and the script's arguments. */
@@ -13,6 +13,10 @@ export interface LedgerCall {
 export interface LedgerTransport {
   /** One ledger script call, sent with the others of this event-loop turn. */
   send(call: LedgerCall): Promise<unknown>;
+  /** One ledger script call that can wait: gathered for up to `gatherMs` (createLedgerTransport), fewer calls of more ops. */
+  sendGathered(call: LedgerCall): Promise<unknown>;
+  /** Sends what is gathered now; resolves once every call sent has its answer. */
+  flush(): Promise<void>;
   /** One admission script call, sent with the others of this turn. */
   admit(call: LedgerCall): Promise<unknown>;
   /** True once calls go one shard per script call (a cluster, or an endpoint that enforces slots). */
@@ -30,7 +34,7 @@ type LedgerCommands = Record<"streamkeeperLedger" | "streamkeeperAdmit", (...arg
  * node reached directly): it answers CROSSSLOT to a batch across shards, and from then on
  * the ledger batches per shard there too.
  */
-export function createLedgerTransport(redis: Redis | Cluster): LedgerTransport {
+export function createLedgerTransport(redis: Redis | Cluster, gatherMs = 0): LedgerTransport {
   redis.defineCommand("streamkeeperLedger", { lua: ledgerScript });
   const commands = redis as unknown as LedgerCommands;
   let perShard = "isCluster" in redis && redis.isCluster;
@@ -48,27 +52,27 @@ export function createLedgerTransport(redis: Redis | Cluster): LedgerTransport {
     }
     return (await commands[command](...all)) as unknown[];
   };
-  const send = createBatchPerTurn<LedgerCall, unknown>(
-    async (calls) => {
-      try {
-        return await run("streamkeeperLedger", calls);
-      } catch (error) {
-        // Also a batch grouped before the switch: it is sent again per shard like the first.
-        if (!String(error).includes("CROSSSLOT") || new Set(calls.map((call) => call.shard)).size === 1) throw error;
-        perShard = true;
-        const replies: unknown[] = [];
-        const shards = new Map<number, number[]>();
-        calls.forEach((call, index) => shards.set(call.shard, [...(shards.get(call.shard) ?? []), index]));
-        await Promise.all(
-          [...shards.values()].map(async (indexes) => (await run("streamkeeperLedger", indexes.map((index) => calls[index]!))).forEach((reply, k) => (replies[indexes[k]!] = reply))),
-        );
-        return replies;
-      }
-    },
-    { groupOf: (call) => (perShard ? String(call.shard) : "") },
-  );
+  const sendBatch = async (calls: LedgerCall[]) => {
+    try {
+      return await run("streamkeeperLedger", calls);
+    } catch (error) {
+      // Also a batch grouped before the switch: it is sent again per shard like the first.
+      if (!String(error).includes("CROSSSLOT") || new Set(calls.map((call) => call.shard)).size === 1) throw error;
+      perShard = true;
+      const replies: unknown[] = [];
+      const shards = new Map<number, number[]>();
+      calls.forEach((call, index) => shards.set(call.shard, [...(shards.get(call.shard) ?? []), index]));
+      await Promise.all(
+        [...shards.values()].map(async (indexes) => (await run("streamkeeperLedger", indexes.map((index) => calls[index]!))).forEach((reply, k) => (replies[indexes[k]!] = reply))),
+      );
+      return replies;
+    }
+  };
+  const groupOf = (call: LedgerCall) => (perShard ? String(call.shard) : "");
+  const send = createBatchPerTurn<LedgerCall, unknown>(sendBatch, { groupOf });
+  const sendGathered = gatherMs > 0 ? createBatchPerTurn<LedgerCall, unknown>(sendBatch, { groupOf, gatherMs }) : send;
   // The admissions of one turn go in one script call too. Defined on first use: a worker never admits.
-  let admitting: ((call: LedgerCall) => Promise<unknown>) | undefined;
+  let admitting: BatchedCall<LedgerCall, unknown> | undefined;
   const admit = (call: LedgerCall) => {
     if (!admitting) {
       redis.defineCommand("streamkeeperAdmit", { lua: admissionScript });
@@ -78,6 +82,8 @@ export function createLedgerTransport(redis: Redis | Cluster): LedgerTransport {
   };
   return {
     send,
+    sendGathered,
+    flush: async () => void (await Promise.all([send.flush(), sendGathered.flush(), admitting?.flush()])),
     admit,
     perShard: () => perShard,
     enforcesSlots: () => void (perShard = true),

@@ -16,7 +16,7 @@ export interface Delivery {
   close(): Promise<void>;
   /** Ends that wait now (a second signal): in-flight deliveries go back to their queue. */
   hurry(): void;
-  /** What deliveries recorded and not yet written (the freshness sketch): after every dispatcher closed. */
+  /** What deliveries recorded and not yet written (the freshness sketch, the gathered marks): after every dispatcher closed. */
   flush(): Promise<void>;
 }
 
@@ -51,6 +51,6 @@ export function createDelivery(deps: { config: Config; logger: Logger; routes: R
     dispatcherFor: (routes, logger, overrides) => createDispatcher({ ...options, ...overrides, routes, logger }),
     close: () => dispatcher.close(),
     hurry: () => dispatcher.hurry(),
-    flush: () => freshness.close(),
+    flush: async () => void (await Promise.all([freshness.close(), options.ledger.flush()])),
   };
 }

@@ -7,7 +7,7 @@ import { createAdmission } from "../queue/admission.js";
 import { countStoredEvents } from "../queue/count-stored-events.js";
 import { createRedisErrorLog } from "../redis/redis-error-log.js";
 import { createDeliveryQueues, type DeliveryQueues } from "../queue/delivery-queues.js";
-import { createEventLedger, type EventLedger } from "../queue/event-ledger.js";
+import { createEventLedger, deliveryMarkGatherMs, type EventLedger } from "../queue/event-ledger.js";
 import { createEventStore, type EventStore } from "../queue/event-store.js";
 import { createFanOut } from "../queue/fan-out.js";
 import { createReconcileQueue, type ReconcileQueue } from "../reconcile/create-reconcile-queue.js";
@@ -54,7 +54,7 @@ export async function createStores(deps: { config: Config; logger: Logger; route
   const records = connections.worker?.records;
   return {
     ledger,
-    deliveryLedger: records && createEventLedger(records, env.QUEUE_PREFIX, env.DEDUPE_TTL_SECONDS, env.LEDGER_SHARDS),
+    deliveryLedger: records && createEventLedger(records, env.QUEUE_PREFIX, env.DEDUPE_TTL_SECONDS, env.LEDGER_SHARDS, { gatherMarksMs: deliveryMarkGatherMs }),
     queues,
     reconcileQueue,
     store,

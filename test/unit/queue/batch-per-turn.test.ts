@@ -1,4 +1,4 @@
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { createBatchPerTurn } from "../../../src/queue/batch-per-turn.js";
 
 describe("createBatchPerTurn", () => {
@@ -37,5 +37,36 @@ describe("createBatchPerTurn", () => {
     const short = createBatchPerTurn<number, number>(async (calls) => calls.slice(1));
     const results = await Promise.allSettled([1, 2].map(short));
     expect(results.map((result) => result.status === "rejected" && result.reason.message)).toEqual(["a batch of 2 calls got 1 replies", "a batch of 2 calls got 1 replies"]);
+  });
+
+  it("when calls are gathered over gatherMs, then those of several turns go together, a full group at once, and flush sends the rest and waits for every answer", async () => {
+    vi.useFakeTimers();
+    try {
+      const sent: number[][] = [];
+      let answer = () => {};
+      const answered = new Promise<void>((resolve) => (answer = resolve));
+      const slow = createBatchPerTurn<number, number>(async (calls) => (sent.push(calls), await answered, calls), { gatherMs: 20, maxBatch: 3 });
+      const first = [slow(1), slow(2)];
+      await vi.advanceTimersByTimeAsync(10); // turns pass, the batch waits
+      expect(sent).toEqual([]);
+      const full = [slow(3)];
+      expect(sent).toEqual([[1, 2, 3]]); // full: sent without waiting out the time
+      const later = [slow(4)];
+      await vi.advanceTimersByTimeAsync(9);
+      expect(sent).toEqual([[1, 2, 3]]);
+      await vi.advanceTimersByTimeAsync(1);
+      expect(sent).toEqual([[1, 2, 3], [4]]); // 20 ms after the first call gathered
+      const last = [slow(5)];
+      let flushed = false;
+      const flushing = slow.flush().then(() => (flushed = true));
+      expect(sent).toEqual([[1, 2, 3], [4], [5]]); // flush sends at once
+      await vi.advanceTimersByTimeAsync(0);
+      expect(flushed).toBe(false); // and waits for the answers of every batch sent
+      answer();
+      await flushing;
+      expect(await Promise.all([...first, ...full, ...later, ...last])).toEqual([1, 2, 3, 4, 5]);
+    } finally {
+      vi.useRealTimers();
+    }
   });
 });
