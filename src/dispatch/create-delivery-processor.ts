@@ -129,9 +129,10 @@ export function createDeliveryProcessor({ route, client, ledger, logger, shutdow
       const at = Date.now();
       // Recorded while BullMQ completes the job, not before: the record serves only a
       // later run of this id (above) and GET /admin/events, and waiting for it would add
-      // a round trip to every delivery. The command leaves before the job completes, and
-      // on shutdown the ledger's connection quits after the dispatcher (app.ts), so it
-      // lands; should it fail, the delivery stands and only the record is missing.
+      // a round trip to every delivery. The worker's ledger sends it with the marks of the
+      // next 20 ms (deliveryMarkGatherMs), a stop sends what is gathered before its
+      // connection quits (create-delivery.ts); should it fail, the delivery stands and
+      // only the record is missing (docs/reliability.md).
       ledger.markDelivered(event.id, route.name, at).catch((error: unknown) =>
         logger.warn({ ...context, err: error }, "delivered, but recording the delivery failed; a re-run of this job would send it again"),
       );

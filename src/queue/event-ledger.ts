@@ -77,16 +77,17 @@ export interface EventLedger {
    * it happens whole or not at all. Only for an unforced store.
    */
   admit(eventId: string, arrival: Arrival, jobs: AdmittedJob[], outbox?: { key: string; entry: string }): Promise<Admission>;
-  /** Sends the calls gathered and not yet sent (marks, with `gatherMarksMs`) and waits for every answer: before its connection quits. */
+  /** Sends the calls gathered and not yet sent (marks, with `gatherMarksMs`) and waits for them and every mark under way: before its connection quits. */
   flush(): Promise<void>;
 }
 
 /**
  * How long a worker's delivered and stale marks wait for others (`gatherMarksMs`): at a
  * few thousand deliveries a second, a script call per few dozen marks instead of per few,
- * a third of the mark's CPU (docs/benchmarks.md, "Marks gathered"). A crash in that time
- * loses the marks of jobs already completed, which no run of theirs needs again; only
- * GET /admin/events lacks their delivery time (docs/reliability.md).
+ * half the mark's CPU (docs/benchmarks.md, "Marks gathered"). A crash in that time loses
+ * the marks of jobs whose completion reached Redis, which no run of theirs needs again;
+ * GET /admin/events then lacks their delivery time (docs/reliability.md). On a single
+ * Redis only: a cluster's batches are per shard, where marks seldom meet.
  */
 export const deliveryMarkGatherMs = 20;
 
@@ -109,7 +110,7 @@ export const defaultLedgerShards = 1024;
  * live bucket reads as absent. A lookup reads the window's buckets of one shard: the
  * shard is the hash tag, so on a cluster the ledger spreads over every master and each
  * call stays in one slot. On a single Redis the calls of one event-loop turn go in one
- * script call across shards (batch-per-turn.ts); on a cluster only those of one shard, so
+ * script call across shards (call-batcher.ts); on a cluster only those of one shard, so
  * there nearly every call goes alone. The field is 8 bytes of the id's SHA-256 (with the
  * shard, 74 bits: no two ids of a window share one in practice).
  */
@@ -146,52 +147,37 @@ export function createEventLedger(redis: Redis | Cluster, queuePrefix: string, t
     return { shard, keys, args: [op, digest.slice(8, 24), now, ttlSeconds, bucketSeconds, ...args] };
   };
   const prepareLater = async (op: string, eventId: string, args: Array<string | number | Buffer>) => prepare(knownShards ?? (await ledgerShards()), op, eventId, args);
-  const call = (op: string, eventId: string, ...args: Array<string | number>): Promise<unknown> => {
-    const send = op === "markNewest" ? transport.sendGathered : transport.send;
-    return knownShards === undefined ? prepareLater(op, eventId, args).then(send) : send(prepare(knownShards, op, eventId, args));
-  };
+  const callVia = (send: (call: LedgerCall) => Promise<unknown>, op: string, eventId: string, args: Array<string | number>): Promise<unknown> =>
+    knownShards === undefined ? prepareLater(op, eventId, args).then(send) : send(prepare(knownShards, op, eventId, args));
+  const call = (op: string, eventId: string, ...args: Array<string | number>) => callVia(transport.send, op, eventId, args);
 
   const lookup = async (eventId: string): Promise<LedgerState> => {
     const state = await call("lookup", eventId);
     return state === 1 ? "arrived" : state === 2 ? "delivered_only" : "absent";
   };
-  const routeMarks = { matched: 1, delivered: 2, stale: 4 };
   // A mark is sent the newest bucket first, where a record of a recent event is: 1 key
   // instead of the window's 8 (2 and 16 on a cluster; docs/benchmarks.md), and the whole
   // window only when the record is not there (an event older than the newest bucket, or no
   // record yet). With `gatherMarksMs` the first step waits with the others of that time:
   // a script call per few dozen deliveries instead of per few (docs/benchmarks.md, "Marks
-  // gathered").
-  const mark = async (eventId: string, route: string, at: number, marks: number) => {
-    if ((await call("markNewest", eventId, route, at, marks)) === 2) await call("mark", eventId, route, at, marks);
+  // gathered"). Marks under way are kept for `flush`: a second step leaves only once the
+  // first is answered.
+  const marking = new Set<Promise<void>>();
+  const mark = (eventId: string, route: string, at: number, marks: number) => {
+    const marked = (async () => {
+      if ((await callVia(transport.sendGathered, "markNewest", eventId, [route, at, marks])) === 2) await call("mark", eventId, route, at, marks);
+    })();
+    marking.add(marked);
+    void marked.then(
+      () => marking.delete(marked),
+      () => marking.delete(marked),
+    );
+    return marked;
   };
   return {
     async get(eventId) {
       const reply = (await call("get", eventId)) as Array<string | number> | null;
-      if (!reply) return undefined;
-      const [receivedAt, origin, type, streamId, duplicates, lastDuplicateAt, replays, ...perRoute] = reply;
-      const routes: string[] = [];
-      const deliveredAt: Record<string, number> = {};
-      const staleAt: Record<string, number> = {};
-      for (let i = 0; i + 2 < perRoute.length; i += 3) {
-        const [name, marks, at] = [String(perRoute[i]), Number(perRoute[i + 1]), Number(perRoute[i + 2])];
-        if (marks & routeMarks.matched) routes.push(name);
-        if (marks & routeMarks.delivered) deliveredAt[name] = at;
-        if (marks & routeMarks.stale) staleAt[name] = at;
-      }
-      return {
-        eventId,
-        receivedAt: Number(receivedAt),
-        origin: origin === "reconcile" || origin === "pull" ? origin : "webhook",
-        streamId: streamId ? String(streamId) : undefined,
-        type: String(type),
-        routes,
-        duplicates: Number(duplicates),
-        lastDuplicateAt: Number(lastDuplicateAt) >= 0 ? Number(lastDuplicateAt) : undefined,
-        replays: Number(replays),
-        deliveredAt,
-        staleAt,
-      };
+      return reply ? recordOf(eventId, reply) : undefined;
     },
     async has(eventId) {
       return (await lookup(eventId)) === "arrived";
@@ -238,6 +224,39 @@ export function createEventLedger(redis: Redis | Cluster, queuePrefix: string, t
         return "unsupported";
       }
     },
-    flush: () => transport.flush(),
+    async flush() {
+      await transport.flush();
+      await Promise.allSettled(marking);
+    },
+  };
+}
+
+/** A route's marks in a record (ledger-core.lua). */
+const routeMarks = { matched: 1, delivered: 2, stale: 4 };
+
+/** The `get` op's reply as a record: its fields, then per route its name, marks and the marks' time. */
+function recordOf(eventId: string, reply: Array<string | number>): EventRecord {
+  const [receivedAt, origin, type, streamId, duplicates, lastDuplicateAt, replays, ...perRoute] = reply;
+  const routes: string[] = [];
+  const deliveredAt: Record<string, number> = {};
+  const staleAt: Record<string, number> = {};
+  for (let i = 0; i + 2 < perRoute.length; i += 3) {
+    const [name, marks, at] = [String(perRoute[i]), Number(perRoute[i + 1]), Number(perRoute[i + 2])];
+    if (marks & routeMarks.matched) routes.push(name);
+    if (marks & routeMarks.delivered) deliveredAt[name] = at;
+    if (marks & routeMarks.stale) staleAt[name] = at;
+  }
+  return {
+    eventId,
+    receivedAt: Number(receivedAt),
+    origin: origin === "reconcile" || origin === "pull" ? origin : "webhook",
+    streamId: streamId ? String(streamId) : undefined,
+    type: String(type),
+    routes,
+    duplicates: Number(duplicates),
+    lastDuplicateAt: Number(lastDuplicateAt) >= 0 ? Number(lastDuplicateAt) : undefined,
+    replays: Number(replays),
+    deliveredAt,
+    staleAt,
   };
 }

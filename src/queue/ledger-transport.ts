@@ -1,6 +1,6 @@
 import type { Cluster, Redis } from "ioredis";
 import { admissionScript } from "./admission-script.js";
-import { createBatchPerTurn, type BatchedCall } from "./batch-per-turn.js";
+import { createCallBatcher, type CallBatcher } from "./call-batcher.js";
 import { ledgerScript } from "./ledger-script.js";
 
 /** One ledger call: the shard its keys are in, the keys, and the script's arguments. */
@@ -13,7 +13,7 @@ export interface LedgerCall {
 export interface LedgerTransport {
   /** One ledger script call, sent with the others of this event-loop turn. */
   send(call: LedgerCall): Promise<unknown>;
-  /** One ledger script call that can wait: gathered for up to `gatherMs` (createLedgerTransport), fewer calls of more ops. */
+  /** One ledger script call that can wait: gathered for up to `gatherMs` (createLedgerTransport), fewer calls of more ops; per turn on a cluster. */
   sendGathered(call: LedgerCall): Promise<unknown>;
   /** Sends what is gathered now; resolves once every call sent has its answer. */
   flush(): Promise<void>;
@@ -69,21 +69,23 @@ export function createLedgerTransport(redis: Redis | Cluster, gatherMs = 0): Led
     }
   };
   const groupOf = (call: LedgerCall) => (perShard ? String(call.shard) : "");
-  const send = createBatchPerTurn<LedgerCall, unknown>(sendBatch, { groupOf });
-  const sendGathered = gatherMs > 0 ? createBatchPerTurn<LedgerCall, unknown>(sendBatch, { groupOf, gatherMs }) : send;
+  const send = createCallBatcher<LedgerCall, unknown>(sendBatch, { groupOf });
+  const gathered = gatherMs > 0 ? createCallBatcher<LedgerCall, unknown>(sendBatch, { groupOf, gatherMs }) : send;
+  // Per shard, calls seldom meet within gatherMs among a cluster's shards: there, per turn.
+  const sendGathered = (call: LedgerCall) => (perShard ? send(call) : gathered(call));
   // The admissions of one turn go in one script call too. Defined on first use: a worker never admits.
-  let admitting: BatchedCall<LedgerCall, unknown> | undefined;
+  let admitting: CallBatcher<LedgerCall, unknown> | undefined;
   const admit = (call: LedgerCall) => {
     if (!admitting) {
       redis.defineCommand("streamkeeperAdmit", { lua: admissionScript });
-      admitting = createBatchPerTurn<LedgerCall, unknown>((calls) => run("streamkeeperAdmit", calls));
+      admitting = createCallBatcher<LedgerCall, unknown>((calls) => run("streamkeeperAdmit", calls));
     }
     return admitting(call);
   };
   return {
     send,
     sendGathered,
-    flush: async () => void (await Promise.all([send.flush(), sendGathered.flush(), admitting?.flush()])),
+    flush: async () => void (await Promise.all([send.flush(), gathered.flush(), admitting?.flush()])),
     admit,
     perShard: () => perShard,
     enforcesSlots: () => void (perShard = true),

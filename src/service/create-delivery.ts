@@ -4,6 +4,7 @@ import { createDispatcher, type DispatcherOptions } from "../dispatch/create-dis
 import { createFreshnessRecorder } from "../freshness/create-freshness-recorder.js";
 import type { Logger } from "../logger.js";
 import { createEntityVersions } from "../queue/entity-versions.js";
+import { settlesWithin } from "../settles-within.js";
 import type { Route } from "../routes/route.js";
 import type { Tracing } from "../telemetry/start-tracing.js";
 import type { Connections } from "./create-connections.js";
@@ -19,6 +20,9 @@ export interface Delivery {
   /** What deliveries recorded and not yet written (the freshness sketch, the gathered marks): after every dispatcher closed. */
   flush(): Promise<void>;
 }
+
+/** How long a stop waits for the deliveries' records to reach Redis: a healthy Redis answers within milliseconds. */
+const flushWithinMs = 1000;
 
 /** A worker role's delivery to the routes: one BullMQ worker per route queue (dispatch/). */
 export function createDelivery(deps: { config: Config; logger: Logger; routes: Route[]; connections: NonNullable<Connections["worker"]>; stores: Stores; archive: boolean; tracing: Tracing }): Delivery {
@@ -51,6 +55,7 @@ export function createDelivery(deps: { config: Config; logger: Logger; routes: R
     dispatcherFor: (routes, logger, overrides) => createDispatcher({ ...options, ...overrides, routes, logger }),
     close: () => dispatcher.close(),
     hurry: () => dispatcher.hurry(),
-    flush: async () => void (await Promise.all([freshness.close(), options.ledger.flush()])),
+    // Bounded: with Redis away the records connection waits forever, and the stop must not (docs/operating.md).
+    flush: async () => void (await settlesWithin(Promise.all([freshness.close(), options.ledger.flush()]), flushWithinMs)),
   };
 }

@@ -97,6 +97,31 @@ describe("compact event ledger", () => {
     expect(await ledger.deliveredAt("evt_none", "default")).toBe(at);
   });
 
+  it("when marks are gathered, then none leaves before its time, and flush sends them and waits for each whole, a record in an older bucket's second step included, before the connection quits", async () => {
+    const prefix = `test-${randomUUID()}`;
+    const own = createRedis(inject("redisUrl"), "worker") as Redis;
+    const ledger = createEventLedger(own, prefix, 604_800, 1, { gatherMarksMs: 60_000 });
+    const reader = createEventLedger(redis, prefix, 604_800, 1);
+    const yesterday = Date.now() - 86_400_000;
+    vi.useFakeTimers({ toFake: ["Date"], now: yesterday });
+    try {
+      await ledger.claim("evt_old", arrival(["default"], yesterday), false);
+    } finally {
+      vi.useRealTimers();
+    }
+    await ledger.claim("evt_new", arrival(["default"]), false);
+    const at = Date.now();
+    const marks = Promise.allSettled([ledger.markDelivered("evt_old", "default", at), ledger.markDelivered("evt_new", "default", at)]);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    expect(await reader.deliveredAt("evt_new", "default")).toBeUndefined();
+    // As the service stops: flush, then the connection quits at once.
+    await ledger.flush();
+    await own.quit();
+    expect((await marks).map((result) => result.status)).toEqual(["fulfilled", "fulfilled"]);
+    expect(await reader.deliveredAt("evt_new", "default")).toBe(at);
+    expect(await reader.deliveredAt("evt_old", "default")).toBe(at);
+  });
+
   it("when a record is written, then its bytes are the layout ledger-core.lua documents (records written by an earlier version read the same), and marks 1, 2 and 3 varint bytes after the arrival read back exactly", async () => {
     const prefix = `test-${randomUUID()}`;
     const ledger = createEventLedger(redis, prefix, ttl, 1024);

@@ -1,10 +1,10 @@
 import { describe, expect, it, vi } from "vitest";
-import { createBatchPerTurn } from "../../../src/queue/batch-per-turn.js";
+import { createCallBatcher } from "../../../src/queue/call-batcher.js";
 
-describe("createBatchPerTurn", () => {
+describe("createCallBatcher", () => {
   it("when calls are made in one turn, then they are sent together at its end, in order, each answered with its own reply", async () => {
     const sent: number[][] = [];
-    const double = createBatchPerTurn<number, number>(async (calls) => (sent.push(calls), calls.map((call) => call * 2)));
+    const double = createCallBatcher<number, number>(async (calls) => (sent.push(calls), calls.map((call) => call * 2)));
     const replies = Promise.all([1, 2, 3].map(double));
     expect(sent).toEqual([]); // nothing leaves before the turn ends
     expect(await replies).toEqual([2, 4, 6]);
@@ -15,18 +15,18 @@ describe("createBatchPerTurn", () => {
 
   it("when calls fall in several groups or exceed maxBatch, then each group is sent apart, in batches of at most maxBatch", async () => {
     const sent: string[][] = [];
-    const echo = createBatchPerTurn<string, string>(async (calls) => (sent.push(calls), calls), { groupOf: (call) => call[0]!, maxBatch: 2 });
+    const echo = createCallBatcher<string, string>(async (calls) => (sent.push(calls), calls), { groupOf: (call) => call[0]!, maxBatch: 2 });
     expect(await Promise.all(["a1", "b1", "a2", "a3", "b2"].map(echo))).toEqual(["a1", "b1", "a2", "a3", "b2"]);
     expect(sent).toEqual([["a1", "a2"], ["a3"], ["b1", "b2"]]);
   });
 
   it("when one call of a batch fails on its own, then only that call rejects; when the send fails, every call of its batch rejects", async () => {
-    const picky = createBatchPerTurn<number, number>(async (calls) => calls.map((call) => (call < 0 ? new Error(`negative: ${call}`) : call)));
+    const picky = createCallBatcher<number, number>(async (calls) => calls.map((call) => (call < 0 ? new Error(`negative: ${call}`) : call)));
     const results = await Promise.allSettled([1, -1, 2].map(picky));
     expect(results.map((result) => result.status)).toEqual(["fulfilled", "rejected", "fulfilled"]);
     expect((results[1] as PromiseRejectedResult).reason.message).toBe("negative: -1");
 
-    const down = createBatchPerTurn<number, number>(async () => {
+    const down = createCallBatcher<number, number>(async () => {
       throw new Error("Redis is down");
     });
     const failed = await Promise.allSettled([1, 2].map(down));
@@ -34,7 +34,7 @@ describe("createBatchPerTurn", () => {
   });
 
   it("when the reply does not answer every call, then every call of the batch rejects rather than resolving with nothing", async () => {
-    const short = createBatchPerTurn<number, number>(async (calls) => calls.slice(1));
+    const short = createCallBatcher<number, number>(async (calls) => calls.slice(1));
     const results = await Promise.allSettled([1, 2].map(short));
     expect(results.map((result) => result.status === "rejected" && result.reason.message)).toEqual(["a batch of 2 calls got 1 replies", "a batch of 2 calls got 1 replies"]);
   });
@@ -45,11 +45,12 @@ describe("createBatchPerTurn", () => {
       const sent: number[][] = [];
       let answer = () => {};
       const answered = new Promise<void>((resolve) => (answer = resolve));
-      const slow = createBatchPerTurn<number, number>(async (calls) => (sent.push(calls), await answered, calls), { gatherMs: 20, maxBatch: 3 });
+      const slow = createCallBatcher<number, number>(async (calls) => (sent.push(calls), await answered, calls), { gatherMs: 20, maxBatch: 3 });
       const first = [slow(1), slow(2)];
       await vi.advanceTimersByTimeAsync(10); // turns pass, the batch waits
       expect(sent).toEqual([]);
       const full = [slow(3)];
+      await vi.advanceTimersByTimeAsync(0);
       expect(sent).toEqual([[1, 2, 3]]); // full: sent without waiting out the time
       const later = [slow(4)];
       await vi.advanceTimersByTimeAsync(9);
@@ -59,8 +60,8 @@ describe("createBatchPerTurn", () => {
       const last = [slow(5)];
       let flushed = false;
       const flushing = slow.flush().then(() => (flushed = true));
-      expect(sent).toEqual([[1, 2, 3], [4], [5]]); // flush sends at once
       await vi.advanceTimersByTimeAsync(0);
+      expect(sent).toEqual([[1, 2, 3], [4], [5]]); // flush sends at once
       expect(flushed).toBe(false); // and waits for the answers of every batch sent
       answer();
       await flushing;
@@ -68,5 +69,17 @@ describe("createBatchPerTurn", () => {
     } finally {
       vi.useRealTimers();
     }
+  });
+
+  it("when send throws at once, then every call of its batch rejects with that error, none left unanswered", async () => {
+    const broken = createCallBatcher<number, number>(
+      () => {
+        throw new Error("not connected");
+      },
+      { gatherMs: 5, maxBatch: 2 },
+    );
+    const results = await Promise.allSettled([1, 2, 3].map(broken));
+    expect(results.map((result) => result.status === "rejected" && result.reason.message)).toEqual(["not connected", "not connected", "not connected"]);
+    await broken.flush();
   });
 });
