@@ -3,7 +3,7 @@
  * process and alternating, so a busy machine moves both alike:
  *   node --import tsx bench/store-cost.ts [events] [rounds]
  * Its own redis-server (no append-only file); per round and variant, `events` events stored
- * 50 at a time. `floor`: `queue.add` as bench/processes/floor-server.ts does it; `service`:
+ * 50 at a time (STORE_COST_BATCH: that many in one event-loop turn, so one admission call). `floor`: `queue.add` as bench/processes/floor-server.ts does it; `service`:
  * the event store as the receiver builds it (service/create-stores.ts: the admission in one
  * round trip); `longway`: the same store without the admission (check, add, claim).
  * Choose with STORE_COST_VARIANTS (default `floor,service`). Prints Redis's CPU (user +
@@ -26,6 +26,7 @@ import { median } from "./lib/percentile.js";
 
 const [events = 5000, rounds = 4] = process.argv.slice(2).map(Number);
 const variants = (process.env.STORE_COST_VARIANTS ?? "floor,service").split(",");
+const batch = Number(process.env.STORE_COST_BATCH ?? 50);
 const dir = await mkdtemp(join(tmpdir(), "sk-store-cost-"));
 const redisServer = await startRedisServer({ dir, appendOnly: false });
 const route: Route = { name: "default", match: ["*"], url: "http://127.0.0.1:9/", headers: {}, timeoutMs: 10_000, concurrency: 10, dropStale: false };
@@ -45,11 +46,11 @@ for (let round = 1; round <= rounds; round++) {
       if (variant === "floor") await queue.add(one.type, { event: one, origin: "webhook", receivedAt: Date.now() }, { jobId: jobIdFor(one.id) });
       else await store.store(one, { origin: "webhook", streamId: "est_bench" });
     };
-    const batches = Array.from({ length: Math.ceil(events / 50) }, (_, index) => Array.from({ length: Math.min(50, events - index * 50) }, event));
+    const batches = Array.from({ length: Math.ceil(events / batch) }, (_, index) => Array.from({ length: Math.min(batch, events - index * batch) }, event));
     const callsBefore = await commandCalls(redis);
     const redisCost = startCostMeter({ redis: redisServer.process.pid! });
     const before = process.cpuUsage();
-    for (const batch of batches) await Promise.all(batch.map(storeOne));
+    for (const turn of batches) await Promise.all(turn.map(storeOne));
     const own = process.cpuUsage(before);
     const redisCpu = redisCost.per(events).redis?.cpuUs ?? Number.NaN;
     const callsAfter = await commandCalls(redis);
