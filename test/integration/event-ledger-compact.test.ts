@@ -1,12 +1,24 @@
 import { createHash, randomUUID } from "node:crypto";
 import type { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it, inject, vi } from "vitest";
-import { createEventLedger, type Arrival } from "../../src/queue/event-ledger.js";
+import { createEventLedger, type Arrival, type EventLedger } from "../../src/queue/event-ledger.js";
 import { ledgerBucketKey } from "../../src/queue/queue-names.js";
 import { createRedis, untilReady } from "../../src/redis/redis-connection.js";
 import { ledgerKeys } from "../helpers/ledger-keys.js";
 
 const arrival = (routes: string[], receivedAt = Date.now()): Arrival => ({ receivedAt, origin: "webhook", streamId: "est_1", type: "user.updated", routes });
+
+/** Claims the id for route `default` a day ago, so its record is in yesterday's bucket; returns that time. */
+async function claimYesterday(ledger: EventLedger, id: string): Promise<number> {
+  const yesterday = Date.now() - 86_400_000;
+  vi.useFakeTimers({ toFake: ["Date"], now: yesterday });
+  try {
+    await ledger.claim(id, arrival(["default"], yesterday), false);
+  } finally {
+    vi.useRealTimers();
+  }
+  return yesterday;
+}
 
 
 describe("compact event ledger", () => {
@@ -80,13 +92,7 @@ describe("compact event ledger", () => {
   it("when an event's record is in an older bucket than the newest, then its delivered mark lands on that record (a mark tries the newest bucket first)", async () => {
     const prefix = `test-${randomUUID()}`;
     const ledger = createEventLedger(redis, prefix, 604_800, 1);
-    const yesterday = Date.now() - 86_400_000;
-    vi.useFakeTimers({ toFake: ["Date"], now: yesterday });
-    try {
-      await ledger.claim("evt_old", arrival(["default"], yesterday), false);
-    } finally {
-      vi.useRealTimers();
-    }
+    const yesterday = await claimYesterday(ledger, "evt_old");
     const at = Date.now();
     await ledger.markDelivered("evt_old", "default", at);
     expect(await ledger.lookup("evt_old")).toBe("arrived");
@@ -102,13 +108,7 @@ describe("compact event ledger", () => {
     const own = createRedis(inject("redisUrl"), "worker") as Redis;
     const ledger = createEventLedger(own, prefix, 604_800, 1, { gatherMarksMs: 60_000 });
     const reader = createEventLedger(redis, prefix, 604_800, 1);
-    const yesterday = Date.now() - 86_400_000;
-    vi.useFakeTimers({ toFake: ["Date"], now: yesterday });
-    try {
-      await ledger.claim("evt_old", arrival(["default"], yesterday), false);
-    } finally {
-      vi.useRealTimers();
-    }
+    await claimYesterday(ledger, "evt_old");
     await ledger.claim("evt_new", arrival(["default"]), false);
     const at = Date.now();
     const marks = Promise.allSettled([ledger.markDelivered("evt_old", "default", at), ledger.markDelivered("evt_new", "default", at)]);
