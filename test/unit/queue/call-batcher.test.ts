@@ -37,6 +37,18 @@ describe("createCallBatcher", () => {
     const short = createCallBatcher<number, number>(async (calls) => calls.slice(1));
     const results = await Promise.allSettled([1, 2].map(short));
     expect(results.map((result) => result.status === "rejected" && result.reason.message)).toEqual(["a batch of 2 calls got 1 replies", "a batch of 2 calls got 1 replies"]);
+    const none = createCallBatcher<number, number>(async () => null as unknown as number[]);
+    const unanswered = await Promise.allSettled([1, 2].map(none));
+    expect(unanswered.map((result) => result.status === "rejected" && result.reason.message)).toEqual(["a batch of 2 calls got no list of replies", "a batch of 2 calls got no list of replies"]);
+  });
+
+  it("when calls are batched per turn, then their batch leaves in this turn's check phase, before an immediate queued after the calls", async () => {
+    const sent: number[][] = [];
+    const echo = createCallBatcher<number, number>(async (calls) => (sent.push(calls), calls));
+    const replies = Promise.all([1, 2].map(echo));
+    const seenAtImmediate = await new Promise<number[][]>((resolve) => setImmediate(() => resolve([...sent])));
+    expect(seenAtImmediate).toEqual([[1, 2]]);
+    await replies;
   });
 
   it("when calls are gathered over gatherMs, then those of several turns go together, a full group at once, and flush sends the rest and waits for every answer", async () => {
@@ -66,6 +78,29 @@ describe("createCallBatcher", () => {
       answer();
       await flushing;
       expect(await Promise.all([...first, ...full, ...later, ...last])).toEqual([1, 2, 3, 4, 5]);
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+
+  it("when a flush ends a gathering early, then a call after it waits its own gatherMs, not the rest of the time the flushed calls had", async () => {
+    vi.useFakeTimers();
+    try {
+      const sent: number[][] = [];
+      const echo = createCallBatcher<number, number>(async (calls) => (sent.push(calls), calls), { gatherMs: 20 });
+      const calls = [echo(1)];
+      await vi.advanceTimersByTimeAsync(10);
+      calls.push(echo(2));
+      await vi.advanceTimersByTimeAsync(2);
+      await echo.flush();
+      expect(sent).toEqual([[1, 2]]);
+      await vi.advanceTimersByTimeAsync(3); // 15 ms
+      calls.push(echo(3));
+      await vi.advanceTimersByTimeAsync(5); // 20 ms: when the first call's time would have ended
+      expect(sent).toEqual([[1, 2]]);
+      await vi.advanceTimersByTimeAsync(15); // 35 ms: 20 after the call
+      expect(sent).toEqual([[1, 2], [3]]);
+      expect(await Promise.all(calls)).toEqual([1, 2, 3]);
     } finally {
       vi.useRealTimers();
     }
