@@ -1,5 +1,5 @@
 import { createTenantTransport, parse, type TenantClientOptions } from "./create-tenant-transport.js";
-import { deliveryPageSchema, tenantDate, type DeliveryListQuery, type DeliveryPage } from "./delivery-page.js";
+import { deliveryPageSchema, tenantDate, tenantDateBefore, type DeliveryListQuery, type DeliveryPage } from "./delivery-page.js";
 import { deliveryRecordSchema, type DeliveryRecord } from "./delivery-record.js";
 import { eventStreamPageSchema, eventStreamSchema, type EventStream, type EventStreamPage } from "./event-stream.js";
 import type { RateLimitState } from "./rate-limit-state.js";
@@ -64,7 +64,7 @@ export function createTenantClient(options: TenantClientOptions): TenantClient {
         statuses: query.statuses?.join(","),
         event_types: query.eventTypes?.join(","),
         date_from: query.dateFrom && tenantDate(query.dateFrom),
-        date_to: query.dateTo && tenantDate(query.dateTo),
+        date_to: query.dateTo && tenantDateBefore(query.dateTo),
         from: query.from,
         take: query.take,
       },

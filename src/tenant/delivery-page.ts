@@ -50,7 +50,7 @@ export interface DeliveryListQuery {
   eventTypes?: string[];
   /** Inclusive; sent to the second (the tenant refuses fractions). */
   dateFrom?: Date;
-  /** Exclusive; sent to the second. */
+  /** Exclusive; sent rounded up to the next whole second, so an event in its last second is listed. */
   dateTo?: Date;
   /** 1 to 100. @defaultValue the tenant's, 50 */
   take?: number;
@@ -63,4 +63,12 @@ export interface DeliveryListQuery {
  */
 export function tenantDate(date: Date): string {
   return date.toISOString().replace(/\.\d+Z$/, "Z");
+}
+
+/**
+ * An exclusive upper bound as the list accepts it: rounded up, not down, to its whole
+ * second. Dropping the fraction of `now` would leave out every event of the current second.
+ */
+export function tenantDateBefore(date: Date): string {
+  return tenantDate(new Date(Math.ceil(date.getTime() / 1000) * 1000));
 }

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startEmulator, type Emulator } from "../../src/emulator/start-emulator.js";
 import { createTenantClient } from "../../src/tenant/create-tenant-client.js";
-import { tenantDate } from "../../src/tenant/delivery-page.js";
+import { tenantDate, tenantDateBefore } from "../../src/tenant/delivery-page.js";
 import { TenantNotFoundError, TenantUnauthorizedError } from "../../src/tenant/tenant-api-error.js";
 import { call, control, createStream, emit, getToken, startSink, type ControlDelivery, type Sink } from "./emulator-test-kit.js";
 import { until } from "../helpers/until.js";
@@ -64,6 +64,15 @@ describe("list deliveries (tenant client against the emulator)", () => {
     const past = await client().listDeliveries(streamId, { statuses: ["failed"], dateFrom: new Date(Date.now() - 3_600_000), dateTo: future, take: 100 });
     expect(past.deliveries).toHaveLength(100);
     expect(past.next).toEqual(expect.any(String));
+  });
+
+  it("when the window ends a millisecond after an event, inside its second, then the event is listed (the end is rounded up, not down)", async () => {
+    const [last] = (await client().listDeliveries(streamId, { statuses: ["failed"], eventTypes: ["user.deleted"], take: 1 })).deliveries;
+    const time = Date.parse(String(last!.event!.time));
+    const page = await client().listDeliveries(streamId, { statuses: ["failed"], eventTypes: ["user.deleted"], dateFrom: new Date(time), dateTo: new Date(time + 1), take: 100 });
+    expect(page.deliveries.map((record) => record.id)).toContain(last!.id);
+    expect(tenantDateBefore(new Date("2025-09-08T06:35:17.001Z"))).toBe("2025-09-08T06:35:18Z");
+    expect(tenantDateBefore(new Date("2025-09-08T06:35:17.000Z"))).toBe("2025-09-08T06:35:17Z");
   });
 
   it("when a date has fractional seconds or is longer than 20 characters, then 400; a whole-second date is accepted", async () => {
