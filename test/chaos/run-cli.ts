@@ -11,7 +11,7 @@ export interface CliRun {
 /** Runs one `streamkeeper` command with exactly `env` (plus PATH), ports explicit (explicit-ports.ts); SIGKILLed at the deadline. */
 export function runCli(args: string[], env: Record<string, string>, timeoutMs = 120_000): Promise<CliRun> {
   return new Promise((ok) => {
-    const child = spawn(process.execPath, [...cliEntry, ...args], { env: { PATH: process.env.PATH ?? "", ARCHIVE: "off", ...explicitPorts(args, env) }, stdio: ["ignore", "pipe", "pipe"] });
+    const child = spawn(process.execPath, [...cliEntry(), ...args], { env: { PATH: process.env.PATH ?? "", ARCHIVE: "off", ...explicitPorts(args, env) }, stdio: ["ignore", "pipe", "pipe"] });
     let stdout = "";
     let stderr = "";
     child.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString()));

@@ -10,12 +10,13 @@ import { createDispatchHarness, testRoute, type DispatchHarness } from "../helpe
 import { userEvent } from "../helpers/fixtures.js";
 import { capturedLogger } from "../helpers/captured-logger.js";
 import { startSinkServer, type SinkAnswer, type SinkRequest, type SinkServer } from "../helpers/sink-server.js";
+import { cliEntry } from "../helpers/start-service-process.js";
 
 const redisUrl = inject("redisUrl");
 
 /** `streamkeeper start --role worker` in a child process; resolves once its dispatcher runs. */
 async function startWorkerProcess(env: Record<string, string>): Promise<ChildProcess> {
-  const child = spawn(process.execPath, ["--import", "tsx", "src/cli/main.ts", "start", "--role", "worker"], {
+  const child = spawn(process.execPath, [...cliEntry(), "start", "--role", "worker"], {
     env: { PATH: process.env.PATH ?? "", ADMIN_PORT: "0", ADMIN_HOST: "127.0.0.1", LOG_LEVEL: "info", ARCHIVE: "off", ...env },
     stdio: ["ignore", "pipe", "inherit"],
   });
