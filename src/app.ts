@@ -88,6 +88,7 @@ export async function startService(config: Config, logger: Logger, role: Role): 
     hurry: () => {
       delivery?.hurry();
       recovery.hurry();
+      upgrade.hurry();
     },
   };
 }

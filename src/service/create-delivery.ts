@@ -12,7 +12,7 @@ import type { Stores } from "./create-stores.js";
 
 export interface Delivery {
   /** Another dispatcher with the same processors and records, for some routes on other queues (upgrade/ drains an earlier layout with it). */
-  dispatcherFor(routes: Route[], logger: Logger, options: Pick<DispatcherOptions, "drainPrefix">): { close(): Promise<void> };
+  dispatcherFor(routes: Route[], logger: Logger, options: Pick<DispatcherOptions, "drainPrefix">): { close(): Promise<void>; hurry(): void };
   /** Stops taking jobs; waits for in-flight deliveries at most SHUTDOWN_TIMEOUT_MS. */
   close(): Promise<void>;
   /** Ends that wait now (a second signal): in-flight deliveries go back to their queue. */

@@ -16,7 +16,7 @@ export interface Recovery {
   /** One window of the tenant's failed deliveries, recovered in this process (`reconcile --since`, POST /admin/sweep/window). */
   runWindow: WindowRunner;
   /** A worker role's: another reconcile worker with the same processor, on other queues (upgrade/ drains an earlier layout with it). */
-  reconcileWorkerFor?(logger: Logger, options: Pick<ReconcileWorkerOptions, "drainPrefix">): { close(): Promise<void> };
+  reconcileWorkerFor?(logger: Logger, options: Pick<ReconcileWorkerOptions, "drainPrefix">): { close(): Promise<void>; hurry(): void };
   /** Stops every worker and finder; a job cut short is taken up again (reconciling is idempotent). */
   close(): Promise<void>;
   /** During close(): the reconcile worker stops waiting for jobs in flight (a second signal). */

@@ -17,6 +17,8 @@ export interface Upgrade {
   /** Starts the drain of the earlier layout's queues (a worker role, given its processors), or only reports what is left there; resolves after the first look. */
   drain(drainers?: Drainers): Promise<void>;
   close(): Promise<void>;
+  /** During close(): the drain's workers stop waiting for jobs in flight (a second signal). */
+  hurry(): void;
 }
 
 /**
@@ -49,5 +51,6 @@ export function createUpgrade(deps: { queuePrefix: string; logger: Logger; route
       });
     },
     close: async () => drain?.close(),
+    hurry: () => drain?.hurry(),
   };
 }

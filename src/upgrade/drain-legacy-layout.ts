@@ -8,6 +8,8 @@ import { adoptLegacyReconcileJobIds, legacyJobs, moveLegacyDeadLetters } from ".
 /** A worker on a queue of the earlier layout, closed once that queue has nothing left to run. */
 export interface Closable {
   close(): Promise<void>;
+  /** During close(): stop waiting for jobs in flight (a second signal); they go back to their queue. */
+  hurry(): void;
 }
 
 export interface LegacyDrainOptions {
@@ -41,6 +43,16 @@ const idleCheckMs = 60_000;
 export async function drainLegacyLayout(options: LegacyDrainOptions): Promise<Closable> {
   const { redis, queuePrefix, routes, logger, drain } = options;
   const running = new Map<string, Closable>();
+  // Workers closing (a drained queue's, or every one at close): a hurry reaches them too.
+  const closing = new Set<Closable>();
+  const closeWorker = async (worker: Closable) => {
+    closing.add(worker);
+    try {
+      await worker.close();
+    } finally {
+      closing.delete(worker);
+    }
+  };
   const reported = new Set<string>();
   const logLookFailed = createRepeatLog(logger, "warn", "could not look for jobs of the earlier key layout; looking again later", 60_000);
   let closed = false;
@@ -61,7 +73,7 @@ export async function drainLegacyLayout(options: LegacyDrainOptions): Promise<Cl
     } else if (live === 0 && worker) {
       seenEmpty.delete(queue);
       running.delete(queue);
-      await worker.close();
+      await closeWorker(worker);
       logger.info({ queue, route }, "the earlier key layout's queue is drained; its worker here stopped");
     }
   };
@@ -113,7 +125,10 @@ export async function drainLegacyLayout(options: LegacyDrainOptions): Promise<Cl
       await looking;
       const workers = [...running.values()];
       running.clear();
-      await Promise.all(workers.map((worker) => worker.close()));
+      await Promise.all(workers.map(closeWorker));
+    },
+    hurry() {
+      for (const worker of [...running.values(), ...closing]) worker.hurry();
     },
   };
 }
