@@ -44,7 +44,7 @@ const shards = 1024;
  * `all` adds their dictionaries, as versions before 5967d56 (a baseline) were sent them.
  */
 const windowOf = (shard: number) => {
-  const buckets = Array.from({ length: Math.floor(ttl / day) + 1 }, (_, i) => ledgerBucketKey("cost", shard, newestDay - i));
+  const buckets = Array.from({ length: Math.ceil(ttl / day) + 1 }, (_, i) => ledgerBucketKey("cost", shard, newestDay - i));
   return { buckets, all: [...buckets, ...buckets.map((key) => `${key}:names`)] };
 };
 const windows = Array.from({ length: shards }, (_, shard) => windowOf(shard));

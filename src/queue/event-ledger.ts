@@ -117,7 +117,9 @@ export const defaultLedgerShards = 1024;
 export function createEventLedger(redis: Redis | Cluster, queuePrefix: string, ttlSeconds: number, shards = defaultLedgerShards, { gatherMarksMs = 0 } = {}): EventLedger {
   const transport = createLedgerTransport(redis, gatherMarksMs);
   const bucketSeconds = Math.min(86_400, ttlSeconds);
-  const bucketCount = Math.floor(ttlSeconds / bucketSeconds) + 1;
+  // Rounded up: a record written at the end of its bucket is still within a TTL that is not
+  // a whole number of buckets (36 h) one bucket further back than the TTL's whole buckets.
+  const bucketCount = Math.ceil(ttlSeconds / bucketSeconds) + 1;
 
   // The shard count is the ledger's, not the process's: the first process to write fixes
   // it in Redis, and every process and CLI command reads it there, whatever LEDGER_SHARDS

@@ -40,7 +40,8 @@ local function start(keyBase, keyCount, argBase, argCount)
   op, field, now, ttl, bucketSeconds = ARGV[ab + 1], unhex(ARGV[ab + 2]), tonumber(ARGV[ab + 3]), tonumber(ARGV[ab + 4]), tonumber(ARGV[ab + 5])
   -- The buckets: the window's, the newest alone for a `markNewest`. An admission (never on
   -- a cluster) is sent its jobs' keys after them; another op, on a cluster, the dictionaries.
-  if op == 'markNewest' then n = 1 else n = math.floor(ttl / bucketSeconds) + 1 end
+  -- Rounded up, as event-ledger.ts counts them: a TTL of 36 h reaches three day buckets back.
+  if op == 'markNewest' then n = 1 else n = math.ceil(ttl / bucketSeconds) + 1 end
   dictionariesSent = op ~= 'admit' and kc == 2 * n
   dictWritten = false
 end

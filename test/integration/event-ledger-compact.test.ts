@@ -280,6 +280,25 @@ describe("compact event ledger", () => {
     }
   });
 
+  it("when the TTL is not a whole number of days (36 h) and an id came late on a day, then it still reads as arrived 26 h later, and as absent after the TTL", async () => {
+    const ledger = createEventLedger(redis, `test-${randomUUID()}`, 129_600, 1);
+    const day = 86_400_000;
+    // An hour before a day's end: 26 h later is two day buckets on, 36 h later three.
+    const claimedAt = (Math.floor(Date.now() / day) - 3) * day - 3_600_000;
+    const at = (ms: number) => vi.useFakeTimers({ toFake: ["Date"], now: ms });
+    try {
+      at(claimedAt);
+      expect(await ledger.claim("evt_late", arrival(["default"], claimedAt), false)).toBe(true);
+      at(claimedAt + 26 * 3_600_000);
+      expect(await ledger.lookup("evt_late")).toBe("arrived");
+      expect(await ledger.claim("evt_late", arrival(["default"]), false)).toBe(false);
+      at(claimedAt + 36 * 3_600_000 + 1000);
+      expect(await ledger.lookup("evt_late")).toBe("absent");
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+
   it("when two processes with different shard counts write first at once, then both use the count that was written first", async () => {
     const prefix = `test-${randomUUID()}`;
     const first = createEventLedger(redis, prefix, ttl, 8);
