@@ -198,14 +198,23 @@ async function storeMessage(deps: Pick<PullerDeps, "state" | "store" | "logger">
   return { offset, lastEventAt: event.time };
 }
 
-/** An expired (or refused) offset: read again from the last stored event's time less the overlap. */
+/**
+ * An expired (or refused) offset: read again from the last stored event's time less the
+ * overlap; with no event stored yet (a quiet log, or types that matched nothing: only
+ * heartbeats kept), from when the offset was kept, so the gap since is read too.
+ */
 async function resumeFromTime(deps: Pick<PullerDeps, "state" | "overlapMs" | "logger">, offset: string | undefined, error: TenantApiError): Promise<{ offset: string | undefined; from: Date }> {
-  const position = await deps.state.position().catch(() => ({ lastEventAt: undefined }));
-  const last = position.lastEventAt ? Date.parse(position.lastEventAt) : Number.NaN;
-  const from = new Date((Number.isNaN(last) ? Date.now() : last) - deps.overlapMs);
+  const position: { lastEventAt?: string; offsetAt?: string } = await deps.state.position().catch(() => ({}));
+  const [since, what] = position.lastEventAt
+    ? [Date.parse(position.lastEventAt), "the last stored event's time"]
+    : position.offsetAt
+      ? [Date.parse(position.offsetAt), "when the offset was kept, no event stored since the start"]
+      : [Number.NaN, ""];
+  const known = !Number.isNaN(since);
+  const from = new Date((known ? since : Date.now()) - deps.overlapMs);
   deps.logger.warn(
     { offset, from: from.toISOString(), status: error.status },
-    `pull: the kept offset can no longer be read (${error.status} ${error.tenantMessage}); resuming from ${from.toISOString()} (the last stored event's time less PULL_OVERLAP_SECONDS); the ledger drops the repeats`,
+    `pull: the kept offset can no longer be read (${error.status} ${error.tenantMessage}); resuming from ${from.toISOString()} (${known ? what : "now, nothing kept to start from"}, less PULL_OVERLAP_SECONDS); the ledger drops the repeats`,
   );
   return { offset, from };
 }

@@ -7,7 +7,7 @@ import { capturedLogger } from "../../helpers/captured-logger.js";
 import { startSinkServer, type SinkServer } from "../../helpers/sink-server.js";
 import { startTestService, type TestService } from "../../helpers/start-test-service.js";
 import { getToken } from "../emulator-test-kit.js";
-import { changeEventsApi, deliveriesById, emitMany, emitWithOffsets, eventsApi, metricValue, metricsOf, pullEnv, pullStatus, setEventsApiDown } from "./pull-test-kit.js";
+import { changeEventsApi, deliveriesById, emitMany, emitWithOffsets, eventsApi, keptOffset, metricValue, metricsOf, pullEnv, pullStatus, setEventsApiDown } from "./pull-test-kit.js";
 import { useCleanup } from "../../helpers/cleanup.js";
 
 describe("the pull when the tenant refuses, expires or goes away", () => {
@@ -58,6 +58,29 @@ describe("the pull when the tenant refuses, expires or goes away", () => {
     const warnings = said(second.lines, 40, "can no longer be read");
     expect(warnings).toHaveLength(1);
     expect(String(warnings[0]!.msg)).toContain("PULL_OVERLAP_SECONDS");
+  });
+
+  it("when the kept offset has expired and only heartbeats were kept (no event of the pulled types yet), then reading resumes from when that offset was kept: the events emitted while the pull was down arrive", async () => {
+    const { emulator, sink } = await emulatorAndSink();
+    const env = { PULL_EVENT_TYPES: "user.deleted", PULL_OVERLAP_SECONDS: "1" };
+    const first = await service(pullEnv(emulator, sink.url, env));
+    const prefix = first.config.env.QUEUE_PREFIX;
+    await expect.poll(async () => (await pullStatus(first.adminUrl)).state).toBe("connected");
+    // Events of another type: the pull keeps only the offset of a heartbeat past them, no event time.
+    const skipped = await emitWithOffsets(emulator, 5, "user.created");
+    await expect.poll(() => keptOffset(prefix)).toBe(skipped.offsets[4]);
+    await first.close();
+    // While the pull is down: one more of the other type, 3 it wants, then the tenant drops its log past the kept offset.
+    const later = await emitWithOffsets(emulator, 1, "user.created");
+    const gap = await emitMany(emulator, 3, "user.deleted");
+    const gapAt = Date.now();
+    await changeEventsApi(emulator, { expire_through: later.offsets[0]! });
+    // Past the overlap, so that resuming from now less it would leave the 3 out.
+    await new Promise((resolve) => setTimeout(resolve, Math.max(0, gapAt + 2000 - Date.now())));
+
+    const second = await service(pullEnv(emulator, sink.url, { ...env, QUEUE_PREFIX: prefix }));
+    await sink.until((requests) => gap.every((id) => requests.some((request) => request.headers["webhook-id"] === id)), 60_000);
+    expect(said(second.lines, 40, "when the offset was kept")).toHaveLength(1);
   });
 
   it("when the credentials are wrong, then one log line names them, the attempts back off, and the pull recovers once the client exists", async () => {
