@@ -27,3 +27,18 @@ export function createArchiveOutbox(redis: RedisClient, queuePrefix: string): Ar
     await Promise.all(records.map((record) => redis.xadd(key, "*", "r", JSON.stringify(record))));
   };
 }
+
+/** What `archivedThrough` allows for a record on its way to the outbox: its time is the app's clock, its entry id Redis's. */
+export const outboxArrivalMarginMs = 5000;
+
+/**
+ * Until when Postgres holds every record: the time of the oldest entry still in the outbox
+ * (or now, when it is empty), less `outboxArrivalMarginMs`. Records reach Postgres out of
+ * order (a backlog after an outage, a crashed writer's batch taken over later), so a
+ * reader by time (a replay) must not pass this.
+ */
+export async function archivedThrough(redis: RedisClient, queuePrefix: string, now = Date.now()): Promise<number> {
+  const first = (await redis.xrange(archiveOutboxKey(queuePrefix), "-", "+", "COUNT", 1))[0];
+  const oldest = first ? Number(first[0].split("-")[0]) : now;
+  return Math.min(oldest, now) - outboxArrivalMarginMs;
+}

@@ -17,6 +17,8 @@ export interface ReplayRunnerDeps {
   pollMs?: number;
   /** Events per page and checkpoint; the next page is queued once fewer than half a page of prioritized jobs wait on the route. @defaultValue 50 */
   pageSize?: number;
+  /** Until when the archive holds every event (archive-outbox.ts `archivedThrough`): a replay reads no further until it moves. @defaultValue every event is archived (no outbox) */
+  archivedThrough?(): Promise<number>;
 }
 
 interface EventRow {
@@ -38,7 +40,13 @@ interface EventRow {
  * sent twice. What it does with an event it can never send, in one place: an erased
  * payload is counted `skipped` (`replay_deliveries_total{outcome="skipped_erased"}`) and
  * never sent; an unreadable one fails the replay, said in its `state` and the log.
+ * Events reach the archive out of order (a backlog after a Postgres outage), so a replay
+ * reads only as far as the archive is complete (`archivedThrough`) and waits there for
+ * the rest of its window: none of it is passed by while still in the outbox.
  */
+/** How often a replay waiting for the archive to catch up looks again. */
+const waitForArchiveMs = 1000;
+
 export function createReplayRunner(deps: ReplayRunnerDeps) {
   const { pool, queues, logger } = deps;
   const pageSize = deps.pageSize ?? 50;
@@ -70,20 +78,32 @@ export function createReplayRunner(deps: ReplayRunnerDeps) {
     const queue = queues.forRoute(route);
     let checkpoint = replay.checkpoint_at ? { at: replay.checkpoint_at, id: replay.checkpoint_id! } : undefined;
     if (checkpoint) logger.info({ replayId, route, checkpoint: checkpoint.at.toISOString() }, "replay resumes from its checkpoint");
+    let waitingSaid = false;
     while (!closing) {
       // A bounded backlog: a cancel leaves little queued, and a crash resumes from a recent checkpoint.
       while (!closing && (await queue.getPrioritizedCount()) >= pageSize / 2) await new Promise((ok) => setTimeout(ok, 100));
       if (closing) return;
       // A cancel that came while it waited queues nothing more.
       if (!(await stillRunning(client, replayId))) return cancelled(replayId, route);
-      const params = [...replayWindowParams(filter), checkpoint?.at ?? null, checkpoint?.id ?? null, pageSize];
+      const until = filter.until === undefined ? Number.POSITIVE_INFINITY : Date.parse(filter.until);
+      const through = deps.archivedThrough ? await deps.archivedThrough() : Number.POSITIVE_INFINITY;
+      const complete = through >= until;
+      const params = [...replayWindowParams(filter), checkpoint?.at ?? null, checkpoint?.id ?? null, pageSize, complete ? null : new Date(through)];
       const page = (await client.query<EventRow>(
         `SELECT e.arrived_at, e.id, e.origin, e.stream, e.payload FROM events e WHERE ${replayWindowWhere}
-         AND ($6::timestamptz IS NULL OR (e.arrived_at >= $6 AND (e.arrived_at, e.id) > ($6, $7))) ORDER BY e.arrived_at, e.id LIMIT $8`,
+         AND ($6::timestamptz IS NULL OR (e.arrived_at >= $6 AND (e.arrived_at, e.id) > ($6, $7)))
+         AND ($9::timestamptz IS NULL OR e.arrived_at < $9) ORDER BY e.arrived_at, e.id LIMIT $8`,
         params,
       )).rows;
+      if (page.length === 0 && !complete) {
+        if (!waitingSaid) logger.info({ replayId, route, archivedThrough: new Date(through).toISOString() }, "replay waits for the archive to catch up with its window (events still in the outbox: archive_lag_seconds)");
+        waitingSaid = true;
+        await new Promise((ok) => setTimeout(ok, waitForArchiveMs));
+        continue;
+      }
       if (page.length === 0) {
-        await client.query("UPDATE replays SET state = 'done', updated_at = now() WHERE id = $1 AND state = 'running'", [replayId]);
+        // `matched` counted what the archive held at the start: it grows to what came in late.
+        await client.query("UPDATE replays SET state = 'done', matched = GREATEST(matched, sent + skipped), updated_at = now() WHERE id = $1 AND state = 'running'", [replayId]);
         logger.info({ replayId, route }, "replay queued every event of its window");
         return;
       }

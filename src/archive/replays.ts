@@ -90,11 +90,13 @@ export function createReplays(deps: { pool: pg.Pool; routes: string[]; retention
         throw new ReplayRefusedError(`since ${new Date(request.since).toISOString()} is older than the archive keeps: it holds events from ${new Date(kept).toISOString()} on (ARCHIVE_RETENTION_DAYS=${deps.retentionDays}); give a later since`);
       }
       if (request.until !== undefined && request.until <= request.since) throw new ReplayRefusedError("until must be after since");
-      // Without until, the window ends when the replay starts: what arrives later is live,
-      // not replayed, and `matched` stays what is sent.
+      // The window ends when the replay starts at the latest (without until, or with one
+      // still to come): what arrives later is live, not replayed.
+      const startedAt = now();
+      if (request.since >= startedAt) throw new ReplayRefusedError(`since ${new Date(request.since).toISOString()} is not in the past: give a since before now`);
       const filter: ReplayFilter = {
         since: new Date(request.since).toISOString(),
-        until: new Date(request.until ?? now()).toISOString(),
+        until: new Date(Math.min(request.until ?? startedAt, startedAt)).toISOString(),
         ...(request.type === undefined ? {} : { type: request.type }),
         ...(request.entity === undefined ? {} : { entity: request.entity }),
         ...(request.stream === undefined ? {} : { stream: request.stream }),

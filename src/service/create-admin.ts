@@ -1,5 +1,6 @@
 import { describeArchivedEvent } from "../admin/describe-archived-event.js";
 import { describeEvent } from "../admin/describe-event.js";
+import { archivedThrough } from "../archive/archive-outbox.js";
 import { createReplayRunner } from "../archive/replay-runner.js";
 import { createAdminApp } from "../http/admin-app.js";
 import { boundAddress } from "../http/bound-address.js";
@@ -29,7 +30,7 @@ export async function createAdmin(deps: AdminDeps): Promise<{ close(): Promise<v
     registerQueueGauges(client, () => [...stores.queues.all(), stores.reconcileQueue.queue]),
     registerRedisGauges(client, new Map(routes.map((route) => [route.name, circuitKey(env.QUEUE_PREFIX, route.name)]))),
   ];
-  const replayRunner = archive && createReplayRunner({ pool: archive.pool, queues: stores.queues, logger });
+  const replayRunner = archive && createReplayRunner({ pool: archive.pool, queues: stores.queues, logger, archivedThrough: () => archivedThrough(client, env.QUEUE_PREFIX) });
   const app = createAdminApp({
     ready: deps.ready,
     alive: connections.redis.healthy,

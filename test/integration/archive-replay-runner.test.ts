@@ -113,6 +113,41 @@ describe("archive: the replay runner", () => {
     expect(await queuedCount()).toBe(9);
   });
 
+  it("when older events of the window are still in the outbox (the archive behind), then the replay waits for them there instead of passing them by: every event sent once, in order, matched grown to what was sent", async () => {
+    const replays = await routeFor("archive-behind");
+    const stream = `est_${randomUUID().replaceAll("-", "")}`;
+    const start = Date.now() - 3_600_000;
+    const events = Array.from({ length: 6 }, () => ({ ...userEvent(), a0stream: stream }));
+    const rows = events.map((event, index) => ({ kind: "event" as const, event, origin: "webhook" as const, receivedAt: start + index * 1000, routes: [] }));
+    // The 3rd and 4th are still in the outbox: the archive is complete through the 2nd only.
+    await writeArchiveBatch(pool, [...rows.slice(0, 2), ...rows.slice(4)]);
+    let through = start + 1500;
+    harness!.startDispatcher();
+    const logs = capturedLogger("info");
+    runner = createReplayRunner({ pool, queues: harness!.queues, logger: logs.logger, pollMs: 600_000, pageSize, archivedThrough: async () => through });
+    const { replayId, matched } = await replays.start({ route: "archive-behind", since: start, stream });
+    expect(matched).toBe(4);
+    runner.wake();
+    await until("the replay waiting for the archive", () => logs.lines.some((line) => line.replayId === replayId && String(line.msg).startsWith("replay waits for the archive")));
+    expect((await rowOf(replayId!)).state).toBe("running");
+    // The writer catches up: the two land, older than what the replay has already read past.
+    await writeArchiveBatch(pool, rows.slice(2, 4));
+    through = Date.now();
+    await stateIs(replayId!, "done");
+    await received(6);
+    expect(replayedIds()).toEqual(events.map((event) => event.id));
+    expect(await db.query("SELECT matched, sent FROM replays WHERE id = $1", [replayId])).toEqual([{ matched: 6, sent: 6 }]);
+  });
+
+  it("when a replay's until is still to come, then its window ends when it starts; a since still to come is refused saying so", async () => {
+    const at = Date.now() - 60_000;
+    const replays = createReplays({ pool, routes: ["later"], retentionDays: 30, now: () => at });
+    const { replayId } = await replays.start({ route: "later", since: at - 3_600_000, until: at + 3_600_000 });
+    expect((await replays.get(replayId!))?.until).toBe(new Date(at).toISOString());
+    await expect(replays.start({ route: "later", since: at + 1000 })).rejects.toThrow(`since ${new Date(at + 1000).toISOString()} is not in the past: give a since before now`);
+    await pool.query("UPDATE replays SET state = 'cancelled' WHERE id = $1", [replayId]);
+  });
+
   it("when events share an arrival time across a page's end, then the next page goes on after the last one sent, by id, skipping none", async () => {
     const replays = await routeFor("same-time");
     const stream = `est_${randomUUID().replaceAll("-", "")}`;

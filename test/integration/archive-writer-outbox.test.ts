@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import { Redis, type RedisOptions } from "ioredis";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it, inject } from "vitest";
-import { archiveOutboxKey, archiveWriterGroup, createArchiveOutbox } from "../../src/archive/archive-outbox.js";
+import { archivedThrough, archiveOutboxKey, archiveWriterGroup, createArchiveOutbox, outboxArrivalMarginMs } from "../../src/archive/archive-outbox.js";
 import type { ArchiveRecord } from "../../src/archive/archive-record.js";
 import { createArchiveWriter, type ArchiveWriterDeps } from "../../src/archive/create-archive-writer.js";
 import { archiveWrites } from "../../src/metrics/archive-metrics.js";
@@ -179,6 +179,17 @@ describe("archive writer: the outbox it reads and the schema it keeps", () => {
     await outbox(later.records);
     await drained();
     expect(await archived([...waiting.ids, ...later.ids])).toBe(4);
+  });
+
+  it("when records wait in the outbox, then the archive is complete through the oldest one's time less the margin, and through now less it when none waits (what a replay may read up to)", async () => {
+    const { prefix, key, producer } = outboxOfItsOwn();
+    const now = Date.now();
+    expect(await archivedThrough(producer, prefix, now)).toBe(now - outboxArrivalMarginMs);
+    await producer.xadd(key, `${now - 60_000}-0`, "r", "{}");
+    await producer.xadd(key, `${now - 30_000}-0`, "r", "{}");
+    expect(await archivedThrough(producer, prefix, now)).toBe(now - 60_000 - outboxArrivalMarginMs);
+    await producer.xdel(key, `${now - 60_000}-0`);
+    expect(await archivedThrough(producer, prefix, now)).toBe(now - 30_000 - outboxArrivalMarginMs);
   });
 
   it("when more records wait than one batch holds, then each batch is archived in one transaction of at most batchSize records", async () => {
