@@ -15,7 +15,12 @@ import { until } from "./until.js";
  * that costs each process ~0.45 s more CPU to start, and the suite starts hundreds.
  */
 export function cliEntry(): string[] {
-  return [join(inject("builtDir"), "dist/cli/main.js")];
+  return [builtCli()];
+}
+
+/** `dist/cli/main.js` of this run's build (cliEntry): for a test that runs the CLI its own way. */
+export function builtCli(): string {
+  return join(inject("builtDir"), "dist/cli/main.js");
 }
 
 /** The built CLI, as an operator runs it (`npm run build` first): what the bench measures. */

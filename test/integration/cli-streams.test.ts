@@ -1,5 +1,4 @@
-import { execFile, execFileSync } from "node:child_process";
-import { existsSync } from "node:fs";
+import { execFile } from "node:child_process";
 import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -8,13 +7,13 @@ import { startEmulator, type Emulator } from "../../src/emulator/start-emulator.
 import { startTestService, type TestService } from "../helpers/start-test-service.js";
 import { control } from "./emulator-test-kit.js";
 import { refusedUrl } from "../helpers/explicit-ports.js";
+import { builtCli } from "../helpers/start-service-process.js";
 
 /**
  * The built binary against the emulator. `npm test` builds dist/ first (pretest); when
  * run alone and dist/ is missing, the build happens here.
  */
-const root = new URL("../../", import.meta.url).pathname;
-const main = join(root, "dist/cli/main.js");
+const main = builtCli();
 
 let emu: Emulator;
 let dataDir: string;
@@ -57,14 +56,6 @@ interface StoredStream {
 const streamIds: string[] = [];
 
 beforeAll(async () => {
-  if (!existsSync(main)) {
-    try {
-      execFileSync(process.execPath, [join(root, "node_modules/typescript/bin/tsc"), "-p", join(root, "tsconfig.build.json")], { stdio: "ignore" });
-    } catch {
-      // Type errors elsewhere still emit JavaScript; the existence check below decides.
-    }
-  }
-  expect(existsSync(main), "build dist/ first: npx tsc -p tsconfig.build.json").toBe(true);
   emu = await startEmulator({ timeScale: 0.01 });
   dataDir = await mkdtemp(join(tmpdir(), "sk-cli-streams-"));
   service = await startTestService({ ADMIN_TOKEN: adminToken });

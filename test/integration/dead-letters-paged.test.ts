@@ -10,7 +10,7 @@ import { deadLetterPageSize, listDeadLetters } from "../../src/admin/list-dead-l
 import { createDeliveryQueues, type DeliveryQueues } from "../../src/queue/delivery-queues.js";
 import { deliveryQueueBullPrefix, deliveryQueueName } from "../../src/queue/queue-names.js";
 import { createRedis } from "../../src/redis/redis-connection.js";
-import { ensureBuilt } from "../helpers/dispatch-cli.js";
+import { builtCli } from "../helpers/start-service-process.js";
 import { explicitPorts } from "../helpers/explicit-ports.js";
 import { startTestService, type TestService } from "../helpers/start-test-service.js";
 import { createDispatchHarness, testRoute, type DispatchHarness } from "../helpers/dispatch-harness.js";
@@ -22,7 +22,7 @@ const adminToken = "paged-admin-token";
 
 /** The built CLI, its output streamed (a 20,000-line answer is larger than execFile's buffer). */
 async function cli(args: string[], env: Record<string, string>, onStdout?: (chunk: string) => void) {
-  const child = spawn(process.execPath, ["dist/cli/main.js", ...args], { env: { PATH: process.env.PATH ?? "", ...explicitPorts(args, env) }, stdio: ["ignore", "pipe", "pipe"] });
+  const child = spawn(process.execPath, [builtCli(), ...args], { env: { PATH: process.env.PATH ?? "", ...explicitPorts(args, env) }, stdio: ["ignore", "pipe", "pipe"] });
   let stdout = "";
   let stderr = "";
   child.stdout.setEncoding("utf8").on("data", (chunk: string) => {
@@ -70,7 +70,6 @@ describe("dead letters by the page: 20,000 of them", () => {
   let service: TestService;
 
   beforeAll(async () => {
-    const built = ensureBuilt();
     const route = testRoute("bulk", "http://127.0.0.1:9/", { maxAttemptsPerEvent: 1 });
     harness = await createDispatchHarness(redisUrl, [route]);
     dir = await mkdtemp(join(tmpdir(), "sk-paged-"));
@@ -97,7 +96,6 @@ describe("dead letters by the page: 20,000 of them", () => {
     // A receiver (no dispatcher: replayed jobs stay waiting, to be counted) serves the admin API.
     service = await startTestService({ QUEUE_PREFIX: harness.prefix, ROUTES_FILE: join(dir, "routes.json"), ADMIN_TOKEN: adminToken }, "receiver");
     env = { ADMIN_URL: service.adminUrl, ADMIN_TOKEN: adminToken, REDIS_URL: "redis://127.0.0.1:9", LOG_LEVEL: "warn" };
-    await built;
   });
 
   afterAll(async () => {

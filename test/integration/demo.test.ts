@@ -1,9 +1,9 @@
 import { spawn } from "node:child_process";
 import { once } from "node:events";
-import { join } from "node:path";
 import { describe, expect, it } from "vitest";
+import { builtCli } from "../helpers/start-service-process.js";
 
-const cli = join(import.meta.dirname, "../../dist/cli/main.js");
+const cli = builtCli();
 
 describe("streamkeeper demo", () => {
   it("when run on a machine with only redis-server on PATH, then it tells the story to the end: an event fails at the tenant and the sweep recovers it once, with no reconcile command, and an event the push never sends arrives by pull", async () => {

@@ -2,7 +2,7 @@ import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
-import { ensureBuilt, runCli } from "../helpers/dispatch-cli.js";
+import { runCli } from "../helpers/dispatch-cli.js";
 import { testRoute } from "../helpers/dispatch-harness.js";
 import { userEvent } from "../helpers/fixtures.js";
 import { startSinkServer, type SinkServer } from "../helpers/sink-server.js";
@@ -26,7 +26,6 @@ describe("streamkeeper dead-letters", () => {
   const events = [userEvent(), userEvent({ type: "user.deleted" })];
 
   beforeAll(async () => {
-    const built = ensureBuilt();
     // Both routes refuse everything at first: two dead letters each.
     orders = await startSinkServer(() => ({ status: 400, body: "schema mismatch" }));
     audit = await startSinkServer(() => ({ status: 422 }));
@@ -38,7 +37,6 @@ describe("streamkeeper dead-letters", () => {
     env = { ADMIN_URL: service.adminUrl, ADMIN_TOKEN: adminToken, REDIS_URL: "redis://127.0.0.1:9", LOG_LEVEL: "warn" };
     for (const event of events) expect((await service.post("/webhooks", JSON.stringify(event))).status).toBe(202);
     await vi.waitFor(async () => expect(await deadLetters(service)).toHaveLength(4), { timeout: 30_000, interval: 50 });
-    await built;
   }, 60_000);
   afterAll(async () => {
     await service.close();

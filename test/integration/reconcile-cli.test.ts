@@ -1,6 +1,5 @@
-import { execFileSync, spawn } from "node:child_process";
+import { spawn } from "node:child_process";
 import { randomUUID } from "node:crypto";
-import { existsSync } from "node:fs";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -13,14 +12,15 @@ import { tenantId } from "../helpers/fixtures.js";
 import { startSinkServer, type SinkServer } from "../helpers/sink-server.js";
 import { startTestService, testCredentials, type TestService } from "../helpers/start-test-service.js";
 import { call, createStream, emit, settled, tenantEnv } from "./emulator-test-kit.js";
+import { builtCli } from "../helpers/start-service-process.js";
 
 /**
  * `streamkeeper reconcile` end to end: the emulator pushes to the real service, which
  * refuses it (the stream has a wrong password), so the tenant marks the delivery failed;
  * the built CLI then recovers it from the delivery history and the sink receives it.
  */
-const root = new URL("../../", import.meta.url).pathname;
-const main = join(root, "dist/cli/main.js");
+// The command under test is the built one: this run's build (global-setup.ts).
+const main = builtCli();
 const redisUrl = inject("redisUrl");
 const adminToken = "reconcile-cli-admin-token";
 
@@ -71,13 +71,6 @@ async function failedEvent(): Promise<string> {
 }
 
 beforeAll(async () => {
-  // The command under test is the built one: build dist/ from the current sources.
-  try {
-    execFileSync(process.execPath, [join(root, "node_modules/typescript/bin/tsc"), "-p", join(root, "tsconfig.build.json")], { stdio: "ignore" });
-  } catch {
-    // Type errors elsewhere still emit JavaScript; the existence check below decides.
-  }
-  expect(existsSync(join(root, "dist/cli/reconcile-command.js")), "build dist/ first: npx tsc -p tsconfig.build.json").toBe(true);
   dataDir = await mkdtemp(join(tmpdir(), "sk-reconcile-cli-"));
   emulator = await startEmulator({ timeScale: 0.01 });
   sink = await startSinkServer();

@@ -1,5 +1,4 @@
-import { execFileSync, spawn } from "node:child_process";
-import { existsSync } from "node:fs";
+import { spawn } from "node:child_process";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -7,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startEmulator, type Emulator } from "../../src/emulator/start-emulator.js";
 import { startTestService, testCredentials, type TestService } from "../helpers/start-test-service.js";
 import { call, createStream, emit, getToken, type ControlDelivery, tenantEnv } from "./emulator-test-kit.js";
+import { builtCli } from "../helpers/start-service-process.js";
 
 /**
  * 1,000 ids through `streamkeeper reconcile --file` against an emulator that enforces
@@ -14,8 +14,7 @@ import { call, createStream, emit, getToken, type ControlDelivery, tenantEnv } f
  * client here) and RECONCILE_RATE_PER_SECOND=50: every id reaches its outcome and the
  * tenant never answers 429.
  */
-const root = new URL("../../", import.meta.url).pathname;
-const main = join(root, "dist/cli/main.js");
+const main = builtCli();
 const count = 1000;
 const rate = 50;
 
@@ -24,14 +23,6 @@ let service: TestService;
 let dataDir: string;
 
 beforeAll(async () => {
-  if (!existsSync(join(root, "dist/cli/reconcile-command.js"))) {
-    try {
-      execFileSync(process.execPath, [join(root, "node_modules/typescript/bin/tsc"), "-p", join(root, "tsconfig.build.json")], { stdio: "ignore" });
-    } catch {
-      // Type errors elsewhere still emit JavaScript; the existence check below decides.
-    }
-  }
-  expect(existsSync(join(root, "dist/cli/reconcile-command.js")), "build dist/ first: npx tsc -p tsconfig.build.json").toBe(true);
   dataDir = await mkdtemp(join(tmpdir(), "sk-reconcile-rate-"));
   emulator = await startEmulator({ timeScale: 0.01, rateLimit: rate });
   service = await startTestService({

@@ -10,8 +10,9 @@ import { logLines, loggedUrl, type LogLine } from "../helpers/log-lines.js";
 import { until } from "../helpers/until.js";
 import { testCredentials } from "../helpers/service-process-env.js";
 import { startSinkServer, type SinkServer } from "../helpers/sink-server.js";
+import { builtCli } from "../helpers/start-service-process.js";
 
-const cli = join(import.meta.dirname, "../../dist/cli/main.js");
+const cli = builtCli();
 const basic = `Basic ${Buffer.from(`${testCredentials.username}:${testCredentials.password}`).toString("base64")}`;
 
 interface Started {

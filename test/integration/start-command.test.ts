@@ -11,8 +11,9 @@ import { loggedUrl } from "../helpers/log-lines.js";
 import { until } from "../helpers/until.js";
 import { userEvent } from "../helpers/fixtures.js";
 import { basicAuthorization } from "../helpers/credentials.js";
+import { builtCli } from "../helpers/start-service-process.js";
 
-const cli = join(import.meta.dirname, "../../dist/cli/main.js");
+const cli = builtCli();
 
 function run(args: string[], env: Record<string, string>) {
   const child = spawn(process.execPath, [cli, ...args], { env: { PATH: process.env.PATH, ARCHIVE: "off", ...explicitPorts(args, env) }, stdio: ["ignore", "pipe", "pipe"] });

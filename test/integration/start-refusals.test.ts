@@ -6,8 +6,9 @@ import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { loadConfig } from "../../src/config.js";
 import { credentialsFile, resolveWebhookAuth } from "../../src/webhook-credentials.js";
+import { builtCli } from "../helpers/start-service-process.js";
 
-const cli = join(import.meta.dirname, "../../dist/cli/main.js");
+const cli = builtCli();
 
 async function start(env: Record<string, string>) {
   const child = spawn(process.execPath, [cli, "start"], {

@@ -11,8 +11,9 @@ import { userEvent } from "../helpers/fixtures.js";
 import { startOldRedis } from "../helpers/start-old-redis.js";
 import { useCleanup } from "../helpers/cleanup.js";
 import { basicAuthorization } from "../helpers/credentials.js";
+import { builtCli } from "../helpers/start-service-process.js";
 
-const cli = join(import.meta.dirname, "../../dist/cli/main.js");
+const cli = builtCli();
 
 /** `streamkeeper start` as its own process, output captured; the test stops it. */
 function start(role: string, env: Record<string, string>) {
