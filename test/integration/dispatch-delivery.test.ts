@@ -125,8 +125,9 @@ describe("dispatch: delivery", () => {
     expect(silent.requests).toHaveLength(2);
   });
 
-  it("when a 429 carries Retry-After: 1, then the next attempt waits about a second", async () => {
-    const downstream = await sink((request) => (request.index === 0 ? { status: 429, headers: { "retry-after": "1" } } : {}));
+  it("when a 429 carries Retry-After: 2, then the next attempt waits about two seconds", async () => {
+    // Two seconds, not one: the poll below must see the job between its attempts on a loaded machine.
+    const downstream = await sink((request) => (request.index === 0 ? { status: 429, headers: { "retry-after": "2" } } : {}));
     harness = await createDispatchHarness(redisUrl, [testRoute("limited", downstream.url)]);
     harness.startDispatcher();
     const event = userEvent();
@@ -137,7 +138,7 @@ describe("dispatch: delivery", () => {
       .poll(async () => (await describeEvent(event.id, harness!))?.routes)
       .toEqual([{ route: "limited", state: "retrying", attempts: 1, lastError: "downstream answered 429" }]);
     const [first, second] = await downstream.untilReceived(2);
-    expect(second!.receivedAt - first!.receivedAt).toBeGreaterThanOrEqual(950);
+    expect(second!.receivedAt - first!.receivedAt).toBeGreaterThanOrEqual(1950);
   });
 
   it("when one route is down, then another receives every event without waiting for it", async () => {

@@ -31,13 +31,13 @@ describe("dispatch: a downstream whose 2xx body is slow", () => {
     const dir = await mkdtemp(join(tmpdir(), "sk-slow-"));
     const routesFile = join(dir, "routes.yaml");
     // A timeoutMs the status line meets even on a loaded machine; the body never does.
-    await writeFile(routesFile, `routes:\n  - name: slow\n    match: "*"\n    url: http://127.0.0.1:${(sink.address() as AddressInfo).port}/\n    timeoutMs: 1000\n`);
+    await writeFile(routesFile, `routes:\n  - name: slow\n    match: "*"\n    url: http://127.0.0.1:${(sink.address() as AddressInfo).port}/\n    timeoutMs: 5000\n`);
     const service = await startTestService({ ROUTES_FILE: routesFile, ADMIN_TOKEN: "t" });
     cleanup.push(() => service.close());
 
     const event = userEvent();
     expect((await service.post("/webhooks", JSON.stringify(event))).status).toBe(202);
-    const deadline = Date.now() + 30_000;
+    const deadline = Date.now() + 60_000;
     let state = "";
     while (Date.now() < deadline) {
       const res = await fetch(`${service.adminUrl}/admin/events/${event.id}`, { headers: { authorization: "Bearer t" } });

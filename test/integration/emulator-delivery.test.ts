@@ -4,6 +4,7 @@ import { startEmulator, type Emulator } from "../../src/emulator/start-emulator.
 import { call, createStream, emit, getToken, settled, startSink, type Sink } from "./emulator-test-kit.js";
 import { basicAuthorization } from "../helpers/credentials.js";
 import { until } from "../helpers/until.js";
+import { refusedUrl } from "../helpers/explicit-ports.js";
 
 interface Record {
   id: string;
@@ -116,10 +117,9 @@ describe("emulator delivery engine", () => {
     const impatient = await startEmulator({ timeScale: 0.01, tenantName: "acme", webhookTimeoutMs: 150 });
     try {
       const hanging = await sink(() => "hang");
-      const closed = await startSink(() => 200);
-      await closed.close();
       const slowStream = await createStream(impatient, hanging.url, { types: ["organization.created"] });
-      const deadStream = await createStream(impatient, closed.url, { types: ["organization.created"] });
+      // Nothing listens there (explicit-ports.ts), unlike a port just closed, which another process may take.
+      const deadStream = await createStream(impatient, refusedUrl, { types: ["organization.created"] });
       const eventId = await emit(impatient, "organization.created");
       const impatientToken = await getToken(impatient);
       const failed = (streamId: string) => waitFailed(streamId, eventId, (path) => call(impatient, "GET", path, { token: impatientToken }));

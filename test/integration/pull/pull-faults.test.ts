@@ -140,7 +140,8 @@ describe("the pull when the tenant refuses, expires or goes away", () => {
     await expect.poll(async () => Date.now() - down >= 6000 && ((await eventsApi(emulator)).attempts["0"] ?? 0) >= 2, { interval: 250 }).toBe(true);
     const refused = (await eventsApi(emulator)).attempts["0"] ?? 0;
     expect(refused).toBeLessThanOrEqual(2 + Math.log2((Date.now() - down) / 500));
-    expect((await pullStatus(pulling.adminUrl)).state).toBe("waiting");
+    // Between attempts: one in flight reads `connecting`.
+    await expect.poll(async () => (await pullStatus(pulling.adminUrl)).state).toBe("waiting");
     await setEventsApiDown(emulator, false);
     await sink.until((requests) => during.every((id) => requests.some((request) => request.headers["webhook-id"] === id)), 60_000);
     const after = await metricsOf(pulling.adminUrl);
