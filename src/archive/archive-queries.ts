@@ -191,15 +191,17 @@ export async function timelineOfEvent(pool: pg.Pool, eventId: string): Promise<T
 }
 
 /** Erasure: drops the payloads of an entity's archived events, keeping ids, types, times and outcomes. Resolves with how many it erased. */
-export async function forgetEntity(pool: pg.Pool, entity: string): Promise<number> {
+export async function forgetEntity(pool: pg.Pool, entity: string, now = Date.now()): Promise<number> {
   const client = await checkOut(pool);
   try {
     await client.query("BEGIN");
     // The writers' lock (write-archive-batch.ts): no batch of the entity's events commits between these two statements.
     await client.query("SELECT pg_advisory_xact_lock(hashtext('streamkeeper archive writer'))");
-    // Recorded first: an event of the entity still in the outbox is archived without its payload.
-    await client.query("INSERT INTO erasures (entity, erased_at) VALUES ($1, now()) ON CONFLICT (entity) DO UPDATE SET erased_at = now()", [entity]);
-    const erased = await client.query("UPDATE events SET payload = NULL, erased_at = now() WHERE entity = $1 AND payload IS NOT NULL", [entity]);
+    // Recorded first: an event of the entity still in the outbox is archived without its
+    // payload. Its arrival time is a service's clock, not Postgres's: the later of the two
+    // clocks is the erasure's time, so a clock behind Postgres's lets no such event keep it.
+    const at = (await client.query<{ at: Date }>("INSERT INTO erasures (entity, erased_at) VALUES ($1, GREATEST(now(), $2)) ON CONFLICT (entity) DO UPDATE SET erased_at = GREATEST(now(), $2) RETURNING erased_at AS at", [entity, new Date(now)])).rows[0]!.at;
+    const erased = await client.query("UPDATE events SET payload = NULL, erased_at = $2 WHERE entity = $1 AND payload IS NOT NULL", [entity, at]);
     await client.query("COMMIT");
     return erased.rowCount ?? 0;
   } catch (error) {

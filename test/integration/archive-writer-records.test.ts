@@ -4,6 +4,7 @@ import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it, inject } from "vitest";
 import { archiveOutboxKey, createArchiveOutbox } from "../../src/archive/archive-outbox.js";
 import { oldestKept } from "../../src/archive/archive-partitions.js";
+import { forgetEntity } from "../../src/archive/archive-queries.js";
 import type { ArchiveRecord } from "../../src/archive/archive-record.js";
 import { createArchiveWriter, type ArchiveWriter } from "../../src/archive/create-archive-writer.js";
 import { decodePayload } from "../../src/archive/payload-codec.js";
@@ -209,6 +210,18 @@ describe("archive writer: what each record becomes", () => {
     expect(rows).toHaveLength(2);
     expect(rows.find((row) => row.id === before.id)!.payload).toBeNull();
     expect(decodePayload(rows.find((row) => row.id === after.id)!.payload!)).toEqual(after);
+  });
+
+  it("when the service's clock runs ahead of Postgres's and an event of the entity arrived just before the erasure (still in the outbox), then it is archived without its payload", async () => {
+    const { outbox, drained } = await outboxAndWriter();
+    const entity = `auth0|ahead-${randomUUID()}`;
+    const event = userEvent({ data: { object: { user_id: entity } } });
+    // The service's clock 30 s ahead of Postgres's: the event arrived 1 s before the erasure by it.
+    const ahead = Date.now() + 30_000;
+    expect(await forgetEntity(pool, entity, ahead)).toBe(0);
+    await outbox([{ kind: "event", event, origin: "webhook", receivedAt: ahead - 1000, routes: [] }]);
+    await drained();
+    expect(await db.query("SELECT payload FROM events WHERE id = $1", [event.id])).toEqual([{ payload: null }]);
   });
 
   it("when a record older than ARCHIVE_RETENTION_DAYS reaches the writer, then it is counted expired, warned, not archived, and removed from the outbox", async () => {
