@@ -24,10 +24,12 @@ export interface ReplayResult {
  * attempt; so both counters are reset (and so DISPATCH_RETRY_WINDOW_SECONDS starts again).
  * A replayed job keeps its priority: a reconciled event still yields to live ones.
  *
- * `--all` works a page at a time, oldest first, and only on jobs that failed before the
- * replay began: a replayed job that fails again at once is not replayed twice. Any Redis
- * error rejects (the command exits 1); only a job replayed or removed meanwhile (another
- * operator, a second replay) is skipped.
+ * `--all` works on the dead letters there were when it began (their ids read first, no
+ * clock compared: a worker's may run ahead of ours), a page at a time, oldest first: a
+ * replayed job that fails again at once is not replayed twice, and one that fails for the
+ * first time meanwhile waits for the next replay. Any Redis error rejects (the command
+ * exits 1); only a job replayed or removed meanwhile (another operator, a second replay)
+ * is skipped.
  */
 export async function replayDeadLetters(
   queues: DeliveryQueues,
@@ -43,17 +45,11 @@ export async function replayDeadLetters(
   };
 
   if ("all" in selection) {
-    const began = Date.now();
     for (const queue of queues.all()) {
-      // Ids only (not jobs): a guard against a worker whose clock lags ours failing a replayed job "before" we began.
-      const done = new Set<string>();
-      for (;;) {
-        // Oldest first from the head each time: replayed jobs leave the failed set.
-        const head = await queue.getJobs(["failed"], 0, deadLetterPageSize - 1, true);
-        const page = head.filter((job) => job && (job.finishedOn ?? 0) <= began && !done.has(job.id ?? ""));
-        if (page.length === 0) break;
-        for (const job of page) done.add(job.id ?? "");
-        await Promise.all(page.map((job) => replay(queue, job)));
+      const ids = await queue.getRanges(["failed"], 0, -1, true);
+      for (let at = 0; at < ids.length; at += deadLetterPageSize) {
+        const page = await Promise.all(ids.slice(at, at + deadLetterPageSize).map((id) => queue.getJob(id)));
+        await Promise.all(page.filter((job) => job !== undefined).map((job) => replay(queue, job)));
       }
     }
     return { replayed, unknown: [] };

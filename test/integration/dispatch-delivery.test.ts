@@ -99,6 +99,25 @@ describe("dispatch: delivery", () => {
     expect(downstream.requests).toHaveLength(4);
   });
 
+  it("when a dead letter was failed by a worker whose clock runs ahead of ours (after the replay began, by its clock), then replay --all still replays it, once", async () => {
+    const downstream = await sink(() => ({ status: 400 }));
+    harness = await createDispatchHarness(redisUrl, [testRoute("ahead", downstream.url, { maxAttemptsPerEvent: 1 })]);
+    harness.startDispatcher();
+    await harness.store.store(userEvent(), { origin: "webhook" });
+    const queue = harness.queues.forRoute("ahead");
+    await expect.poll(() => queue.getFailedCount()).toBe(1);
+    // As a worker a minute ahead records it: its finishedOn, and its score in the failed set.
+    const [id] = await queue.getRanges(["failed"]);
+    const future = Date.now() + 60_000;
+    const client = harness.queues.connection;
+    await client.hset(queue.toKey(id!), "finishedOn", future);
+    await client.zadd(queue.keys.failed!, future, id!);
+    downstream.answer = () => ({ status: 200 });
+    await expect(replayDeadLetters(harness.queues, { all: true })).resolves.toEqual({ replayed: 1, unknown: [] });
+    await downstream.untilReceived(2);
+    await expect.poll(() => queue.getCompletedCount()).toBe(1);
+  });
+
   it("when a route refuses connections or does not answer in time, then each attempt is retried and the reason kept", async () => {
     // Port 9 (discard) listens nowhere here, as everywhere in these tests: a port picked
     // free and closed again could be taken by a parallel test before the attempt.
