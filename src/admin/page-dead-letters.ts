@@ -39,12 +39,15 @@ export async function pageDeadLetters(queues: DeliveryQueues, options: { after?:
   while (index < all.length && deadLetters.length < options.limit) {
     const queue = all[index]!;
     const wanted = options.limit - deadLetters.length;
-    const jobs = (await queue.getFailed(offset, offset + wanted - 1)).filter(Boolean);
-    deadLetters.push(...jobs.map((job) => deadLetterOf(routeOf(queue), job)));
-    if (jobs.length < wanted) {
+    // Ids first: a job replayed or removed between the read of the range and of the job
+    // is left out of the page, and does not make the route look read to its end.
+    const ids = await queue.getRanges(["failed"], offset, offset + wanted - 1);
+    const jobs = await Promise.all(ids.map((id) => queue.getJob(id)));
+    deadLetters.push(...jobs.filter((job) => job !== undefined).map((job) => deadLetterOf(routeOf(queue), job)));
+    if (ids.length < wanted) {
       index++;
       offset = 0;
-    } else offset += jobs.length;
+    } else offset += ids.length;
   }
   if (index >= all.length) return { deadLetters };
   return { deadLetters, next: Buffer.from(JSON.stringify({ route: routeOf(all[index]!), offset })).toString("base64url") };
