@@ -36,6 +36,10 @@ describe("reportWhatIsOff", () => {
 
   it("when an interval is 0, then that part is off, naming the setting", () => {
     const scoped = { ...tenant, PUBLIC_URL: "https://sk.example.com" };
+    expect(report({ ...scoped, RECONCILE_SWEEP_OVERLAP_SECONDS: "0" }).lines).toEqual([
+      "the sweep reads no window twice: RECONCILE_SWEEP_OVERLAP_SECONDS=0, so a delivery the tenant gives up on after the sweep read its window is never found; set it to a few minutes (default 600)",
+    ]);
+    expect(report({ ...scoped, RECONCILE_SWEEP_OVERLAP_SECONDS: "1" }).lines).toEqual([]);
     expect(report({ ...scoped, RECONCILE_SWEEP_INTERVAL_SECONDS: "0" }).lines).toEqual(["the sweep is off: RECONCILE_SWEEP_INTERVAL_SECONDS=0"]);
     expect(report({ ...scoped, STREAM_WATCH_INTERVAL_SECONDS: "0", STREAM_AUTO_ENABLE: "true" }).lines).toEqual(["the stream watch is off: STREAM_WATCH_INTERVAL_SECONDS=0; STREAM_AUTO_ENABLE has no effect"]);
   });
