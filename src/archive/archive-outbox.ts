@@ -28,17 +28,31 @@ export function createArchiveOutbox(redis: RedisClient, queuePrefix: string): Ar
   };
 }
 
-/** What `archivedThrough` allows for a record on its way to the outbox: its time is the app's clock, its entry id Redis's. */
+/** The oldest record still in the outbox (not yet in Postgres): its entry id's time (Redis's clock) and its own receivedAt (the service's), or undefined when none waits. */
+export async function oldestInOutbox(redis: RedisClient, queuePrefix: string): Promise<{ addedAt: number; receivedAt?: number } | undefined> {
+  const first = (await redis.xrange(archiveOutboxKey(queuePrefix), "-", "+", "COUNT", 1))[0];
+  if (!first) return undefined;
+  const [id, fields] = first;
+  let receivedAt: unknown;
+  try {
+    receivedAt = (JSON.parse(fields[1] ?? "") as { receivedAt?: unknown }).receivedAt;
+  } catch {
+    // Not a record (the writer sets it aside as poison): its entry id's time alone.
+  }
+  return { addedAt: Number(id.split("-")[0]), ...(typeof receivedAt === "number" ? { receivedAt } : {}) };
+}
+
+/** What `archivedThrough` allows for a record on its way to the outbox, and for clocks a little apart. */
 export const outboxArrivalMarginMs = 5000;
 
 /**
- * Until when Postgres holds every record: the time of the oldest entry still in the outbox
- * (or now, when it is empty), less `outboxArrivalMarginMs`. Records reach Postgres out of
- * order (a backlog after an outage, a crashed writer's batch taken over later), so a
- * reader by time (a replay) must not pass this.
+ * Until when Postgres holds every record: the oldest record still in the outbox (by the
+ * earlier of its entry id's time and its receivedAt: Redis's clock and the service's), or
+ * now when none waits, less `outboxArrivalMarginMs`. Records reach Postgres out of order
+ * (a backlog after an outage, a crashed writer's batch taken over later), so a reader by
+ * time (a replay) must not pass this.
  */
 export async function archivedThrough(redis: RedisClient, queuePrefix: string, now = Date.now()): Promise<number> {
-  const first = (await redis.xrange(archiveOutboxKey(queuePrefix), "-", "+", "COUNT", 1))[0];
-  const oldest = first ? Number(first[0].split("-")[0]) : now;
-  return Math.min(oldest, now) - outboxArrivalMarginMs;
+  const oldest = await oldestInOutbox(redis, queuePrefix);
+  return Math.min(oldest?.addedAt ?? now, oldest?.receivedAt ?? now, now) - outboxArrivalMarginMs;
 }

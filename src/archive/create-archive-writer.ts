@@ -178,8 +178,11 @@ function outboxConsumer(redis: ArchiveWriterDeps["redis"], key: string, consumer
     },
     async done(ids: string[]) {
       if (ids.length === 0) return;
-      await redis.xack(key, archiveWriterGroup, ...ids);
+      // Removed, then acknowledged: stopped in between, an entry stays pending without its
+      // fields (acknowledged at the next read), never in the stream unread by anyone, where it
+      // would hold archivedThrough (and every replay waiting on it) back for good.
       await redis.xdel(key, ...ids);
+      await redis.xack(key, archiveWriterGroup, ...ids);
     },
   };
 }

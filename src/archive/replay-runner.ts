@@ -41,16 +41,16 @@ interface EventRow {
  * payload is counted `skipped` (`replay_deliveries_total{outcome="skipped_erased"}`) and
  * never sent; an unreadable one fails the replay, said in its `state` and the log.
  * Events reach the archive out of order (a backlog after a Postgres outage), so a replay
- * reads only as far as the archive is complete (`archivedThrough`) and waits there for
- * the rest of its window: none of it is passed by while still in the outbox.
+ * reads only as far as the archive is complete (`archivedThrough`) and stops there, its
+ * lock and connection released (the archive's writer needs the pool), to go on from its
+ * checkpoint at a later look: none of its window is passed by while still in the outbox.
  */
-/** How often a replay waiting for the archive to catch up looks again. */
-const waitForArchiveMs = 1000;
-
 export function createReplayRunner(deps: ReplayRunnerDeps) {
   const { pool, queues, logger } = deps;
   const pageSize = deps.pageSize ?? 50;
   const running = new Map<string, Promise<void>>();
+  /** Replays said to be waiting for the archive (said once each). */
+  const waitingSaid = new Set<string>();
   let closing = false;
   let timer: NodeJS.Timeout | undefined;
 
@@ -72,38 +72,45 @@ export function createReplayRunner(deps: ReplayRunnerDeps) {
   };
 
   const send = async (client: pg.PoolClient, replayId: string) => {
-    const replay = (await client.query<{ route: string; filter: ReplayFilter; state: string; checkpoint_at: Date | null; checkpoint_id: string | null }>("SELECT route, filter, state, checkpoint_at, checkpoint_id FROM replays WHERE id = $1", [replayId])).rows[0];
+    const replay = (await client.query<{ route: string; filter: ReplayFilter; state: string; checkpoint_at: Date | null; checkpoint_id: string | null; created_at: Date }>(
+      "SELECT route, filter, state, checkpoint_at, checkpoint_id, created_at FROM replays WHERE id = $1",
+      [replayId],
+    )).rows[0];
     if (!replay || replay.state !== "running") return;
     const { route, filter } = replay;
+    // The window ends when the replay started at the latest (replays.ts); a row written
+    // before that rule (no until, or one still to come) ends at its creation too, so it
+    // never takes in live traffic. A minute's slack: until is the service's clock, the
+    // creation Postgres's.
+    const asked = filter.until === undefined ? Number.POSITIVE_INFINITY : Date.parse(filter.until);
+    const until = asked > replay.created_at.getTime() + 60_000 ? replay.created_at.getTime() : asked;
     const queue = queues.forRoute(route);
     let checkpoint = replay.checkpoint_at ? { at: replay.checkpoint_at, id: replay.checkpoint_id! } : undefined;
-    if (checkpoint) logger.info({ replayId, route, checkpoint: checkpoint.at.toISOString() }, "replay resumes from its checkpoint");
-    let waitingSaid = false;
+    if (checkpoint && !waitingSaid.has(replayId)) logger.info({ replayId, route, checkpoint: checkpoint.at.toISOString() }, "replay resumes from its checkpoint");
     while (!closing) {
       // A bounded backlog: a cancel leaves little queued, and a crash resumes from a recent checkpoint.
       while (!closing && (await queue.getPrioritizedCount()) >= pageSize / 2) await new Promise((ok) => setTimeout(ok, 100));
       if (closing) return;
       // A cancel that came while it waited queues nothing more.
       if (!(await stillRunning(client, replayId))) return cancelled(replayId, route);
-      const until = filter.until === undefined ? Number.POSITIVE_INFINITY : Date.parse(filter.until);
       const through = deps.archivedThrough ? await deps.archivedThrough() : Number.POSITIVE_INFINITY;
       const complete = through >= until;
-      const params = [...replayWindowParams(filter), checkpoint?.at ?? null, checkpoint?.id ?? null, pageSize, complete ? null : new Date(through)];
+      const params = [...replayWindowParams(filter), checkpoint?.at ?? null, checkpoint?.id ?? null, pageSize, new Date(Math.min(through, until))];
       const page = (await client.query<EventRow>(
         `SELECT e.arrived_at, e.id, e.origin, e.stream, e.payload FROM events e WHERE ${replayWindowWhere}
          AND ($6::timestamptz IS NULL OR (e.arrived_at >= $6 AND (e.arrived_at, e.id) > ($6, $7)))
-         AND ($9::timestamptz IS NULL OR e.arrived_at < $9) ORDER BY e.arrived_at, e.id LIMIT $8`,
+         AND e.arrived_at < $9 ORDER BY e.arrived_at, e.id LIMIT $8`,
         params,
       )).rows;
       if (page.length === 0 && !complete) {
-        if (!waitingSaid) logger.info({ replayId, route, archivedThrough: new Date(through).toISOString() }, "replay waits for the archive to catch up with its window (events still in the outbox: archive_lag_seconds)");
-        waitingSaid = true;
-        await new Promise((ok) => setTimeout(ok, waitForArchiveMs));
-        continue;
+        if (!waitingSaid.has(replayId)) logger.info({ replayId, route, archivedThrough: new Date(through).toISOString() }, "replay waits for the archive to catch up with its window (events still in the outbox: archive_lag_seconds); it goes on from its checkpoint once they are in");
+        waitingSaid.add(replayId);
+        return;
       }
       if (page.length === 0) {
         // `matched` counted what the archive held at the start: it grows to what came in late.
         await client.query("UPDATE replays SET state = 'done', matched = GREATEST(matched, sent + skipped), updated_at = now() WHERE id = $1 AND state = 'running'", [replayId]);
+        waitingSaid.delete(replayId);
         logger.info({ replayId, route }, "replay queued every event of its window");
         return;
       }

@@ -5,7 +5,7 @@ import { archiveLag } from "../metrics/archive-metrics.js";
 import { onScrape } from "../metrics/registry.js";
 import { closeRedis, createRedis, type RedisClient } from "../redis/redis-connection.js";
 import { redactUrlCredentials } from "../redact-secrets.js";
-import { archiveOutboxKey } from "./archive-outbox.js";
+import { oldestInOutbox } from "./archive-outbox.js";
 import { createArchiveWriter, type ArchiveWriter } from "./create-archive-writer.js";
 import { resolveArchiveDatabase } from "./resolve-archive-database.js";
 
@@ -41,11 +41,10 @@ export async function startArchive(deps: { config: Config; logger: Logger; redis
   writerConnection.on("error", (error) => logger.debug({ err: error }, "redis connection error"));
   const writer = createArchiveWriter({ redis: writerConnection, pool, queuePrefix: env.QUEUE_PREFIX, logger, retentionDays: env.ARCHIVE_RETENTION_DAYS, now: deps.now });
   logger.info({ database: redactUrlCredentials(database.url), retentionDays: env.ARCHIVE_RETENTION_DAYS }, "archive on: every stored event and its outcomes are kept in PostgreSQL");
-  const outbox = archiveOutboxKey(env.QUEUE_PREFIX);
   const unregister = onScrape(async () => {
     try {
-      const first = (await deps.client.xrange(outbox, "-", "+", "COUNT", 1))[0];
-      archiveLag.set(first ? Math.max(0, (Date.now() - Number(first[0].split("-")[0])) / 1000) : 0);
+      const oldest = await oldestInOutbox(deps.client, env.QUEUE_PREFIX);
+      archiveLag.set(oldest ? Math.max(0, (Date.now() - oldest.addedAt) / 1000) : 0);
     } catch {
       // Redis away: its own gauges say so.
     }

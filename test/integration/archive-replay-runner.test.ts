@@ -133,10 +133,27 @@ describe("archive: the replay runner", () => {
     // The writer catches up: the two land, older than what the replay has already read past.
     await writeArchiveBatch(pool, rows.slice(2, 4));
     through = Date.now();
+    // Waiting, it let go of its connection and lock (the writer needs the pool): a later look takes it up.
+    runner.wake();
     await stateIs(replayId!, "done");
     await received(6);
     expect(replayedIds()).toEqual(events.map((event) => event.id));
     expect(await db.query("SELECT matched, sent FROM replays WHERE id = $1", [replayId])).toEqual([{ matched: 6, sent: 6 }]);
+  });
+
+  it("when a replay row was written before windows ended at the start (no until), then it ends at its creation: no event archived later is sent as part of it", async () => {
+    const replays = await routeFor("old-row");
+    const { stream, events, start } = await archived(4);
+    harness!.startDispatcher();
+    startRunner(capturedLogger("info"));
+    const replayId = `rpl_${randomUUID().replaceAll("-", "")}`;
+    // Created after the 2nd event arrived, as an earlier release wrote it: a filter without until.
+    await db.query("INSERT INTO replays (id, route, filter, state, matched, created_at) VALUES ($1, 'old-row', $2, 'running', 2, $3)", [replayId, JSON.stringify({ since: new Date(start).toISOString(), stream }), new Date(start + 1500)]);
+    runner!.wake();
+    await stateIs(replayId, "done");
+    await received(2);
+    expect(replayedIds()).toEqual(events.slice(0, 2).map((event) => event.id));
+    expect(await replays.get(replayId)).toMatchObject({ sent: 2 });
   });
 
   it("when a replay's until is still to come, then its window ends when it starts; a since still to come is refused saying so", async () => {

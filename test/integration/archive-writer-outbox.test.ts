@@ -190,6 +190,10 @@ describe("archive writer: the outbox it reads and the schema it keeps", () => {
     expect(await archivedThrough(producer, prefix, now)).toBe(now - 60_000 - outboxArrivalMarginMs);
     await producer.xdel(key, `${now - 60_000}-0`);
     expect(await archivedThrough(producer, prefix, now)).toBe(now - 30_000 - outboxArrivalMarginMs);
+    // Redis's clock ahead of the service's: the record's own receivedAt, when earlier, decides.
+    await producer.xdel(key, `${now - 30_000}-0`);
+    await producer.xadd(key, `${now - 10_000}-0`, "r", JSON.stringify({ kind: "event", receivedAt: now - 40_000 }));
+    expect(await archivedThrough(producer, prefix, now)).toBe(now - 40_000 - outboxArrivalMarginMs);
   });
 
   it("when more records wait than one batch holds, then each batch is archived in one transaction of at most batchSize records", async () => {
