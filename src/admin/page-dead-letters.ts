@@ -39,8 +39,8 @@ export async function pageDeadLetters(queues: DeliveryQueues, options: { after?:
   while (index < all.length && deadLetters.length < options.limit) {
     const queue = all[index]!;
     const wanted = options.limit - deadLetters.length;
-    // Ids first: a job replayed or removed between the read of the range and of the job
-    // is left out of the page, and does not make the route look read to its end.
+    // Ids first: a job removed between the read of the range and of the job is left out
+    // of the page, and does not make the route look read to its end.
     const ids = await queue.getRanges(["failed"], offset, offset + wanted - 1);
     const jobs = await Promise.all(ids.map((id) => queue.getJob(id)));
     deadLetters.push(...jobs.filter((job) => job !== undefined).map((job) => deadLetterOf(routeOf(queue), job)));

@@ -24,12 +24,12 @@ export interface ReplayResult {
  * attempt; so both counters are reset (and so DISPATCH_RETRY_WINDOW_SECONDS starts again).
  * A replayed job keeps its priority: a reconciled event still yields to live ones.
  *
- * `--all` works on the dead letters there were when it began (their ids read first, no
- * clock compared: a worker's may run ahead of ours), a page at a time, oldest first: a
- * replayed job that fails again at once is not replayed twice, and one that fails for the
- * first time meanwhile waits for the next replay. Any Redis error rejects (the command
- * exits 1); only a job replayed or removed meanwhile (another operator, a second replay)
- * is skipped.
+ * `--all` works a page at a time, oldest first, up to the newest dead letter there was
+ * when it began (by its place in the failed set, not by our clock: a worker's may run
+ * ahead of ours), each id once: a replayed job that fails again at once is not replayed
+ * twice, and one failing for the first time meanwhile waits for the next replay. Any
+ * Redis error rejects (the command exits 1); only a job replayed or removed meanwhile
+ * (another operator, a second replay) is skipped.
  */
 export async function replayDeadLetters(
   queues: DeliveryQueues,
@@ -46,9 +46,18 @@ export async function replayDeadLetters(
 
   if ("all" in selection) {
     for (const queue of queues.all()) {
-      const ids = await queue.getRanges(["failed"], 0, -1, true);
-      for (let at = 0; at < ids.length; at += deadLetterPageSize) {
-        const page = await Promise.all(ids.slice(at, at + deadLetterPageSize).map((id) => queue.getJob(id)));
+      const failed = queue.keys.failed!;
+      // The newest when it began: its finish time as the worker that failed it recorded it.
+      const newest = (await queues.connection.zrange(failed, "-1", "-1", "WITHSCORES"))[1];
+      if (newest === undefined) continue;
+      // Ids only (not jobs): a worker whose clock lags ours may fail a replayed job "before" the newest.
+      const done = new Set<string>();
+      for (;;) {
+        // Oldest first from the head each time: replayed jobs leave the failed set.
+        const ids = (await queues.connection.zrangebyscore(failed, "-inf", newest, "LIMIT", 0, deadLetterPageSize + done.size)).filter((id) => !done.has(id)).slice(0, deadLetterPageSize);
+        if (ids.length === 0) break;
+        for (const id of ids) done.add(id);
+        const page = await Promise.all(ids.map((id) => queue.getJob(id)));
         await Promise.all(page.filter((job) => job !== undefined).map((job) => replay(queue, job)));
       }
     }

@@ -198,9 +198,13 @@ export async function forgetEntity(pool: pg.Pool, entity: string, now = Date.now
     // The writers' lock (write-archive-batch.ts): no batch of the entity's events commits between these two statements.
     await client.query("SELECT pg_advisory_xact_lock(hashtext('streamkeeper archive writer'))");
     // Recorded first: an event of the entity still in the outbox is archived without its
-    // payload. Its arrival time is a service's clock, not Postgres's: the later of the two
-    // clocks is the erasure's time, so a clock behind Postgres's lets no such event keep it.
-    const at = (await client.query<{ at: Date }>("INSERT INTO erasures (entity, erased_at) VALUES ($1, GREATEST(now(), $2)) ON CONFLICT (entity) DO UPDATE SET erased_at = GREATEST(now(), $2) RETURNING erased_at AS at", [entity, new Date(now)])).rows[0]!.at;
+    // payload. Its arrival time is the receiving service's clock, not Postgres's: the erasure
+    // takes the later of Postgres's and this service's (the same clock when one process
+    // receives and erases; processes apart are assumed in step), never moving back.
+    const at = (await client.query<{ at: Date }>(
+      "INSERT INTO erasures (entity, erased_at) VALUES ($1, GREATEST(now(), $2)) ON CONFLICT (entity) DO UPDATE SET erased_at = GREATEST(erasures.erased_at, now(), $2) RETURNING erased_at AS at",
+      [entity, new Date(now)],
+    )).rows[0]!.at;
     const erased = await client.query("UPDATE events SET payload = NULL, erased_at = $2 WHERE entity = $1 AND payload IS NOT NULL", [entity, at]);
     await client.query("COMMIT");
     return erased.rowCount ?? 0;

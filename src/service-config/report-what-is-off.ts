@@ -2,14 +2,14 @@ import { tenantSettings, type Env } from "../config.js";
 import type { Logger } from "../logger.js";
 import { publishedSweepPlan, type ServiceConfig } from "./service-config.js";
 
-type WatchEnv = Pick<Env, "STREAM_WATCH_INTERVAL_SECONDS" | "STREAM_AUTO_ENABLE" | "RECONCILE_SWEEP_OVERLAP_SECONDS">;
+type OffEnv = Pick<Env, "STREAM_WATCH_INTERVAL_SECONDS" | "STREAM_AUTO_ENABLE" | "RECONCILE_SWEEP_OVERLAP_SECONDS">;
 
 /**
  * Says once, at start, what this service will not do and which settings turn it on
  * (a service that said nothing let a shell's settings take the blame). The one
  * place that says it: the sweeper and the stream watch stay quiet when they are off.
  */
-export function reportWhatIsOff(config: ServiceConfig, env: WatchEnv, logger: Logger): string[] {
+export function reportWhatIsOff(config: ServiceConfig, env: OffEnv, logger: Logger): string[] {
   const off: string[] = [];
   if (config.role !== "receiver") {
     // The stream watch reads the swept streams through the tenant's API: off with either.

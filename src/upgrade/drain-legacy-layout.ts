@@ -65,7 +65,8 @@ export async function drainLegacyLayout(options: LegacyDrainOptions): Promise<Cl
   const drainQueue = async (queue: string, live: number, start: () => Closable, route?: string) => {
     const worker = running.get(queue);
     if (live > 0) seenEmpty.delete(queue);
-    if (live > 0 && !worker) {
+    // None started once closing: a hurry could not reach it, and the stop would wait for it.
+    if (live > 0 && !worker && !closed) {
       running.set(queue, start());
       logger.warn({ queue, route, jobs: live }, "an earlier release left jobs under its key layout; running them here until none are left (docs/deploy.md, Upgrading)");
     } else if (live === 0 && worker && !seenEmpty.has(queue)) {

@@ -219,6 +219,8 @@ describe("archive writer: what each record becomes", () => {
     // The service's clock 30 s ahead of Postgres's: the event arrived 1 s before the erasure by it.
     const ahead = Date.now() + 30_000;
     expect(await forgetEntity(pool, entity, ahead)).toBe(0);
+    // A second erasure from a process whose clock is behind does not move the first one's time back.
+    expect(await forgetEntity(pool, entity, Date.now() - 60_000)).toBe(0);
     await outbox([{ kind: "event", event, origin: "webhook", receivedAt: ahead - 1000, routes: [] }]);
     await drained();
     expect(await db.query("SELECT payload FROM events WHERE id = $1", [event.id])).toEqual([{ payload: null }]);

@@ -5,12 +5,12 @@ import type { Emulator } from "../../src/emulator/start-emulator.js";
 import { call, createStream, emit, settled } from "./emulator-test-kit.js";
 import { until } from "../helpers/until.js";
 import { refusedUrl } from "../helpers/explicit-ports.js";
+import { builtCli } from "../helpers/start-service-process.js";
 
-const tsx = "node_modules/.bin/tsx";
 const cleanEnv = Object.fromEntries(Object.entries(process.env).filter(([key]) => !key.startsWith("EMULATOR_")));
 
 function run(args: string[], env: Record<string, string>) {
-  const child = spawn(tsx, ["src/cli/main.ts", ...args], { env: { ...cleanEnv, ...env }, stdio: ["ignore", "pipe", "pipe"] });
+  const child = spawn(process.execPath, [builtCli(), ...args], { env: { ...cleanEnv, ...env }, stdio: ["ignore", "pipe", "pipe"] });
   let stdout = "";
   let stderr = "";
   child.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString()));
