@@ -25,6 +25,6 @@ export const replayDeliveries = new Counter({
 
 export const replaysRunning = new Gauge({
   name: "streamkeeper_replays_running",
-  help: "Replays running now (this process's view of the archive)",
+  help: "Replays this process is sending now (one waiting for the archive to catch up is not counted while it waits; its state stays running)",
   registers: [registry],
 });
