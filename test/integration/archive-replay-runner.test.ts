@@ -130,6 +130,9 @@ describe("archive: the replay runner", () => {
     runner.wake();
     await until("the replay waiting for the archive", () => logs.lines.some((line) => line.replayId === replayId && String(line.msg).startsWith("replay waits for the archive")));
     expect((await rowOf(replayId!)).state).toBe("running");
+    // What the archive held up to there went out before the wait.
+    await received(2);
+    expect(replayedIds()).toEqual(events.slice(0, 2).map((event) => event.id));
     // The writer catches up: the two land, older than what the replay has already read past.
     await writeArchiveBatch(pool, rows.slice(2, 4));
     through = Date.now();
@@ -139,6 +142,20 @@ describe("archive: the replay runner", () => {
     await received(6);
     expect(replayedIds()).toEqual(events.map((event) => event.id));
     expect(await db.query("SELECT matched, sent FROM replays WHERE id = $1", [replayId])).toEqual([{ matched: 6, sent: 6 }]);
+  });
+
+  it("when the archive is behind only after a replay's until, then the replay does not wait for it: its window is complete", async () => {
+    const replays = await routeFor("window-complete");
+    const { stream, events, start } = await archived(4);
+    harness!.startDispatcher();
+    const logs = capturedLogger("info");
+    // The backlog starts half an hour ago; the window ended before it.
+    runner = createReplayRunner({ pool, queues: harness!.queues, logger: logs.logger, pollMs: 600_000, pageSize, archivedThrough: async () => Date.now() - 1_800_000 });
+    const { replayId } = await replays.start({ route: "window-complete", since: start, until: start + 4000, stream });
+    runner.wake();
+    await stateIs(replayId!, "done");
+    await received(4);
+    expect(replayedIds()).toEqual(events.map((event) => event.id));
   });
 
   it("when a replay row was written before windows ended at the start (no until), then it ends at its creation: no event archived later is sent as part of it", async () => {
