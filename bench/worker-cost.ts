@@ -9,7 +9,9 @@
  * dispatcher as a worker role builds it (service/create-delivery.ts: circuit, freshness,
  * retry window, the ledger on its own connection), and what it is without some of its
  * parts: a variant name holding `noledger` (no delivered mark), `nofresh`, `nocircuit`, or
- * with `turn` its marks sent per event-loop turn instead of gathered (deliveryMarkGatherMs).
+ * `apart` its delivered mark in a call of its own instead of in the job's completion
+ * (mark-at-completion.ts; as on a cluster), gathered, or with `turn` as well sent per
+ * event-loop turn instead of gathered (deliveryMarkGatherMs).
  * Choose with WORKER_COST_VARIANTS (default `floor,service`). CPU is this process's
  * (user + system) from the resume until the sink had every event, per delivery; medians
  * at the end. The first round runs cold (the JIT): compare the later ones
@@ -91,7 +93,9 @@ for (let round = 1; round <= rounds; round++) {
     } else {
       const freshness = createFreshnessRecorder({ redis: records, queuePrefix: prefix, logger });
       const realLedger = createEventLedger(records, prefix, 604_800, 1024, { gatherMarksMs: variant.includes("turn") ? 0 : deliveryMarkGatherMs });
-      const ledger = variant.includes("noledger") ? { ...realLedger, markDelivered: () => Promise.resolve() } : realLedger;
+      // `apart`: the mark in a call of its own, gathered, and BullMQ's completion alone (as on a cluster).
+      const apart = variant.includes("apart") || variant.includes("noledger") ? { finishDelivered: () => Promise.resolve("unsupported" as const) } : {};
+      const ledger = { ...realLedger, ...apart, ...(variant.includes("noledger") ? { markDelivered: () => Promise.resolve() } : {}) };
       const dispatcher = createDispatcher({
         connection: dispatch, queuePrefix: prefix, routes: [route], ledger, logger,
         backoffBaseMs: 1000, backoffMaxMs: 60_000, retryWindowMs: 259_200_000, circuit: variant.includes("nocircuit") ? undefined : { failures: 10, probeMinMs: 1000, probeMaxMs: 60_000 },

@@ -127,15 +127,8 @@ export function createDeliveryProcessor({ route, client, ledger, logger, shutdow
     if (decision.action !== "retry" && "status" in result) circuit?.answered();
     if (decision.action === "delivered") {
       const at = Date.now();
-      // Recorded while BullMQ completes the job, not before: the record serves only a
-      // later run of this id (above) and GET /admin/events, and waiting for it would add
-      // a round trip to every delivery. The worker's ledger sends it with the marks of the
-      // next 20 ms (deliveryMarkGatherMs), a stop sends what is gathered before its
-      // connection quits (create-delivery.ts); should it fail, the delivery stands and
-      // only the record is missing (docs/reliability.md).
-      ledger.markDelivered(event.id, route.name, at).catch((error: unknown) =>
-        logger.warn({ ...context, err: error }, "delivered, but recording the delivery failed; a re-run of this job would send it again"),
-      );
+      // Recorded as BullMQ completes the job, in the same script call (mark-at-completion.ts):
+      // the record serves a later run of this id (above) and GET /admin/events.
       dispatchTotal.inc({ ...labels, outcome: "delivered" });
       freshness?.delivered(route, origin, event.time, at);
       void recordAttempt("delivered", result);

@@ -16,6 +16,7 @@ import { rateLimiter } from "./rate-limiter.js";
 import { RetryableDeliveryError } from "./retryable-delivery-error.js";
 import { createRouteCircuit, type CircuitSettings } from "./route-circuit.js";
 import type { Route } from "../routes/route.js";
+import { markAtCompletion } from "./mark-at-completion.js";
 import { createStaleGuard } from "./stale-guard.js";
 
 export interface DispatcherOptions {
@@ -127,6 +128,8 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
             backoffDelay(attemptsMade, backoff, error instanceof RetryableDeliveryError ? error.retryAfterMs : undefined),
         },
       },
+      // A delivered job completes with its delivered mark, in one script call.
+      markAtCompletion(ledger, route.name, logger),
     );
     worker.on("error", (error) => logRedisError({ err: error, route: route.name }, route.name));
     // Our own outcomes are logged by the processor; this catches the rest (a Redis fault).

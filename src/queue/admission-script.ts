@@ -9,7 +9,7 @@ const admitOp = loadLua(new URL("./admission-admit.lua", import.meta.url));
  * and arguments: the admission runs it exactly as `queue.add` would, with the arguments
  * BullMQ's own code built for it (capture-job-add.ts), so the jobs it adds are BullMQ's.
  */
-function asFunction(name: string, lua: string): string {
+export function asFunction(name: string, lua: string): string {
   return `local function ${name}(KEYS, ARGV)\n${lua}\nend\n`;
 }
 

@@ -1,6 +1,6 @@
 /**
  * BullMQ's Lua commands as its package ships them, includes resolved (the CommonJS build:
- * its ESM build is not loadable by Node as is). Read by admission-script.ts.
+ * its ESM build is not loadable by Node as is). Read by admission-script.ts and finish-script.ts.
  */
 declare module "bullmq/dist/cjs/scripts/index.js" {
   interface BullCommand {
@@ -10,4 +10,5 @@ declare module "bullmq/dist/cjs/scripts/index.js" {
   }
   export const addStandardJob: BullCommand;
   export const addPrioritizedJob: BullCommand;
+  export const moveToFinished: BullCommand;
 }

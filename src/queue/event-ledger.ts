@@ -48,6 +48,12 @@ export interface AdmittedJob {
   args: Array<string | Buffer>;
 }
 
+/** BullMQ's completion of a job: moveToFinished's keys and arguments, as BullMQ built them (dispatch/mark-at-completion.ts). */
+export interface JobCompletion {
+  keys: string[];
+  args: Array<string | number | Buffer>;
+}
+
 /**
  * `stored`: claimed, and every job added, in one step. `duplicate`: the id had arrived;
  * its duplicate is counted, nothing added. `recheck`: the record holds route deliveries but
@@ -77,16 +83,25 @@ export interface EventLedger {
    * it happens whole or not at all. Only for an unforced store.
    */
   admit(eventId: string, arrival: Arrival, jobs: AdmittedJob[], outbox?: { key: string; entry: string }): Promise<Admission>;
+  /**
+   * A delivered job's completion and the route's delivered mark in one script, one round
+   * trip, atomic (finish-script.ts): moveToFinished's reply, and `marked`, which settles
+   * at once unless the record was older than the newest bucket (then the whole window is
+   * marked after). `unsupported` where one script cannot reach both the ledger and the
+   * queue (a cluster): nothing written; mark and complete apart.
+   */
+  finishDelivered(eventId: string, route: string, at: number, completion: JobCompletion): Promise<{ moved: unknown; marked: Promise<void> } | "unsupported">;
   /** Sends the calls gathered and not yet sent (marks, with `gatherMarksMs`) and waits for them and every mark under way: before its connection quits. */
   flush(): Promise<void>;
 }
 
 /**
- * How long a worker's delivered and stale marks wait for others (`gatherMarksMs`): at a
- * few thousand deliveries a second, a script call per few dozen marks instead of per few,
- * half the mark's CPU (docs/benchmarks.md, "Marks gathered"). A crash in that time loses
- * the marks of jobs whose completion reached Redis, which no run of theirs needs again;
- * GET /admin/events then lacks their delivery time (docs/reliability.md). On a single
+ * How long a worker's marks sent apart from a job's completion wait for others
+ * (`gatherMarksMs`): the stale marks, and a delivered one where the completion cannot
+ * carry it (finishDelivered's `unsupported`). A script call per few dozen marks instead
+ * of per few, half the mark's CPU (docs/benchmarks.md, "Marks gathered"). A crash in that
+ * time loses the marks of jobs whose completion reached Redis, which no run of theirs
+ * needs again; GET /admin/events then lacks their time (docs/reliability.md). On a single
  * Redis only: a cluster's batches are per shard, where marks seldom meet.
  */
 export const deliveryMarkGatherMs = 20;
@@ -165,9 +180,9 @@ export function createEventLedger(redis: Redis | Cluster, queuePrefix: string, t
   // gathered"). Marks under way are kept for `flush`: a second step leaves only once the
   // first is answered.
   const marking = new Set<Promise<void>>();
-  const mark = (eventId: string, route: string, at: number, marks: number) => {
+  const mark = (eventId: string, route: string, at: number, marks: number, newestFirst = true) => {
     const marked = (async () => {
-      if ((await callVia(transport.sendGathered, "markNewest", eventId, [route, at, marks])) === 2) await call("mark", eventId, route, at, marks);
+      if (!newestFirst || (await callVia(transport.sendGathered, "markNewest", eventId, [route, at, marks])) === 2) await call("mark", eventId, route, at, marks);
     })();
     marking.add(marked);
     void marked.then(
@@ -225,6 +240,25 @@ export function createEventLedger(redis: Redis | Cluster, queuePrefix: string, t
         transport.enforcesSlots();
         return "unsupported";
       }
+    },
+    async finishDelivered(eventId, route, at, completion) {
+      if (transport.perShard()) return "unsupported";
+      const prepared = await prepareLater("finish", eventId, [route, at, routeMarks.delivered, ...completion.args]);
+      prepared.keys = [...prepared.keys, ...completion.keys];
+      let reply: unknown;
+      try {
+        reply = await transport.finish(prepared);
+      } catch (error) {
+        // As an admission: refused before it ran, nothing written.
+        if (!String(error).includes("CROSSSLOT")) throw error;
+        transport.enforcesSlots();
+        return "unsupported";
+      }
+      if (!Array.isArray(reply) || reply.length !== 2) throw new Error(`the finish script answered ${JSON.stringify(reply)}, which is none of its answers`);
+      const [marked, moved] = reply as [unknown, unknown];
+      // Not in the newest bucket (an event of the day before): the job is complete, so the
+      // whole window's mark follows apart, as a mark's second step, kept for `flush`.
+      return { moved, marked: marked === 2 ? mark(eventId, route, at, routeMarks.delivered, false) : Promise.resolve() };
     },
     async flush() {
       await transport.flush();

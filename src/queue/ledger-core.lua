@@ -38,11 +38,12 @@ end
 local function start(keyBase, keyCount, argBase, argCount)
   kb, kc, ab, ac = keyBase, keyCount, argBase, argCount
   op, field, now, ttl, bucketSeconds = ARGV[ab + 1], unhex(ARGV[ab + 2]), tonumber(ARGV[ab + 3]), tonumber(ARGV[ab + 4]), tonumber(ARGV[ab + 5])
-  -- The buckets: the window's, the newest alone for a `markNewest`. An admission (never on
-  -- a cluster) is sent its jobs' keys after them; another op, on a cluster, the dictionaries.
+  -- The buckets: the window's, the newest alone for a `markNewest` or a `finish`. An
+  -- admission or a finish (never on a cluster) is sent BullMQ's keys after them; another
+  -- op, on a cluster, the dictionaries.
   -- Rounded up, as event-ledger.ts counts them: a TTL of 36 h reaches three day buckets back.
-  if op == 'markNewest' then n = 1 else n = math.ceil(ttl / bucketSeconds) + 1 end
-  dictionariesSent = op ~= 'admit' and kc == 2 * n
+  if op == 'markNewest' or op == 'finish' then n = 1 else n = math.ceil(ttl / bucketSeconds) + 1 end
+  dictionariesSent = op ~= 'admit' and op ~= 'finish' and kc == 2 * n
   dictWritten = false
 end
 
@@ -230,6 +231,30 @@ local function arrive(i, r, receivedAt, indices)
   write(i, r)
 end
 
+-- ARGV: route, at, mark (2 delivered, 4 stale). Without a record, one without an arrival
+-- (a 'delivered_only' record) starts in the newest bucket. `newestOnly` (a 'markNewest',
+-- or a delivery's 'finish'): sent the newest bucket alone, where a record of a recent event
+-- is, it answers 2, writing nothing, when the record is not there (then 'mark' is sent the
+-- whole window).
+local function markRoute(newestOnly)
+  local at = tonumber(ARGV[ab + 7])
+  local i, r = find(true)
+  if not r then
+    if newestOnly then return 2 end
+    i = 1; r = fresh(at)
+  end
+  local idx = internRoute(i, ARGV[ab + 6])
+  local route = routeEntry(r, idx)
+  if not route then
+    route = { idx = idx, marks = 0 }
+    r.routes[#r.routes + 1] = route
+  end
+  route.marks = bit.bor(route.marks, tonumber(ARGV[ab + 8]))
+  route.at = at
+  write(i, r)
+  return 1
+end
+
 local function ledgerOp()
   if op == 'lookup' then
     local _, r = find(false)
@@ -271,28 +296,7 @@ local function ledgerOp()
     return 1
   end
 
-  if op == 'mark' or op == 'markNewest' then
-    -- ARGV: route, at, mark (2 delivered, 4 stale). Without a record, one without an
-    -- arrival (a 'delivered_only' record) starts in the newest bucket. 'markNewest' is
-    -- sent the newest bucket alone, where a record of a recent event is: it answers 2,
-    -- writing nothing, when the record is not there (then 'mark' is sent the whole window).
-    local at = tonumber(ARGV[ab + 7])
-    local i, r = find(true)
-    if not r then
-      if op == 'markNewest' then return 2 end
-      i = 1; r = fresh(at)
-    end
-    local idx = internRoute(i, ARGV[ab + 6])
-    local route = routeEntry(r, idx)
-    if not route then
-      route = { idx = idx, marks = 0 }
-      r.routes[#r.routes + 1] = route
-    end
-    route.marks = bit.bor(route.marks, tonumber(ARGV[ab + 8]))
-    route.at = at
-    write(i, r)
-    return 1
-  end
+  if op == 'mark' or op == 'markNewest' then return markRoute(op == 'markNewest') end
 
   if op == 'deliveredAt' then
     -- ARGV: route. -1 when not delivered.

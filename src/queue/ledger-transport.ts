@@ -1,6 +1,7 @@
 import type { Cluster, Redis } from "ioredis";
 import { admissionScript } from "./admission-script.js";
 import { createCallBatcher, type CallBatcher } from "./call-batcher.js";
+import { finishScript } from "./finish-script.js";
 import { ledgerScript } from "./ledger-script.js";
 
 /** One ledger call: the shard its keys are in, the keys, and the script's arguments. */
@@ -19,13 +20,15 @@ export interface LedgerTransport {
   flush(): Promise<void>;
   /** One admission script call, sent with the others of this turn. */
   admit(call: LedgerCall): Promise<unknown>;
+  /** One delivered job's completion with its mark (finish-script.ts), sent with the others of this turn. */
+  finish(call: LedgerCall): Promise<unknown>;
   /** True once calls go one shard per script call (a cluster, or an endpoint that enforces slots). */
   perShard(): boolean;
   /** The endpoint refused a call across slots: batch per shard from now on. */
   enforcesSlots(): void;
 }
 
-type LedgerCommands = Record<"streamkeeperLedger" | "streamkeeperAdmit", (...args: Array<string | number | Buffer>) => Promise<unknown>>;
+type LedgerCommands = Record<"streamkeeperLedger" | "streamkeeperAdmit" | "streamkeeperFinish", (...args: Array<string | number | Buffer>) => Promise<unknown>>;
 
 /**
  * How the ledger's calls reach Redis (event-ledger.ts). The calls of one turn go in one
@@ -73,20 +76,27 @@ export function createLedgerTransport(redis: Redis | Cluster, gatherMs = 0): Led
   const gathered = gatherMs > 0 ? createCallBatcher<LedgerCall, unknown>(sendBatch, { groupOf, gatherMs }) : send;
   // Per shard, calls seldom meet within gatherMs among a cluster's shards: there, per turn.
   const sendGathered = (call: LedgerCall) => (perShard ? send(call) : gathered(call));
-  // The admissions of one turn go in one script call too. Defined on first use: a worker never admits.
-  let admitting: CallBatcher<LedgerCall, unknown> | undefined;
-  const admit = (call: LedgerCall) => {
-    if (!admitting) {
-      redis.defineCommand("streamkeeperAdmit", { lua: admissionScript });
-      admitting = createCallBatcher<LedgerCall, unknown>((calls) => run("streamkeeperAdmit", calls));
-    }
-    return admitting(call);
+  // The admissions of one turn go in one script call too, and so do the completions.
+  // Each defined on first use: a worker never admits, a receiver never completes a job.
+  const perTurn = (command: "streamkeeperAdmit" | "streamkeeperFinish", lua: string) => {
+    let batcher: CallBatcher<LedgerCall, unknown> | undefined;
+    const call = (ledgerCall: LedgerCall) => {
+      if (!batcher) {
+        redis.defineCommand(command, { lua });
+        batcher = createCallBatcher<LedgerCall, unknown>((calls) => run(command, calls));
+      }
+      return batcher(ledgerCall);
+    };
+    return Object.assign(call, { flush: async () => batcher?.flush() });
   };
+  const admit = perTurn("streamkeeperAdmit", admissionScript);
+  const finish = perTurn("streamkeeperFinish", finishScript);
   return {
     send,
     sendGathered,
-    flush: async () => void (await Promise.all([send.flush(), gathered.flush(), admitting?.flush()])),
+    flush: async () => void (await Promise.all([send.flush(), gathered.flush(), admit.flush(), finish.flush()])),
     admit,
+    finish,
     perShard: () => perShard,
     enforcesSlots: () => void (perShard = true),
   };

@@ -17,7 +17,7 @@ export interface Delivery {
   close(): Promise<void>;
   /** Ends that wait now (a second signal): in-flight deliveries go back to their queue. */
   hurry(): void;
-  /** What deliveries recorded and not yet written (the freshness sketch, the gathered marks): after every dispatcher closed. */
+  /** What deliveries recorded and not yet written (the freshness sketch, the marks sent apart and gathered): after every dispatcher closed. */
   flush(): Promise<void>;
 }
 

@@ -28,13 +28,13 @@ export interface DispatchHarness {
  * The queue side of the service for dispatch tests: queues, ledger and event store on a
  * fresh prefix, and dispatchers with a 20 ms backoff so retries are quick.
  */
-export async function createDispatchHarness(redisUrl: string, routes: Route[], prefix = `test-${randomUUID()}`): Promise<DispatchHarness> {
+export async function createDispatchHarness(redisUrl: string, routes: Route[], prefix = `test-${randomUUID()}`, { ledgerTtlSeconds = 600, gatherMarksMs = 0 } = {}): Promise<DispatchHarness> {
   const redis = createRedis(redisUrl, "client");
   redis.on("error", () => {}); // a test that stops Redis expects these
   await untilReady(redis);
   const queues = createDeliveryQueues(redis, prefix, routes, { ageSeconds: 60, count: 1000 });
   for (const queue of queues.all()) queue.on("error", () => {});
-  const ledger = createEventLedger(redis, prefix, 600);
+  const ledger = createEventLedger(redis, prefix, ledgerTtlSeconds, undefined, { gatherMarksMs });
   const store = createEventStore({ ledger, fanOut: createFanOut(queues), routesFor: routesMatching(routes), admit: createAdmission({ ledger, queues }) });
   const dispatchers: Dispatcher[] = [];
   return {

@@ -5,7 +5,7 @@ import { startSinkServer } from "../helpers/sink-server.js";
 import { startTestService } from "../helpers/start-test-service.js";
 import { useCleanup } from "../helpers/cleanup.js";
 
-/** The worker's delivered marks wait for others (deliveryMarkGatherMs); a stop sends them first. */
+/** A delivered mark goes with its job's completion (mark-at-completion.ts), a mark sent apart waits for others (deliveryMarkGatherMs): a stop writes both before it ends. */
 describe("delivered marks at shutdown", () => {
   const cleanup = useCleanup("all", { quiet: true });
 
@@ -19,7 +19,8 @@ describe("delivered marks at shutdown", () => {
     expect((await service.post("/webhooks", JSON.stringify(event))).status).toBe(202);
     await sink.untilReceived(1);
 
-    // The stop begins before the 2xx: the mark is gathered after it, and only the stop's flush can send it.
+    // The stop begins before the 2xx: the mark goes with the job's completion, which the stop
+    // waits for (a mark sent apart, gathered, only the stop's flush could send).
     const stopped = service.close();
     answer();
     await stopped;
