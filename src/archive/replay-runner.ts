@@ -103,13 +103,15 @@ export function createReplayRunner(deps: ReplayRunnerDeps) {
         params,
       )).rows;
       if (page.length === 0 && !complete) {
+        // Said in its status too (GET /admin/replays/:id), until a page is read.
+        await client.query("UPDATE replays SET waiting_since = COALESCE(waiting_since, now()) WHERE id = $1 AND state = 'running'", [replayId]);
         if (!waitingSaid.has(replayId)) logger.info({ replayId, route, archivedThrough: new Date(through).toISOString() }, "replay waits for the archive to catch up with its window (events still in the outbox: archive_lag_seconds); it goes on from its checkpoint once they are in");
         waitingSaid.add(replayId);
         return;
       }
       if (page.length === 0) {
         // `matched` counted what the archive held at the start: it grows to what came in late.
-        await client.query("UPDATE replays SET state = 'done', matched = GREATEST(matched, sent + skipped), updated_at = now() WHERE id = $1 AND state = 'running'", [replayId]);
+        await client.query("UPDATE replays SET state = 'done', matched = GREATEST(matched, sent + skipped), waiting_since = NULL, updated_at = now() WHERE id = $1 AND state = 'running'", [replayId]);
         waitingSaid.delete(replayId);
         logger.info({ replayId, route }, "replay queued every event of its window");
         return;
@@ -132,7 +134,7 @@ export function createReplayRunner(deps: ReplayRunnerDeps) {
       const last = page.at(-1)!;
       checkpoint = { at: last.arrived_at, id: last.id };
       const updated = await client.query<{ state: string }>(
-        "UPDATE replays SET sent = sent + $2, skipped = skipped + $3, checkpoint_at = $4, checkpoint_id = $5, updated_at = now() WHERE id = $1 RETURNING state",
+        "UPDATE replays SET sent = sent + $2, skipped = skipped + $3, checkpoint_at = $4, checkpoint_id = $5, waiting_since = NULL, updated_at = now() WHERE id = $1 RETURNING state",
         [replayId, sent, skipped, checkpoint.at, checkpoint.id],
       );
       if (skipped > 0) logger.info({ replayId, route, skipped }, "replay: events whose payload was erased are skipped, never sent");

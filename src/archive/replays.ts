@@ -32,6 +32,8 @@ export interface ReplayStatus {
   failed: number;
   since: string;
   until?: string;
+  /** Running, but waiting since then for the archive to catch up with its window (events still in its outbox: archive_lag_seconds). */
+  waitingForArchiveSince?: string;
 }
 
 /** A request the caller must change (a 400), said in its words. */
@@ -117,8 +119,8 @@ export function createReplays(deps: { pool: pg.Pool; routes: string[]; retention
 
     /** A replay's state and counts; delivered and failed come from its archived attempts. */
     async get(replayId: string): Promise<ReplayStatus | undefined> {
-      const row = (await pool.query<{ id: string; route: string; state: ReplayState; matched: number; sent: number; skipped: number; filter: ReplayFilter; delivered: string; failed: string }>(
-        `SELECT r.id, r.route, r.state, r.matched, r.sent, r.skipped, r.filter,
+      const row = (await pool.query<{ id: string; route: string; state: ReplayState; matched: number; sent: number; skipped: number; filter: ReplayFilter; waiting_since: Date | null; delivered: string; failed: string }>(
+        `SELECT r.id, r.route, r.state, r.matched, r.sent, r.skipped, r.filter, r.waiting_since,
            (SELECT count(DISTINCT a.event_id) FROM attempts a WHERE a.replay_id = r.id AND a.outcome = 'delivered') AS delivered,
            (SELECT count(DISTINCT a.event_id) FROM attempts a WHERE a.replay_id = r.id AND a.outcome IN ('dead_letter', 'stale')) AS failed
          FROM replays r WHERE r.id = $1`,
@@ -136,6 +138,7 @@ export function createReplays(deps: { pool: pg.Pool; routes: string[]; retention
         failed: Number(row.failed),
         since: row.filter.since,
         ...(row.filter.until ? { until: row.filter.until } : {}),
+        ...(row.state === "running" && row.waiting_since ? { waitingForArchiveSince: row.waiting_since.toISOString() } : {}),
       };
     },
 

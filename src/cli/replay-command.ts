@@ -25,6 +25,7 @@ interface ReplayStatus {
   skipped: number;
   delivered: number;
   failed: number;
+  waitingForArchiveSince?: string;
 }
 
 /** `streamkeeper replay` (README.md#the-archive-search-timelines-replay-erasure): starts a replay on the running service and follows it. */
@@ -67,10 +68,14 @@ export function registerReplayCommand(program: Command): void {
         }
         const tty = process.stdout.isTTY;
         let status: ReplayStatus;
+        let waitSaid = false;
         for (;;) {
           status = (await askArchive(env, "GET", `/admin/replays/${started.replayId}`)) as ReplayStatus;
           const finished = status.state !== "running" && status.delivered + status.failed >= status.sent;
-          if (tty && !options.json) process.stdout.write(`\rreplay ${status.replayId}: ${status.sent}/${status.matched - status.skipped} sent, ${status.delivered} delivered, ${status.failed} failed   `);
+          const waiting = status.waitingForArchiveSince !== undefined;
+          if (tty && !options.json) process.stdout.write(`\rreplay ${status.replayId}: ${status.sent}/${status.matched - status.skipped} sent, ${status.delivered} delivered, ${status.failed} failed${waiting ? ", waiting for the archive" : ""}   `);
+          else if (waiting && !waitSaid && !options.json) process.stdout.write(`replay ${status.replayId} waits for the archive to catch up with its window (events still in its outbox: archive_lag_seconds); it goes on once they are in\n`);
+          waitSaid ||= waiting;
           if (finished || status.state === "cancelled" || status.state === "failed") break;
           await new Promise((ok) => setTimeout(ok, 500));
         }

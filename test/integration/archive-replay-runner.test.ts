@@ -130,6 +130,10 @@ describe("archive: the replay runner", () => {
     runner.wake();
     await until("the replay waiting for the archive", () => logs.lines.some((line) => line.replayId === replayId && String(line.msg).startsWith("replay waits for the archive")));
     expect((await rowOf(replayId!)).state).toBe("running");
+    // Its status says so, not only the log.
+    const waiting = await replays.get(replayId!);
+    expect(waiting).toMatchObject({ state: "running", sent: 2 });
+    expect(Date.parse(waiting!.waitingForArchiveSince!)).toBeGreaterThan(Date.now() - 60_000);
     // What the archive held up to there went out before the wait.
     await received(2);
     expect(replayedIds()).toEqual(events.slice(0, 2).map((event) => event.id));
@@ -142,6 +146,7 @@ describe("archive: the replay runner", () => {
     await received(6);
     expect(replayedIds()).toEqual(events.map((event) => event.id));
     expect(await db.query("SELECT matched, sent FROM replays WHERE id = $1", [replayId])).toEqual([{ matched: 6, sent: 6 }]);
+    expect((await replays.get(replayId!))?.waitingForArchiveSince).toBeUndefined();
   });
 
   it("when the archive is behind only after a replay's until, then the replay does not wait for it: its window is complete", async () => {

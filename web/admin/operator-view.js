@@ -210,7 +210,7 @@ async function refreshReplays() {
         { "data-replay": replay.replayId },
         el("th", { scope: "row" }, replay.replayId),
         cell(replay.route),
-        cell(state.state, state.state === "done" ? "ok replay-state" : state.state === "failed" ? "bad replay-state" : "replay-state"),
+        cell(state.waitingForArchiveSince ? "running, waiting for the archive" : state.state, state.state === "done" ? "ok replay-state" : state.state === "failed" ? "bad replay-state" : "replay-state"),
         cell(state.matched ?? replay.matched, "number"),
         cell(state.sent, "number"),
         cell(state.delivered, "number"),
