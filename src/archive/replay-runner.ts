@@ -102,13 +102,7 @@ export function createReplayRunner(deps: ReplayRunnerDeps) {
          AND e.arrived_at < $9 ORDER BY e.arrived_at, e.id LIMIT $8`,
         params,
       )).rows;
-      if (page.length === 0 && !complete) {
-        // Said in its status too (GET /admin/replays/:id), until a page is read.
-        await client.query("UPDATE replays SET waiting_since = COALESCE(waiting_since, now()) WHERE id = $1 AND state = 'running'", [replayId]);
-        if (!waitingSaid.has(replayId)) logger.info({ replayId, route, archivedThrough: new Date(through).toISOString() }, "replay waits for the archive to catch up with its window (events still in the outbox: archive_lag_seconds); it goes on from its checkpoint once they are in");
-        waitingSaid.add(replayId);
-        return;
-      }
+      if (page.length === 0 && !complete) return waitForArchive(client, replayId, route, through);
       if (page.length === 0) {
         // `matched` counted what the archive held at the start: it grows to what came in late.
         await client.query("UPDATE replays SET state = 'done', matched = GREATEST(matched, sent + skipped), waiting_since = NULL, updated_at = now() WHERE id = $1 AND state = 'running'", [replayId]);
@@ -143,8 +137,12 @@ export function createReplayRunner(deps: ReplayRunnerDeps) {
     }
   };
 
-  const stillRunning = async (client: pg.PoolClient, replayId: string) =>
-    (await client.query<{ state: string }>("SELECT state FROM replays WHERE id = $1", [replayId])).rows[0]?.state === "running";
+  // Said once in the log, and in its status (GET /admin/replays/:id) until a page is read.
+  const waitForArchive = async (client: pg.PoolClient, replayId: string, route: string, through: number) => {
+    await client.query("UPDATE replays SET waiting_since = COALESCE(waiting_since, now()) WHERE id = $1 AND state = 'running'", [replayId]);
+    if (!waitingSaid.has(replayId)) logger.info({ replayId, route, archivedThrough: new Date(through).toISOString() }, "replay waits for the archive to catch up with its window (events still in the outbox: archive_lag_seconds); it goes on from its checkpoint once they are in");
+    waitingSaid.add(replayId);
+  };
   const cancelled = (replayId: string, route: string) => logger.info({ replayId, route }, "replay cancelled: no further events are queued");
 
   const look = async () => {
@@ -181,4 +179,8 @@ export function createReplayRunner(deps: ReplayRunnerDeps) {
       await Promise.all(running.values());
     },
   };
+}
+
+async function stillRunning(client: pg.PoolClient, replayId: string): Promise<boolean> {
+  return (await client.query<{ state: string }>("SELECT state FROM replays WHERE id = $1", [replayId])).rows[0]?.state === "running";
 }
