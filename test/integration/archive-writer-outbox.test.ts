@@ -196,6 +196,36 @@ describe("archive writer: the outbox it reads and the schema it keeps", () => {
     expect(await archivedThrough(producer, prefix, now)).toBe(now - 40_000 - outboxArrivalMarginMs);
   });
 
+  it("when the writer stops between removing an archived batch from the outbox and acknowledging it, then nothing is left in the stream to hold the archive's completeness back, and the next read acknowledges what was left pending", async () => {
+    const { prefix, key, producer, outbox, drained } = outboxOfItsOwn();
+    // The writer's connection, but the second of a batch's two closing calls (XDEL and XACK,
+    // whichever comes second) fails once: the process stopping in between.
+    const redis = createRedis(inject("redisUrl"), "worker", "test-archive-writer");
+    let closingCalls = 0;
+    const stopsOnce = new Proxy(redis, {
+      get(target, property) {
+        if (property === "xdel" || property === "xack") {
+          return async (...args: unknown[]) => {
+            if (++closingCalls === 2) throw new Error("the writer's process stopped here");
+            return (target[property] as (...a: unknown[]) => Promise<unknown>)(...args);
+          };
+        }
+        const value = Reflect.get(target, property, target) as unknown;
+        return typeof value === "function" ? (value as (...a: unknown[]) => unknown).bind(target) : value;
+      },
+    });
+    startWriter(prefix, { redis: stopsOnce, retryMs: 100 });
+    const batch = eventRecords(3);
+    await outbox(batch.records);
+    await drained();
+    expect(await archived(batch.ids)).toBe(3);
+    expect(closingCalls).toBeGreaterThanOrEqual(2);
+    // What a replay may read up to is not held back by an entry nobody will read again.
+    expect(await archivedThrough(producer, prefix)).toBeGreaterThan(Date.now() - 60_000);
+    await expect.poll(async () => ((await producer.xpending(key, archiveWriterGroup)) as [number])[0]).toBe(0);
+    expect(await archived(batch.ids)).toBe(3);
+  });
+
   it("when more records wait than one batch holds, then each batch is archived in one transaction of at most batchSize records", async () => {
     const { prefix, outbox, drained } = outboxOfItsOwn();
     const waiting = eventRecords(10);
