@@ -56,7 +56,19 @@ export const mutationGroups = [
     mutate: ["src/queue/event-ledger.ts", "src/queue/ledger-windows.ts", "src/queue/ledger-transport.ts"],
     // event-ledger-admit: the ledger's admission (its one-step store) in this process;
     // the admission group's tests take it too, but against the admission's own modules.
-    tests: ["test/integration/event-ledger.test.ts", "test/integration/event-ledger-batch.test.ts", "test/integration/event-ledger-compact.test.ts", "test/integration/event-ledger-admit.test.ts"],
+    // dispatch-mark-at-completion: the ledger's `finish` (a job's completion with its mark), through a dispatcher.
+    tests: ["test/integration/event-ledger.test.ts", "test/integration/event-ledger-batch.test.ts", "test/integration/event-ledger-compact.test.ts", "test/integration/event-ledger-admit.test.ts", "test/integration/dispatch-mark-at-completion.test.ts"],
+  },
+  {
+    name: "mark-at-completion",
+    mutate: ["src/dispatch/mark-at-completion.ts"],
+    tests: [
+      "test/integration/dispatch-mark-at-completion.test.ts",
+      // A ledger whose connection is gone: the delivery stands, said, the job completed all the same.
+      "test/integration/dispatch-archive-attempts.test.ts",
+      "test/integration/dispatch-once.test.ts",
+      "test/integration/dispatch-delivery.test.ts",
+    ],
   },
   {
     name: "call-batcher",

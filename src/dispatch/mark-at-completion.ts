@@ -1,5 +1,6 @@
 import { createRedisBackend, raw2NextJobData, type BackendFactory, type MinimalJob, type RedisQueueBackend } from "bullmq";
 import type { Logger } from "../logger.js";
+import { createRepeatLog } from "../repeat-log.js";
 import type { DeliveryJobData } from "../queue/delivery-job.js";
 import type { EventLedger } from "../queue/event-ledger.js";
 import type { DeliveryResult } from "./create-delivery-processor.js";
@@ -14,6 +15,8 @@ import type { DeliveryResult } from "./create-delivery-processor.js";
  * the mark goes apart (`markDelivered`) and BullMQ completes the job as usual.
  */
 export function markAtCompletion(ledger: EventLedger, route: string, logger: Logger): BackendFactory<RedisQueueBackend> {
+  // Once a minute with its count: a Redis fault fails every completion of that moment.
+  const finishFailed = createRepeatLog(logger, "warn", "could not complete a delivered job with its mark in one call; completing it the usual way, its mark apart", 60_000);
   return (name, opts, flags) => {
     const backend = createRedisBackend(name, opts, flags);
     const complete = backend.moveToCompleted.bind(backend);
@@ -30,18 +33,17 @@ export function markAtCompletion(ledger: EventLedger, route: string, logger: Log
       try {
         finished = await ledger.finishDelivered(eventId, route, delivered.at, { keys: args.slice(0, keyCount) as string[], args: scriptArgs });
       } catch (error) {
-        // The ledger's connection or its script failed: the delivery stands, without its
-        // mark, and BullMQ completes the job on its own connection. Had the script run and
-        // only its answer been lost, BullMQ finds the job no longer active, as after any
-        // completion whose answer was lost.
-        unmarked(error);
-        return complete(job, returnValue, removeOnComplete, token, fetchNext);
+        // The ledger's connection or its script failed: the delivery stands, its mark is
+        // tried apart (said if that fails too), and BullMQ completes the job on its own
+        // connection. Had the script run and only its answer been lost, BullMQ finds the
+        // job no longer active, as after any completion whose answer was lost.
+        finishFailed({ route, err: error });
+        finished = "unsupported";
       }
       if (finished === "unsupported") {
         ledger.markDelivered(eventId, route, delivered.at).catch(unmarked);
         return complete(job, returnValue, removeOnComplete, token, fetchNext);
       }
-      finished.marked.catch(unmarked);
       // What BullMQ's own moveToFinished makes of the script's reply (redis-queue-backend.js).
       const { moved } = finished;
       if (typeof moved === "number" && moved < 0) throw backend.finishedErrors({ code: moved, jobId: job.id, command: "moveToFinished", state: "active" });

@@ -85,12 +85,11 @@ export interface EventLedger {
   admit(eventId: string, arrival: Arrival, jobs: AdmittedJob[], outbox?: { key: string; entry: string }): Promise<Admission>;
   /**
    * A delivered job's completion and the route's delivered mark in one script, one round
-   * trip, atomic (finish-script.ts): moveToFinished's reply, and `marked`, which settles
-   * at once unless the record was older than the newest bucket (then the whole window is
-   * marked after). `unsupported` where one script cannot reach both the ledger and the
-   * queue (a cluster): nothing written; mark and complete apart.
+   * trip, atomic (finish-script.ts): moveToFinished's reply. `unsupported` where one script
+   * cannot reach both the ledger and the queue (a cluster): nothing written; mark and
+   * complete apart.
    */
-  finishDelivered(eventId: string, route: string, at: number, completion: JobCompletion): Promise<{ moved: unknown; marked: Promise<void> } | "unsupported">;
+  finishDelivered(eventId: string, route: string, at: number, completion: JobCompletion): Promise<{ moved: unknown } | "unsupported">;
   /** Sends the calls gathered and not yet sent (marks, with `gatherMarksMs`) and waits for them and every mark under way: before its connection quits. */
   flush(): Promise<void>;
 }
@@ -180,9 +179,9 @@ export function createEventLedger(redis: Redis | Cluster, queuePrefix: string, t
   // gathered"). Marks under way are kept for `flush`: a second step leaves only once the
   // first is answered.
   const marking = new Set<Promise<void>>();
-  const mark = (eventId: string, route: string, at: number, marks: number, newestFirst = true) => {
+  const mark = (eventId: string, route: string, at: number, marks: number) => {
     const marked = (async () => {
-      if (!newestFirst || (await callVia(transport.sendGathered, "markNewest", eventId, [route, at, marks])) === 2) await call("mark", eventId, route, at, marks);
+      if ((await callVia(transport.sendGathered, "markNewest", eventId, [route, at, marks])) === 2) await call("mark", eventId, route, at, marks);
     })();
     marking.add(marked);
     void marked.then(
@@ -254,11 +253,8 @@ export function createEventLedger(redis: Redis | Cluster, queuePrefix: string, t
         transport.enforcesSlots();
         return "unsupported";
       }
-      if (!Array.isArray(reply) || reply.length !== 2) throw new Error(`the finish script answered ${JSON.stringify(reply)}, which is none of its answers`);
-      const [marked, moved] = reply as [unknown, unknown];
-      // Not in the newest bucket (an event of the day before): the job is complete, so the
-      // whole window's mark follows apart, as a mark's second step, kept for `flush`.
-      return { moved, marked: marked === 2 ? mark(eventId, route, at, routeMarks.delivered, false) : Promise.resolve() };
+      if (!Array.isArray(reply) || reply.length !== 2 || reply[0] !== 1) throw new Error(`the finish script answered ${JSON.stringify(reply)}, which is none of its answers`);
+      return { moved: reply[1] as unknown };
     },
     async flush() {
       await transport.flush();

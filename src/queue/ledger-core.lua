@@ -38,11 +38,11 @@ end
 local function start(keyBase, keyCount, argBase, argCount)
   kb, kc, ab, ac = keyBase, keyCount, argBase, argCount
   op, field, now, ttl, bucketSeconds = ARGV[ab + 1], unhex(ARGV[ab + 2]), tonumber(ARGV[ab + 3]), tonumber(ARGV[ab + 4]), tonumber(ARGV[ab + 5])
-  -- The buckets: the window's, the newest alone for a `markNewest` or a `finish`. An
-  -- admission or a finish (never on a cluster) is sent BullMQ's keys after them; another
-  -- op, on a cluster, the dictionaries.
+  -- The buckets: the window's, the newest alone for a `markNewest`. An admission or a
+  -- finish (never on a cluster) is sent BullMQ's keys after them; another op, on a
+  -- cluster, the dictionaries.
   -- Rounded up, as event-ledger.ts counts them: a TTL of 36 h reaches three day buckets back.
-  if op == 'markNewest' or op == 'finish' then n = 1 else n = math.ceil(ttl / bucketSeconds) + 1 end
+  if op == 'markNewest' then n = 1 else n = math.ceil(ttl / bucketSeconds) + 1 end
   dictionariesSent = op ~= 'admit' and op ~= 'finish' and kc == 2 * n
   dictWritten = false
 end
@@ -232,10 +232,9 @@ local function arrive(i, r, receivedAt, indices)
 end
 
 -- ARGV: route, at, mark (2 delivered, 4 stale). Without a record, one without an arrival
--- (a 'delivered_only' record) starts in the newest bucket. `newestOnly` (a 'markNewest',
--- or a delivery's 'finish'): sent the newest bucket alone, where a record of a recent event
--- is, it answers 2, writing nothing, when the record is not there (then 'mark' is sent the
--- whole window).
+-- (a 'delivered_only' record) starts in the newest bucket. `newestOnly` (a 'markNewest'):
+-- sent the newest bucket alone, where a record of a recent event is, it answers 2, writing
+-- nothing, when the record is not there (then 'mark' is sent the whole window).
 local function markRoute(newestOnly)
   local at = tonumber(ARGV[ab + 7])
   local i, r = find(true)

@@ -4,8 +4,8 @@ import { ledgerBucketKey } from "./queue-names.js";
 export type LedgerWindowKeys = (shard: number, newestBucket: number, op: string, declareDictionaries: boolean) => string[];
 
 /**
- * A shard's window of `bucketCount` buckets, newest first (a `markNewest` or a `finish`:
- * the newest alone): the same all day, so built once a day per shard. On a single Redis the script
+ * A shard's window of `bucketCount` buckets, newest first (a `markNewest`: the newest
+ * alone): the same all day, so built once a day per shard. On a single Redis the script
  * builds each bucket's dictionary key from the bucket's; a cluster, where every key a
  * script writes is declared so that a slot's migration guards it, is sent the dictionaries
  * after the buckets (ledger-core.lua). A lookup reads no dictionary; an admission never
@@ -22,8 +22,8 @@ export function createLedgerWindows(queuePrefix: string, bucketCount: number): L
       known = { newest, buckets, newestOnly: [buckets[0]!], all: [...buckets, ...buckets.map(names)], newestWithNames: [buckets[0]!, names(buckets[0]!)] };
       windows.set(shard, known);
     }
-    // A finish, like an admission, never runs on a cluster.
-    if (op === "finish") return known.newestOnly;
+    // A finish, like an admission, never runs on a cluster: its window without dictionaries.
+    if (op === "finish") return known.buckets;
     const declared = declareDictionaries && op !== "lookup" && op !== "admit";
     if (op === "markNewest") return declared ? known.newestWithNames : known.newestOnly;
     return declared ? known.all : known.buckets;

@@ -5,7 +5,9 @@ import { jobIdFor } from "../../src/queue/job-id.js";
 import { deliveryQueueBullPrefix, deliveryQueueName } from "../../src/queue/queue-names.js";
 import { closeRedis, createRedis, untilReady } from "../../src/redis/redis-connection.js";
 import { createDispatchHarness, testRoute, type DispatchHarness } from "../helpers/dispatch-harness.js";
+import { capturedLogger } from "../helpers/captured-logger.js";
 import { userEvent } from "../helpers/fixtures.js";
+import { ledgerKeys } from "../helpers/ledger-keys.js";
 import { startSinkServer, type SinkServer } from "../helpers/sink-server.js";
 
 const redisUrl = inject("redisUrl");
@@ -55,17 +57,21 @@ describe("dispatch: the delivered mark in the job's completion", () => {
     const event = userEvent();
     await harness.store.store(event, { origin: "webhook" });
     await sink.untilReceived(1);
-    // Another worker holds the lock for 400 ms: the completion is refused, and once the lock
-    // expires the job is taken up again as stalled.
+    // Another worker holds the lock: the completion is refused, the job stays active.
     const lock = `${deliveryQueueBullPrefix(harness.prefix, "a")}:${deliveryQueueName("a")}:${jobIdFor(event.id)}:lock`;
     const redis = createRedis(redisUrl, "client");
     try {
       await untilReady(redis);
-      expect(await redis.set(lock, "another-worker", "PX", 400, "XX")).toBe("OK");
+      expect(await redis.set(lock, "another-worker", "XX")).toBe("OK");
+      answer();
+      // The finish ran: its mark is there, and BullMQ refused the completion.
+      await expect.poll(() => harness!.ledger.deliveredAt(event.id, "a"), { timeout: 10_000 }).toBeGreaterThan(0);
+      expect(await harness.queues.forRoute("a").getJobState(jobIdFor(event.id))).toBe("active");
+      // That worker's lock expires: the job is taken up again as stalled.
+      await redis.del(lock);
     } finally {
       await closeRedis(redis);
     }
-    answer();
 
     const queue = harness.queues.forRoute("a");
     await expect.poll(async () => (await queue.getJob(jobIdFor(event.id)))?.returnvalue?.status, { timeout: 20_000 }).toBe("already_delivered");
@@ -84,12 +90,37 @@ describe("dispatch: the delivered mark in the job's completion", () => {
     vi.useFakeTimers({ toFake: ["Date"], now: receivedAt });
     await harness.store.store(event, { origin: "webhook" });
     vi.useRealTimers();
-    harness.startDispatcher();
+    const logs = capturedLogger("info");
+    harness.startDispatcher({ logger: logs.logger });
     await sink.untilReceived(1);
 
     await expect.poll(() => harness!.ledger.deliveredAt(event.id, "a")).toBeGreaterThan(receivedAt);
     const record = await harness.ledger.get(event.id);
     expect(record?.receivedAt).toBe(receivedAt);
     expect(record?.routes).toEqual(["a"]);
+    // In the completion's own call: not completed the usual way with the mark apart.
+    expect(logs.lines.filter((line) => Number(line.level) >= 40)).toEqual([]);
+  });
+
+  it("when an event's ledger record is gone (its job outlived the dedupe window), then its completion records the delivery all the same, in its own call", async () => {
+    const sink = await startSinkServer();
+    sinks.push(sink);
+    harness = await createDispatchHarness(redisUrl, [testRoute("a", sink.url)]);
+    const event = userEvent();
+    await harness.store.store(event, { origin: "webhook" });
+    const redis = createRedis(redisUrl, "client");
+    try {
+      await untilReady(redis);
+      await redis.del(...(await ledgerKeys(redis, harness.prefix)));
+    } finally {
+      await closeRedis(redis);
+    }
+    const logs = capturedLogger("info");
+    harness.startDispatcher({ logger: logs.logger });
+    await sink.untilReceived(1);
+
+    await expect.poll(() => harness!.ledger.deliveredAt(event.id, "a")).toBeGreaterThan(0);
+    expect(await harness.ledger.lookup(event.id)).toBe("delivered_only");
+    expect(logs.lines.filter((line) => Number(line.level) >= 40)).toEqual([]);
   });
 });
