@@ -197,6 +197,8 @@ describe("dispatch: each attempt recorded in the archive", () => {
       route: "unmarked",
       msg: "delivered, but recording the delivery failed; a re-run of this job would send it again",
     });
+    // The completion with its mark in one call failed first, and is said too.
+    expect(logs.lines.find((line) => String(line.msg).startsWith("could not complete a delivered job with its mark in one call"))).toMatchObject({ route: "unmarked", level: 40 });
     expect(downstream.requests).toHaveLength(1);
     expect(await harness.ledger.deliveredAt(event.id, "unmarked")).toBeUndefined();
   });

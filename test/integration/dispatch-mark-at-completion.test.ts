@@ -53,7 +53,8 @@ describe("dispatch: the delivered mark in the job's completion", () => {
     const sink = await startSinkServer(async () => (await answered, { status: 204 }));
     sinks.push(sink);
     harness = await createDispatchHarness(redisUrl, [testRoute("a", sink.url)]);
-    harness.startDispatcher({ stalledIntervalMs: 100 });
+    const logs = capturedLogger("info");
+    harness.startDispatcher({ stalledIntervalMs: 100, logger: logs.logger });
     const event = userEvent();
     await harness.store.store(event, { origin: "webhook" });
     await sink.untilReceived(1);
@@ -78,6 +79,9 @@ describe("dispatch: the delivered mark in the job's completion", () => {
     expect((await queue.getJob(jobIdFor(event.id)))!.stalledCounter).toBe(1);
     expect(await harness.ledger.deliveredAt(event.id, "a")).toBeGreaterThan(0);
     expect(sink.requests).toHaveLength(1);
+    // The refusal is BullMQ's own error, as its moveToFinished raises it, and said.
+    const refused = logs.lines.find((line) => line.route === "a" && Number(line.level) === 40);
+    expect((refused?.err as { message?: string } | undefined)?.message).toBe(`Lock mismatch for job ${jobIdFor(event.id)}. Cmd moveToFinished from active`);
   });
 
   it("when an event's record is in an older bucket than the newest (stored before the bucket turned), then its completion still marks that record", async () => {

@@ -133,10 +133,13 @@ describe("dispatch: once per route, live first", () => {
     const job = (await harness.queues.forRoute("a").getJob(jobIdFor(event.id)))!;
     await expect.poll(() => job.isCompleted()).toBe(true);
     await expect.poll(() => harness.ledger.deliveredAt(event.id, "a")).toBeGreaterThan(0);
+    const deliveredAt = await harness.ledger.deliveredAt(event.id, "a");
 
     await job.retry("completed");
     await expect.poll(async () => (await harness.queues.forRoute("a").getJob(job.id!))?.returnvalue?.status).toBe("already_delivered");
     expect(a.requests).toHaveLength(1);
+    // The run that sent nothing records no delivery of its own.
+    expect(await harness.ledger.deliveredAt(event.id, "a")).toBe(deliveredAt);
   });
 
   it("when a backlog of reconciled events waits, then a live event stored later is delivered before the rest of it", async () => {
