@@ -187,6 +187,27 @@ describe("event ledger batches", () => {
     }
   });
 
+  it("when such an endpoint refuses a job's completion with its mark (the queue's keys in another slot), then it answers unsupported, marks nothing, and is not sent again", async () => {
+    const cluster = await startRedisCluster(1);
+    const direct = createRedis(cluster.nodes[0]!.url, "client") as Redis;
+    try {
+      await untilReady(direct);
+      const prefix = `test-${randomUUID()}`;
+      const ledger = createEventLedger(direct, prefix, 3600);
+      expect(await ledger.claim("evt_1", arrival(["a"]), false)).toBe(true);
+      // moveToFinished's 14 keys, under a tag of their own: refused before the script runs.
+      const completion = { keys: Array.from({ length: 14 }, (_, index) => `{queue-elsewhere}:${index}`), args: ["job", Date.now(), "returnvalue", "{}", "completed", 0, "{queue-elsewhere}:", "opts"] };
+      await expect(ledger.finishDelivered("evt_1", "a", Date.now(), completion)).resolves.toBe("unsupported");
+      expect(await crossSlotRefusals(direct)).toBe(1);
+      await expect(ledger.finishDelivered("evt_1", "a", Date.now(), completion)).resolves.toBe("unsupported");
+      expect(await crossSlotRefusals(direct)).toBe(1);
+      expect(await ledger.deliveredAt("evt_1", "a")).toBeUndefined();
+    } finally {
+      direct.disconnect();
+      await cluster.stop();
+    }
+  });
+
   it("when the ledger runs on a Redis Cluster, then no call is refused for crossing slots: turns go per shard from the first, every key a call's script writes is declared (a slot's migration guards it), and an admission is not sent (the store takes the long way)", async () => {
     // Two masters: a single node announces no address of its own in CLUSTER SLOTS until it has met another.
     const cluster = await startRedisCluster(2);
@@ -216,6 +237,9 @@ describe("event ledger batches", () => {
       expect(await Promise.all(ids.map(async (id) => (await ledger.get(id))?.deliveredAt))).toEqual(ids.map((_, index) => ({ a: markedAt + index })));
       await expect(ledger.admit("evt_admitted", { ...arrival([]), routes: [] }, [], { key: archiveOutboxKey(prefix), entry: "{}" })).resolves.toBe("unsupported");
       expect(await ledger.lookup("evt_admitted")).toBe("absent");
+      // Nor a job's completion with its mark: the worker marks and completes apart there.
+      await expect(ledger.finishDelivered(ids[0]!, "b", Date.now(), { keys: [], args: [] })).resolves.toBe("unsupported");
+      expect((await ledger.get(ids[0]!))?.deliveredAt).toEqual({ a: markedAt });
       expect(await Promise.all(nodes.map((node) => crossSlotRefusals(node)))).toEqual(nodes.map(() => 0));
     } finally {
       clustered.disconnect();
