@@ -28,6 +28,9 @@ interface ReplayStatus {
   waitingForArchiveSince?: string;
 }
 
+/** A replay's wait for the archive this long is said (without a terminal's progress line): the archive's own margin is 5 s. */
+const waitWorthSayingMs = 15_000;
+
 /** `streamkeeper replay` (README.md#the-archive-search-timelines-replay-erasure): starts a replay on the running service and follows it. */
 export function registerReplayCommand(program: Command): void {
   program
@@ -68,14 +71,20 @@ export function registerReplayCommand(program: Command): void {
         }
         const tty = process.stdout.isTTY;
         let status: ReplayStatus;
+        // A window reaching the last seconds waits that long for the archive by design
+        // (replay-runner.ts); a wait longer than waitWorthSayingMs is said once.
+        let waitingSince: number | undefined;
         let waitSaid = false;
         for (;;) {
           status = (await askArchive(env, "GET", `/admin/replays/${started.replayId}`)) as ReplayStatus;
           const finished = status.state !== "running" && status.delivered + status.failed >= status.sent;
           const waiting = status.waitingForArchiveSince !== undefined;
+          waitingSince = waiting ? (waitingSince ?? Date.now()) : undefined;
           if (tty && !options.json) process.stdout.write(`\rreplay ${status.replayId}: ${status.sent}/${status.matched - status.skipped} sent, ${status.delivered} delivered, ${status.failed} failed${waiting ? ", waiting for the archive" : ""}   `);
-          else if (waiting && !waitSaid && !options.json) process.stdout.write(`replay ${status.replayId} waits for the archive to catch up with its window (events still in its outbox: archive_lag_seconds); it goes on once they are in\n`);
-          waitSaid ||= waiting;
+          else if (waitingSince !== undefined && Date.now() - waitingSince >= waitWorthSayingMs && !waitSaid && !options.json) {
+            process.stdout.write(`replay ${status.replayId} waits for the archive to catch up with its window (events still in its outbox: archive_lag_seconds); it goes on once they are in\n`);
+            waitSaid = true;
+          }
           if (finished || status.state === "cancelled" || status.state === "failed") break;
           await new Promise((ok) => setTimeout(ok, 500));
         }

@@ -8,8 +8,8 @@ export type LedgerWindowKeys = (shard: number, newestBucket: number, op: string,
  * alone): the same all day, so built once a day per shard. On a single Redis the script
  * builds each bucket's dictionary key from the bucket's; a cluster, where every key a
  * script writes is declared so that a slot's migration guards it, is sent the dictionaries
- * after the buckets (ledger-core.lua). A lookup reads no dictionary; an admission never
- * runs on a cluster.
+ * after the buckets (ledger-core.lua). A lookup reads no dictionary; an admission or a
+ * job's finish never runs on a cluster.
  */
 export function createLedgerWindows(queuePrefix: string, bucketCount: number): LedgerWindowKeys {
   type Window = { newest: number; buckets: string[]; newestOnly: string[]; all: string[]; newestWithNames: string[] };
@@ -22,8 +22,6 @@ export function createLedgerWindows(queuePrefix: string, bucketCount: number): L
       known = { newest, buckets, newestOnly: [buckets[0]!], all: [...buckets, ...buckets.map(names)], newestWithNames: [buckets[0]!, names(buckets[0]!)] };
       windows.set(shard, known);
     }
-    // A finish, like an admission, never runs on a cluster: its window without dictionaries.
-    if (op === "finish") return known.buckets;
     const declared = declareDictionaries && op !== "lookup" && op !== "admit";
     if (op === "markNewest") return declared ? known.newestWithNames : known.newestOnly;
     return declared ? known.all : known.buckets;
