@@ -12,6 +12,19 @@ import { startRedisCluster } from "../helpers/redis-cluster.js";
 
 const arrival = (routes: string[]): Arrival => ({ receivedAt: Date.now(), origin: "webhook", streamId: "est_1", type: "user.updated", routes });
 
+/** A one-node cluster reached directly (it enforces slots, as a slot-checking proxy does), stopped after `use`. */
+async function onOneClusterNode(use: (direct: Redis) => Promise<void>): Promise<void> {
+  const cluster = await startRedisCluster(1);
+  const direct = createRedis(cluster.nodes[0]!.url, "client") as Redis;
+  try {
+    await untilReady(direct);
+    await use(direct);
+  } finally {
+    direct.disconnect();
+    await cluster.stop();
+  }
+}
+
 /** The commands a Redis refused with CROSSSLOT so far (INFO errorstats). */
 async function crossSlotRefusals(redis: Redis): Promise<number> {
   return Number(/^errorstat_CROSSSLOT:count=(\d+)/m.exec(await redis.info("errorstats"))?.[1] ?? 0);
@@ -144,10 +157,7 @@ describe("event ledger batches", () => {
   });
 
   it("when a single endpoint enforces slots (a cluster node reached directly, like a slot-checking proxy), then only the first batch across shards is refused: it falls back to one per shard, later turns go per shard from the start, and every call lands", async () => {
-    const cluster = await startRedisCluster(1);
-    const direct = createRedis(cluster.nodes[0]!.url, "client") as Redis;
-    try {
-      await untilReady(direct);
+    await onOneClusterNode(async (direct) => {
       const ledger = createEventLedger(direct, `test-${randomUUID()}`, 3600);
       await ledger.shards();
       const ids = Array.from({ length: 20 }, () => `evt_${randomUUID()}`);
@@ -156,17 +166,11 @@ describe("event ledger batches", () => {
       expect(await Promise.all(ids.map((id) => ledger.lookup(id)))).toEqual(ids.map(() => "arrived"));
       expect(await Promise.all(ids.map((id) => ledger.claim(id, arrival(["a"]), false)))).toEqual(ids.map(() => false));
       expect(await crossSlotRefusals(direct)).toBe(1);
-    } finally {
-      direct.disconnect();
-      await cluster.stop();
-    }
+    });
   });
 
   it("when such an endpoint refuses an admission (its outbox in another slot), then it answers unsupported, is not sent again, and the ledger's turns go per shard from then on", async () => {
-    const cluster = await startRedisCluster(1);
-    const direct = createRedis(cluster.nodes[0]!.url, "client") as Redis;
-    try {
-      await untilReady(direct);
+    await onOneClusterNode(async (direct) => {
       const prefix = `test-${randomUUID()}`;
       const ledger = createEventLedger(direct, prefix, 3600);
       const outbox = { key: archiveOutboxKey(prefix), entry: "{}" };
@@ -181,17 +185,11 @@ describe("event ledger batches", () => {
       const ids = Array.from({ length: 20 }, () => `evt_${randomUUID()}`);
       expect(await Promise.all(ids.map((id) => ledger.claim(id, arrival(["a"]), false)))).toEqual(ids.map(() => true));
       expect(await crossSlotRefusals(direct)).toBe(1);
-    } finally {
-      direct.disconnect();
-      await cluster.stop();
-    }
+    });
   });
 
   it("when such an endpoint refuses a job's completion with its mark (the queue's keys in another slot), then it answers unsupported, marks nothing, and is not sent again", async () => {
-    const cluster = await startRedisCluster(1);
-    const direct = createRedis(cluster.nodes[0]!.url, "client") as Redis;
-    try {
-      await untilReady(direct);
+    await onOneClusterNode(async (direct) => {
       const prefix = `test-${randomUUID()}`;
       const ledger = createEventLedger(direct, prefix, 3600);
       expect(await ledger.claim("evt_1", arrival(["a"]), false)).toBe(true);
@@ -202,10 +200,7 @@ describe("event ledger batches", () => {
       await expect(ledger.finishDelivered("evt_1", "a", Date.now(), completion)).resolves.toBe("unsupported");
       expect(await crossSlotRefusals(direct)).toBe(1);
       expect(await ledger.deliveredAt("evt_1", "a")).toBeUndefined();
-    } finally {
-      direct.disconnect();
-      await cluster.stop();
-    }
+    });
   });
 
   it("when the ledger runs on a Redis Cluster, then no call is refused for crossing slots: turns go per shard from the first, every key a call's script writes is declared (a slot's migration guards it), and an admission is not sent (the store takes the long way)", async () => {
