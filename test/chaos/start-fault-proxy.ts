@@ -18,15 +18,15 @@ export interface FaultProxy {
 /**
  * A small HTTP proxy in front of `target` (e.g. the tenant emulator) that answers some
  * requests itself: `fault(path, method)` returns the answer to inject, or undefined to
- * forward the request as it is.
+ * forward the request as it is; a promise of either holds the request until it settles.
  */
-export async function startFaultProxy(target: string, fault: (path: string, method: string) => InjectedFault | undefined): Promise<FaultProxy> {
+export async function startFaultProxy(target: string, fault: (path: string, method: string) => InjectedFault | undefined | Promise<InjectedFault | undefined>): Promise<FaultProxy> {
   const counts: FaultProxy["counts"] = { injected: {}, passed: {} };
   const count = (bucket: Record<string, number>, status: number) => (bucket[status] = (bucket[status] ?? 0) + 1);
   const server = createServer(async (req, res) => {
     const chunks: Buffer[] = [];
     for await (const chunk of req) chunks.push(chunk as Buffer);
-    const injected = fault(req.url ?? "/", req.method ?? "GET");
+    const injected = await fault(req.url ?? "/", req.method ?? "GET");
     if (injected) {
       count(counts.injected, injected.status);
       res.writeHead(injected.status, { "content-type": "application/json", ...injected.headers }).end(injected.body);

@@ -19,19 +19,27 @@ describe("sweep: a delivery that fails after its window was read", () => {
   const cleanup = useCleanup("all", { quiet: true });
 
   it("when a delivery turns failed after a sweep read its window, then a later sweep still recovers it", async () => {
-    // Retry delays five times the tenant's (5, 10, 20 s): the delivery stays pending for
-    // about 35 s, across many sweeps (one a second) even on a machine ten times slower.
-    const emulator = await startEmulator({ timeScale: 5 });
+    // The delivery stays pending as long as the test needs, not for a span of the tenant's
+    // retry delays that a slow machine could outlast: its first attempt is answered 503 at
+    // once, its second is held (the emulator waits for it) until a sweep has read past the
+    // event, then it and the last two are answered 503 (retry delays 10, 20, 40 ms).
+    const emulator = await startEmulator({ timeScale: 0.01, webhookTimeoutMs: 300_000 });
     cleanup.push(() => emulator.close());
     const sink = await startSinkServer();
     cleanup.push(() => sink.close());
     const door = await startFrontDoor();
     cleanup.push(() => door.close());
     let refusing = false;
-    const proxy = await startFaultProxy(door.url, (path) =>
-      refusing && path.startsWith("/webhooks") ? { status: 503, headers: { "retry-after": "1" }, body: "{}" } : undefined,
-    );
+    let attempts = 0;
+    let releaseSecondAttempt = () => {};
+    const secondAttemptReleased = new Promise<void>((release) => (releaseSecondAttempt = release));
+    const proxy = await startFaultProxy(door.url, async (path) => {
+      if (!refusing || !path.startsWith("/webhooks")) return undefined;
+      if (++attempts === 2) await secondAttemptReleased;
+      return { status: 503, headers: { "retry-after": "1" }, body: "{}" };
+    });
     cleanup.push(() => proxy.close());
+    cleanup.push(async () => releaseSecondAttempt());
     const auth = { method: "basic" as const, username: testCredentials.username, password: testCredentials.password };
     const streamId = await createStream(emulator, `${proxy.url}/webhooks`, { auth, types: ["user.created"] });
     const service = await startServiceProcess("all", sweepingEnv({ publicUrl: proxy.url, sinkUrl: sink.url, tenant: tenantEnv(emulator) }));
@@ -51,6 +59,8 @@ describe("sweep: a delivery that fails after its window was read", () => {
       expect(state.status, "the delivery failed before any sweep read past it").toBe("pending");
       return checkpoint != null && Date.parse(checkpoint) > emittedAt + 1000;
     });
+    expect(attempts, "the tenant's second attempt is the one held").toBe(2);
+    releaseSecondAttempt();
     await until("the tenant gives up", async () => (await delivery()).status === "failed", 120_000);
     refusing = false;
 
