@@ -2,13 +2,15 @@ import { randomUUID } from "node:crypto";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { Redis } from "ioredis";
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { archiveOutboxKey } from "../../src/archive/archive-outbox.js";
 import type { CloudEvent } from "../../src/events/cloud-event.js";
 import { startServiceProcess, type ServiceProcess } from "../helpers/start-service-process.js";
 import { createTestDatabase, type TestDatabase } from "../helpers/archive-database.js";
 import { userEvent } from "../helpers/fixtures.js";
 import { serviceProcessEnv } from "../helpers/service-process-env.js";
-import { startSinkServer, type SinkServer } from "../helpers/sink-server.js";
+import { startSinkServer, type SinkAnswer, type SinkServer } from "../helpers/sink-server.js";
 import { startTestService } from "../helpers/start-test-service.js";
 import { until } from "./sweep-test-kit.js";
 import { webhookAuthorization as authorization } from "../helpers/credentials.js";
@@ -17,6 +19,7 @@ const adminToken = "replay-admin-token";
 
 describe("archive: replay", () => {
   let db: TestDatabase;
+  let redis: Redis;
   let crm: SinkServer;
   let backfill: SinkServer;
   let dir: string;
@@ -32,6 +35,7 @@ describe("archive: replay", () => {
 
   beforeAll(async () => {
     db = await createTestDatabase();
+    redis = new Redis(inject("redisUrl"));
     crm = await startSinkServer();
     backfill = await startSinkServer();
     dir = await mkdtemp(join(tmpdir(), "sk-replay-"));
@@ -57,6 +61,7 @@ describe("archive: replay", () => {
     await crm?.close();
     await backfill?.close();
     await db?.drop();
+    redis?.disconnect();
     await rm(dir, { recursive: true, force: true });
   });
 
@@ -83,7 +88,22 @@ describe("archive: replay", () => {
     await backfill.until((requests) => live.every((event) => requests.some((request) => request.headers["webhook-id"] === event.id)));
     const replayedSoFar = backfill.requests.filter((request) => request.headers["x-streamkeeper-origin"] === "replay").length;
     expect(replayedSoFar).toBeLessThan(30);
+    // Killed with a replayed delivery in flight (held by the route) and nothing in the archive's
+    // outbox: a record the killed writer had read but not written would be taken over only after
+    // 30 s (create-archive-writer.ts), and the second process's replay would wait for it.
+    let letGo = () => {};
+    const held = new Promise<SinkAnswer>((answer) => (letGo = () => answer({})));
+    backfill.answer = () => held;
+    const heldFrom = backfill.requests.length;
+    await backfill.untilReceived(heldFrom + 1);
+    await until("the archive has the live events' deliveries and its outbox is empty", async () => {
+      const archived = Number((await db.query<{ n: string }>("SELECT count(*) AS n FROM attempts WHERE outcome = 'delivered' AND event_id = ANY($1)", [live.map((event) => event.id)]))[0]!.n);
+      // Each live event delivered to both routes.
+      return archived === 2 * live.length && (await redis.xlen(archiveOutboxKey(prefix))) === 0;
+    });
     await first.kill();
+    backfill.answer = () => ({ delayMs: 40 });
+    letGo();
 
     const second = await startServiceProcess("all", env());
     processes.push(second);
