@@ -46,6 +46,9 @@ export function createDeliveryProcessor({ route, client, ledger, logger, shutdow
   // Lower-case once, so a route header cannot duplicate one of ours in another case.
   const routeHeaders = Object.fromEntries(Object.entries(route.headers).map(([name, value]) => [name.toLowerCase(), value]));
   const labels = { route: route.name };
+  // Bound once: counting a delivery is an addition (docs/benchmarks.md, "Metrics on the per-event path").
+  const duration = dispatchDuration.labels(route.name);
+  const deliveredCount = dispatchTotal.labels(route.name, "delivered");
 
   return async (job: Job<DeliveryJobData>, token?: string): Promise<DeliveryResult> => {
     const { event, origin, force, recheck } = job.data;
@@ -101,7 +104,7 @@ export function createDeliveryProcessor({ route, client, ledger, logger, shutdow
       ...(route.secret ? signWebhook(route.secret, webhookId, Math.floor(Date.now() / 1000), body) : {}),
     };
     const send = async () => {
-      const endTimer = dispatchDuration.startTimer(labels);
+      const endTimer = duration.startTimer();
       const answer = await client.post(headers, body);
       endTimer();
       return answer;
@@ -129,7 +132,7 @@ export function createDeliveryProcessor({ route, client, ledger, logger, shutdow
       const at = Date.now();
       // Recorded as BullMQ completes the job, in the same script call (mark-at-completion.ts):
       // the record serves a later run of this id (above) and GET /admin/events.
-      dispatchTotal.inc({ ...labels, outcome: "delivered" });
+      deliveredCount.inc();
       freshness?.delivered(route, origin, event.time, at);
       void recordAttempt("delivered", result);
       if (logger.isLevelEnabled("debug")) logger.debug({ ...context, status: "status" in result ? result.status : undefined }, "event delivered");

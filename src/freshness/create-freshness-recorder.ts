@@ -81,7 +81,7 @@ export function createFreshnessRecorder({ redis, queuePrefix, logger, flushEvery
       const eventTime = time === undefined ? NaN : Date.parse(time);
       if (Number.isNaN(eventTime)) return;
       const lagMs = at - eventTime;
-      deliveryLag.observe({ route: route.name, origin }, Math.max(0, lagMs) / 1000);
+      deliveryLag.labels(route.name, origin).observe(Math.max(0, lagMs) / 1000);
       if (!liveOrigins.has(origin)) return;
       count(at, `${route.name}|b${bucketOf(lagMs)}`);
       if (route.freshnessSeconds !== undefined && lagMs > route.freshnessSeconds * 1000) {

@@ -165,12 +165,14 @@ export function createReceiverApp(deps: ReceiverDeps) {
   return app;
 }
 
+const requestDuration = webhookRequestDuration.labels();
+
 /** Counts the request by its answer's status and observes its duration, once answered. */
 function measure(res: Response) {
-  const started = process.hrtime.bigint();
+  const answered = requestDuration.startTimer();
   res.once("finish", () => {
-    webhookRequests.inc({ status: String(res.statusCode) });
-    webhookRequestDuration.observe(Number(process.hrtime.bigint() - started) / 1e9);
+    webhookRequests.labels(String(res.statusCode)).inc();
+    answered();
   });
 }
 

@@ -1,4 +1,5 @@
-import { Counter, Histogram } from "prom-client";
+import { Counter } from "prom-client";
+import { createFastHistogram } from "./create-fast-histogram.js";
 import { registry } from "./registry.js";
 
 /**
@@ -6,7 +7,7 @@ import { registry } from "./registry.js";
  * a route answers 2xx for it, from the event's `time`. Buckets from 50 ms to a day, with
  * the objectives operators promise (1 s, 5 s, 30 s, a minute) among them.
  */
-export const deliveryLag = new Histogram({
+export const deliveryLag = createFastHistogram({
   name: "streamkeeper_delivery_lag_seconds",
   help: "Age of an event (now minus its time) when a route answered 2xx for it, by route and origin (webhook, reconcile, pull, replay); events without a time are not counted",
   labelNames: ["route", "origin"] as const,

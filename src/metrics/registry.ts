@@ -1,4 +1,6 @@
-import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from "prom-client";
+import { Counter, Gauge, Registry, collectDefaultMetrics } from "prom-client";
+import { createFastCounter } from "./create-fast-counter.js";
+import { createFastHistogram } from "./create-fast-histogram.js";
 
 /**
  * The one metrics registry of the process (the only module-level singleton, docs/architecture.md).
@@ -11,21 +13,21 @@ collectDefaultMetrics({ register: registry, prefix: "streamkeeper_" });
 /** Millisecond-scale latencies: 0.5 ms to 10 s. */
 const latencyBuckets = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 
-export const webhookRequests = new Counter({
+export const webhookRequests = createFastCounter({
   name: "streamkeeper_webhook_requests_total",
   help: "Webhook requests answered, by HTTP status",
   labelNames: ["status"] as const,
   registers: [registry],
 });
 
-export const webhookRequestDuration = new Histogram({
+export const webhookRequestDuration = createFastHistogram({
   name: "streamkeeper_webhook_request_duration_seconds",
   help: "Time from receiving a webhook request to answering it",
   buckets: latencyBuckets,
   registers: [registry],
 });
 
-export const eventsReceived = new Counter({
+export const eventsReceived = createFastCounter({
   name: "streamkeeper_events_received_total",
   help: "Events stored, by type and origin (webhook, reconcile or pull)",
   labelNames: ["type", "origin"] as const,
@@ -108,7 +110,7 @@ export const queueOldestWaitingAge = new Gauge({
   },
 });
 
-export const dispatchTotal = new Counter({
+export const dispatchTotal = createFastCounter({
   name: "streamkeeper_dispatch_total",
   help: "Downstream delivery attempts by route and outcome (delivered, retry, dead_letter; stale: skipped by a dropStale route as older than what it has)",
   labelNames: ["route", "outcome"] as const,
@@ -129,7 +131,7 @@ export const dispatchEntityLeaseExpired = new Counter({
   registers: [registry],
 });
 
-export const dispatchDuration = new Histogram({
+export const dispatchDuration = createFastHistogram({
   name: "streamkeeper_dispatch_duration_seconds",
   help: "Duration of one downstream delivery attempt",
   labelNames: ["route"] as const,

@@ -14,7 +14,7 @@ export function countStoredEvents(store: EventStore): EventStore {
       const type = eventTypeLabel(event.type);
       if (result.status === "duplicate") eventsDuplicate.inc({ origin: options.origin });
       else {
-        eventsReceived.inc({ type, origin: options.origin });
+        eventsReceived.labels(type, options.origin).inc();
         if (result.routes.length === 0) eventsUnrouted.inc({ type });
       }
       return result;

@@ -1,0 +1,52 @@
+import { Counter, Registry } from "prom-client";
+import { describe, expect, it } from "vitest";
+import { createFastCounter } from "../../../src/metrics/create-fast-counter.js";
+
+const config = { name: "test_total", help: "A test counter", labelNames: ["route", "outcome"] };
+
+describe("createFastCounter", () => {
+  it("when counted as prom-client's Counter is, bound and by name, then /metrics reads the same, text and JSON", async () => {
+    const theirs = new Registry();
+    const reference = new Counter({ ...config, labelNames: [...config.labelNames], registers: [theirs] });
+    const mine = new Registry();
+    const fast = createFastCounter({ ...config, registers: [mine] });
+    reference.inc({ route: "crm", outcome: "delivered" });
+    reference.inc({ route: "crm", outcome: "delivered" }, 2);
+    reference.inc({ route: "billing", outcome: "retry" }, 0.5);
+    reference.inc({ route: "crm", outcome: 'say "hi"\n' });
+    const delivered = fast.labels("crm", "delivered");
+    delivered.inc();
+    delivered.inc(2);
+    fast.inc({ route: "billing", outcome: "retry" }, 0.5);
+    fast.inc({ route: "crm", outcome: 'say "hi"\n' });
+    expect(await mine.metrics()).toBe(await theirs.metrics());
+    expect(await mine.getMetricsAsJSON()).toEqual(await theirs.getMetricsAsJSON());
+    expect(await mine.metrics()).toContain('test_total{route="crm",outcome="delivered"} 3');
+  });
+
+  it("when it has no labels, then inc takes the amount alone", async () => {
+    const registry = new Registry();
+    const counter = createFastCounter({ name: "plain_total", help: "plain", registers: [registry] });
+    counter.inc();
+    counter.inc(4);
+    expect(await registry.metrics()).toContain("plain_total 5");
+  });
+
+  it("when reset, then every set reads 0 and a bound set still counts", async () => {
+    const registry = new Registry();
+    const counter = createFastCounter({ ...config, registers: [registry] });
+    const delivered = counter.labels("crm", "delivered");
+    delivered.inc(5);
+    registry.resetMetrics();
+    delivered.inc();
+    expect(await registry.metrics()).toContain('test_total{route="crm",outcome="delivered"} 1');
+  });
+
+  it("when given a label it does not have, a wrong number of values or an amount that would lower it, then it says which", () => {
+    const counter = createFastCounter({ ...config, registers: [] });
+    expect(() => counter.inc({ route: "crm", status: "200" } as never)).toThrow("test_total has no label status; its labels: route, outcome");
+    expect(() => counter.labels("crm")).toThrow("test_total: give 2 label values (route, outcome), not 1");
+    expect(() => counter.labels("crm", "delivered").inc(-1)).toThrow("test_total: a counter only goes up by a finite amount, not -1");
+    expect(() => counter.inc({ route: "crm" }, Number.POSITIVE_INFINITY)).toThrow("not Infinity");
+  });
+});
