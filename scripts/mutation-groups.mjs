@@ -137,6 +137,13 @@ export const mutationGroups = [
     // mutant: 45 min estimated for 58 mutants on the shared machine (docs/testing.md).
     tests: ["test/integration/pull/pull-state.test.ts"],
   },
+  {
+    // What an operator is told a delivery did (Nothing silent): a wrong line here miscounts
+    // every delivery on /metrics, and the alerts read these series.
+    name: "per-event-metrics",
+    mutate: ["src/metrics/create-fast-counter.ts", "src/metrics/create-fast-histogram.ts", "src/metrics/label-sets.ts"],
+    tests: ["test/unit/metrics/create-fast-counter.test.ts", "test/unit/metrics/create-fast-histogram.test.ts"],
+  },
 ];
 
 /** The group named, or an error that lists the names there are. */

@@ -29,7 +29,21 @@ describe("createFastCounter", () => {
     const counter = createFastCounter({ name: "plain_total", help: "plain", registers: [registry] });
     counter.inc();
     counter.inc(4);
+    counter.inc(0);
     expect(await registry.metrics()).toContain("plain_total 5");
+    expect(counter).toMatchObject({ type: "counter", aggregator: "sum", labelNames: [] });
+    expect(() => counter.inc({ route: "crm" })).toThrow("plain_total has no label route; its labels: none");
+    expect(() => counter.labels("crm")).toThrow("plain_total: give 0 label values (none), not 1");
+  });
+
+  it("when two sets' values join alike, then they stay two sets", async () => {
+    const registry = new Registry();
+    const counter = createFastCounter({ ...config, registers: [registry] });
+    counter.labels("ab", "c").inc();
+    counter.labels("a", "bc").inc(2);
+    const text = await registry.metrics();
+    expect(text).toContain('test_total{route="ab",outcome="c"} 1');
+    expect(text).toContain('test_total{route="a",outcome="bc"} 2');
   });
 
   it("when reset, then every set reads 0 and a bound set still counts", async () => {

@@ -37,13 +37,19 @@ describe("createFastHistogram", () => {
     const histogram = createFastHistogram({ ...config, registers: [registry] });
     const crm = histogram.labels("crm", "webhook");
     crm.observe(0.05);
-    const seconds = crm.startTimer()();
+    const timer = crm.startTimer();
+    const waitedFrom = Date.now();
+    while (Date.now() - waitedFrom < 30) {
+      // A timer in seconds, not milliseconds: 30 ms of this loop read as at least 0.025 s.
+    }
+    const seconds = timer();
     histogram.observe({ route: "billing", origin: "webhook" }, 2);
     const json = await histogram.get();
     const count = (route: string) => json.values.find((value) => value.metricName === "test_seconds_count" && value.labels.route === route)?.value;
     expect(count("crm")).toBe(2);
     expect(count("billing")).toBe(1);
-    expect(seconds).toBeGreaterThanOrEqual(0);
+    expect(seconds).toBeGreaterThanOrEqual(0.025);
+    expect(seconds).toBeLessThan(60);
     expect(json.values.find((value) => value.metricName === "test_seconds_sum" && value.labels.route === "crm")?.value).toBeCloseTo(0.05 + seconds, 9);
   });
 
@@ -66,10 +72,22 @@ describe("createFastHistogram", () => {
     expect(() => histogram.labels("crm")).toThrow("test_seconds: give 2 label values (route, origin), not 1");
     expect(() => histogram.labels("crm", "webhook").observe(Number.NaN)).toThrow("test_seconds: observe a finite number, not NaN");
     expect(() => createFastHistogram({ ...config, buckets: [1, 0.5], registers: [] })).toThrow("test_seconds: give the buckets' upper bounds in ascending order");
+    expect(() => createFastHistogram({ ...config, buckets: [0.5, 1, 1], registers: [] })).toThrow("ascending order");
+  });
+
+  it("when registered, then the registry sees a histogram summed across processes", () => {
+    expect(createFastHistogram({ ...config, registers: [] })).toMatchObject({ name: "test_seconds", help: "A test histogram", type: "histogram", aggregator: "sum", labelNames: ["route", "origin"] });
+  });
+
+  it("when observed with some of its labels, then only those are exported, as prom-client's", async () => {
+    const texts = await bothTexts((observe) => observe({ route: "crm" } as never, 0.2));
+    expect(texts.mine).toBe(texts.theirs);
+    expect(texts.mine).toContain('test_seconds_count{route="crm"} 1');
   });
 
   it("when it has no labels, then observe takes the value alone, as prom-client's does", async () => {
     const texts = await bothTexts((observe) => [0.001, 0.2, 30].forEach((value) => observe(undefined, value)));
     expect(texts.mine).toBe(texts.theirs);
+    expect(() => createFastHistogram({ name: "plain_seconds", help: "plain", buckets, registers: [] }).observe({ route: "crm" }, 1)).toThrow("plain_seconds has no label route; its labels: none");
   });
 });
