@@ -141,7 +141,7 @@ export const mutationGroups = [
     // What an operator is told a delivery did (Nothing silent): a wrong line here miscounts
     // every delivery on /metrics, and the alerts read these series.
     name: "per-event-metrics",
-    mutate: ["src/metrics/create-fast-counter.ts", "src/metrics/create-fast-histogram.ts", "src/metrics/label-sets.ts"],
+    mutate: ["src/metrics/create-fast-counter.ts", "src/metrics/create-fast-histogram.ts", "src/metrics/create-label-sets.ts"],
     tests: ["test/unit/metrics/create-fast-counter.test.ts", "test/unit/metrics/create-fast-histogram.test.ts"],
   },
 ];

@@ -46,7 +46,7 @@ export function createDeliveryProcessor({ route, client, ledger, logger, shutdow
   // Lower-case once, so a route header cannot duplicate one of ours in another case.
   const routeHeaders = Object.fromEntries(Object.entries(route.headers).map(([name, value]) => [name.toLowerCase(), value]));
   const labels = { route: route.name };
-  // Bound once: counting a delivery is an addition (docs/benchmarks.md, "Metrics on the per-event path").
+  // Bound once: counting a delivery is an addition (docs/benchmarks.md, "The webhook's way through Express, and metrics on the per-event path").
   const duration = dispatchDuration.labels(route.name);
   const deliveredCount = dispatchTotal.labels(route.name, "delivered");
 

@@ -1,35 +1,37 @@
 import type { Metric, Registry } from "prom-client";
-import { createLabelSets, type ExportedMetric, type LabelValue } from "./label-sets.js";
+import { createLabelSets, type ExportedMetric, type LabelValue } from "./create-label-sets.js";
 
-export interface FastCounterConfig {
+export interface FastCounterConfig<Name extends string> {
   name: string;
   help: string;
-  labelNames?: readonly string[];
+  labelNames?: readonly Name[];
   registers: Registry[];
 }
 
-export interface FastCounter {
-  readonly name: string;
+export interface FastCounter<Name extends string = string> {
+  /** Mutable as prom-client's: its registry renames a counter for OpenMetrics. */
+  name: string;
   readonly help: string;
   readonly type: "counter";
   readonly aggregator: "sum";
-  readonly labelNames: readonly string[];
+  readonly labelNames: readonly Name[];
   /** As prom-client's `inc`: `inc({ route: "crm" })`, `inc({ route: "crm" }, 2)`, `inc(2)`. */
-  inc(labels?: Readonly<Record<string, LabelValue | undefined>> | number, value?: number): void;
+  inc(labels?: Partial<Record<Name, LabelValue>> | number, value?: number): void;
   /** One label set, bound once: its `inc` is an addition (values in `labelNames` order). */
   labels(...values: LabelValue[]): { inc(value?: number): void };
   get(): Promise<ExportedMetric>;
-  /** Every set back to 0; bound sets stay bound. */
+  /** Every set back to 0; bound sets stay bound (and exported, at 0: prom-client drops them). */
   reset(): void;
 }
 
 /**
  * A counter for the per-event path: what prom-client's Counter exports, under the same
  * registry, without hashing and validating its labels on every increment (prom-client
- * does both on each call, bound or not: docs/benchmarks.md, "Metrics on the per-event
- * path"). Label names are checked where a set is named, as prom-client checks them.
+ * does both on each call, bound or not: docs/benchmarks.md, "The webhook's way through
+ * Express, and metrics on the per-event path"). Label names are checked where a set is
+ * named, as prom-client checks them. Unlike prom-client's, a reset keeps each set at 0.
  */
-export function createFastCounter({ name, help, labelNames = [], registers }: FastCounterConfig): FastCounter {
+export function createFastCounter<Name extends string>({ name, help, labelNames = [], registers }: FastCounterConfig<Name>): FastCounter<Name> {
   const add = (data: { value: number }, value: number) => {
     if (!Number.isFinite(value) || value < 0) throw new Error(`${name}: a counter only goes up by a finite amount, not ${value}`);
     data.value += value;
@@ -39,7 +41,7 @@ export function createFastCounter({ name, help, labelNames = [], registers }: Fa
     const data = { value: 0, bound: { inc: (value = 1) => add(data, value) } };
     return data;
   });
-  const counter: FastCounter = {
+  const counter: FastCounter<Name> = {
     name,
     help,
     type: "counter",
@@ -51,13 +53,15 @@ export function createFastCounter({ name, help, labelNames = [], registers }: Fa
     },
     labels: (...values) => sets.of(values).data.bound,
     async get() {
-      const values = [...sets.all()].map(({ labels, data }) => ({ labels, value: data.value }));
-      return { name, help, type: "counter", aggregator: "sum", values };
+      const values = [...sets.all()].map(({ labels, data }) => ({ labels: { ...labels }, value: data.value }));
+      return { name: counter.name, help, type: "counter", aggregator: "sum", values };
     },
     reset() {
       for (const { data } of sets.all()) data.value = 0;
     },
   };
+  // Without labels, its one series reads 0 from the start, as prom-client's.
+  if (labelNames.length === 0) sets.of([]);
   for (const registry of registers) registry.registerMetric(counter as unknown as Metric);
   return counter;
 }

@@ -1,10 +1,10 @@
 import type { Metric, Registry } from "prom-client";
-import { createLabelSets, type ExportedMetric, type LabelValue } from "./label-sets.js";
+import { createLabelSets, type ExportedMetric, type LabelValue } from "./create-label-sets.js";
 
-export interface FastHistogramConfig {
+export interface FastHistogramConfig<Name extends string> {
   name: string;
   help: string;
-  labelNames?: readonly string[];
+  labelNames?: readonly Name[];
   /** Upper bounds, ascending (`+Inf` is added). */
   buckets: readonly number[];
   registers: Registry[];
@@ -17,18 +17,19 @@ export interface BoundHistogram {
   startTimer(): () => number;
 }
 
-export interface FastHistogram {
-  readonly name: string;
+export interface FastHistogram<Name extends string = string> {
+  /** Mutable as prom-client's metrics' (its registry may rename them). */
+  name: string;
   readonly help: string;
   readonly type: "histogram";
   readonly aggregator: "sum";
-  readonly labelNames: readonly string[];
+  readonly labelNames: readonly Name[];
   /** As prom-client's `observe`: `observe({ route: "crm" }, 0.2)`, or `observe(0.2)` without labels. */
-  observe(labels: Readonly<Record<string, LabelValue | undefined>> | number, value?: number): void;
+  observe(labels: Partial<Record<Name, LabelValue>> | number, value?: number): void;
   /** One label set, bound once (values in `labelNames` order). */
   labels(...values: LabelValue[]): BoundHistogram;
   get(): Promise<ExportedMetric>;
-  /** Every set back to no observations; bound sets stay bound. */
+  /** Every set back to no observations; bound sets stay bound (and exported, empty: prom-client drops them). */
   reset(): void;
 }
 
@@ -45,10 +46,12 @@ interface Observations {
  * A histogram for the per-event path: what prom-client's Histogram exports (cumulative
  * `_bucket` series with `le`, `_sum`, `_count`), under the same registry, without
  * hashing and validating its labels and converting each bound to a property name on
- * every observation, as prom-client does (docs/benchmarks.md, "Metrics on the per-event
- * path").
+ * every observation, as prom-client does (docs/benchmarks.md, "The webhook's way through
+ * Express, and metrics on the per-event path"). Unlike prom-client's, a reset keeps each
+ * set, empty.
  */
-export function createFastHistogram({ name, help, labelNames = [], buckets, registers }: FastHistogramConfig): FastHistogram {
+export function createFastHistogram<Name extends string>({ name, help, labelNames = [], buckets, registers }: FastHistogramConfig<Name>): FastHistogram<Name> {
+  if (labelNames.some((label) => label === "le")) throw new Error(`${name}: le is the histogram's own label (its buckets' bounds); name the label otherwise`);
   if (buckets.some((bound, index) => index > 0 && bound <= buckets[index - 1]!)) throw new Error(`${name}: give the buckets' upper bounds in ascending order`);
   const add = (data: Observations, value: number) => {
     if (!Number.isFinite(value)) throw new Error(`${name}: observe a finite number, not ${value}`);
@@ -78,7 +81,7 @@ export function createFastHistogram({ name, help, labelNames = [], buckets, regi
     return data;
   };
   const sets = createLabelSets(name, labelNames, fresh);
-  const histogram: FastHistogram = {
+  const histogram: FastHistogram<Name> = {
     name,
     help,
     type: "histogram",
@@ -99,11 +102,11 @@ export function createFastHistogram({ name, help, labelNames = [], buckets, regi
         });
         values.push(
           { labels: { le: "+Inf", ...labels }, value: data.count, metricName: `${name}_bucket` },
-          { labels, value: data.sum, metricName: `${name}_sum` },
-          { labels, value: data.count, metricName: `${name}_count` },
+          { labels: { ...labels }, value: data.sum, metricName: `${name}_sum` },
+          { labels: { ...labels }, value: data.count, metricName: `${name}_count` },
         );
       }
-      return { name, help, type: "histogram", aggregator: "sum", values };
+      return { name: histogram.name, help, type: "histogram", aggregator: "sum", values };
     },
     reset() {
       for (const { data } of sets.all()) {
@@ -113,6 +116,8 @@ export function createFastHistogram({ name, help, labelNames = [], buckets, regi
       }
     },
   };
+  // Without labels, its one series reads empty from the start, as prom-client's.
+  if (labelNames.length === 0) sets.of([]);
   for (const registry of registers) registry.registerMetric(histogram as unknown as Metric);
   return histogram;
 }

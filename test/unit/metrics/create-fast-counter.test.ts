@@ -2,6 +2,14 @@ import { Counter, Registry } from "prom-client";
 import { describe, expect, it } from "vitest";
 import { createFastCounter } from "../../../src/metrics/create-fast-counter.js";
 
+
+/** A registry exporting OpenMetrics (prom-client's typings give its constructor no argument). */
+function openMetricsRegistry(): Registry {
+  const registry = new Registry<typeof Registry.OPENMETRICS_CONTENT_TYPE>();
+  registry.setContentType(Registry.OPENMETRICS_CONTENT_TYPE);
+  return registry as unknown as Registry;
+}
+
 const config = { name: "test_total", help: "A test counter", labelNames: ["route", "outcome"] };
 
 describe("createFastCounter", () => {
@@ -24,9 +32,22 @@ describe("createFastCounter", () => {
     expect(await mine.metrics()).toContain('test_total{route="crm",outcome="delivered"} 3');
   });
 
+  it("when the registry exports OpenMetrics, then it reads as prom-client's there too (one _total, not two)", async () => {
+    const theirs = openMetricsRegistry();
+    const reference = new Counter({ ...config, labelNames: [...config.labelNames], registers: [theirs] });
+    const mine = openMetricsRegistry();
+    const fast = createFastCounter({ ...config, registers: [mine] });
+    reference.inc({ route: "crm", outcome: "delivered" }, 2);
+    fast.labels("crm", "delivered").inc(2);
+    expect(await mine.metrics()).toBe(await theirs.metrics());
+    expect(await mine.metrics()).toContain('test_total{route="crm",outcome="delivered"} 2');
+  });
+
   it("when it has no labels, then inc takes the amount alone", async () => {
     const registry = new Registry();
     const counter = createFastCounter({ name: "plain_total", help: "plain", registers: [registry] });
+    // From the start, as prom-client's.
+    expect(await registry.metrics()).toContain("plain_total 0");
     counter.inc();
     counter.inc(4);
     counter.inc(0);

@@ -2,6 +2,14 @@ import { Histogram, Registry } from "prom-client";
 import { describe, expect, it } from "vitest";
 import { createFastHistogram } from "../../../src/metrics/create-fast-histogram.js";
 
+
+/** A registry exporting OpenMetrics (prom-client's typings give its constructor no argument). */
+function openMetricsRegistry(): Registry {
+  const registry = new Registry<typeof Registry.OPENMETRICS_CONTENT_TYPE>();
+  registry.setContentType(Registry.OPENMETRICS_CONTENT_TYPE);
+  return registry as unknown as Registry;
+}
+
 const buckets = [0.005, 0.01, 0.1, 1, 10];
 const config = { name: "test_seconds", help: "A test histogram", labelNames: ["route", "origin"], buckets };
 
@@ -85,9 +93,32 @@ describe("createFastHistogram", () => {
     expect(texts.mine).toContain('test_seconds_count{route="crm"} 1');
   });
 
-  it("when it has no labels, then observe takes the value alone, as prom-client's does", async () => {
-    const texts = await bothTexts((observe) => [0.001, 0.2, 30].forEach((value) => observe(undefined, value)));
-    expect(texts.mine).toBe(texts.theirs);
-    expect(() => createFastHistogram({ name: "plain_seconds", help: "plain", buckets, registers: [] }).observe({ route: "crm" }, 1)).toThrow("plain_seconds has no label route; its labels: none");
+  it("when it has no labels, then it reads empty from the start and observe takes the value alone, as prom-client's", async () => {
+    const theirs = new Registry();
+    const reference = new Histogram({ name: "plain_seconds", help: "plain", buckets: [...buckets], registers: [theirs] });
+    const mine = new Registry();
+    const fast = createFastHistogram({ name: "plain_seconds", help: "plain", buckets, registers: [mine] });
+    expect(await mine.metrics()).toBe(await theirs.metrics());
+    expect(await mine.metrics()).toContain("plain_seconds_count 0");
+    for (const value of [0.001, 0.2, 30]) {
+      reference.observe(value);
+      fast.observe(value);
+    }
+    expect(await mine.metrics()).toBe(await theirs.metrics());
+    expect(() => fast.observe({ route: "crm" } as never, 1)).toThrow("plain_seconds has no label route; its labels: none");
+  });
+
+  it("when a label is named le, then it says the histogram has that one already, as prom-client refuses it", () => {
+    expect(() => createFastHistogram({ name: "le_seconds", help: "le", labelNames: ["le"], buckets, registers: [] })).toThrow("le_seconds: le is the histogram's own label");
+  });
+
+  it("when the registry exports OpenMetrics, then it reads as prom-client's there too", async () => {
+    const theirs = openMetricsRegistry();
+    const reference = new Histogram({ ...config, labelNames: [...config.labelNames], buckets: [...buckets], registers: [theirs] });
+    const mine = openMetricsRegistry();
+    const fast = createFastHistogram({ ...config, registers: [mine] });
+    reference.observe({ route: "crm", origin: "pull" }, 0.5);
+    fast.labels("crm", "pull").observe(0.5);
+    expect(await mine.metrics()).toBe(await theirs.metrics());
   });
 });
