@@ -1,5 +1,5 @@
 import type { Metric, Registry } from "prom-client";
-import { createLabelSets, type ExportedMetric, type LabelValue } from "./create-label-sets.js";
+import { createLabelSets, type FastMetric, type LabelValue } from "./create-label-sets.js";
 
 export interface FastCounterConfig<Name extends string> {
   name: string;
@@ -8,18 +8,12 @@ export interface FastCounterConfig<Name extends string> {
   registers: Registry[];
 }
 
-export interface FastCounter<Name extends string = string> {
-  /** Mutable as prom-client's: its registry renames a counter for OpenMetrics. */
-  name: string;
-  readonly help: string;
+export interface FastCounter<Name extends string = string> extends FastMetric<Name> {
   readonly type: "counter";
-  readonly aggregator: "sum";
-  readonly labelNames: readonly Name[];
   /** As prom-client's `inc`: `inc({ route: "crm" })`, `inc({ route: "crm" }, 2)`, `inc(2)`. */
   inc(labels?: Partial<Record<Name, LabelValue>> | number, value?: number): void;
   /** One label set, bound once: its `inc` is an addition (values in `labelNames` order). */
   labels(...values: LabelValue[]): { inc(value?: number): void };
-  get(): Promise<ExportedMetric>;
   /** Every set back to 0; bound sets stay bound (and exported, at 0: prom-client drops them). */
   reset(): void;
 }

@@ -1,5 +1,5 @@
 import type { Metric, Registry } from "prom-client";
-import { createLabelSets, type ExportedMetric, type LabelValue } from "./create-label-sets.js";
+import { createLabelSets, type ExportedMetric, type FastMetric, type LabelValue } from "./create-label-sets.js";
 
 export interface FastHistogramConfig<Name extends string> {
   name: string;
@@ -17,18 +17,12 @@ export interface BoundHistogram {
   startTimer(): () => number;
 }
 
-export interface FastHistogram<Name extends string = string> {
-  /** Mutable as prom-client's metrics' (its registry may rename them). */
-  name: string;
-  readonly help: string;
+export interface FastHistogram<Name extends string = string> extends FastMetric<Name> {
   readonly type: "histogram";
-  readonly aggregator: "sum";
-  readonly labelNames: readonly Name[];
   /** As prom-client's `observe`: `observe({ route: "crm" }, 0.2)`, or `observe(0.2)` without labels. */
   observe(labels: Partial<Record<Name, LabelValue>> | number, value?: number): void;
   /** One label set, bound once (values in `labelNames` order). */
   labels(...values: LabelValue[]): BoundHistogram;
-  get(): Promise<ExportedMetric>;
   /** Every set back to no observations; bound sets stay bound (and exported, empty: prom-client drops them). */
   reset(): void;
 }
