@@ -1,14 +1,7 @@
 import { Counter, Registry } from "prom-client";
 import { describe, expect, it } from "vitest";
 import { createFastCounter } from "../../../src/metrics/create-fast-counter.js";
-
-
-/** A registry exporting OpenMetrics (prom-client's typings give its constructor no argument). */
-function openMetricsRegistry(): Registry {
-  const registry = new Registry<typeof Registry.OPENMETRICS_CONTENT_TYPE>();
-  registry.setContentType(Registry.OPENMETRICS_CONTENT_TYPE);
-  return registry as unknown as Registry;
-}
+import { openMetricsRegistry } from "../../helpers/open-metrics-registry.js";
 
 const config = { name: "test_total", help: "A test counter", labelNames: ["route", "outcome"] };
 

@@ -1,14 +1,7 @@
 import { Histogram, Registry } from "prom-client";
 import { describe, expect, it } from "vitest";
 import { createFastHistogram } from "../../../src/metrics/create-fast-histogram.js";
-
-
-/** A registry exporting OpenMetrics (prom-client's typings give its constructor no argument). */
-function openMetricsRegistry(): Registry {
-  const registry = new Registry<typeof Registry.OPENMETRICS_CONTENT_TYPE>();
-  registry.setContentType(Registry.OPENMETRICS_CONTENT_TYPE);
-  return registry as unknown as Registry;
-}
+import { openMetricsRegistry } from "../../helpers/open-metrics-registry.js";
 
 const buckets = [0.005, 0.01, 0.1, 1, 10];
 const config = { name: "test_seconds", help: "A test histogram", labelNames: ["route", "origin"], buckets };
