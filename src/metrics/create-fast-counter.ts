@@ -54,8 +54,6 @@ export function createFastCounter<Name extends string>({ name, help, labelNames 
       for (const { data } of sets.all()) data.value = 0;
     },
   };
-  // Without labels, its one series reads 0 from the start, as prom-client's.
-  if (labelNames.length === 0) sets.of([]);
   for (const registry of registers) registry.registerMetric(counter as unknown as Metric);
   return counter;
 }

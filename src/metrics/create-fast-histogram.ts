@@ -110,8 +110,6 @@ export function createFastHistogram<Name extends string>({ name, help, labelName
       }
     },
   };
-  // Without labels, its one series reads empty from the start, as prom-client's.
-  if (labelNames.length === 0) sets.of([]);
   for (const registry of registers) registry.registerMetric(histogram as unknown as Metric);
   return histogram;
 }

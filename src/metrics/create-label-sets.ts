@@ -56,6 +56,9 @@ export function createLabelSets<Data>(metric: string, labelNames: readonly strin
     sets.set(key, set);
     return set;
   };
+  // Without label names, the one set is there from the start: it reads 0 (or empty) before
+  // its first update, as prom-client's.
+  if (labelNames.length === 0) of([]);
   return {
     of,
     named(labels = {}) {
