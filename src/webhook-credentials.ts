@@ -2,6 +2,7 @@ import { randomBytes } from "node:crypto";
 import { link, mkdir, readFile, unlink, writeFile } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import { ConfigError, type Config, type WebhookAuth } from "./config.js";
+import { dataDirProblem } from "./data-dir-problem.js";
 
 export type ResolvedWebhookAuth = Exclude<WebhookAuth, { generated: true }>;
 
@@ -21,10 +22,13 @@ export async function resolveWebhookAuth(config: Config): Promise<ResolvedWebhoo
   const auth = config.webhookAuth;
   if (!("generated" in auth)) return auth;
   const file = credentialsFile(config.env.DATA_DIR);
-  const stored = await readCredentials(file);
-  if (stored) return stored;
+  const unusable = dataDirProblem(config.env.DATA_DIR, "keep the generated webhook credentials", "set WEBHOOK_USERNAME and WEBHOOK_PASSWORD");
+  return (await readCredentials(file).catch(unusable)) ?? (await generateCredentials(config.env.DATA_DIR, file).catch(unusable));
+}
+
+async function generateCredentials(dataDir: string, file: string): Promise<ResolvedWebhookAuth> {
   const created = { username: generatedUsername, password: randomBytes(24).toString("base64url") };
-  await mkdir(resolve(config.env.DATA_DIR), { recursive: true });
+  await mkdir(resolve(dataDir), { recursive: true });
   // Written whole to a file of its own, then linked into place: a crash never leaves a
   // half-written file, and of two processes starting at once, the one whose link fails
   // reads the winner's credentials instead of overwriting them.

@@ -52,7 +52,8 @@ try {
   await program.parseAsync(process.argv);
 } catch (error) {
   if (error instanceof CommanderError) {
-    const done = error.code === "commander.helpDisplayed" || error.code === "commander.version" || error.code === "commander.help";
+    // `commander.help` is the help shown for a missing command or subcommand: bad usage, exit 2.
+    const done = error.code === "commander.helpDisplayed" || error.code === "commander.version";
     process.exitCode = done ? 0 : 2;
   } else {
     process.stderr.write(`error: ${error instanceof Error ? error.message : String(error)}\n`);

@@ -1,8 +1,7 @@
 import type { Command } from "commander";
 import { loadConfig } from "../config.js";
 import type { PullStatus } from "../pull/pull-state.js";
-import { createServiceClient, problemDetail } from "./service-client.js";
-import { CliError } from "./cli-error.js";
+import { createServiceClient } from "./service-client.js";
 import { runAction } from "./run-action.js";
 
 /** `streamkeeper pull status [--json]` (README.md#pulling-events-pull-on): GET /admin/pull of the running service. */
@@ -15,11 +14,8 @@ export function registerPullCommand(program: Command): void {
     .action(
       runAction(async (options: { json?: boolean }) => {
         const { env } = loadConfig();
-        const answer = await createServiceClient(env).ask("GET", "/admin/pull");
-        if (!answer.reachable) throw new CliError(`no service answers at ${answer.url} (${answer.why}); start it, or set ADMIN_URL (or ADMIN_HOST and ADMIN_PORT) to where it listens`);
-        if (answer.status === 401) throw new CliError(`the service at ${answer.url} refused the admin token; set ADMIN_TOKEN to the service's`);
-        if (answer.status !== 200) throw new CliError(`the service at ${answer.url} could not tell: ${problemDetail(answer)}`);
-        const status = answer.body as PullStatus;
+        // A refused token or an admin API that is off exits 2, as every command's (service-client.ts).
+        const status = await createServiceClient(env).call<PullStatus>("GET", "/admin/pull");
         if (options.json) return void process.stdout.write(`${JSON.stringify(status)}\n`);
         const lines = [
           ["state", status.state],

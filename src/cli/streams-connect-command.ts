@@ -70,5 +70,7 @@ async function fromThisShell(config: Config, streamId: string, publicUrl: string
   await withTenantClient(async (client) => {
     stream = await connectStream(client, streamId, endpoint, auth);
   });
+  // One line, as every command that could not act with the service's configuration (CONTRACT).
+  process.stderr.write(`note: ${noService}: the stream got this shell's WEBHOOK_* credentials; if the service checks others, run this again where ADMIN_URL reaches it\n`);
   return stream!;
 }

@@ -1,6 +1,7 @@
 import { rm } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import type { Config } from "../config.js";
+import { dataDirProblem } from "../data-dir-problem.js";
 import type { Logger } from "../logger.js";
 import { joinEmbeddedRedis, type EmbeddedRedisUse } from "./embedded-redis-users.js";
 import { embeddedRedisServerOptions, keepEmbeddedRedis } from "./keep-embedded-redis.js";
@@ -34,8 +35,9 @@ export async function resolveRedis(config: Config, logger: Logger, who = "comman
   // Twice at most: a server found running may be stopping (its last user left just now).
   for (let attempt = 1; !use; attempt++) {
     if (!(await answers({ path: socket }))) {
-      await rm(socket, { force: true });
-      started = await startRedisServer(embeddedRedisServerOptions(dir, socket));
+      started = await rm(socket, { force: true })
+        .then(() => startRedisServer(embeddedRedisServerOptions(dir, socket)))
+        .catch(dataDirProblem(config.env.DATA_DIR, "run the embedded redis-server", "set REDIS_URL to a Redis of your own"));
       logger.info({ socket, pid: started.process.pid }, "started the embedded redis-server (append-only file and log in DATA_DIR/redis)");
     }
     try {

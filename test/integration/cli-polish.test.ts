@@ -11,11 +11,12 @@ describe("the command line", () => {
     expect(run).toMatchObject({ code: 0, stdout: `${version}\n`, stderr: "" });
   });
 
-  it("when run without a command or a subcommand, then the help goes to stdout", async () => {
-    for (const args of [[], ["streams"], ["--help"]]) {
-      const run = await runCli(args, {});
+  it("when run without a command or a subcommand, then the help goes to stdout, exit 2 (bad usage); asked for, exit 0", async () => {
+    for (const [args, code] of [[[], 2], [["streams"], 2], [["--help"], 0]] as const) {
+      const run = await runCli([...args], {});
       expect(run.stderr, args.join(" ")).toBe("");
       expect(run.stdout).toMatch(/^Usage: streamkeeper/);
+      expect(run.code, args.join(" ")).toBe(code);
     }
   });
 

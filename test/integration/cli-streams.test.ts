@@ -226,6 +226,9 @@ describe("streamkeeper streams", () => {
     const run = await cli(["streams", "connect", id, "--public-url", "https://sk.example.com/"], env);
     expect(run.code).toBe(0);
     expect(run.stdout).toBe(`stream ${id} now delivers to https://sk.example.com/webhooks/${id} with basic authorization (user hooks)\n`);
+    expect(run.stderr).toBe(
+      `note: no service answers at ${refusedUrl} (set ADMIN_URL to where it runs): the stream got this shell's WEBHOOK_* credentials; if the service checks others, run this again where ADMIN_URL reaches it\n`,
+    );
     const stored = await control<StoredStream>(emu, `/streams/${id}`);
     expect(stored.destination.configuration).toEqual({
       webhook_endpoint: `https://sk.example.com/webhooks/${id}`,

@@ -109,6 +109,36 @@ describe("streamkeeper start", () => {
     }
   });
 
+  it("when HOST is not an address of this machine, then it exits 2 naming HOST and what to give", async () => {
+    // 192.0.2.1 (TEST-NET-1, RFC 5737) is no interface's address here: bind fails with EADDRNOTAVAIL.
+    const { child, output } = run(["start", "--role", "receiver"], {
+      REDIS_URL: inject("redisUrl"),
+      QUEUE_PREFIX: `test-${randomUUID()}`,
+      DATA_DIR: await mkdtemp(join(tmpdir(), "sk-host-")),
+      HOST: "192.0.2.1",
+      PORT: "0",
+      ADMIN_PORT: "0",
+      LOG_LEVEL: "silent",
+      DOWNSTREAM_URL: "http://127.0.0.1:9/",
+    });
+    const [code] = await once(child, "close");
+    expect(code).toBe(2);
+    expect(output().stderr).toBe("error: bad configuration: HOST 192.0.2.1 is not an address of this machine: give one of its own (127.0.0.1, or 0.0.0.0 for every interface)\n");
+  });
+
+  it.each([
+    ["generated credentials", {}, "keep the generated webhook credentials (ENOTDIR): give a folder this user can write, or set WEBHOOK_USERNAME and WEBHOOK_PASSWORD"],
+    ["the embedded redis-server", { WEBHOOK_USERNAME: "tenant", WEBHOOK_PASSWORD: "s3cret-webhook-password" }, "run the embedded redis-server (ENOTDIR): give a folder this user can write, or set REDIS_URL to a Redis of your own"],
+  ])("when DATA_DIR cannot be written (%s), then it exits 2 naming DATA_DIR and what to set instead", async (_, env, problem) => {
+    const file = join(await mkdtemp(join(tmpdir(), "sk-datadir-")), "a-file");
+    await writeFile(file, "");
+    const dataDir = join(file, "data");
+    const { child, output } = run(["start", "--role", "receiver"], { ...env, DATA_DIR: dataDir, PORT: "0", ADMIN_PORT: "0", LOG_LEVEL: "silent", DOWNSTREAM_URL: "http://127.0.0.1:9/" });
+    const [code] = await once(child, "close");
+    expect(code).toBe(2);
+    expect(output().stderr).toBe(`error: bad configuration: DATA_DIR ${dataDir} cannot be used to ${problem}\n`);
+  });
+
   it("when started with no credentials configured, then it generates them, takes an event, and stops cleanly on SIGTERM", async () => {
     const dataDir = await mkdtemp(join(tmpdir(), "sk-start-"));
     // Ports 0, read back from the log: a port picked free beforehand may be taken by a

@@ -91,5 +91,9 @@ describe("pulling the tenant's event log", () => {
     const nobody = await runCli(["pull", "status"], { ADMIN_URL: "http://127.0.0.1:9", ADMIN_TOKEN: adminToken });
     expect(nobody.code).toBe(1);
     expect(nobody.stderr).toMatch(/^error: no service answers at http:\/\/127\.0\.0\.1:9 .*start it/);
+    // A token the service refuses: a setting to change, exit 2 as every command's.
+    const refused = await runCli(["pull", "status"], { ...env, ADMIN_TOKEN: "not-the-service-token" });
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toMatch(/^error: the service at .* refused this shell's ADMIN_TOKEN: set ADMIN_TOKEN to the service's admin token/);
   });
 });
