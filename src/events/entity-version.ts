@@ -8,6 +8,8 @@ export interface EntityVersion {
   age: number;
   /** A delete is the entity's newest state whatever its age; a create after it starts a new life. */
   change: "created" | "deleted" | "changed";
+  /** The event carrying the state: a re-run of the very state recorded goes again (entity-versions.lua). */
+  eventId: string;
 }
 
 /**
@@ -32,7 +34,7 @@ export function entityVersionOf(event: CloudEvent): EntityVersion | undefined {
   if (typeof id !== "string" || id === "") return undefined;
   const age = timeOf(object!.updated_at) ?? timeOf(event.time);
   if (age === undefined) return undefined;
-  return { entity: `${kind}:${id}`, age, change: action === "deleted" ? "deleted" : action === "created" ? "created" : "changed" };
+  return { entity: `${kind}:${id}`, age, change: action === "deleted" ? "deleted" : action === "created" ? "created" : "changed", eventId: event.id };
 }
 
 function objectOf(data: unknown): Record<string, unknown> | undefined {

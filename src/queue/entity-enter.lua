@@ -15,11 +15,14 @@
     ARGV[3] lease ms
     ARGV[4] the state's age (ms)
     ARGV[5] change: 'c' created, 'd' deleted, 'u' changed
+    ARGV[6] the state's tag (its event's; entity-versions.ts)
 
   Output:
     0 go (the lease is ours); -1 stale; else the ms left on another's lease
 ]]
 --- @include "entity-versions.lua"
 --- @include "../redis/lease.lua"
-if not next_version(stored(ARGV[1]), tonumber(ARGV[4]), ARGV[5]) then return -1 end
+-- The state recorded is this very one (an attempt with no answer records it): it goes again.
+local current, tag = stored(ARGV[1])
+if tag ~= ARGV[6] and not next_version(current, tonumber(ARGV[4]), ARGV[5]) then return -1 end
 return lease_take(KEYS[1], ARGV[2], ARGV[3])

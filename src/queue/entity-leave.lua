@@ -11,6 +11,7 @@
     ARGV[4] the state's age (ms)
     ARGV[5] change: 'c', 'd' or 'u'
     ARGV[6] the current window's expiry (unix seconds)
+    ARGV[7] the state's tag (its event's; entity-versions.ts)
 
   Output:
     1 the lease was ours and is given back; 0 it had expired
@@ -18,9 +19,11 @@
 --- @include "entity-versions.lua"
 --- @include "../redis/lease.lua"
 if ARGV[3] == '1' then
-  local version = next_version(stored(ARGV[1]), tonumber(ARGV[4]), ARGV[5])
+  -- A re-run of the state recorded keeps its version (a delete's may be above its own age).
+  local current, tag = stored(ARGV[1])
+  local version = (tag == ARGV[7]) and current or next_version(current, tonumber(ARGV[4]), ARGV[5])
   if version then
-    redis.call('HSET', KEYS[3], ARGV[1], string.format('%d', version))
+    redis.call('HSET', KEYS[3], ARGV[1], string.format('%d:%s', version, ARGV[7]))
     redis.call('EXPIREAT', KEYS[3], ARGV[6])
   end
 end

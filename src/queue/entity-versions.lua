@@ -8,7 +8,8 @@
   so the newest of several windows is the latest written.
 
   newest(a, b)          the newer of two versions (either may be nil)
-  stored(field)         the newest version of an entity over the three windows, or nil
+  stored(field)         the newest version of an entity over the three windows, or nil,
+                        and the tag of the event it came from
   next_version(current, age, change)
                         the version to keep once this state is delivered, or nil when it
                         is stale (change: 'c' created, 'd' deleted, 'u' changed)
@@ -20,13 +21,19 @@ local function newest(a, b)
   if x ~= y then return (x > y) and a or b end
   return math.min(a, b)
 end
+-- A field's value is `<version>:<tag>`, the tag naming the event whose state it is (a
+-- value without one, written before tags, names none).
 local function stored(field)
-  local version = nil
+  local version, tag = nil, nil
   for i = 2, 4 do
     local raw = redis.call('HGET', KEYS[i], field)
-    if raw then version = newest(version, tonumber(raw)) end
+    if raw then
+      local digits, rawTag = string.match(raw, '^(%-?%d+):?(.*)$')
+      local v = tonumber(digits)
+      if v and newest(version, v) ~= version then version, tag = v, rawTag end
+    end
   end
-  return version
+  return version, tag
 end
 -- The version to keep once this state is delivered, or nil when it is stale:
 -- - nothing known yet: it goes;

@@ -1,3 +1,4 @@
+import { hash } from "node:crypto";
 import type { Cluster, Redis } from "ioredis";
 import type { EntityVersion } from "../events/entity-version.js";
 import { loadLua } from "../load-lua.js";
@@ -21,7 +22,7 @@ export interface EntityVersions {
 }
 
 /**
- * Versions live in hashes, not a key per entity: a small hash is one listpack, ~50 bytes
+ * Versions live in hashes, not a key per entity: a small hash is one listpack, ~78 bytes
  * an entity against ~190 for a key with its TTL (README "Routes"). A hash field has no
  * TTL of its own before Redis 7.4, so time is cut into windows of the TTL: a delivery
  * writes its entity into the current window's hash, which expires at the end of the next
@@ -39,11 +40,20 @@ const enterScript = loadLua(new URL("./entity-enter.lua", import.meta.url));
 const leaveScript = loadLua(new URL("./entity-leave.lua", import.meta.url));
 
 type Commands = {
-  streamkeeperEnterEntity(...args: [string, string, string, string, string, string, number, number, string]): Promise<number>;
-  streamkeeperLeaveEntity(...args: [string, string, string, string, string, string, string, number, string, number]): Promise<number>;
+  streamkeeperEnterEntity(...args: [string, string, string, string, string, string, number, number, string, string]): Promise<number>;
+  streamkeeperLeaveEntity(...args: [string, string, string, string, string, string, string, number, string, number, string]): Promise<number>;
 };
 
 const changeCodes = { created: "c", deleted: "d", changed: "u" } as const;
+
+/**
+ * The event a recorded version came from, kept beside it (`<version>:<tag>`): 8 bytes of the
+ * id's digest, as 16 hex digits. A state whose attempt had no answer is recorded (the route
+ * may have it), so its own retry must know the record as its own, not as a newer state.
+ */
+function stateTag(eventId: string): string {
+  return hash("sha256", eventId, "hex").slice(0, 16);
+}
 
 /** FNV-1a: a cheap, stable spread of entities over the shards. */
 function shardOf(entity: string): number {
@@ -65,14 +75,14 @@ export function createEntityVersions(redis: Redis | Cluster, queuePrefix: string
     return { lease: `${base}:lease:${entity}`, previous: versions(window - 1), current: versions(window), next: versions(window + 1), expireAt: (window + 2) * ttlSeconds };
   };
   return {
-    async enter(route, { entity, age, change }, owner, leaseMs, now = Date.now()) {
+    async enter(route, { entity, age, change, eventId }, owner, leaseMs, now = Date.now()) {
       const { lease, previous, current, next } = keys(route, entity, now);
-      const answer = await commands.streamkeeperEnterEntity(lease, previous, current, next, entity, owner, leaseMs, age, changeCodes[change]);
+      const answer = await commands.streamkeeperEnterEntity(lease, previous, current, next, entity, owner, leaseMs, age, changeCodes[change], stateTag(eventId));
       return answer === 0 ? { outcome: "go" } : answer < 0 ? { outcome: "stale" } : { outcome: "busy", leaseLeftMs: answer };
     },
-    async leave(route, { entity, age, change }, owner, received, now = Date.now()) {
+    async leave(route, { entity, age, change, eventId }, owner, received, now = Date.now()) {
       const { lease, previous, current, next, expireAt } = keys(route, entity, now);
-      const answer = await commands.streamkeeperLeaveEntity(lease, previous, current, next, entity, owner, received ? "1" : "0", age, changeCodes[change], expireAt);
+      const answer = await commands.streamkeeperLeaveEntity(lease, previous, current, next, entity, owner, received ? "1" : "0", age, changeCodes[change], expireAt, stateTag(eventId));
       return answer === 1;
     },
   };

@@ -103,6 +103,23 @@ describe("dropStale: states and untouched paths", () => {
     }
   });
 
+  it("when a delete's first attempt gets no answer (the route's timeout), then its retry is sent and delivered, not skipped as stale", async () => {
+    // An organization's: the plain route takes user.* only, so every request for it is the fresh route's.
+    const remove = userEvent({ type: "organization.deleted", time: at(30), data: { object: { id: "org_no_answer", updated_at: at(30) } } });
+    const answer = sink.answer;
+    let attempts = 0;
+    // Past the route's timeoutMs (2 s): no answer, which records the delete as possibly received.
+    sink.answer = (request) => (request.headers["webhook-id"] === remove.id && ++attempts === 1 ? { delayMs: 3000 } : answer(request));
+    try {
+      await harness.store.store(remove, { origin: "webhook" });
+      await until(async () => (await stateOf(remove.id, "fresh")) === "delivered");
+      expect(attempts).toBe(2);
+      expect(sink.requests.filter((request) => request.headers["webhook-id"] === remove.id && request.status === 200)).toHaveLength(1);
+    } finally {
+      sink.answer = answer;
+    }
+  });
+
   it("when a dropStale route is given to a dispatcher without entity versions, then it says what to pass", () => {
     expect(() => harness.startDispatcher({ entityVersions: undefined })).toThrow(/route fresh has dropStale .* pass createEntityVersions/);
   });

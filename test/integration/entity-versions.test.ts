@@ -16,7 +16,8 @@ describe("entity versions", () => {
   let entityCount = 0;
   /** A fresh entity per test. */
   const entity = () => `user:auth0|${++entityCount}${randomUUID().slice(0, 8)}`;
-  const v = (name: string, age: number, change: EntityVersion["change"] = "changed"): EntityVersion => ({ entity: name, age, change });
+  /** A state of its own event unless `eventId` says which: a re-run of one event's state gives it. */
+  const v = (name: string, age: number, change: EntityVersion["change"] = "changed", eventId = randomUUID()): EntityVersion => ({ entity: name, age, change, eventId });
   /** Enters and leaves as one delivery answered 2xx; resolves what enter found. */
   const deliver = async (version: EntityVersion, route = "crm") => {
     const owner = randomUUID();
@@ -75,6 +76,34 @@ describe("entity versions", () => {
     expect(await versions.enter("crm", v(user, 12, "deleted"), second, 10_000)).toEqual({ outcome: "go" });
     expect(await versions.leave("crm", v(user, 12, "deleted"), second, true)).toBe(true);
     expect(await deliver(v(user, 11))).toBe("stale");
+  });
+
+  it("when a delete's attempt had no answer, then its retry goes again (the route may not have it), and states older than it stay stale", async () => {
+    const user = entity();
+    expect(await deliver(v(user, 200))).toBe("go");
+    // Recorded at 200 (a delete is the newest state), as a received one: no answer may mean delivered.
+    const remove = v(user, 150, "deleted");
+    const first = randomUUID();
+    expect(await versions.enter("crm", remove, first, 10_000)).toEqual({ outcome: "go" });
+    expect(await versions.leave("crm", remove, first, true)).toBe(true);
+    // The same event's retry: its own state recorded, not a newer one.
+    const retry = randomUUID();
+    expect(await versions.enter("crm", { ...remove }, retry, 10_000)).toEqual({ outcome: "go" });
+    expect(await versions.leave("crm", remove, retry, true)).toBe(true);
+    expect(await deliver(v(user, 900))).toBe("stale");
+    expect(await deliver(v(user, 200, "created"))).toBe("stale");
+    // Another delete of the same age is another event: the rules apply to it.
+    expect(await deliver(v(user, 150, "deleted"))).toBe("stale");
+  });
+
+  it("when a state's attempt had no answer and a newer state was delivered since, then its retry is stale: only the state recorded goes again", async () => {
+    const user = entity();
+    const late = v(user, 300);
+    const owner = randomUUID();
+    expect(await versions.enter("crm", late, owner, 10_000)).toEqual({ outcome: "go" });
+    expect(await versions.leave("crm", late, owner, true)).toBe(true);
+    expect(await deliver(v(user, 400))).toBe("go");
+    expect(await versions.enter("crm", late, randomUUID(), 10_000)).toEqual({ outcome: "stale" });
   });
 
   it("when a state answered non-2xx, then it records nothing: an older one still goes", async () => {
@@ -161,7 +190,8 @@ describe("entity versions", () => {
     const holding = await Promise.all(candidates.map(async (candidate) => (await redis.hexists(candidate, user)) === 1));
     const key = candidates.find((_, index) => holding[index]);
     expect(key).toBeDefined();
-    expect(await redis.hget(key!, user)).toBe(String(Date.parse("2025-02-02T17:56:01.566Z")));
+    // The version and the tag of its event (8 bytes of the id's digest).
+    expect(await redis.hget(key!, user)).toMatch(new RegExp(`^${Date.parse("2025-02-02T17:56:01.566Z")}:[0-9a-f]{16}$`));
     // The expiry as a point in time (a TTL read shrinks with every second the test takes, and
     // crosses 600 near a window edge): the end of a 600 s window, one to two windows after the delivery.
     const pttl = await redis.pttl(key!);
@@ -172,6 +202,10 @@ describe("entity versions", () => {
     expect(windowEnd - deliveredAt).toBeLessThanOrEqual(1_200_000);
     expect(await redis.keys(`{${prefix}:versions:crm:*}:lease:${user}`)).toEqual([]);
     expect(await redis.object("ENCODING", key!)).toBe("listpack");
+    // A version written before tags (a number alone) still orders the states.
+    await redis.hset(key!, user, String(Date.parse("2025-02-02T17:56:01.566Z")));
+    expect(await deliver(v(user, Date.parse("2025-02-02T17:00:00.000Z")))).toBe("stale");
+    expect(await deliver(v(user, Date.parse("2025-02-02T18:00:00.000Z")))).toBe("go");
   });
 });
 
@@ -182,7 +216,7 @@ describe("entity versions on a Redis Cluster", () => {
     try {
       await untilReady(redis);
       const versions = createEntityVersions(redis, `test-${randomUUID()}`, 600);
-      const version = (age: number): EntityVersion => ({ entity: "organization:org_cluster", age, change: "changed" });
+      const version = (age: number): EntityVersion => ({ entity: "organization:org_cluster", age, change: "changed", eventId: `evt_${age}` });
       expect(await versions.enter("crm", version(200), "a", 10_000)).toEqual({ outcome: "go" });
       expect((await versions.enter("crm", version(300), "b", 10_000)).outcome).toBe("busy");
       expect(await versions.leave("crm", version(200), "a", true)).toBe(true);

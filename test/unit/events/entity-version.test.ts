@@ -7,12 +7,12 @@ const at = (iso: string) => Date.parse(iso);
 describe("entityVersionOf", () => {
   it("when a user event carries updated_at, then the entity is the user_id and the age is updated_at, not the event's time", () => {
     const event = userEvent({ time: "2025-02-02T18:00:00.000Z", data: { object: { user_id: "auth0|abc", updated_at: "2025-02-02T17:56:01.566Z" } } });
-    expect(entityVersionOf(event)).toEqual({ entity: "user:auth0|abc", age: at("2025-02-02T17:56:01.566Z"), change: "changed" });
+    expect(entityVersionOf(event)).toEqual({ entity: "user:auth0|abc", age: at("2025-02-02T17:56:01.566Z"), change: "changed", eventId: event.id });
   });
 
   it("when the object has no updated_at, then the age is the event's time", () => {
     const event = userEvent({ type: "user.deleted", time: "2025-02-02T18:00:00.000Z", data: { object: { user_id: "auth0|abc" } } });
-    expect(entityVersionOf(event)).toEqual({ entity: "user:auth0|abc", age: at("2025-02-02T18:00:00.000Z"), change: "deleted" });
+    expect(entityVersionOf(event)).toEqual({ entity: "user:auth0|abc", age: at("2025-02-02T18:00:00.000Z"), change: "deleted", eventId: event.id });
   });
 
   it.each([
@@ -22,7 +22,7 @@ describe("entityVersionOf", () => {
     ["connection.updated", "connection:org_1", "changed"],
   ] as const)("when a %s event carries data.object.id, then the entity is %s", (type, entity, change) => {
     const event = userEvent({ type, data: { object: { id: "org_1", user_id: "ignored", updated_at: "2025-02-02T17:56:01.566Z" } } });
-    expect(entityVersionOf(event)).toEqual({ entity, age: at("2025-02-02T17:56:01.566Z"), change });
+    expect(entityVersionOf(event)).toEqual({ entity, age: at("2025-02-02T17:56:01.566Z"), change, eventId: event.id });
   });
 
   it("when an organization or group event has no data.object.id, or a user event no user_id, then it is about no entity", () => {
