@@ -1,3 +1,4 @@
+import { jsonText } from "../events/json-text.js";
 import type { RedisClient } from "../redis/redis-connection.js";
 import type { ArchiveRecord } from "./archive-record.js";
 
@@ -24,7 +25,7 @@ export type ArchiveOutbox = (records: ArchiveRecord[]) => Promise<void>;
 export function createArchiveOutbox(redis: RedisClient, queuePrefix: string): ArchiveOutbox {
   const key = archiveOutboxKey(queuePrefix);
   return async (records) => {
-    await Promise.all(records.map((record) => redis.xadd(key, "*", "r", JSON.stringify(record))));
+    await Promise.all(records.map((record) => redis.xadd(key, "*", "r", jsonText(record))));
   };
 }
 

@@ -1,7 +1,5 @@
 import { plainProblem } from "../http-answer.js";
 import type pg from "pg";
-import { decodePayload } from "./payload-codec.js";
-import type { CloudEvent } from "../events/cloud-event.js";
 import { checkOut } from "./check-out.js";
 
 /** What `GET /admin/events` and `events search` filter on (README.md#the-archive-search-timelines-replay-erasure); every field optional. */
@@ -214,10 +212,4 @@ export async function forgetEntity(pool: pg.Pool, entity: string, now = Date.now
   } finally {
     client.release();
   }
-}
-
-/** The payload of an archived event as it was sent; undefined when erased or not archived. */
-export async function payloadOfEvent(pool: pg.Pool, arrivedAt: Date, eventId: string): Promise<CloudEvent | undefined> {
-  const row = (await pool.query<{ payload: Buffer | null }>("SELECT payload FROM events WHERE arrived_at = $1 AND id = $2", [arrivedAt, eventId])).rows[0];
-  return row?.payload ? decodePayload(row.payload) : undefined;
 }

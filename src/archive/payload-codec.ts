@@ -1,5 +1,6 @@
 import { deflateRawSync, inflateRawSync } from "node:zlib";
 import type { CloudEvent } from "../events/cloud-event.js";
+import { jsonText } from "../events/json-text.js";
 
 /**
  * The words a tenant's event repeats (the shapes of docs/tenant.md#webhook-delivery), as deflate's preset
@@ -14,7 +15,7 @@ const codecV1 = 1;
 
 /** The event as sent, compressed: one codec byte, then raw deflate with the preset dictionary. */
 export function encodePayload(event: CloudEvent): Buffer {
-  return Buffer.concat([Buffer.of(codecV1), deflateRawSync(JSON.stringify(event), { dictionary: dictionaryV1 })]);
+  return Buffer.concat([Buffer.of(codecV1), deflateRawSync(jsonText(event), { dictionary: dictionaryV1 })]);
 }
 
 export function decodePayload(payload: Buffer): CloudEvent {

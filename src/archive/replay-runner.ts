@@ -3,6 +3,7 @@ import type { Logger } from "../logger.js";
 import { replayDeliveries, replaysRunning } from "../metrics/archive-metrics.js";
 import { replayPriority } from "../queue/delivery-job.js";
 import type { DeliveryQueues } from "../queue/delivery-queues.js";
+import { addDeep } from "../queue/fan-out.js";
 import { jobIdFor } from "../queue/job-id.js";
 import type { Origin } from "../events/cloud-event.js";
 import { decodePayload } from "./payload-codec.js";
@@ -121,7 +122,7 @@ export function createReplayRunner(deps: ReplayRunnerDeps) {
           }
           const event = decodePayload(row.payload);
           const data = { event, origin: row.origin as Origin, streamId: row.stream ?? undefined, receivedAt: row.arrived_at.getTime(), force: true, replayId };
-          await queue.add(event.type, data, { jobId: `${jobIdFor(event.id)}-${replayId}`, priority: replayPriority });
+          await addDeep(data, (jobData) => queue.add(event.type, jobData, { jobId: `${jobIdFor(event.id)}-${replayId}`, priority: replayPriority }));
           sent += 1;
         }),
       );

@@ -1,6 +1,7 @@
 import type { EventRecord as ArchiveEventRecord } from "../archive/archive-record.js";
 import type { CloudEvent } from "../events/cloud-event.js";
 import type { Logger } from "../logger.js";
+import { jsonText } from "../events/json-text.js";
 import { isStackOverflow } from "../events/stringify-deep.js";
 import { captureJobAdd, type CapturedJobAdd } from "./capture-job-add.js";
 import type { DeliveryQueues } from "./delivery-queues.js";
@@ -51,7 +52,7 @@ export function createAdmission({ ledger, queues, outboxKey, logger }: Admission
       }
       return "unsupported";
     }
-    const outbox = outboxKey && record ? { key: outboxKey, entry: JSON.stringify(record) } : undefined;
+    const outbox = outboxKey && record ? { key: outboxKey, entry: jsonText(record) } : undefined;
     try {
       const admission = await ledger.admit(event.id, { receivedAt: job.receivedAt, origin: job.origin, streamId: job.streamId, type: event.type, routes }, jobs, outbox);
       if (admission === "unsupported") unsupported = true;

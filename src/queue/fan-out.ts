@@ -29,14 +29,18 @@ export type FanOut = (event: CloudEvent, routes: string[], job: FanOutJob) => Pr
 export function createFanOut(queues: DeliveryQueues): FanOut {
   return async (event, routes, job) => {
     const { jobId, data, priority } = deliveryJobFor(event, job);
-    const add = (jobData: DeliveryJobData) => Promise.all(routes.map((route) => queues.forRoute(route).add(event.type, jobData, { jobId, priority })));
-    try {
-      await add(data);
-    } catch (error) {
-      if (!isStackOverflow(error)) throw error;
-      await add(deepEventData(data));
-    }
+    await addDeep(data, (jobData) => Promise.all(routes.map((route) => queues.forRoute(route).add(event.type, jobData, { jobId, priority }))));
   };
+}
+
+/** Adds a delivery job's data, or when BullMQ cannot serialise it for its depth, the deep form of it (`deepEventData`). */
+export async function addDeep<T>(data: DeliveryJobData, add: (data: DeliveryJobData) => Promise<T>): Promise<T> {
+  try {
+    return await add(data);
+  } catch (error) {
+    if (!isStackOverflow(error)) throw error;
+    return add(deepEventData(data));
+  }
 }
 
 /** The job id, data and priority of an event's delivery jobs (one per route, the same for each). */

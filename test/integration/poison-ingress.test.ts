@@ -4,6 +4,7 @@ import { tenantId, userEvent } from "../helpers/fixtures.js";
 import { startSinkServer, type SinkServer } from "../helpers/sink-server.js";
 import { startTestService, type TestService } from "../helpers/start-test-service.js";
 import { adminHeaders } from "../helpers/credentials.js";
+import { createTestDatabase, type TestDatabase } from "../helpers/archive-database.js";
 
 const adminToken = "admin-token-for-poison-tests";
 
@@ -12,17 +13,22 @@ function deepJson(depth: number): string {
   return `${'{"a":'.repeat(depth)}1${"}".repeat(depth)}`;
 }
 
-describe("ingress: any shape the parser accepts is stored and delivered", () => {
+// With the archive on, as the service starts by default: its outbox entry and payload are
+// written for every shape too.
+describe("ingress: any shape the parser accepts is stored, delivered and archived", () => {
+  let db: TestDatabase;
   let sink: SinkServer;
   let service: TestService;
   const delivered = (id: string) => sink.requests.filter((request) => request.headers["webhook-id"] === encodeURIComponentIfNeeded(id));
   beforeAll(async () => {
+    db = await createTestDatabase();
     sink = await startSinkServer();
-    service = await startTestService({ DOWNSTREAM_URL: sink.url, ADMIN_TOKEN: adminToken });
+    service = await startTestService({ DOWNSTREAM_URL: sink.url, ADMIN_TOKEN: adminToken, ARCHIVE: "on", ARCHIVE_DATABASE_URL: db.url });
   });
   afterAll(async () => {
-    await service.close();
-    await sink.close();
+    await service?.close();
+    await sink?.close();
+    await db?.drop();
   });
 
   it("when a valid event nests its data 5,000 deep, then it is answered 202 and delivered with its JSON text unchanged", async () => {
@@ -34,6 +40,14 @@ describe("ingress: any shape the parser accepts is stored and delivered", () => 
     expect(await res.json()).toEqual({ accepted: 1, duplicates: 0 });
     const [received] = await sink.until(() => delivered(event.id).length > 0, 20_000).then(() => delivered(event.id));
     expect(received!.body).toBe(text);
+
+    // Archived, and a replay of its window sends the same text again.
+    await expect.poll(async () => (await db.query("SELECT id FROM events WHERE id = $1 AND payload IS NOT NULL", [event.id])).length).toBe(1);
+    const since = new Date(Date.now() - 60_000).toISOString();
+    const started = await fetch(`${service.adminUrl}/admin/replays`, { method: "POST", headers: { ...adminHeaders(adminToken), "content-type": "application/json" }, body: JSON.stringify({ route: "default", since, type: event.type }) });
+    expect(started.status, await started.clone().text()).toBe(202);
+    await sink.until(() => delivered(event.id).length === 2, 60_000);
+    expect(delivered(event.id)[1]!.body).toBe(text);
   });
 
   it("when a batch holds a deep event between two plain ones, then all three are delivered", async () => {
