@@ -17,8 +17,8 @@ export interface OrphanedRoutes {
   count(route: string): Promise<number>;
   /**
    * Hands every waiting job of `route` to `target` (a configured route's queue), with fresh
-   * attempts, under the same job id: an event the target already has (kept as delivered) is
-   * not sent again. Returns how many were moved.
+   * attempts, under the same job id: an event the target already has (its job kept, or its
+   * delivered mark in the ledger) is not sent again. Returns how many were moved.
    */
   move(route: string, target: DeliveryQueue): Promise<number>;
   /** Deletes the route's queue and every job in it; returns how many jobs waited. */
@@ -72,8 +72,10 @@ export function createOrphanedRoutes(connection: Redis | Cluster, queuePrefix: s
         const jobs = (await source.getJobs([...waitingStates], 0, pageSize - 1, true)).filter(Boolean) as Job<DeliveryJobData>[];
         if (jobs.length === 0) return moved;
         for (const job of jobs) {
+          // `recheck`: the target may have delivered the event already and no longer keep its
+          // job (COMPLETED_JOB_RETENTION_*): its first run reads the ledger's mark.
           const { failingSince: _restart, ...data } = job.data;
-          await target.add(job.name, data, { jobId: job.id, ...(job.opts.priority ? { priority: job.opts.priority } : {}) });
+          await target.add(job.name, { ...data, recheck: true }, { jobId: job.id, ...(job.opts.priority ? { priority: job.opts.priority } : {}) });
           // A job a crashed worker held (active, locked) cannot be removed while locked: drop it the hard way.
           await job.remove().catch(() => source.remove(job.id!, { removeChildren: true }));
           moved++;
