@@ -26,8 +26,9 @@ ENV NODE_ENV=production
 # loopback only, Kubernetes keeps it behind a ClusterIP Service. Outside a container the
 # default stays 127.0.0.1 (config.ts).
 ENV ADMIN_HOST=0.0.0.0
-# Used only for generated webhook credentials and the embedded redis-server, which is not
-# in this image: set REDIS_URL and the WEBHOOK_* credentials when running it.
+# Used for generated webhook credentials, the embedded redis-server (not in this image) and
+# the embedded Postgres, each one per container: set REDIS_URL, ARCHIVE_DATABASE_URL and
+# the WEBHOOK_* credentials when running more than one (docs/deploy.md).
 ENV DATA_DIR=/data
 WORKDIR /app
 COPY package.json package-lock.json ./

@@ -1,12 +1,13 @@
 import { hostname } from "node:os";
 import type pg from "pg";
 import type { Logger } from "../logger.js";
-import { archiveWrites } from "../metrics/archive-metrics.js";
+import { archiveWriterRefused, archiveWrites } from "../metrics/archive-metrics.js";
 import type { RedisClient } from "../redis/redis-connection.js";
 import { maintainPartitions, oldestKept } from "./archive-partitions.js";
 import { archiveOutboxKey, archiveWriterGroup } from "./archive-outbox.js";
 import { parseArchiveRecord, type ArchiveRecord } from "./archive-record.js";
 import { migrateArchive } from "./migrate-archive.js";
+import { createOutboxDatabaseClaim, defaultClaimTiming, type ClaimTiming } from "./outbox-database-claim.js";
 import { writeArchiveBatch } from "./write-archive-batch.js";
 
 export interface ArchiveWriterDeps {
@@ -25,6 +26,10 @@ export interface ArchiveWriterDeps {
   retryMs?: number;
   /** This process's name in the consumer group. @defaultValue host:pid */
   consumer?: string;
+  /** The database as logs name it (no password): told to a writer of another database. @defaultValue "a database" */
+  database?: string;
+  /** How long a claim of the outbox lasts and how often it is renewed (outbox-database-claim.ts; a test shortens them). */
+  claimTiming?: ClaimTiming;
 }
 
 export interface ArchiveWriter {
@@ -83,6 +88,23 @@ export function createArchiveWriter(deps: ArchiveWriterDeps): ArchiveWriter {
   };
 
   const { read, claimStalled, done } = outboxConsumer(redis, key, consumer, batchSize);
+  const claimTiming = deps.claimTiming ?? defaultClaimTiming;
+  const claim = createOutboxDatabaseClaim(redis, pool, key, `${deps.database ?? "a database"} (${consumer})`, claimTiming);
+  let refusedSaid = false;
+  /** True while this writer's database is the outbox's; else said (once per refusal) and counted. */
+  const holdsOutbox = async () => {
+    const answer = await claim();
+    archiveWriterRefused.set(answer.held ? 0 : 1);
+    if (answer.held && refusedSaid) logger.info("archive: this writer's database now takes the outbox's records");
+    if (!answer.held && !refusedSaid) {
+      logger.error(
+        { database: deps.database, holder: answer.holder },
+        "archive: this process's archive database is not the one the other processes of this Redis archive to; it takes no record (the archive would be split). Give every process the same ARCHIVE_DATABASE_URL (docs/deploy.md, The archive: one database)",
+      );
+    }
+    refusedSaid = !answer.held;
+    return answer.held;
+  };
 
   /** Sets aside what can never be archived, writes the rest; true when a batch was handled. */
   const handle = async (entries: Entry[]) => {
@@ -131,6 +153,10 @@ export function createArchiveWriter(deps: ArchiveWriterDeps): ArchiveWriter {
           recovered();
         }
         if (now() - maintainedAt >= maintainEveryMs) await maintain();
+        if (!(await holdsOutbox())) {
+          await pause(claimTiming.everyMs);
+          continue;
+        }
         let entries = await read(pendingFirst ? "0" : ">");
         if (pendingFirst && entries.length === 0) pendingFirst = false;
         if (entries.length === 0 && Date.now() - claimedAt >= claimIdleMs / 2) {
@@ -161,6 +187,7 @@ export function createArchiveWriter(deps: ArchiveWriterDeps): ArchiveWriter {
       closing = true;
       wake?.();
       await loop;
+      archiveWriterRefused.set(0);
     },
   };
 }

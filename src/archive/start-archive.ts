@@ -39,7 +39,7 @@ export async function startArchive(deps: { config: Config; logger: Logger; redis
   pool.on("error", (error) => logger.debug({ err: error }, "archive: idle Postgres connection lost"));
   const writerConnection = createRedis(deps.redisUrl, "worker", "streamkeeper-archive");
   writerConnection.on("error", (error) => logger.debug({ err: error }, "redis connection error"));
-  const writer = createArchiveWriter({ redis: writerConnection, pool, queuePrefix: env.QUEUE_PREFIX, logger, retentionDays: env.ARCHIVE_RETENTION_DAYS, now: deps.now });
+  const writer = createArchiveWriter({ redis: writerConnection, pool, queuePrefix: env.QUEUE_PREFIX, logger, retentionDays: env.ARCHIVE_RETENTION_DAYS, now: deps.now, database: redactUrlCredentials(database.url) });
   logger.info({ database: redactUrlCredentials(database.url), retentionDays: env.ARCHIVE_RETENTION_DAYS }, "archive on: every stored event and its outcomes are kept in PostgreSQL");
   const unregister = onScrape(async () => {
     try {

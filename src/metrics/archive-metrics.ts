@@ -16,6 +16,13 @@ export const archiveLag = new Gauge({
   registers: [registry],
 });
 
+/** 1 while this process's archive writer takes no record: its database is not the one the outbox is archived to (outbox-database-claim.ts). */
+export const archiveWriterRefused = new Gauge({
+  name: "streamkeeper_archive_writer_refused",
+  help: "1 while this process's archive writer takes no record because its ARCHIVE_DATABASE_URL (or embedded Postgres) is another database than the one the outbox is archived to; 0 otherwise",
+  registers: [registry],
+});
+
 export const replayDeliveries = new Counter({
   name: "streamkeeper_replay_deliveries_total",
   help: "Deliveries of replays, by route and outcome (delivered, dead_letter, stale, retry, skipped_erased)",
