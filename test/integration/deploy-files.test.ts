@@ -232,6 +232,16 @@ describe("deploy/docker-compose.yml", () => {
     }
   });
 
+  it("when the archive's settings are read, then the receiver and the worker name one database, the compose stack's postgres (not an embedded one each)", () => {
+    const databases = ["receiver", "worker"].map((name) => loadConfig({ ...envFileValues("deploy/streamkeeper.env.example"), ...services[name]!.environment }).env);
+    for (const env of databases) expect(env.ARCHIVE).toBe("on");
+    expect(new Set(databases.map((env) => env.ARCHIVE_DATABASE_URL)).size).toBe(1);
+    const host = new URL(databases[0]!.ARCHIVE_DATABASE_URL!).hostname;
+    expect(services[host]!.image).toMatch(/^postgres:/);
+    expect(services[host]!.volumes[0]).toMatch(/:\/var\/lib\/postgresql\/data$/);
+    for (const name of ["receiver", "worker"]) expect(Object.keys(services[name]!.depends_on)).toContain(host);
+  });
+
   it("when scanned for secrets, then none is written in the compose file itself", () => {
     for (const [name, service] of Object.entries(services)) {
       for (const [key, value] of Object.entries(service.environment ?? {})) {
@@ -293,6 +303,8 @@ describe("deploy/k8s", () => {
     for (const key of Object.keys(configMap.data)) expect(/PASSWORD|TOKEN|SECRET|REDIS_URL/.test(key), `${key} belongs in the Secret`).toBe(false);
     const config = loadConfig({ ...configMap.data, ...secretEnv });
     expect(config.env.ADMIN_HOST).toBe("0.0.0.0");
+    // Every pod's archive is one database: a pod's root filesystem is read-only, and an embedded Postgres would be one per pod.
+    expect(config.env.ARCHIVE === "off" || config.env.ARCHIVE_DATABASE_URL !== undefined).toBe(true);
     const routes = named("Secret", "streamkeeper-routes")!.stringData["routes.yaml"] as string;
     expect(parseRoutes(routes, "routes.yaml").map((route) => route.name)).toEqual(["users", "audit"]);
   });
