@@ -39,6 +39,8 @@ export interface CloseWorkersOptions {
 
 /** How often the wait looks whether only Redis is left to wait for. */
 const lookEveryMs = 50;
+/** How long Redis must stay away before the stop gives up on it: a reconnect (a failover, a blip) is waited out. */
+export const redisAwayGraceMs = 1000;
 
 /**
  * Stops BullMQ workers, waiting for what is actually running and nothing else: work in
@@ -61,9 +63,16 @@ export async function closeWorkers(options: CloseWorkersOptions): Promise<boolea
     () => "closed" as const,
   );
   const stop = new AbortController();
-  // Redis does not answer and nothing left could end without it: nothing worth waiting for.
+  // Redis has not answered for redisAwayGraceMs and nothing left could end without it:
+  // nothing worth waiting for. A shorter absence (a reconnect) leaves the work waiting on
+  // Redis (a delivered job's completion and mark) to finish.
   const onlyRedisLeft = async () => {
-    while (!stop.signal.aborted && !(redisAway() && options.runningWithoutRedis() === 0)) await sleep(lookEveryMs, undefined, { signal: stop.signal }).catch(() => {});
+    let awaySince: number | undefined;
+    while (!stop.signal.aborted) {
+      if (!redisAway() || options.runningWithoutRedis() > 0) awaySince = undefined;
+      else if (Date.now() - (awaySince ??= Date.now()) >= redisAwayGraceMs) break;
+      await sleep(lookEveryMs, undefined, { signal: stop.signal }).catch(() => {});
+    }
     return "redis away" as const;
   };
   const deadline = (ms: number) => sleep(ms, "deadline" as const, { signal: stop.signal }).catch(() => "deadline" as const);
