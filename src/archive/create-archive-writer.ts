@@ -7,7 +7,7 @@ import { maintainPartitions, oldestKept } from "./archive-partitions.js";
 import { archiveOutboxKey, archiveWriterGroup } from "./archive-outbox.js";
 import { parseArchiveRecord, type ArchiveRecord } from "./archive-record.js";
 import { migrateArchive } from "./migrate-archive.js";
-import { createOutboxDatabaseClaim, defaultClaimTiming, type ClaimTiming } from "./outbox-database-claim.js";
+import { createOutboxDatabaseClaim, defaultClaimTiming, type ClaimTiming, type OutboxDatabaseClaim } from "./outbox-database-claim.js";
 import { writeArchiveBatch } from "./write-archive-batch.js";
 
 export interface ArchiveWriterDeps {
@@ -89,22 +89,7 @@ export function createArchiveWriter(deps: ArchiveWriterDeps): ArchiveWriter {
 
   const { read, claimStalled, done } = outboxConsumer(redis, key, consumer, batchSize);
   const claimTiming = deps.claimTiming ?? defaultClaimTiming;
-  const claim = createOutboxDatabaseClaim(redis, pool, key, `${deps.database ?? "a database"} (${consumer})`, claimTiming);
-  let refusedSaid = false;
-  /** True while this writer's database is the outbox's; else said (once per refusal) and counted. */
-  const holdsOutbox = async () => {
-    const answer = await claim();
-    archiveWriterRefused.set(answer.held ? 0 : 1);
-    if (answer.held && refusedSaid) logger.info("archive: this writer's database now takes the outbox's records");
-    if (!answer.held && !refusedSaid) {
-      logger.error(
-        { database: deps.database, holder: answer.holder },
-        "archive: this process's archive database is not the one the other processes of this Redis archive to; it takes no record (the archive would be split). Give every process the same ARCHIVE_DATABASE_URL (docs/deploy.md, The archive: one database)",
-      );
-    }
-    refusedSaid = !answer.held;
-    return answer.held;
-  };
+  const holdsOutbox = holdsOutboxSaying(createOutboxDatabaseClaim(redis, pool, key, `${deps.database ?? "a database"} (${consumer})`, claimTiming), deps.database, logger);
 
   /** Sets aside what can never be archived, writes the rest; true when a batch was handled. */
   const handle = async (entries: Entry[]) => {
@@ -189,6 +174,24 @@ export function createArchiveWriter(deps: ArchiveWriterDeps): ArchiveWriter {
       await loop;
       archiveWriterRefused.set(0);
     },
+  };
+}
+
+/** True while this writer's database is the outbox's; else false, said once per refusal and shown by its gauge. */
+function holdsOutboxSaying(claim: OutboxDatabaseClaim, database: string | undefined, logger: Logger) {
+  let refusedSaid = false;
+  return async () => {
+    const answer = await claim();
+    archiveWriterRefused.set(answer.held ? 0 : 1);
+    if (answer.held && refusedSaid) logger.info("archive: this writer's database now takes the outbox's records");
+    if (!answer.held && !refusedSaid) {
+      logger.error(
+        { database, holder: answer.holder },
+        "archive: this process's archive database is not the one the other processes of this Redis archive to; it takes no record (the archive would be split). Give every process the same ARCHIVE_DATABASE_URL (docs/deploy.md, The archive: one database)",
+      );
+    }
+    refusedSaid = !answer.held;
+    return answer.held;
   };
 }
 
