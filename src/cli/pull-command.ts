@@ -23,8 +23,16 @@ export function registerPullCommand(program: Command): void {
           ["last event at", status.lastEventAt ?? "none yet"],
           ["holder", status.holder ?? "none"],
           ["last error", status.lastError ?? "none"],
+          ["poison", poisonLine(status.poison)],
         ];
         process.stdout.write(lines.map(([name, value]) => `${name!.padEnd(15)}${value}`).join("\n") + "\n");
       }),
     );
+}
+
+/** How many pulled events were kept aside as poison, and the newest one's offset and reason. */
+function poisonLine({ count, newest }: PullStatus["poison"]): string {
+  const [last] = newest;
+  if (count === 0 || !last) return "none";
+  return `${count} kept aside (not JSON or not a CloudEvent); the newest at ${last.at}, offset ${last.offset ?? "none"}: ${last.reason} (pull status --json shows the newest 10 with their raw body)`;
 }

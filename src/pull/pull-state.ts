@@ -27,6 +27,8 @@ export interface PullStatus {
   lastError: string | null;
   /** The worker holding the connection (its host, pid and a random tag), or null. */
   holder: string | null;
+  /** Pulled events that are not JSON or not CloudEvents, kept aside with their raw body: how many, and the newest first. */
+  poison: { count: number; newest: PullPoison[] };
 }
 
 /** An event the pull could not read, kept aside with its raw body. */
@@ -50,7 +52,8 @@ export interface PullState {
   /** Keeps a poison event aside (the newest `poisonKept`). */
   keepAside(poison: PullPoison): Promise<void>;
   poison(limit?: number): Promise<PullPoison[]>;
-  describe(enabled: boolean): Promise<PullStatus>;
+  /** The pull's state; `poisonShown` of the newest poison events with it. @defaultValue 10 */
+  describe(enabled: boolean, poisonShown?: number): Promise<PullStatus>;
 }
 
 type KeepCommand = { streamkeeperPullKeep(lease: string, position: string, owner: string, offset: string, offsetAt: string, lastEventAt: string): Promise<number> };
@@ -74,6 +77,8 @@ export function createPullState(redis: Redis | Cluster, queuePrefix: string): Pu
     return { offset: fields.offset || undefined, offsetAt: fields.offsetAt || undefined, lastEventAt: fields.lastEventAt || undefined };
   };
 
+  const poisonNewest = async (limit = 100) => (limit > 0 ? (await redis.lrange(poisonKey, 0, limit - 1)).map((text) => JSON.parse(text) as PullPoison) : []);
+
   return {
     lease,
     position,
@@ -84,15 +89,20 @@ export function createPullState(redis: Redis | Cluster, queuePrefix: string): Pu
     async keepAside(poison) {
       await redis.multi().lpush(poisonKey, JSON.stringify(poison)).ltrim(poisonKey, 0, poisonKept - 1).exec();
     },
-    async poison(limit = 100) {
-      return (await redis.lrange(poisonKey, 0, limit - 1)).map((text) => JSON.parse(text) as PullPoison);
-    },
-    async describe(enabled) {
-      const [where, status, holder] = await Promise.all([position(), redis.hgetall(statusKey), redis.get(leaseKey)]);
+    poison: poisonNewest,
+    async describe(enabled, poisonShown = 10) {
+      const [where, status, holder, poisonCount, newest] = await Promise.all([
+        position(),
+        redis.hgetall(statusKey),
+        redis.get(leaseKey),
+        redis.llen(poisonKey),
+        poisonNewest(poisonShown),
+      ]);
       const reported = status.state as PullStateName | undefined;
       // Without a holder nobody reads: a worker is starting, or none runs.
       const state: PullStateName = !enabled ? "off" : holder && reported && reported !== "off" ? reported : "waiting";
-      return { state, offsetAt: where.offsetAt ?? null, lastEventAt: where.lastEventAt ?? null, lastError: status.lastError || null, holder: holder ?? null };
+      const poison = { count: poisonCount, newest };
+      return { state, offsetAt: where.offsetAt ?? null, lastEventAt: where.lastEventAt ?? null, lastError: status.lastError || null, holder: holder ?? null, poison };
     },
   };
 }

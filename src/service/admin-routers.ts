@@ -89,6 +89,6 @@ export function adminRouters(deps: AdminDeps & { orphans: OrphanedRoutes; orphan
     // A worker has no receiver, but shares the receivers' explicit credentials (every role reads the same settings).
     createConnectRouter(createStreamConnector({ config, auth: deps.auth ?? ("generated" in config.webhookAuth ? undefined : config.webhookAuth), tenant, logger })),
     createSweepRouter({ describe: () => stores.sweepState.describe(lookbackMs, Date.now()), runWindow: recovery.runWindow }),
-    createPullRouter(() => stores.pullState.describe(env.PULL === "on")),
+    createPullRouter((poisonShown) => stores.pullState.describe(env.PULL === "on", poisonShown)),
   ];
 }

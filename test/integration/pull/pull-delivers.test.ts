@@ -1,8 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { Redis } from "ioredis";
-import { inject } from "vitest";
 import { startEmulator, type Emulator } from "../../../src/emulator/start-emulator.js";
-import { pullKey } from "../../../src/pull/pull-state.js";
 import { runCli } from "../../chaos/run-cli.js";
 import { startSinkServer, type SinkServer } from "../../helpers/sink-server.js";
 import { startTestService, type TestService } from "../../helpers/start-test-service.js";
@@ -58,12 +55,18 @@ describe("pulling the tenant's event log", () => {
     expect(counted("poison")).toBe(2);
     expect(counted("stored")).toBe(1);
     expect(sink.requests.map((request) => request.headers["webhook-id"])).toEqual([after]);
-    // Each kept aside with its raw body and why.
-    const redis = new Redis(inject("redisUrl"));
-    const kept = (await redis.lrange(pullKey(service.config.env.QUEUE_PREFIX, "poison"), 0, -1)).map((text) => JSON.parse(text) as { raw: string; reason: string; offset: string });
-    redis.disconnect();
-    expect(kept.map((poison) => poison.raw).sort()).toEqual(["{not json", JSON.stringify({ offset: "x", event: { id: "evt_broken", type: "user.created" } })].sort());
-    expect(kept.map((poison) => poison.reason).sort()).toEqual(["event.source is required (CloudEvents 1.0)", "the message data is not JSON"].sort());
+    // Each kept aside with its raw body and why, shown by the admin API and `pull status`.
+    const { poison } = await pullStatus(service.adminUrl);
+    expect(poison.count).toBe(2);
+    expect(poison.newest.map((kept) => kept.raw).sort()).toEqual(["{not json", JSON.stringify({ offset: "x", event: { id: "evt_broken", type: "user.created" } })].sort());
+    expect(poison.newest.map((kept) => kept.reason).sort()).toEqual(["event.source is required (CloudEvents 1.0)", "the message data is not JSON"].sort());
+    const fewer = (await (await fetch(`${service.adminUrl}/admin/pull?poison=1`, { headers: adminHeaders(adminToken) })).json()) as { poison: { count: number; newest: unknown[] } };
+    expect([fewer.poison.count, fewer.poison.newest.length]).toEqual([2, 1]);
+    const refused = await fetch(`${service.adminUrl}/admin/pull?poison=all`, { headers: adminHeaders(adminToken) });
+    expect(refused.status).toBe(400);
+    expect(((await refused.json()) as { detail: string }).detail).toBe('poison must be a whole number from 0 to 1000 (how many of the newest poison events to show), not "all"');
+    const text = await runCli(["pull", "status"], { ADMIN_URL: service.adminUrl, ADMIN_TOKEN: adminToken });
+    expect(text.stdout).toMatch(new RegExp(`^poison\\s+2 kept aside \\(not JSON or not a CloudEvent\\); the newest at ${poison.newest[0]!.at}, offset .+: ${poison.newest[0]!.reason.replace(/[().]/g, "\\$&")} \\(pull status --json`, "m"));
   });
 
   it("when an event arrives by pull, then the event view shows origin pull, and `pull status` prints the state through the service's admin API", async () => {
@@ -85,6 +88,7 @@ describe("pulling the tenant's event log", () => {
     const text = await runCli(["pull", "status"], env);
     expect(text.code, text.stderr).toBe(0);
     expect(text.stdout).toMatch(/^state\s+connected$/m);
+    expect(text.stdout).toMatch(/^poison\s+none$/m);
     expect(text.stdout).toContain(status.lastEventAt);
 
     // No service there: said in one line, exit 1.

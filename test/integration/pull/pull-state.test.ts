@@ -28,7 +28,7 @@ describe("the pull's state in Redis", () => {
   it("when nothing was kept yet, then the position is empty and GET /admin/pull shows no offset, no event time, no error and no holder", async () => {
     const { state } = fresh();
     expect(await state.position()).toEqual({ offset: undefined, offsetAt: undefined, lastEventAt: undefined });
-    expect(await state.describe(true)).toEqual({ state: "waiting", offsetAt: null, lastEventAt: null, lastError: null, holder: null });
+    expect(await state.describe(true)).toEqual({ state: "waiting", offsetAt: null, lastEventAt: null, lastError: null, holder: null, poison: { count: 0, newest: [] } });
   });
 
   it("when the worker holding the lease keeps an offset, then it is where the pull resumes, with when it was kept and the last event's time; an offset kept without an event time keeps the last one", async () => {
@@ -67,7 +67,7 @@ describe("the pull's state in Redis", () => {
     // Reported, but the lease is free (the worker stopped or crashed): nobody reads.
     expect(await state.describe(true)).toMatchObject({ state: "waiting", holder: null, lastError: null });
     expect(await state.lease.acquire("host:1:tag", 60_000)).toBe(0);
-    expect(await state.describe(true)).toEqual({ state: "connected", offsetAt: null, lastEventAt: null, lastError: null, holder: "host:1:tag" });
+    expect(await state.describe(true)).toEqual({ state: "connected", offsetAt: null, lastEventAt: null, lastError: null, holder: "host:1:tag", poison: { count: 0, newest: [] } });
     await state.report("connecting", "the tenant answered 503");
     expect(await state.describe(true)).toMatchObject({ state: "connecting", lastError: "the tenant answered 503", holder: "host:1:tag" });
     await state.report("off", null);

@@ -78,6 +78,7 @@ export interface PullStatusView {
   lastEventAt: string | null;
   lastError: string | null;
   holder: string | null;
+  poison: { count: number; newest: Array<{ offset?: string; reason: string; raw: string; at: string }> };
 }
 
 export async function pullStatus(adminUrl: string): Promise<PullStatusView> {
