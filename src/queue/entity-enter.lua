@@ -9,6 +9,7 @@
     KEYS[2] the previous window's versions (a hash: entity -> version)
     KEYS[3] the current window's versions
     KEYS[4] the next window's versions
+    KEYS[5..7] the previous, current and next window's tags (entity-versions.lua)
             (one hash tag, one slot)
     ARGV[1] entity
     ARGV[2] owner
@@ -22,7 +23,7 @@
 ]]
 --- @include "entity-versions.lua"
 --- @include "../redis/lease.lua"
--- The state recorded is this very one (an attempt with no answer records it): it goes again.
-local current, tag = stored(ARGV[1])
-if tag ~= ARGV[6] and not next_version(current, tonumber(ARGV[4]), ARGV[5]) then return -1 end
+-- Stale, unless the state recorded is this very one (an attempt with no answer records it): it goes again.
+local current = stored(ARGV[1])
+if not next_version(current, tonumber(ARGV[4]), ARGV[5]) and tagged(ARGV[1], current) ~= ARGV[6] then return -1 end
 return lease_take(KEYS[1], ARGV[2], ARGV[3])

@@ -4,10 +4,11 @@
   expired and another delivery have recorded a newer state meanwhile, that one stays.
 
   Input:
-    KEYS[1..4] as entity-enter.lua
+    KEYS[1..7] as entity-enter.lua
     ARGV[1] entity
     ARGV[2] owner
-    ARGV[3] received: '1' (a 2xx, or no answer: the route may have it) or '0'
+    ARGV[3] received: '1' (a 2xx), '2' (no answer: the route may have it, and the state's own
+            retry must still go: tagged) or '0' (a non-2xx answer: nothing recorded)
     ARGV[4] the state's age (ms)
     ARGV[5] change: 'c', 'd' or 'u'
     ARGV[6] the current window's expiry (unix seconds)
@@ -18,13 +19,18 @@
 ]]
 --- @include "entity-versions.lua"
 --- @include "../redis/lease.lua"
-if ARGV[3] == '1' then
+if ARGV[3] ~= '0' then
+  local current = stored(ARGV[1])
+  local version = next_version(current, tonumber(ARGV[4]), ARGV[5])
   -- A re-run of the state recorded keeps its version (a delete's may be above its own age).
-  local current, tag = stored(ARGV[1])
-  local version = (tag == ARGV[7]) and current or next_version(current, tonumber(ARGV[4]), ARGV[5])
+  if not version and tagged(ARGV[1], current) == ARGV[7] then version = current end
   if version then
-    redis.call('HSET', KEYS[3], ARGV[1], string.format('%d:%s', version, ARGV[7]))
+    redis.call('HSET', KEYS[3], ARGV[1], string.format('%d', version))
     redis.call('EXPIREAT', KEYS[3], ARGV[6])
+    if ARGV[3] == '2' then
+      redis.call('HSET', KEYS[6], ARGV[1], string.format('%d:%s', version, ARGV[7]))
+      redis.call('EXPIREAT', KEYS[6], ARGV[6])
+    end
   end
 end
 return lease_release(KEYS[1], ARGV[2])

@@ -1,15 +1,20 @@
 --[[
   Functions of the entity versions, included by entity-enter.lua and entity-leave.lua.
   Not run on its own. The calling script's KEYS[2..4] are the previous, current and next
-  window's hash of versions.
+  window's hash of versions, KEYS[5..7] the same windows' hash of tags.
+
+  A tag names the event whose state was recorded without an answer (a timeout, a reset: the
+  route may have it, so nothing older may follow), as `<version>:<tag>`, so that event's own
+  retry still goes. It counts only while its version is the entity's newest. Versions stay
+  plain numbers, as every release reads them.
 
   A version is the state's age in ms, negated once the entity is deleted. Versions only
   move forward in one order, by absolute value, a delete winning a tie (see next_version),
   so the newest of several windows is the latest written.
 
   newest(a, b)          the newer of two versions (either may be nil)
-  stored(field)         the newest version of an entity over the three windows, or nil,
-                        and the tag of the event it came from
+  stored(field)         the newest version of an entity over the three windows, or nil
+  tagged(field, version) the tag recorded with this version of the entity, or nil
   next_version(current, age, change)
                         the version to keep once this state is delivered, or nil when it
                         is stale (change: 'c' created, 'd' deleted, 'u' changed)
@@ -21,19 +26,24 @@ local function newest(a, b)
   if x ~= y then return (x > y) and a or b end
   return math.min(a, b)
 end
--- A field's value is `<version>:<tag>`, the tag naming the event whose state it is (a
--- value without one, written before tags, names none).
 local function stored(field)
-  local version, tag = nil, nil
+  local version = nil
   for i = 2, 4 do
     local raw = redis.call('HGET', KEYS[i], field)
+    if raw then version = newest(version, tonumber(raw)) end
+  end
+  return version
+end
+local function tagged(field, version)
+  if not version then return nil end
+  for i = 5, 7 do
+    local raw = redis.call('HGET', KEYS[i], field)
     if raw then
-      local digits, rawTag = string.match(raw, '^(%-?%d+):?(.*)$')
-      local v = tonumber(digits)
-      if v and newest(version, v) ~= version then version, tag = v, rawTag end
+      local digits, tag = string.match(raw, '^(%-?%d+):(.*)$')
+      if tonumber(digits) == version then return tag end
     end
   end
-  return version, tag
+  return nil
 end
 -- The version to keep once this state is delivered, or nil when it is stale:
 -- - nothing known yet: it goes;

@@ -3,6 +3,11 @@ import type { Cluster, Redis } from "ioredis";
 import type { EntityVersion } from "../events/entity-version.js";
 import { loadLua } from "../load-lua.js";
 
+/** What became of the attempt `leave` ends. */
+export type LeaveOutcome = "delivered" | "unanswered" | "refused";
+
+const outcomeCodes: Record<LeaveOutcome, string> = { delivered: "1", unanswered: "2", refused: "0" };
+
 /** What `enter` found: the state may go (the lease is ours), it is stale, or another delivery of the entity holds the lease. */
 export type Entry = { outcome: "go" } | { outcome: "stale" } | { outcome: "busy"; leaseLeftMs: number };
 
@@ -15,14 +20,15 @@ export interface EntityVersions {
   /** Takes the entity's lease for `owner` if the state is not stale and no one else holds it. */
   enter(route: string, version: EntityVersion, owner: string, leaseMs: number, now?: number): Promise<Entry>;
   /**
-   * Records the state as delivered when `received` (a 2xx, or no answer: the route may
-   * have it) and gives the lease back, in one step. False when the lease had expired.
+   * Records the state when the route may have it (`delivered`: a 2xx; `unanswered`: no
+   * answer, tagged with its event so its own retry still goes; `refused`: a non-2xx,
+   * nothing recorded) and gives the lease back, in one step. False when the lease had expired.
    */
-  leave(route: string, version: EntityVersion, owner: string, received: boolean, now?: number): Promise<boolean>;
+  leave(route: string, version: EntityVersion, owner: string, outcome: LeaveOutcome, now?: number): Promise<boolean>;
 }
 
 /**
- * Versions live in hashes, not a key per entity: a small hash is one listpack, ~78 bytes
+ * Versions live in hashes, not a key per entity: a small hash is one listpack, ~55 bytes
  * an entity against ~190 for a key with its TTL (README "Routes"). A hash field has no
  * TTL of its own before Redis 7.4, so time is cut into windows of the TTL: a delivery
  * writes its entity into the current window's hash, which expires at the end of the next
@@ -40,16 +46,16 @@ const enterScript = loadLua(new URL("./entity-enter.lua", import.meta.url));
 const leaveScript = loadLua(new URL("./entity-leave.lua", import.meta.url));
 
 type Commands = {
-  streamkeeperEnterEntity(...args: [string, string, string, string, string, string, number, number, string, string]): Promise<number>;
-  streamkeeperLeaveEntity(...args: [string, string, string, string, string, string, string, number, string, number, string]): Promise<number>;
+  streamkeeperEnterEntity(...args: [...keys: string[], entity: string, owner: string, leaseMs: number, age: number, change: string, tag: string]): Promise<number>;
+  streamkeeperLeaveEntity(...args: [...keys: string[], entity: string, owner: string, outcome: string, age: number, change: string, expireAt: number, tag: string]): Promise<number>;
 };
 
 const changeCodes = { created: "c", deleted: "d", changed: "u" } as const;
 
 /**
- * The event a recorded version came from, kept beside it (`<version>:<tag>`): 8 bytes of the
- * id's digest, as 16 hex digits. A state whose attempt had no answer is recorded (the route
- * may have it), so its own retry must know the record as its own, not as a newer state.
+ * The event of a state recorded without an answer (the route may have it): 8 bytes of the
+ * id's digest, as 16 hex digits, kept beside the version in the window's tags, so that
+ * event's own retry knows the record as its own, not as a newer state (entity-versions.lua).
  */
 function stateTag(eventId: string): string {
   return hash("sha256", eventId, "hex").slice(0, 16);
@@ -64,25 +70,25 @@ function shardOf(entity: string): number {
 
 /** Versions are kept one to two `ttlSeconds` (DEDUPE_TTL_SECONDS) after an entity's last delivery. */
 export function createEntityVersions(redis: Redis | Cluster, queuePrefix: string, ttlSeconds: number): EntityVersions {
-  redis.defineCommand("streamkeeperEnterEntity", { numberOfKeys: 4, lua: enterScript });
-  redis.defineCommand("streamkeeperLeaveEntity", { numberOfKeys: 4, lua: leaveScript });
+  redis.defineCommand("streamkeeperEnterEntity", { numberOfKeys: 7, lua: enterScript });
+  redis.defineCommand("streamkeeperLeaveEntity", { numberOfKeys: 7, lua: leaveScript });
   const commands = redis as unknown as Commands;
   const keys = (route: string, entity: string, now: number) => {
     const window = Math.floor(now / 1000 / ttlSeconds);
-    // The route and shard are the hash tag: a call's four keys share a slot, and the shards spread over a cluster.
+    // The route and shard are the hash tag: a call's seven keys share a slot, and the shards spread over a cluster.
     const base = `{${queuePrefix}:versions:${route}:${shardOf(entity)}}`;
-    const versions = (at: number) => `${base}:${at}`;
-    return { lease: `${base}:lease:${entity}`, previous: versions(window - 1), current: versions(window), next: versions(window + 1), expireAt: (window + 2) * ttlSeconds };
+    const windows = [window - 1, window, window + 1];
+    // The lease, the windows' versions, the windows' tags (entity-enter.lua).
+    return { keys: [`${base}:lease:${entity}`, ...windows.map((at) => `${base}:${at}`), ...windows.map((at) => `${base}:tags:${at}`)], expireAt: (window + 2) * ttlSeconds };
   };
   return {
     async enter(route, { entity, age, change, eventId }, owner, leaseMs, now = Date.now()) {
-      const { lease, previous, current, next } = keys(route, entity, now);
-      const answer = await commands.streamkeeperEnterEntity(lease, previous, current, next, entity, owner, leaseMs, age, changeCodes[change], stateTag(eventId));
+      const answer = await commands.streamkeeperEnterEntity(...keys(route, entity, now).keys, entity, owner, leaseMs, age, changeCodes[change], stateTag(eventId));
       return answer === 0 ? { outcome: "go" } : answer < 0 ? { outcome: "stale" } : { outcome: "busy", leaseLeftMs: answer };
     },
-    async leave(route, { entity, age, change, eventId }, owner, received, now = Date.now()) {
-      const { lease, previous, current, next, expireAt } = keys(route, entity, now);
-      const answer = await commands.streamkeeperLeaveEntity(lease, previous, current, next, entity, owner, received ? "1" : "0", age, changeCodes[change], expireAt, stateTag(eventId));
+    async leave(route, { entity, age, change, eventId }, owner, outcome, now = Date.now()) {
+      const { keys: all, expireAt } = keys(route, entity, now);
+      const answer = await commands.streamkeeperLeaveEntity(...all, entity, owner, outcomeCodes[outcome], age, changeCodes[change], expireAt, stateTag(eventId));
       return answer === 1;
     },
   };

@@ -22,7 +22,7 @@ describe("entity versions", () => {
   const deliver = async (version: EntityVersion, route = "crm") => {
     const owner = randomUUID();
     const entry = await versions.enter(route, version, owner, 10_000);
-    if (entry.outcome === "go") await versions.leave(route, version, owner, true);
+    if (entry.outcome === "go") await versions.leave(route, version, owner, "delivered");
     return entry.outcome;
   };
 
@@ -72,9 +72,9 @@ describe("entity versions", () => {
     expect(await versions.enter("crm", v(user, 10, "created"), holder, 10_000)).toEqual({ outcome: "go" });
     const second = randomUUID();
     expect((await versions.enter("crm", v(user, 12, "deleted"), second, 10_000)).outcome).toBe("busy");
-    expect(await versions.leave("crm", v(user, 10, "created"), holder, true)).toBe(true);
+    expect(await versions.leave("crm", v(user, 10, "created"), holder, "delivered")).toBe(true);
     expect(await versions.enter("crm", v(user, 12, "deleted"), second, 10_000)).toEqual({ outcome: "go" });
-    expect(await versions.leave("crm", v(user, 12, "deleted"), second, true)).toBe(true);
+    expect(await versions.leave("crm", v(user, 12, "deleted"), second, "delivered")).toBe(true);
     expect(await deliver(v(user, 11))).toBe("stale");
   });
 
@@ -85,11 +85,11 @@ describe("entity versions", () => {
     const remove = v(user, 150, "deleted");
     const first = randomUUID();
     expect(await versions.enter("crm", remove, first, 10_000)).toEqual({ outcome: "go" });
-    expect(await versions.leave("crm", remove, first, true)).toBe(true);
+    expect(await versions.leave("crm", remove, first, "unanswered")).toBe(true);
     // The same event's retry: its own state recorded, not a newer one.
     const retry = randomUUID();
     expect(await versions.enter("crm", { ...remove }, retry, 10_000)).toEqual({ outcome: "go" });
-    expect(await versions.leave("crm", remove, retry, true)).toBe(true);
+    expect(await versions.leave("crm", remove, retry, "delivered")).toBe(true);
     expect(await deliver(v(user, 900))).toBe("stale");
     expect(await deliver(v(user, 200, "created"))).toBe("stale");
     // Another delete of the same age is another event: the rules apply to it.
@@ -101,16 +101,32 @@ describe("entity versions", () => {
     const late = v(user, 300);
     const owner = randomUUID();
     expect(await versions.enter("crm", late, owner, 10_000)).toEqual({ outcome: "go" });
-    expect(await versions.leave("crm", late, owner, true)).toBe(true);
+    expect(await versions.leave("crm", late, owner, "unanswered")).toBe(true);
     expect(await deliver(v(user, 400))).toBe("go");
     expect(await versions.enter("crm", late, randomUUID(), 10_000)).toEqual({ outcome: "stale" });
+  });
+
+  it("when a delete with no answer is tagged and a worker of an earlier release (plain versions, no tags) records a newer state over it, then the tag no longer counts: the delete's retry follows the rules", async () => {
+    const user = entity();
+    const remove = v(user, 500, "deleted");
+    const owner = randomUUID();
+    expect(await versions.enter("crm", remove, owner, 10_000)).toEqual({ outcome: "go" });
+    expect(await versions.leave("crm", remove, owner, "unanswered")).toBe(true);
+    // Versions stay plain numbers, as every release reads and writes them.
+    const keys = (await redis.keys(`{${prefix}:versions:crm:*`)).filter((key) => !key.includes(":lease:") && !key.includes(":tags:"));
+    const holding = (await Promise.all(keys.map(async (key) => ((await redis.hget(key, user)) !== null ? key : undefined)))).filter(Boolean) as string[];
+    expect(await redis.hget(holding[0]!, user)).toBe("-500");
+    // An earlier release's worker: a re-created user at 600, written as it writes, plain.
+    await redis.hset(holding[0]!, user, "600");
+    expect(await versions.enter("crm", remove, randomUUID(), 10_000)).toEqual({ outcome: "go" }); // a delete goes while alive: the rules, not the tag
+    expect(await deliver(v(user, 550, "created"))).toBe("stale");
   });
 
   it("when a state answered non-2xx, then it records nothing: an older one still goes", async () => {
     const user = entity();
     const owner = randomUUID();
     expect(await versions.enter("crm", v(user, 500), owner, 10_000)).toEqual({ outcome: "go" });
-    expect(await versions.leave("crm", v(user, 500), owner, false)).toBe(true);
+    expect(await versions.leave("crm", v(user, 500), owner, "refused")).toBe(true);
     expect(await deliver(v(user, 100))).toBe("go");
   });
 
@@ -123,7 +139,7 @@ describe("entity versions", () => {
     expect(busy.outcome === "busy" && busy.leaseLeftMs > 0 && busy.leaseLeftMs <= 10_000).toBe(true);
     // Even a stale state waits: the holder's state is not recorded yet.
     expect((await versions.enter("crm", v(user, 50), randomUUID(), 10_000)).outcome).toBe("busy");
-    expect(await versions.leave("crm", v(user, 100), holder, true)).toBe(true);
+    expect(await versions.leave("crm", v(user, 100), holder, "delivered")).toBe(true);
     expect(await deliver(v(user, 50))).toBe("stale");
     expect(await deliver(v(user, 200))).toBe("go");
   });
@@ -136,7 +152,7 @@ describe("entity versions", () => {
     expect(await versions.enter("crm", v(user, 100), randomUUID(), 10_000)).toEqual({ outcome: "stale" });
     // A stale answer takes nothing: the holder still holds the entity and gives it back.
     expect((await versions.enter("crm", v(user, 400), randomUUID(), 10_000)).outcome).toBe("busy");
-    expect(await versions.leave("crm", v(user, 300), holder, true)).toBe(true);
+    expect(await versions.leave("crm", v(user, 300), holder, "delivered")).toBe(true);
     expect(await deliver(v(user, 250))).toBe("stale");
   });
 
@@ -151,9 +167,9 @@ describe("entity versions", () => {
       entry = await versions.enter("crm", v(user, 300), "next", 10_000);
     }
     expect(entry).toEqual({ outcome: "go" });
-    expect(await versions.leave("crm", v(user, 300), "next", true)).toBe(true);
+    expect(await versions.leave("crm", v(user, 300), "next", "delivered")).toBe(true);
     // The crashed holder comes back late: its lease is gone, and its older state is not recorded over 300.
-    expect(await versions.leave("crm", v(user, 100), crashed, true)).toBe(false);
+    expect(await versions.leave("crm", v(user, 100), crashed, "delivered")).toBe(false);
     expect(await deliver(v(user, 200))).toBe("stale");
   });
 
@@ -164,7 +180,7 @@ describe("entity versions", () => {
     const at = async (now: number, version: EntityVersion) => {
       const owner = randomUUID();
       const entry = await versions.enter("crm", version, owner, 10_000, now);
-      if (entry.outcome === "go") await versions.leave("crm", version, owner, true, now);
+      if (entry.outcome === "go") await versions.leave("crm", version, owner, "delivered", now);
       return entry.outcome;
     };
     expect(await at(t0, v(user, 500))).toBe("go");
@@ -190,8 +206,7 @@ describe("entity versions", () => {
     const holding = await Promise.all(candidates.map(async (candidate) => (await redis.hexists(candidate, user)) === 1));
     const key = candidates.find((_, index) => holding[index]);
     expect(key).toBeDefined();
-    // The version and the tag of its event (8 bytes of the id's digest).
-    expect(await redis.hget(key!, user)).toMatch(new RegExp(`^${Date.parse("2025-02-02T17:56:01.566Z")}:[0-9a-f]{16}$`));
+    expect(await redis.hget(key!, user)).toBe(String(Date.parse("2025-02-02T17:56:01.566Z")));
     // The expiry as a point in time (a TTL read shrinks with every second the test takes, and
     // crosses 600 near a window edge): the end of a 600 s window, one to two windows after the delivery.
     const pttl = await redis.pttl(key!);
@@ -202,8 +217,9 @@ describe("entity versions", () => {
     expect(windowEnd - deliveredAt).toBeLessThanOrEqual(1_200_000);
     expect(await redis.keys(`{${prefix}:versions:crm:*}:lease:${user}`)).toEqual([]);
     expect(await redis.object("ENCODING", key!)).toBe("listpack");
-    // A version written before tags (a number alone) still orders the states.
-    await redis.hset(key!, user, String(Date.parse("2025-02-02T17:56:01.566Z")));
+    // A delivered state leaves no tag behind: only an unanswered one is tagged.
+    const tagKeys = await redis.keys(`{${prefix}:versions:crm:*}:tags:*`);
+    expect(await Promise.all(tagKeys.map((tagKey) => redis.hexists(tagKey, user)))).not.toContain(1);
     expect(await deliver(v(user, Date.parse("2025-02-02T17:00:00.000Z")))).toBe("stale");
     expect(await deliver(v(user, Date.parse("2025-02-02T18:00:00.000Z")))).toBe("go");
   });
@@ -219,7 +235,7 @@ describe("entity versions on a Redis Cluster", () => {
       const version = (age: number): EntityVersion => ({ entity: "organization:org_cluster", age, change: "changed", eventId: `evt_${age}` });
       expect(await versions.enter("crm", version(200), "a", 10_000)).toEqual({ outcome: "go" });
       expect((await versions.enter("crm", version(300), "b", 10_000)).outcome).toBe("busy");
-      expect(await versions.leave("crm", version(200), "a", true)).toBe(true);
+      expect(await versions.leave("crm", version(200), "a", "delivered")).toBe(true);
       expect(await versions.enter("crm", version(100), "c", 10_000)).toEqual({ outcome: "stale" });
     } finally {
       redis.disconnect();
