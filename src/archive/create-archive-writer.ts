@@ -7,7 +7,7 @@ import { maintainPartitions, oldestKept } from "./archive-partitions.js";
 import { archiveOutboxKey, archiveWriterGroup } from "./archive-outbox.js";
 import { parseArchiveRecord, type ArchiveRecord } from "./archive-record.js";
 import { migrateArchive } from "./migrate-archive.js";
-import { createOutboxDatabaseClaim, defaultClaimTiming, type ClaimTiming, type OutboxDatabaseClaim } from "./outbox-database-claim.js";
+import { archiveIdentity, createOutboxDatabaseClaim, defaultClaimTiming, type ClaimTiming, type OutboxDatabaseClaim } from "./outbox-database-claim.js";
 import { writeArchiveBatch } from "./write-archive-batch.js";
 
 export interface ArchiveWriterDeps {
@@ -35,6 +35,11 @@ export interface ArchiveWriterDeps {
 export interface ArchiveWriter {
   /** True once Postgres answered and the schema is current; false while it is unreachable. */
   available(): boolean;
+  /**
+   * While this writer's database is not the one the outbox is archived to: that database's
+   * description (the admin API then refuses search, replay and erasure, which would see a part).
+   */
+  refusedBy(): string | undefined;
   /** Stops after the batch in hand (its records stay pending and are archived by the next writer). */
   close(): Promise<void>;
 }
@@ -72,9 +77,13 @@ export function createArchiveWriter(deps: ArchiveWriterDeps): ArchiveWriter {
     wake = () => (clearTimeout(timer), ok());
   });
 
+  // Which archive the database is, read at every (re)connection: a database recreated under
+  // the same URL is another archive.
+  let identity: string | undefined;
   const prepare = async () => {
     const applied = await migrateArchive(pool);
     if (applied.length > 0) logger.info({ migrations: applied }, "archive schema migrated");
+    identity = await archiveIdentity(pool);
     await maintain();
     await redis.xgroup("CREATE", key, archiveWriterGroup, "0", "MKSTREAM").catch((error: Error) => {
       if (!/BUSYGROUP/.test(error.message)) throw error;
@@ -89,7 +98,14 @@ export function createArchiveWriter(deps: ArchiveWriterDeps): ArchiveWriter {
 
   const { read, claimStalled, done } = outboxConsumer(redis, key, consumer, batchSize);
   const claimTiming = deps.claimTiming ?? defaultClaimTiming;
-  const holdsOutbox = holdsOutboxSaying(createOutboxDatabaseClaim(redis, pool, key, `${deps.database ?? "a database"} (${consumer})`, claimTiming), deps.database, logger);
+  const outboxClaim = claimSaying(createOutboxDatabaseClaim(redis, key, `${deps.database ?? "a database"} (${consumer})`, claimTiming), deps.database, logger);
+  const holdsOutbox = () => outboxClaim.check(identity!);
+  // Renewed whatever the loop does (a Postgres outage, a long batch): the database is still
+  // the archive, and another must not take the outbox meanwhile.
+  const renewal = setInterval(() => {
+    if (identity !== undefined) outboxClaim.check(identity).catch(() => {});
+  }, claimTiming.everyMs);
+  renewal.unref();
 
   /** Sets aside what can never be archived, writes the rest; true when a batch was handled. */
   const handle = async (entries: Entry[]) => {
@@ -168,8 +184,10 @@ export function createArchiveWriter(deps: ArchiveWriterDeps): ArchiveWriter {
 
   return {
     available: () => ready && !unavailableSaid,
+    refusedBy: outboxClaim.holder,
     async close() {
       closing = true;
+      clearInterval(renewal);
       wake?.();
       await loop;
       archiveWriterRefused.set(0);
@@ -177,21 +195,24 @@ export function createArchiveWriter(deps: ArchiveWriterDeps): ArchiveWriter {
   };
 }
 
-/** True while this writer's database is the outbox's; else false, said once per refusal and shown by its gauge. */
-function holdsOutboxSaying(claim: OutboxDatabaseClaim, database: string | undefined, logger: Logger) {
-  let refusedSaid = false;
-  return async () => {
-    const answer = await claim();
-    archiveWriterRefused.set(answer.held ? 0 : 1);
-    if (answer.held && refusedSaid) logger.info("archive: this writer's database now takes the outbox's records");
-    if (!answer.held && !refusedSaid) {
-      logger.error(
-        { database, holder: answer.holder },
-        "archive: this process's archive database is not the one the other processes of this Redis archive to; it takes no record (the archive would be split). Give every process the same ARCHIVE_DATABASE_URL (docs/deploy.md, The archive: one database)",
-      );
-    }
-    refusedSaid = !answer.held;
-    return answer.held;
+/** `check`: true while this writer's database is the outbox's; else false, said once per refusal and shown by its gauge. */
+function claimSaying(claim: OutboxDatabaseClaim, database: string | undefined, logger: Logger) {
+  let holder: string | undefined;
+  return {
+    holder: () => holder,
+    async check(databaseId: string) {
+      const answer = await claim(databaseId);
+      archiveWriterRefused.set(answer.held ? 0 : 1);
+      if (answer.held && holder !== undefined) logger.info("archive: this writer's database now takes the outbox's records");
+      if (!answer.held && holder === undefined) {
+        logger.error(
+          { database, holder: answer.holder },
+          "archive: this process's archive database is not the one the other processes of this Redis archive to (holder); it takes no record, and its search, replay and erasure are refused (the archive would be split). Give every process the same ARCHIVE_DATABASE_URL (docs/deploy.md, The archive: one database)",
+        );
+      }
+      holder = answer.held ? undefined : answer.holder;
+      return answer.held;
+    },
   };
 }
 

@@ -7,6 +7,7 @@ import { createFreshnessReader } from "../freshness/create-freshness-reader.js";
 import { reuseRecentReads } from "../freshness/reuse-recent-reads.js";
 import type { AdminDeps as AdminAppDeps } from "../http/admin-app.js";
 import { createArchiveRouter } from "../http/archive-router.js";
+import { createSplitArchiveGuard } from "../http/split-archive-guard.js";
 import { auditAdminWrites } from "../http/audit-admin-writes.js";
 import { createConfigRouter } from "../http/config-router.js";
 import { createConnectRouter } from "../http/connect-router.js";
@@ -77,6 +78,7 @@ export function adminRouters(deps: AdminDeps & { orphans: OrphanedRoutes; orphan
     createOperatorViewRouter(shareRecent(() => describeOverview(overviewDeps), 1000)),
     ...(archive && replayRunner
       ? [
+          createSplitArchiveGuard(archive.writer.refusedBy),
           createArchiveRouter({ archive, logger }),
           createReplayRouter({ replays: createReplays({ pool: archive.pool, routes: routes.map((route) => route.name), retentionDays: archive.retentionDays }), logger, started: replayRunner.wake }),
         ]
