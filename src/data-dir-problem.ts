@@ -10,7 +10,8 @@ const unusable = new Set(["EACCES", "EPERM", "EROFS", "ENOTDIR", "EISDIR", "ENOS
  */
 export function dataDirProblem(dataDir: string, doing: string, instead: string) {
   return (error: NodeJS.ErrnoException): never => {
-    if (error instanceof ConfigError || !unusable.has(error.code ?? "")) throw error;
+    // A program that cannot be run (`spawn redis-server` EACCES) is not the folder's fault.
+    if (error instanceof ConfigError || !unusable.has(error.code ?? "") || error.syscall?.startsWith("spawn")) throw error;
     throw new ConfigError([`DATA_DIR ${resolve(dataDir)} cannot be used to ${doing} (${error.code}): give a folder this user can write, or ${instead}`]);
   };
 }

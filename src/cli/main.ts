@@ -52,8 +52,9 @@ try {
   await program.parseAsync(process.argv);
 } catch (error) {
   if (error instanceof CommanderError) {
-    // `commander.help` is the help shown for a missing command or subcommand: bad usage, exit 2.
-    const done = error.code === "commander.helpDisplayed" || error.code === "commander.version";
+    // `commander.help` is the help shown for a missing command or subcommand (bad usage,
+    // exit 2), or asked for with `help` (commander's exit code 0).
+    const done = error.code === "commander.helpDisplayed" || error.code === "commander.version" || (error.code === "commander.help" && error.exitCode === 0);
     process.exitCode = done ? 0 : 2;
   } else {
     process.stderr.write(`error: ${error instanceof Error ? error.message : String(error)}\n`);

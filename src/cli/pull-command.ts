@@ -15,7 +15,8 @@ export function registerPullCommand(program: Command): void {
       runAction(async (options: { json?: boolean }) => {
         const { env } = loadConfig();
         // A refused token or an admin API that is off exits 2, as every command's (service-client.ts).
-        const status = await createServiceClient(env).call<PullStatus>("GET", "/admin/pull");
+        // The text shows the newest poison event alone; --json the newest 10, raw bodies included.
+        const status = await createServiceClient(env).call<PullStatus>("GET", options.json ? "/admin/pull" : "/admin/pull?poison=1");
         if (options.json) return void process.stdout.write(`${JSON.stringify(status)}\n`);
         const lines = [
           ["state", status.state],

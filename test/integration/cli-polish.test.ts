@@ -12,7 +12,7 @@ describe("the command line", () => {
   });
 
   it("when run without a command or a subcommand, then the help goes to stdout, exit 2 (bad usage); asked for, exit 0", async () => {
-    for (const [args, code] of [[[], 2], [["streams"], 2], [["--help"], 0]] as const) {
+    for (const [args, code] of [[[], 2], [["streams"], 2], [["--help"], 0], [["help"], 0], [["help", "start"], 0]] as const) {
       const run = await runCli([...args], {});
       expect(run.stderr, args.join(" ")).toBe("");
       expect(run.stdout).toMatch(/^Usage: streamkeeper/);
