@@ -100,12 +100,9 @@ export function createArchiveWriter(deps: ArchiveWriterDeps): ArchiveWriter {
   const claimTiming = deps.claimTiming ?? defaultClaimTiming;
   const outboxClaim = claimSaying(createOutboxDatabaseClaim(redis, key, `${deps.database ?? "a database"} (${consumer})`, claimTiming), deps.database, logger);
   const holdsOutbox = () => outboxClaim.check(identity!);
-  // Renewed whatever the loop does (a Postgres outage, a long batch): the database is still
-  // the archive, and another must not take the outbox meanwhile.
-  const renewal = setInterval(() => {
-    if (identity !== undefined) outboxClaim.check(identity).catch(() => {});
-  }, claimTiming.everyMs);
-  renewal.unref();
+  // Its identity read again on each renewal (a database recreated under the same URL is
+  // another archive), the last one kept while Postgres does not answer.
+  const renewal = renewOnTimer(outboxClaim.check, async () => (identity = (await archiveIdentity(pool).catch(() => identity)) ?? identity), claimTiming.everyMs, logger);
 
   /** Sets aside what can never be archived, writes the rest; true when a batch was handled. */
   const handle = async (entries: Entry[]) => {
@@ -187,10 +184,41 @@ export function createArchiveWriter(deps: ArchiveWriterDeps): ArchiveWriter {
     refusedBy: outboxClaim.holder,
     async close() {
       closing = true;
-      clearInterval(renewal);
       wake?.();
       await loop;
+      await renewal.stop();
       archiveWriterRefused.set(0);
+    },
+  };
+}
+
+/**
+ * The outbox's claim renewed every `everyMs` whatever the writer's loop does (a Postgres
+ * outage, a long batch): the database is still the archive, and another must not take the
+ * outbox meanwhile. One renewal at a time; a failing one said once.
+ */
+function renewOnTimer(check: (databaseId: string) => Promise<boolean>, identity: () => Promise<string | undefined>, everyMs: number, logger: Logger) {
+  let renewing: Promise<void> | undefined;
+  let failed = false;
+  const renew = async () => {
+    const databaseId = await identity();
+    if (databaseId === undefined) return;
+    try {
+      await check(databaseId);
+      failed = false;
+    } catch (error) {
+      if (!failed) logger.warn({ err: error }, "archive: could not renew this database's claim of the outbox in Redis; retrying (past 60 s another database may take it)");
+      failed = true;
+    }
+  };
+  const timer = setInterval(() => {
+    renewing ??= renew().finally(() => (renewing = undefined));
+  }, everyMs);
+  timer.unref();
+  return {
+    async stop() {
+      clearInterval(timer);
+      await renewing;
     },
   };
 }
@@ -198,21 +226,24 @@ export function createArchiveWriter(deps: ArchiveWriterDeps): ArchiveWriter {
 /** `check`: true while this writer's database is the outbox's; else false, said once per refusal and shown by its gauge. */
 function claimSaying(claim: OutboxDatabaseClaim, database: string | undefined, logger: Logger) {
   let holder: string | undefined;
+  // The loop and the renewal timer ask alike: one question at a time, so a refusal is said once.
+  let asking: Promise<boolean> | undefined;
+  const ask = async (databaseId: string) => {
+    const answer = await claim(databaseId);
+    archiveWriterRefused.set(answer.held ? 0 : 1);
+    if (answer.held && holder !== undefined) logger.info("archive: this writer's database now takes the outbox's records");
+    if (!answer.held && holder === undefined) {
+      logger.error(
+        { database, holder: answer.holder },
+        "archive: this process's archive database is not the one the other processes of this Redis archive to (holder); it takes no record, and its search, replay and erasure are refused (the archive would be split). Give every process the same ARCHIVE_DATABASE_URL (docs/deploy.md, The archive: one database)",
+      );
+    }
+    holder = answer.held ? undefined : answer.holder;
+    return answer.held;
+  };
   return {
     holder: () => holder,
-    async check(databaseId: string) {
-      const answer = await claim(databaseId);
-      archiveWriterRefused.set(answer.held ? 0 : 1);
-      if (answer.held && holder !== undefined) logger.info("archive: this writer's database now takes the outbox's records");
-      if (!answer.held && holder === undefined) {
-        logger.error(
-          { database, holder: answer.holder },
-          "archive: this process's archive database is not the one the other processes of this Redis archive to (holder); it takes no record, and its search, replay and erasure are refused (the archive would be split). Give every process the same ARCHIVE_DATABASE_URL (docs/deploy.md, The archive: one database)",
-        );
-      }
-      holder = answer.held ? undefined : answer.holder;
-      return answer.held;
-    },
+    check: (databaseId: string) => (asking ??= ask(databaseId).finally(() => (asking = undefined))),
   };
 }
 

@@ -20,6 +20,7 @@ export function createSplitArchiveGuard(refusedBy: () => string | undefined): Ro
   };
   router.get("/events", refuse);
   router.delete("/entities/:id", refuse);
-  router.use("/replays", refuse);
+  // Starting one: a replay's own state (GET, DELETE /replays/:id) stays readable and cancellable.
+  router.post("/replays", refuse);
   return router;
 }

@@ -27,7 +27,8 @@ if ARGV[3] ~= '0' then
   if version then
     redis.call('HSET', KEYS[3], ARGV[1], string.format('%d', version))
     redis.call('EXPIREAT', KEYS[3], ARGV[6])
-    if ARGV[3] == '2' then
+    -- Only a delete's retry needs it: a create's or an update's passes "age >= current".
+    if ARGV[3] == '2' and ARGV[5] == 'd' then
       redis.call('HSET', KEYS[6], ARGV[1], string.format('%d:%s', version, ARGV[7]))
       redis.call('EXPIREAT', KEYS[6], ARGV[6])
     end

@@ -30,7 +30,10 @@ export async function createAdmin(deps: AdminDeps): Promise<{ close(): Promise<v
     registerQueueGauges(client, () => [...stores.queues.all(), stores.reconcileQueue.queue]),
     registerRedisGauges(client, new Map(routes.map((route) => [route.name, circuitKey(env.QUEUE_PREFIX, route.name)]))),
   ];
-  const replayRunner = archive && createReplayRunner({ pool: archive.pool, queues: stores.queues, logger, archivedThrough: () => archivedThrough(client, env.QUEUE_PREFIX) });
+  // While this process's database is not the outbox's (a split archive), its replays wait: the
+  // outbox's progress says nothing of what this database holds.
+  const replayRunner =
+    archive && createReplayRunner({ pool: archive.pool, queues: stores.queues, logger, archivedThrough: () => (archive.writer.refusedBy() ? Promise.resolve(0) : archivedThrough(client, env.QUEUE_PREFIX)) });
   const app = createAdminApp({
     ready: deps.ready,
     alive: connections.redis.healthy,

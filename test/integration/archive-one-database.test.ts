@@ -146,6 +146,8 @@ describe("archive: one database per outbox", () => {
       );
       expect((await admin("/admin/entities/auth0%7Cx", { method: "DELETE" })).status).toBe(503);
       expect((await admin("/admin/replays", { method: "POST", body: JSON.stringify({ route: "default", since: new Date().toISOString() }) })).status).toBe(503);
+      // A replay's own state stays readable: an unknown one is a 404, not refused.
+      expect((await admin("/admin/replays/rpl_unknown")).status).toBe(404);
     } finally {
       await service.close();
     }

@@ -116,10 +116,24 @@ describe("entity versions", () => {
     const keys = (await redis.keys(`{${prefix}:versions:crm:*`)).filter((key) => !key.includes(":lease:") && !key.includes(":tags:"));
     const holding = (await Promise.all(keys.map(async (key) => ((await redis.hget(key, user)) !== null ? key : undefined)))).filter(Boolean) as string[];
     expect(await redis.hget(holding[0]!, user)).toBe("-500");
-    // An earlier release's worker: a re-created user at 600, written as it writes, plain.
-    await redis.hset(holding[0]!, user, "600");
-    expect(await versions.enter("crm", remove, randomUUID(), 10_000)).toEqual({ outcome: "go" }); // a delete goes while alive: the rules, not the tag
-    expect(await deliver(v(user, 550, "created"))).toBe("stale");
+    // An earlier release's worker records a newer delete over it, written as it writes, plain.
+    await redis.hset(holding[0]!, user, "-600");
+    // The tag names -500, no longer the newest: the retry follows the rules, and is stale.
+    expect(await versions.enter("crm", remove, randomUUID(), 10_000)).toEqual({ outcome: "stale" });
+  });
+
+  it("when an update or a create gets no answer, then no tag is kept: its retry passes by the rules alone", async () => {
+    const user = entity();
+    for (const state of [v(user, 100, "created"), v(user, 200)]) {
+      const owner = randomUUID();
+      expect(await versions.enter("crm", state, owner, 10_000)).toEqual({ outcome: "go" });
+      expect(await versions.leave("crm", state, owner, "unanswered")).toBe(true);
+      const retry = randomUUID();
+      expect(await versions.enter("crm", state, retry, 10_000)).toEqual({ outcome: "go" });
+      expect(await versions.leave("crm", state, retry, "delivered")).toBe(true);
+    }
+    const tagKeys = await redis.keys(`{${prefix}:versions:crm:*}:tags:*`);
+    expect(await Promise.all(tagKeys.map((tagKey) => redis.hexists(tagKey, user)))).not.toContain(1);
   });
 
   it("when a state answered non-2xx, then it records nothing: an older one still goes", async () => {
