@@ -1,7 +1,7 @@
 import pg from "pg";
 import type { Config } from "../config.js";
 import type { Logger } from "../logger.js";
-import { archiveLag } from "../metrics/archive-metrics.js";
+import { archiveLag, archiveNotStarted } from "../metrics/archive-metrics.js";
 import { onScrape } from "../metrics/registry.js";
 import { closeRedis, createRedis, type RedisClient } from "../redis/redis-connection.js";
 import { redactUrlCredentials } from "../redact-secrets.js";
@@ -29,10 +29,12 @@ export async function startArchive(deps: { config: Config; logger: Logger; redis
     return undefined;
   }
   const database = await resolveArchiveDatabase(deps.config, logger, deps.who, deps.redisUrl).catch((error: unknown) => {
-    // The embedded Postgres could not start: the service runs on without the archive, and says so.
+    // The embedded Postgres could not start: the service runs on without the archive, and says
+    // so (an outbox with no writer would grow Redis for good).
     logger.error({ err: error }, "archive unavailable: the embedded Postgres could not be started; the service runs without the archive (set ARCHIVE_DATABASE_URL, or ARCHIVE=off to silence this)");
     return undefined;
   });
+  archiveNotStarted.set(database ? 0 : 1);
   if (!database) return undefined;
   const pool = new pg.Pool({ connectionString: database.url, max: 5, connectionTimeoutMillis: 5000, idleTimeoutMillis: 10_000, application_name: `streamkeeper-${deps.who}` });
   // An idle client whose server went away: the next query reconnects.

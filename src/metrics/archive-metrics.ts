@@ -16,6 +16,13 @@ export const archiveLag = new Gauge({
   registers: [registry],
 });
 
+/** 1 when ARCHIVE=on but this process runs without the archive: its embedded Postgres could not start (start-archive.ts). */
+export const archiveNotStarted = new Gauge({
+  name: "streamkeeper_archive_not_started",
+  help: "1 when ARCHIVE is on but this process runs without the archive because its embedded Postgres could not start: the events it stores are not archived; 0 otherwise",
+  registers: [registry],
+});
+
 /** 1 while this process's archive writer takes no record: its database is not the one the outbox is archived to (outbox-database-claim.ts). */
 export const archiveWriterRefused = new Gauge({
   name: "streamkeeper_archive_writer_refused",

@@ -1,4 +1,4 @@
-import { mkdtemp, rm } from "node:fs/promises";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import pg from "pg";
@@ -36,6 +36,23 @@ describe("archive: Postgres away", () => {
     const first = await errors();
     await expect.poll(errors).toBeGreaterThan(first);
     expect(lines.filter((line) => String(line.msg).startsWith("archive unavailable"))).toHaveLength(1);
+  });
+
+  it("when the embedded Postgres cannot start, then the service runs and delivers, says so once at error, and streamkeeper_archive_not_started is 1", async () => {
+    // DATA_DIR under a file: the embedded Postgres's folder cannot be made (Redis and the credentials come from settings).
+    const dir = await mkdtemp(join(tmpdir(), "sk-pg-nostart-"));
+    cleanup.push(() => rm(dir, { recursive: true, force: true }));
+    await writeFile(join(dir, "a-file"), "");
+    const { logger, lines } = capturedLogger("info");
+    const sink = await startSinkServer();
+    cleanup.push(() => sink.close());
+    const service = await startTestService({ ARCHIVE: "on", DATA_DIR: join(dir, "a-file", "data"), DOWNSTREAM_URL: sink.url }, "all", logger);
+    cleanup.push(() => service.close());
+    expect(lines.filter((line) => line.level === 50 && String(line.msg).startsWith("archive unavailable: the embedded Postgres could not be started"))).toHaveLength(1);
+    expect(await (await fetch(`${service.adminUrl}/metrics`)).text()).toMatch(/^streamkeeper_archive_not_started 1$/m);
+    const event = userEvent();
+    expect((await service.post("/webhooks", JSON.stringify(event))).status).toBe(202);
+    await sink.until((requests) => requests.some((request) => request.headers["webhook-id"] === event.id));
   });
 
   it("when Postgres stops for 60 s while 20 events a second arrive, then every event is answered 202 and delivered, and the archive is complete once it is back", async () => {
