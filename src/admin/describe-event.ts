@@ -65,9 +65,11 @@ export async function describeEvent(
       const delivered = record.deliveredAt[route];
       const deliveredAt = delivered === undefined ? undefined : new Date(delivered).toISOString();
       const queue = deps.queues.all().find((candidate) => candidate.name === deliveryQueueName(route));
-      const job = queue && (await jobOf(queue, eventId));
+      let job = queue && (await jobOf(queue, eventId));
       if (!queue || !job) return { route, state: deliveredAt ? "delivered" : record.staleAt[route] !== undefined ? "stale" : "unknown", attempts: 0, deliveredAt };
       const state = await jobState(deps.queues.connection, queue, job.id!);
+      // Finished between the two reads: the job as it finished (its attempt counted).
+      if ((state === "completed" || state === "failed") && job.finishedOn === undefined) job = (await queue.getJob(job.id!)) ?? job;
       // attemptsMade, plus the one in flight: attemptsStarted also counts each time an
       // open circuit handed the job back unsent (route-circuit.ts).
       const attempts = job.attemptsMade + (state === "active" ? 1 : 0);
