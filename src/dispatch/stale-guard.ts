@@ -71,8 +71,8 @@ export function createStaleGuard({ route, versions, ledger, logger }: StaleGuard
     typicalMs = 0.8 * typicalMs + 0.2 * (performance.now() - started);
     // A 2xx, or no answer at all (timeout, reset, shutdown): the route may have this state,
     // so an older one must not follow; after no answer, this event's own retry still goes
-    // (the record is tagged with it). A definite non-2xx answer leaves the version as it was, and a newer state
-    // may overtake this one while it waits for its retry.
+    // (a delete's record is tagged with it). A definite non-2xx answer leaves the version as
+    // it was, and a newer state may overtake this one while it waits for its retry.
     const outcome = "error" in result ? "unanswered" : result.status >= 200 && result.status < 300 ? "delivered" : "refused";
     // Not awaited, like the ledger's delivered mark: the entity's next state waits for
     // the lease anyway, and a lost release only makes it wait for the lease to expire.

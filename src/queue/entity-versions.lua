@@ -3,7 +3,7 @@
   Not run on its own. The calling script's KEYS[2..4] are the previous, current and next
   window's hash of versions, KEYS[5..7] the same windows' hash of tags.
 
-  A tag names the event whose state was recorded without an answer (a timeout, a reset: the
+  A tag names the delete whose state was recorded without an answer (a timeout, a reset: the
   route may have it, so nothing older may follow), as `<version>:<tag>`, so that event's own
   retry still goes. It counts only while its version is the entity's newest. Versions stay
   plain numbers, as every release reads them.

@@ -53,12 +53,14 @@ type Commands = {
 const changeCodes = { created: "c", deleted: "d", changed: "u" } as const;
 
 /**
- * The event of a state recorded without an answer (the route may have it): 8 bytes of the
+ * The event of a delete recorded without an answer (the route may have it): 8 bytes of the
  * id's digest, as 16 hex digits, kept beside the version in the window's tags, so that
  * event's own retry knows the record as its own, not as a newer state (entity-versions.lua).
+ * Only deletes are tagged (a create's or an update's retry passes by the rules), so no other
+ * state is hashed: its tag is empty, and matches none.
  */
-function stateTag(eventId: string): string {
-  return hash("sha256", eventId, "hex").slice(0, 16);
+function stateTag({ change, eventId }: EntityVersion): string {
+  return change === "deleted" ? hash("sha256", eventId, "hex").slice(0, 16) : "";
 }
 
 /** FNV-1a: a cheap, stable spread of entities over the shards. */
@@ -82,13 +84,15 @@ export function createEntityVersions(redis: Redis | Cluster, queuePrefix: string
     return { keys: [`${base}:lease:${entity}`, ...windows.map((at) => `${base}:${at}`), ...windows.map((at) => `${base}:tags:${at}`)], expireAt: (window + 2) * ttlSeconds };
   };
   return {
-    async enter(route, { entity, age, change, eventId }, owner, leaseMs, now = Date.now()) {
-      const answer = await commands.streamkeeperEnterEntity(...keys(route, entity, now).keys, entity, owner, leaseMs, age, changeCodes[change], stateTag(eventId));
+    async enter(route, version, owner, leaseMs, now = Date.now()) {
+      const { entity, age, change } = version;
+      const answer = await commands.streamkeeperEnterEntity(...keys(route, entity, now).keys, entity, owner, leaseMs, age, changeCodes[change], stateTag(version));
       return answer === 0 ? { outcome: "go" } : answer < 0 ? { outcome: "stale" } : { outcome: "busy", leaseLeftMs: answer };
     },
-    async leave(route, { entity, age, change, eventId }, owner, outcome, now = Date.now()) {
+    async leave(route, version, owner, outcome, now = Date.now()) {
+      const { entity, age, change } = version;
       const { keys: all, expireAt } = keys(route, entity, now);
-      const answer = await commands.streamkeeperLeaveEntity(...all, entity, owner, outcomeCodes[outcome], age, changeCodes[change], expireAt, stateTag(eventId));
+      const answer = await commands.streamkeeperLeaveEntity(...all, entity, owner, outcomeCodes[outcome], age, changeCodes[change], expireAt, stateTag(version));
       return answer === 1;
     },
   };
