@@ -1,6 +1,5 @@
 import { randomUUID } from "node:crypto";
 import { createServer, type AddressInfo } from "node:net";
-import { Redis } from "ioredis";
 import pg from "pg";
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from "vitest";
 import { forgetEntity } from "../../src/archive/archive-queries.js";
@@ -14,6 +13,7 @@ import { createArchiveDatabase, type ArchiveDatabase } from "../helpers/archive-
 import { createDispatchHarness, testRoute, type DispatchHarness } from "../helpers/dispatch-harness.js";
 import { userEvent } from "../helpers/fixtures.js";
 import { startSinkServer, type SinkServer } from "../helpers/sink-server.js";
+import { watchRedisCommands } from "../helpers/watch-redis-commands.js";
 
 const redisUrl = inject("redisUrl");
 const pageSize = 4;
@@ -445,10 +445,8 @@ describe("archive: the replay runner", () => {
     sink!.answer = () => new Promise((ok) => held.push(() => ok({})));
     // The runner's looks at the backlog as Redis runs them: BullMQ's count script asked for "prioritized" on this queue.
     const queueKey = `${harness!.queues.forRoute("bounded").qualifiedName}:`;
-    const watcher = new Redis(redisUrl);
-    const monitor = await watcher.monitor();
     let looks = 0;
-    monitor.on("monitor", (_time: string, args: string[]) => {
+    const watch = await watchRedisCommands(redisUrl, (args) => {
       if (args.includes(queueKey) && args.at(-1) === "prioritized") looks += 1;
     });
     try {
@@ -474,8 +472,7 @@ describe("archive: the replay runner", () => {
       expect(replayedIds()).toEqual(events.map((event) => event.id));
     } finally {
       for (const release of held.splice(0)) release();
-      monitor.disconnect();
-      watcher.disconnect();
+      watch.close();
     }
   });
 
