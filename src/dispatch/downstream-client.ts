@@ -38,10 +38,11 @@ export function createDownstreamClient(route: Route): DownstreamClient {
   const userInfo = url.username || url.password ? `Basic ${Buffer.from(`${safeDecode(url.username)}:${safeDecode(url.password)}`).toString("base64")}` : undefined;
   const inFlight = new Set<AbortController>();
   // Failed reasons go to logs, dead letters and the dashboard: never with the route's
-  // credentials. The URL is named without user info or query (keys often ride there),
-  // and an error body is cleaned of what we sent, since some downstreams echo it back
-  // (found by test/integration/secrets-never-leak.test.ts).
-  const where = `${url.protocol}//${url.host}${url.pathname}`;
+  // credentials. The URL is named by its origin alone, as routes are published: user info,
+  // query and path can each carry a key (a Slack-style hook's path is its secret). An error
+  // body is cleaned of what we sent, since some downstreams echo it back (found by
+  // test/integration/secrets-never-leak.test.ts).
+  const where = url.origin;
   const secrets = routeSecrets(route, url);
   const failure = (error: NodeJS.ErrnoException, deadline: AbortController): AttemptResult => {
     if (deadline.signal.reason === shutdownCut) return { error: "cut by the shutdown deadline before an answer came" };

@@ -136,7 +136,7 @@ describe("dispatch: delivery", () => {
     await expect.poll(async () => (await collectDeadLetters(harness!.queues)).length).toBe(2);
     const letters = await collectDeadLetters(harness.queues);
     expect(letters.find((letter) => letter.route === "refused")).toMatchObject({
-      attempts: 2, failedReason: `POST http://127.0.0.1:${closedPort}/ failed: ECONNREFUSED`,
+      attempts: 2, failedReason: `POST http://127.0.0.1:${closedPort} failed: ECONNREFUSED`,
     });
     expect(letters.find((letter) => letter.route === "silent")).toMatchObject({
       attempts: 2, failedReason: "no answer within 1000 ms (the route's timeoutMs)",

@@ -20,6 +20,8 @@ const secret = {
   routeToken: "rt-T0ken-5Kp2mN",
   routeApiKey: "rk-ApiKey-8Zm4qL",
   routeUrlPassword: "ru-Passw0rd-2Fc7",
+  // A Slack-style hook URL: the secret is the path.
+  routeUrlPath: "T0PATH-S3cret-6Jd3",
   clientSecret: "mcs-Client-Secr3t-3Vb6",
   wrongClientSecret: "mcs-Wrong-Secr3t-1Tg5",
   adminToken: "adm-T0ken-9Wd1xR",
@@ -85,7 +87,7 @@ describe("secrets: never in logs, answers, CLI output or metrics", () => {
         { name: "main", match: "*", url: main.url, secret: routeSecret, headers: routeHeaders },
         { name: "refusing", match: "*", url: refusing.url, secret: routeSecret, headers: routeHeaders },
         // Credentials in the URL, and nothing listening there: connection refused.
-        { name: "unreachable", match: "*", url: `http://hookuser:${secret.routeUrlPassword}@127.0.0.1:9/hook`, maxAttemptsPerEvent: 2, headers: routeHeaders },
+        { name: "unreachable", match: "*", url: `http://hookuser:${secret.routeUrlPassword}@127.0.0.1:9/services/${secret.routeUrlPath}`, maxAttemptsPerEvent: 2, headers: routeHeaders },
       ]),
     );
     const env = {
