@@ -5,6 +5,8 @@ import { adminAuth } from "./admin-auth.js";
 import { createDashboardAssets } from "./dashboard-assets.js";
 import { createHealthRouter } from "./health-router.js";
 import { sendErrorProblem, sendProblem } from "./problem.js";
+import { refuseCrossSite } from "./refuse-cross-site.js";
+import { unreadableBody } from "./unreadable-body.js";
 
 export interface AdminDeps {
   ready(): Promise<boolean>;
@@ -36,6 +38,7 @@ export function createAdminApp(deps: AdminDeps) {
   // The queue dashboard's scripts and translations: the same in every install, no login (dashboard-assets.ts).
   app.use(createDashboardAssets());
   const admin = express.Router();
+  admin.use(refuseCrossSite);
   admin.use(adminAuth(deps.adminToken, deps.adminPreviousToken));
   admin.use(express.json({ limit: "2mb" }));
   admin.get("/events/:eventId", async (req, res) => {
@@ -49,8 +52,8 @@ export function createAdminApp(deps: AdminDeps) {
   app.use((req, res) => sendProblem(res, 404, `no route for ${req.method} ${req.path}`));
   app.use((error: unknown, req: Request, res: Response, _next: NextFunction) => {
     if (sendErrorProblem(res, error)) return;
-    const status = (error as { status?: number }).status;
-    if (status && status >= 400 && status < 500) return sendProblem(res, status, (error as Error).message);
+    const unreadable = unreadableBody(error);
+    if (unreadable) return sendProblem(res, unreadable.status, unreadable.detail);
     deps.logger.error({ err: error, path: req.path }, "admin request failed");
     sendProblem(res, 503, "the request could not be served right now; retry later", { "Retry-After": "1" });
   });
