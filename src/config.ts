@@ -1,4 +1,5 @@
 import { z } from "zod";
+import "./our-words.js";
 import { numberSchema } from "./number-schema.js";
 import { redactUrlCredentials } from "./redact-secrets.js";
 import { isTenantEventType } from "./events/event-types.js";

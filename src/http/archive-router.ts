@@ -6,17 +6,22 @@ import type { Logger } from "../logger.js";
 import { sendErrorProblem, sendProblem } from "./problem.js";
 
 const time = z.iso.datetime({ offset: true, error: "must be a time in ISO 8601, e.g. 2026-11-25T06:35:17Z" });
+/** PostgreSQL text holds no NUL: one in a name or id is the caller's mistake (400), not an outage. */
+export const nul = "must not hold a NUL character (\\u0000): no id, entity, stream or route name does";
+export const nulFree = (text: string) => !text.includes("\0");
+/** A name or id the archive is searched by. */
+export const archiveText = z.string().min(1, "must not be empty").refine(nulFree, nul);
 const searchQuery = z.strictObject({
-  id: z.string().min(1).optional(),
+  id: archiveText.optional(),
   type: z.string().regex(/^(\*|[A-Za-z0-9_.-]+(\.\*)?)$/, "must be an event type or a pattern such as user.*").optional(),
-  entity: z.string().min(1).optional(),
-  stream: z.string().min(1).optional(),
+  entity: archiveText.optional(),
+  stream: archiveText.optional(),
   since: time.optional(),
   until: time.optional(),
-  route: z.string().min(1).optional(),
+  route: archiveText.optional(),
   outcome: z.enum(outcomes, { error: `must be one of ${outcomes.join(", ")}` }).optional(),
   limit: z.coerce.number({ error: "must be a whole number from 1 to 1000" }).int("must be a whole number from 1 to 1000").min(1, "must be a whole number from 1 to 1000").max(1000, "must be a whole number from 1 to 1000").default(50),
-  after: z.string().min(1).optional(),
+  after: archiveText.optional(),
 });
 
 /** The first problem of a zod parse, as one line that names the field. */
@@ -55,6 +60,7 @@ export function createArchiveRouter(deps: { archive: RunningArchive; logger: Log
 
   router.delete("/entities/:entityId", async (req, res) => {
     const entity = req.params.entityId as string;
+    if (!nulFree(entity)) return sendProblem(res, 400, `entity ${nul}`);
     try {
       const erased = await forgetEntity(archive.pool, entity);
       logger.info({ erased }, "erasure: an entity's archived payloads were erased");

@@ -102,11 +102,19 @@ describe("archive: search, timeline and erasure", () => {
       ["outcome=lost", /outcome: must be one of/],
       ["after=bm9wZQ", /after: give the `next` value/],
       ["colour=red", /unknown parameter colour/],
+      // Not a Postgres outage (503): PostgreSQL text holds no NUL.
+      ["entity=%00", /^entity: must not hold a NUL character/],
+      ["stream=a%00b", /^stream: must not hold a NUL character/],
+      // In our words, not zod's ("Invalid input: expected string, received array").
+      ["id=a&id=b", /^id: must be given once$/],
     ];
     for (const [query, message] of cases) {
       const answer = await admin(`/admin/events?${query}`);
       expect(answer.status, query).toBe(400);
       expect(((await answer.json()) as { detail: string }).detail).toMatch(message);
     }
+    const erase = await admin("/admin/entities/%00", { method: "DELETE" });
+    expect(erase.status).toBe(400);
+    expect(((await erase.json()) as { detail: string }).detail).toMatch(/^entity must not hold a NUL character/);
   });
 });

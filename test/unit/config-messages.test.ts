@@ -38,6 +38,8 @@ describe("config messages in the project's words", () => {
     [{ RECONCILE_SWEEP_OVERLAP_SECONDS: "-5" }, 'RECONCILE_SWEEP_OVERLAP_SECONDS: give a whole number of seconds, 0 or more (got "-5")'],
     [{ STREAM_WATCH_INTERVAL_SECONDS: "1m" }, 'STREAM_WATCH_INTERVAL_SECONDS: give a whole number of seconds, 0 or more; 0 turns it off (got "1m")'],
     [{ PUBLIC_URL: "hooks" }, 'PUBLIC_URL: give the URL at which the tenant reaches this service, e.g. https://hooks.example.com (got "hooks")'],
+    [{ WEBHOOK_AUTH: "foo" }, 'WEBHOOK_AUTH: must be one of basic, bearer, custom_header, none (got "foo")'],
+    [{ LOG_LEVEL: "verbose" }, 'LOG_LEVEL: must be one of fatal, error, warn, info, debug, trace, silent (got "verbose")'],
   ])("when %o, then the problem reads word for word", (env, message) => {
     expect(problemsOf(env)).toEqual([message]);
   });
@@ -60,7 +62,7 @@ describe("config messages in the project's words", () => {
     const problems = oddValues.flatMap((value) => problemsFor(key, value));
     // Something to check first: a setting that takes all three is free text (add it to freeText above).
     expect(problems.length, `${key} took a word, -1 and 1.5 alike: if it is free text, list it in freeText`).toBeGreaterThan(0);
-    for (const problem of problems) expect(problem).not.toMatch(/Invalid input|Too small|Too big|expected (number|int|boolean)/);
+    for (const problem of problems) expect(problem).not.toMatch(/Invalid (input|option)|Too small|Too big|expected (number|int|boolean|one of)/);
   });
 
   it.each([...freeText])("when free-text %s is given a word, -1 or 1.5, then each is taken as it is", (key) => {
