@@ -75,10 +75,12 @@ export function registerEventsCommand(program: Command): void {
     .command("forget")
     .description("erase an entity's payloads from the archive (an erasure request), keeping ids, types, times and outcomes")
     .requiredOption("--entity <id>", "the user, organization or group id")
+    .option("--json", 'print the answer as one JSON line: {"entity","erased"}')
     .action(
-      runAction(async (options: { entity: string }) => {
+      runAction(async (options: { entity: string; json?: boolean }) => {
         const env = loadConfig().env;
-        const answer = (await askArchive(env, "DELETE", `/admin/entities/${encodeURIComponent(options.entity)}`)) as { erased: number };
+        const answer = (await askArchive(env, "DELETE", `/admin/entities/${encodeURIComponent(options.entity)}`)) as { entity: string; erased: number };
+        if (options.json) return void process.stdout.write(`${JSON.stringify({ entity: answer.entity, erased: answer.erased })}\n`);
         process.stdout.write(`erased the payloads of ${answer.erased} archived event${answer.erased === 1 ? "" : "s"} of ${options.entity}; their ids, types, times and outcomes are kept\n`);
       }),
     );

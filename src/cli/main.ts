@@ -33,6 +33,13 @@ const program = new Command("streamkeeper")
   .hook("preAction", (_program, command) => showLogs(Boolean(command.optsWithGlobals().verbose)))
   .exitOverride();
 
+// A reader that stops early (`| head`) closes the pipe: the output is no longer wanted, and
+// that is no error to show as a stack trace.
+process.stdout.on("error", (error: NodeJS.ErrnoException) => {
+  if (error.code !== "EPIPE") throw error;
+  process.exit(process.exitCode ?? 0);
+});
+
 // Commands register here, one line each.
 registerStartCommand(program);
 registerReconcileCommand(program);

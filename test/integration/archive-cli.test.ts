@@ -72,6 +72,9 @@ describe("archive commands: events search, events forget, replay", () => {
     expect((await runCli(["events", "search", "--entity", user], cliEnv)).stdout.trim().split("\n").every((line) => line.endsWith("(erased)"))).toBe(true);
     const replay = await runCli(["replay", "--route", "crm", "--since", "1h", "--entity", user], cliEnv);
     expect(replay.stdout).toContain("skipped 4 events whose payload was erased (events forget): not sent");
+    // Asked again, as JSON: nothing left to erase.
+    const again = await runCli(["events", "forget", "--entity", user, "--json"], cliEnv);
+    expect({ code: again.code, stdout: again.stdout }).toEqual({ code: 0, stdout: `${JSON.stringify({ entity: user, erased: 0 })}\n` });
   });
 
   it("when the input is bad or no service answers, then one error line says what to change, with the exit code", async () => {

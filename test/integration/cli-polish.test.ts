@@ -1,6 +1,9 @@
+import { spawn } from "node:child_process";
+import { once } from "node:events";
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import { runCli } from "../chaos/run-cli.js";
+import { cliEntry } from "../helpers/start-service-process.js";
 import { startTestService } from "../helpers/start-test-service.js";
 
 const version = (JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8")) as { version: string }).version;
@@ -18,6 +21,15 @@ describe("the command line", () => {
       expect(run.stdout).toMatch(/^Usage: streamkeeper/);
       expect(run.code, args.join(" ")).toBe(code);
     }
+  });
+
+  it("when its reader closes the pipe before the output is written (| head, | true), then the command ends quietly, exit 0, no stack trace", async () => {
+    const child = spawn(process.execPath, [...cliEntry(), "settings"], { env: { PATH: process.env.PATH ?? "" }, stdio: ["ignore", "pipe", "pipe"] });
+    child.stdout.destroy();
+    let stderr = "";
+    child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
+    const [code] = (await once(child, "close")) as [number | null];
+    expect({ code, stderr }).toEqual({ code: 0, stderr: "" });
   });
 
   it("when a command's help is asked, then it lists the settings it reads, what it prints and its exit codes", async () => {
