@@ -46,5 +46,5 @@ export function createPacedTenant(options: PacedTenantOptions): PacedTenant {
     onHold: reporter.onHold,
     onPace: reporter.onPace,
   });
-  return { client: createTenantClient({ ...tenant, logger, fetch }) };
+  return { client: createTenantClient({ ...tenant, logger, fetch, beforeRequest: () => pacer.take() }) };
 }

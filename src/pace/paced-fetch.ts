@@ -20,8 +20,9 @@ export interface PacedFetchOptions {
 }
 
 /**
- * A `fetch` for the tenant client (its `fetch` option) that takes a pacer slot before
- * every request, retries included, and reads every API answer as evidence for the pace
+ * A `fetch` for the tenant client (its `fetch` option) that reads every API answer as
+ * evidence for the pace (the client takes the pacer's slot before each attempt, its
+ * `beforeRequest`, so the wait does not spend the attempt's timeout), the pace
  * every process shares (read-pace-evidence.ts): room grows it toward the tightest limit
  * shown, a shrinking room or a 429 cuts it; on a 429 or an empty bucket or quota every
  * process holds its calls until the tenant's `Retry-After` / `X-RateLimit-Reset`
@@ -31,7 +32,6 @@ export function pacedFetch(options: PacedFetchOptions): typeof fetch {
   const fetchImpl = options.fetch ?? globalThis.fetch;
   const maxHoldMs = options.maxHoldMs ?? 60_000;
   return async (input, init) => {
-    await options.pacer.take();
     const response = await fetchImpl(input, init);
     const url = typeof input === "string" ? input : input instanceof URL ? input.href : input.url;
     if (url.startsWith(options.apiBaseUrl)) {

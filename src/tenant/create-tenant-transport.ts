@@ -26,9 +26,18 @@ export interface TenantClientOptions {
   sleep?: (ms: number) => Promise<unknown>;
   /** Per attempt; a request without an answer by then counts as a network error. @defaultValue 30000 */
   timeoutMs?: number;
+  /**
+   * Awaited before each attempt, retries included, before its timeout starts: the shared
+   * pacer's slot (create-paced-tenant.ts). A wait for a slot (a tenant's hold lasts up to a
+   * minute) must not spend the attempt's timeout, or the call fails unsent.
+   */
+  beforeRequest?: () => Promise<void>;
 }
 
 /** `expires_in` in seconds (docs/tenant.md#tokens). */
+/** A 403 fetches a new token (a scope granted since) at most this often. */
+const scopeRecheckMs = 15 * 60_000;
+
 const tokenAnswerSchema = z.looseObject({ access_token: z.string().min(1), expires_in: z.number().positive() });
 
 export interface Answer {
@@ -69,6 +78,7 @@ export function createTenantTransport(options: TenantClientOptions): TenantTrans
   const fetchImpl = options.fetch ?? globalThis.fetch;
   const sleep = options.sleep ?? ((ms: number) => delay(ms));
   const timeoutMs = options.timeoutMs ?? 30_000;
+  let scopesRecheckedAt = Number.NEGATIVE_INFINITY;
   const policy = { ...defaultRetryPolicy, maxRetries: options.maxRetries ?? defaultRetryPolicy.maxRetries };
   const apiBaseUrl = options.apiBaseUrl.replace(/\/+$/, "");
   let lastRateLimit: RateLimitState | undefined;
@@ -103,6 +113,7 @@ export function createTenantTransport(options: TenantClientOptions): TenantTrans
       try {
         // Never followed: a redirect would carry the client secret or the token to wherever
         // the tenant (or whoever answers in its place) points (docs/reliability.md#secrets).
+        await options.beforeRequest?.();
         const response = await fetchImpl(url, { ...init, redirect: "manual", signal: AbortSignal.timeout(timeoutMs) });
         answer = { status: response.status, headers: response.headers, text: await response.text() };
         if (answer.status >= 300 && answer.status <= 399) throw redirectError(operation, url, answer, secrets());
@@ -127,7 +138,12 @@ export function createTenantTransport(options: TenantClientOptions): TenantTrans
     }
   }
 
-  /** An API call: bearer token, one refresh after a 401 (a new signing key, a revoked token). */
+  /**
+   * An API call: bearer token, one refresh after a 401 (a new signing key, a revoked token),
+   * and after a 403 at most once per `scopeRecheckMs`: a scope granted since the token was
+   * issued is not in a cached token until it expires (up to a day), and a scope still
+   * missing must not cost a token per call (tenants count issued tokens).
+   */
   async function call(request: Call): Promise<Answer> {
     const url = new URL(apiBaseUrl + request.path);
     for (const [key, value] of Object.entries(request.query ?? {})) if (value !== undefined) url.searchParams.set(key, String(value));
@@ -143,9 +159,11 @@ export function createTenantTransport(options: TenantClientOptions): TenantTrans
       });
     const token = await tokens.get();
     let answer = await attempt(token);
-    if (answer.status === 401) {
+    const recheckScopes = answer.status === 403 && Date.now() - scopesRecheckedAt >= scopeRecheckMs;
+    if (answer.status === 401 || recheckScopes) {
+      if (recheckScopes) scopesRecheckedAt = Date.now();
       tokens.invalidate(token);
-      options.logger?.debug({ operation: request.operation }, "tenant refused the access token; fetching a new one");
+      options.logger?.debug({ operation: request.operation, status: answer.status }, "tenant refused the access token; fetching a new one");
       answer = await attempt(await tokens.get());
     }
     return answer;

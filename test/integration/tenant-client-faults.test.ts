@@ -108,6 +108,31 @@ describe("tenant client faults", () => {
     expect(apiAuth).toEqual(["Bearer token-1", "Bearer token-2"]);
   });
 
+  it("when a call waits for its pacer slot longer than its timeout, then it is still sent and answered: the timeout runs from the send", async () => {
+    // The slot (create-paced-tenant.ts takes the shared pacer's here) comes after 300 ms; the request must follow it.
+    let slotGiven = false;
+    const servedAfterSlot: boolean[] = [];
+    api = (_req, res) => (servedAfterSlot.push(slotGiven), json(res, 200, { eventStreams: [stream] }));
+    const slot = () => new Promise<void>((ok) => setTimeout(() => ((slotGiven = true), ok()), 300));
+    const { client } = clientOf({ timeoutMs: 200, beforeRequest: slot });
+    expect((await client.listEventStreams()).eventStreams).toHaveLength(1);
+    expect(servedAfterSlot).toEqual([true]);
+  });
+
+  it("when the API answers 403 to a token issued before a scope was granted, then one new token is fetched and the call succeeds; a 403 again within 15 minutes costs no further token", async () => {
+    const forbidden = (res: ServerResponse) => json(res, 403, { statusCode: 403, error: "Forbidden", message: "Insufficient scope, expected any of: read:event_streams", errorCode: "insufficient_scope" });
+    // The scope was granted after token-1 was issued: only later tokens carry it.
+    api = (req, res) => (req.headers.authorization === "Bearer token-1" ? forbidden(res) : json(res, 200, stream));
+    const { client } = clientOf();
+    expect((await client.getEventStream(streamId)).id).toBe(streamId);
+    expect(tokens).toEqual(["token-1", "token-2"]);
+    // Taken away again: the 403 is thrown, and no token is fetched for it within the quarter hour.
+    api = (_req, res) => forbidden(res);
+    expect(await client.getEventStream(streamId).catch((error: Error) => error.name)).toBe("TenantForbiddenError");
+    expect(tokens).toEqual(["token-1", "token-2"]);
+    expect(apiAuth).toEqual(["Bearer token-1", "Bearer token-2", "Bearer token-2"]);
+  });
+
   it("when the API rejects every token, then the refresh happens once and the 401 is thrown", async () => {
     api = (_req, res) => json(res, 401, { statusCode: 401, error: "Unauthorized", message: "Invalid signature" });
     const { client } = clientOf();
