@@ -21,12 +21,19 @@ export function readRateLimit(headers: Headers): RateLimitState | undefined {
   return Object.values(state).some((value) => value !== undefined) ? state : undefined;
 }
 
-/** How long the server asked us to wait, or undefined: `Retry-After` (seconds or an HTTP date) first, else `X-RateLimit-Reset`. */
+/**
+ * How long the server asked us to wait, or undefined: `Retry-After` (seconds or an HTTP
+ * date) first, else `X-RateLimit-Reset`. A reset already past by our clock (clocks differ,
+ * or it is this very second) still asks for a wait: a second, the header's own grain, not
+ * an immediate retry into the same refusal.
+ */
 export function serverWaitMs(headers: Headers, now: number, useReset: boolean): number | undefined {
   const retryAfter = parseRetryAfter(headers.get("retry-after"), now);
   if (retryAfter !== undefined) return retryAfter;
   const reset = useReset ? numberHeader(headers, "x-ratelimit-reset") : undefined;
-  return reset === undefined ? undefined : Math.max(0, reset * 1000 - now);
+  if (reset === undefined) return undefined;
+  const untilReset = reset * 1000 - now;
+  return untilReset > 0 ? untilReset : 1000;
 }
 
 function numberHeader(headers: Headers, name: string): number | undefined {
