@@ -21,7 +21,7 @@ import type { Stores } from "./create-stores.js";
 export function startFinders(deps: { config: Config; logger: Logger; tenant: PacedTenant; reconciler: Reconciler; client: RedisClient; stores: Stores; ready(): Promise<boolean> }): { close(): Promise<void> } {
   const { config, logger, tenant, stores } = deps;
   const { env } = config;
-  const sweeper = createSweeper({ env, tenant, reconciler: deps.reconciler, state: stores.sweepState, logger });
+  const sweeper = createSweeper({ env, tenant, reconciler: deps.reconciler, state: stores.sweepState, arrived: (eventId) => stores.ledger.has(eventId), logger });
   const unregisterSweepGauges = registerSweepGauges((now) => stores.sweepState.describe(env.RECONCILE_SWEEP_LOOKBACK_SECONDS * 1000, now));
   const closers: Array<() => Promise<void>> = [() => sweeper.close()];
   // The tenant's event log, read by one worker of the service (docs/operating.md, Pulling events).

@@ -42,6 +42,12 @@ export interface SweepState {
   noteRun(streamId: string, at: number, error?: string): Promise<void>;
   /** Records outcomes: `recovered` ids leave the unrecovered set, `unrecovered` ones join it; answers how many were new findings. */
   noteOutcomes(streamId: string, outcomes: { recovered: string[]; received: string[]; unrecovered: string[]; reasons?: Record<string, string> }, at: number): Promise<number>;
+  /**
+   * Drops from the unrecovered set the ids `arrived` says are here now (recovered by id, a
+   * redelivery, the pull): the tenant never lists a success again, so nothing else would
+   * take them out before the lookback ends. Looks at `limit` ids, oldest first. Answers how many left.
+   */
+  dropArrived(streamId: string, arrived: (eventId: string) => Promise<boolean>, limit?: number): Promise<number>;
   /** Forgets the streams not in `streamIds` (no longer ours: pointed elsewhere, or unnamed), so their lag stops growing and alerting. */
   retain(streamIds: string[]): Promise<void>;
   /** Every stream swept so far, with its figures; unrecovered counted within the lookback. */
@@ -121,6 +127,12 @@ export function createSweepState(redis: Redis | Cluster, queuePrefix: string, op
         await redis.multi().hincrby(streamKey(streamId), "found", found).hincrby(streamKey(streamId), "recovered", recovered.length).sadd(streamsKey, streamId).exec();
       }
       return found;
+    },
+    async dropArrived(streamId, arrived, limit = 1000) {
+      const ids = await redis.zrange(unrecoveredKey(streamId), "0", String(limit - 1));
+      const here = (await Promise.all(ids.map(async (id) => ((await arrived(id)) ? id : undefined)))).filter((id) => id !== undefined);
+      if (here.length > 0) await redis.multi().zrem(unrecoveredKey(streamId), ...here).hdel(reasonsKey(streamId), ...here).exec();
+      return here.length;
     },
     async retain(streamIds) {
       const keep = new Set(streamIds);

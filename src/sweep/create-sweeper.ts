@@ -20,6 +20,8 @@ export interface SweeperOptions {
   tenant: PacedTenant;
   reconciler: Pick<Reconciler, "reconcileRecord" | "assessRecord">;
   state: SweepState;
+  /** Whether an event is here now (the ledger): an unrecovered id that arrived since is no longer counted. */
+  arrived(eventId: string): Promise<boolean>;
   logger: Logger;
 }
 
@@ -130,6 +132,9 @@ export function createSweeper(options: SweeperOptions): Sweeper {
         if (!(await state.advance(owner, streamId, to))) throw new Interrupted("the lease was lost mid-sweep (another process sweeps now); stopped");
         from = to;
       }
+      // Last, after the windows (the overlap reads a record set aside before once more).
+      const arrivedSince = await state.dropArrived(streamId, options.arrived);
+      if (arrivedSince > 0) logger.info({ streamId, arrivedSince }, "sweep: failed deliveries set aside earlier are here now (recovered by id, redelivered or pulled); no longer counted as unrecovered");
       await state.noteRun(streamId, Date.now());
       sweepRuns.inc({ stream: streamId, result: "ok" });
       const level = found > 0 || recovered > 0 ? "info" : "debug";

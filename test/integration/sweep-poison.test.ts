@@ -120,6 +120,19 @@ describe("sweep: one record never holds back the others", () => {
     expect(text).toMatch(new RegExp(`streamkeeper_sweep_lag_seconds\\{stream="${streamId}"\\} \\d`));
   });
 
+  it("when an event set aside as unrecovered arrives later (redelivered, recovered by id), then the next sweep no longer counts it and its alert's gauge falls to 0", async () => {
+    const later = userEvent();
+    // The tenant's record of it cannot be read; the tenant never lists a success for it afterwards.
+    tenant = await startTenant(() => `{"deliveries":[${record('"no event here {"', later.id)}]}`);
+    await start();
+    await until("the record set aside", async () => (await status())?.unrecovered === 1);
+    expect(await metrics()).toContain(`streamkeeper_tenant_unrecovered_deliveries{stream="${streamId}"} 1`);
+    expect((await service!.post(`/webhooks/${streamId}`, JSON.stringify(later))).status).toBe(202);
+    await until("the arrived event no longer counted", async () => (await status())?.unrecovered === 0);
+    expect((await status())!.unrecoveredSample).toEqual([]);
+    expect(await metrics()).toContain(`streamkeeper_tenant_unrecovered_deliveries{stream="${streamId}"} 0`);
+  });
+
   it("when a window asked for holds records that cannot be read, then each is listed as an error with its reason and counted error when run for real, not in a dry run", async () => {
     const good = userEvent();
     const garbledId = tenantId("evt");
