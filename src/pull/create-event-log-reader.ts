@@ -1,4 +1,5 @@
 import { InvalidEventError } from "../events/invalid-event-error.js";
+import { lastingFault } from "../events/lasting-fault.js";
 import { validateCloudEvent } from "../events/validate-cloud-event.js";
 import { notePullMessage, pullConnected, pullEvents } from "../metrics/pull-metrics.js";
 import { openEventLog, type EventLogQuery, type EventSourceMessage } from "../tenant/open-event-log.js";
@@ -95,11 +96,11 @@ export function createEventLogReader(deps: PullerDeps, owner: string, setState: 
       idle = setTimeout(() => stream.close(), idleMs);
     };
     watch();
+    // Up to `inFlight` messages are stored at once; their offsets are kept strictly in order,
+    // each only once it and every message before it are stored.
+    let stopped: Ending | undefined;
+    let chain = Promise.resolve();
     try {
-      // Up to `inFlight` messages are stored at once; their offsets are kept strictly in order,
-      // each only once it and every message before it are stored.
-      let stopped: Ending | undefined;
-      let chain = Promise.resolve();
       const steps: Array<Promise<void>> = [];
       for await (const message of stream.messages) {
         watch();
@@ -116,6 +117,8 @@ export function createEventLogReader(deps: PullerDeps, owner: string, setState: 
           stopped = await keepOffset(deps, owner, content).catch((error: Error) =>
             failed("error", `could not store a pulled event (${error.message}); reading stopped and resumes from the kept offset`, "error"),
           );
+          // Now, not at the next message: on a quiet log that could be minutes away.
+          if (stopped) stream.close();
         });
         steps.push(chain);
         if (steps.length >= inFlight) await steps.shift();
@@ -129,6 +132,9 @@ export function createEventLogReader(deps: PullerDeps, owner: string, setState: 
       if (stopped) return stopped;
     } catch (error) {
       if (signal.aborted) return { reason: "error", waitMs: 0 };
+      // Closed by a step that stopped reading: that step's reason, not a broken connection.
+      await chain;
+      if (stopped) return stopped;
       return failed("error", `the Events API connection broke: ${(error as Error).message}`, "warn");
     } finally {
       clearTimeout(idle);
@@ -187,15 +193,28 @@ async function storeMessage(deps: Pick<PullerDeps, "state" | "store" | "logger">
   const offset = message.id || (typeof parsed?.offset === "string" ? parsed.offset : undefined);
   if (message.event === "offset-only") return { offset };
   const event = readEvent(parsed);
-  if (typeof event === "string") {
-    await deps.state.keepAside({ offset, reason: event, raw: message.data, at: new Date().toISOString() });
-    pullEvents.inc({ result: "poison" });
-    deps.logger.error({ offset, reason: event, type: message.event }, "pull: an event that cannot be read was kept aside as a pull dead letter (its raw body is in Redis); reading goes on past it");
-    return { offset };
+  if (typeof event === "string") return keepAside(deps, message, offset, event, "an event that cannot be read");
+  let result;
+  try {
+    result = await deps.store.store(event, { origin: "pull" });
+  } catch (error) {
+    // The event itself is refused (too deep to write, a value the store cannot take): trying
+    // again would refuse it again and hold every event after it. Anything else (Redis away)
+    // ends the connection, and reading resumes from the kept offset.
+    const reason = lastingFault(error);
+    if (reason === undefined) throw error;
+    return keepAside(deps, message, offset, reason, "an event that cannot be stored");
   }
-  const result = await deps.store.store(event, { origin: "pull" });
   pullEvents.inc({ result: result.status });
   return { offset, lastEventAt: event.time };
+}
+
+/** A message kept aside as a pull dead letter, counted and logged; its offset moves on. */
+async function keepAside(deps: Pick<PullerDeps, "state" | "logger">, message: EventSourceMessage, offset: string | undefined, reason: string, what: string): Promise<{ offset?: string }> {
+  await deps.state.keepAside({ offset, reason, raw: message.data, at: new Date().toISOString() });
+  pullEvents.inc({ result: "poison" });
+  deps.logger.error({ offset, reason, type: message.event }, `pull: ${what} was kept aside as a pull dead letter (its raw body is in Redis); reading goes on past it`);
+  return { offset };
 }
 
 /**

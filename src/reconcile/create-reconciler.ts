@@ -3,7 +3,7 @@ import type { EventStore } from "../queue/event-store.js";
 import type { DeliveryRecord } from "../tenant/delivery-record.js";
 import { TenantApiError, TenantNetworkError, TenantRateLimitError, TenantResponseError, TenantServerError, TenantValidationError } from "../tenant/tenant-api-error.js";
 import { decideFromRecord } from "./decide-from-record.js";
-import { lastingFault } from "./lasting-fault.js";
+import { lastingFault } from "../events/lasting-fault.js";
 import type { ReconcileJobData, ReconcileResult } from "./reconcile-job.js";
 
 /** What the reconciler needs of the tenant: the delivery history and the stream ids to search. */

@@ -1,4 +1,4 @@
-import { InvalidEventError } from "../events/invalid-event-error.js";
+import { InvalidEventError } from "./invalid-event-error.js";
 
 /**
  * Why storing an event failed for a reason that will not change by trying again (the
