@@ -3,7 +3,7 @@ import "./our-words.js";
 import { numberSchema } from "./number-schema.js";
 import { redactUrlCredentials } from "./redact-secrets.js";
 import { isTenantEventType } from "./events/event-types.js";
-import { parsePullStart, pullStartAccepted } from "./pull/pull-start.js";
+import { parsePullStart, pullStartAccepted, startTime } from "./pull/pull-start.js";
 import { isTenantEndpoint } from "./tenant/is-tenant-endpoint.js";
 import { streamIdPattern } from "./tenant/stream-id.js";
 
@@ -110,7 +110,7 @@ export const settings = {
       .optional(),
     "comma-separated event types to pull; unset: every type",
   ],
-  PULL_START: [z.string().refine((value) => parsePullStart(value) !== undefined, pullStartAccepted).default("now"), "where a service with no stored pull offset begins: now, a duration back such as 7d, or an ISO 8601 time (a first backfill)"],
+  PULL_START: [z.string().refine((value) => parsePullStart(value) !== undefined, pullStartAccepted).default("now"), "where a service with no stored pull offset begins: now, a duration back such as 7d, or an ISO 8601 time (a first backfill), at most `DEDUPE_TTL_SECONDS` back"],
   PULL_OVERLAP_SECONDS: [whole("seconds", 0).default(300), "after an expired offset (410), reading resumes from the last stored event's time less this; the ledger drops the repeats"],
   PULL_FAILOVER_SECONDS: [numberSchema({ above: 0, unit: "seconds", example: "10", coerce: true }).default(10), "one worker holds the pull connection; another takes over within this long of its death"],
   ARCHIVE: [z.enum(["on", "off"], { error: "give on or off" }).default("on"), "keep every stored event and its delivery outcomes in PostgreSQL for search, replay and erasure (docs/operating.md, The archive); off: none of it"],
@@ -177,6 +177,13 @@ export function loadConfig(source: Record<string, string | undefined> = process.
   }
   if (env.PULL === "on" && !(tenant?.clientId && tenant.clientSecret)) {
     problems.push(`PULL=on reads the tenant's Events API: set ${tenantSettings} (a client with read:events), or set PULL=off`);
+  }
+  const now = Date.now();
+  const pullFrom = startTime(parsePullStart(env.PULL_START)!, now);
+  if (env.PULL === "on" && pullFrom && pullFrom.getTime() < now - env.DEDUPE_TTL_SECONDS * 1000) {
+    problems.push(
+      `PULL_START (${env.PULL_START}) reaches further back than DEDUPE_TTL_SECONDS (${env.DEDUPE_TTL_SECONDS} s): ids older than that are forgotten, so events the push delivered then would be delivered again; give a later PULL_START, or a longer DEDUPE_TTL_SECONDS`,
+    );
   }
   if (env.ADMIN_PREVIOUS_TOKEN !== undefined && env.ADMIN_TOKEN === undefined) problems.push("ADMIN_PREVIOUS_TOKEN needs ADMIN_TOKEN (the new token): set it, or unset ADMIN_PREVIOUS_TOKEN");
   if (problems.length > 0) throw new ConfigError(problems);

@@ -22,6 +22,8 @@ export interface PullerDeps {
   eventTypes?: string[];
   start: PullStart;
   overlapMs: number;
+  /** DEDUPE_TTL_SECONDS in ms: a resume never reads further back, where the ledger has forgotten the ids and would let repeats through. */
+  dedupeTtlMs: number;
   /** Another worker takes over within this long of the holder's death. */
   failoverMs: number;
   logger: Logger;
@@ -222,7 +224,7 @@ async function keepAside(deps: Pick<PullerDeps, "state" | "logger">, message: Ev
  * overlap; with no event stored yet (a quiet log, or types that matched nothing: only
  * heartbeats kept), from when the offset was kept, so the gap since is read too.
  */
-async function resumeFromTime(deps: Pick<PullerDeps, "state" | "overlapMs" | "logger">, offset: string | undefined, error: TenantApiError): Promise<{ offset: string | undefined; from: Date }> {
+async function resumeFromTime(deps: Pick<PullerDeps, "state" | "overlapMs" | "dedupeTtlMs" | "logger">, offset: string | undefined, error: TenantApiError): Promise<{ offset: string | undefined; from: Date }> {
   const position: { lastEventAt?: string; offsetAt?: string } = await deps.state.position().catch(() => ({}));
   const [since, what] = position.lastEventAt
     ? [Date.parse(position.lastEventAt), "the last stored event's time"]
@@ -230,7 +232,17 @@ async function resumeFromTime(deps: Pick<PullerDeps, "state" | "overlapMs" | "lo
       ? [Date.parse(position.offsetAt), "when the offset was kept, no event stored since the start"]
       : [Number.NaN, ""];
   const known = !Number.isNaN(since);
-  const from = new Date((known ? since : Date.now()) - deps.overlapMs);
+  const wanted = (known ? since : Date.now()) - deps.overlapMs;
+  const remembered = Date.now() - deps.dedupeTtlMs;
+  if (wanted < remembered) {
+    // Down longer than the dedupe window: what the log holds from before it would reach
+    // the routes a second time where the push delivered it. Said, with the way to recover it.
+    deps.logger.error(
+      { offset, skippedFrom: new Date(wanted).toISOString(), skippedTo: new Date(remembered).toISOString() },
+      "pull: the kept offset is older than DEDUPE_TTL_SECONDS; the log is read from the start of the dedupe window instead, and events of the span before it are not pulled (their ids are forgotten, so reading them could deliver them twice): list that span's failed deliveries with `streamkeeper reconcile --since <when> --dry-run` and recover what the destinations lack by id",
+    );
+  }
+  const from = new Date(Math.max(wanted, remembered));
   deps.logger.warn(
     { offset, from: from.toISOString(), status: error.status },
     `pull: the kept offset can no longer be read (${error.status} ${error.tenantMessage}); resuming from ${from.toISOString()} (${known ? what : "now, nothing kept to start from"}, less PULL_OVERLAP_SECONDS); the ledger drops the repeats`,

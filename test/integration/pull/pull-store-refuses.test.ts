@@ -9,7 +9,7 @@ import { createRedis, untilReady } from "../../../src/redis/redis-connection.js"
 import { createTenantClient } from "../../../src/tenant/create-tenant-client.js";
 import { capturedLogger } from "../../helpers/captured-logger.js";
 import { until } from "../../helpers/until.js";
-import { emitWithOffsets } from "./pull-test-kit.js";
+import { changeEventsApi, emitMany, emitWithOffsets } from "./pull-test-kit.js";
 
 /**
  * The contract's poison rule for an event the store refuses for good (too deep to write, a
@@ -17,7 +17,7 @@ import { emitWithOffsets } from "./pull-test-kit.js";
  * A refusal that may pass (Redis away) is not that: reading stops and resumes from the kept
  * offset. A real emulator and a real Redis; the store is ours, refusing what the test says.
  */
-describe("pull: an event the store refuses", () => {
+describe("pull: an event the store refuses, and an offset older than the dedupe window", () => {
   const redis = createRedis(inject("redisUrl"), "client");
   const prefix = `test-${randomUUID()}`;
   let emulator: Emulator;
@@ -48,7 +48,7 @@ describe("pull: an event the store refuses", () => {
     const state = createPullState(redis, prefix);
     const tenant = createTenantClient({ apiBaseUrl: emulator.apiBaseUrl, tokenUrl: emulator.tokenUrl, audience: emulator.audience, clientId: "emulator-client", clientSecret: "emulator-secret" });
     const logs = capturedLogger("info");
-    const puller = createPuller({ state, store, tenant, apiBaseUrl: emulator.apiBaseUrl, start: { kind: "ago", ms: 3_600_000 }, overlapMs: 0, failoverMs: 2000, backoffBaseMs: 10, backoffMaxMs: 50, logger: logs.logger });
+    const puller = createPuller({ state, store, tenant, apiBaseUrl: emulator.apiBaseUrl, start: { kind: "ago", ms: 3_600_000 }, overlapMs: 0, dedupeTtlMs: 7 * 86_400_000, failoverMs: 2000, backoffBaseMs: 10, backoffMaxMs: 50, logger: logs.logger });
     try {
       // Stored a few at once (inFlight), so in any order; the flaky one after its retry.
       await until("every storable event stored", () => stored.includes(last) && stored.includes(flaky), { withinMs: 30_000, detail: () => JSON.stringify({ stored, flakyTries, logs: logs.lines.map((line) => line.msg) }) });
@@ -60,6 +60,51 @@ describe("pull: an event the store refuses", () => {
       expect(logs.lines.some((line) => String(line.msg).startsWith("pull: an event that cannot be stored was kept aside"))).toBe(true);
     } finally {
       await puller.close();
+    }
+  });
+
+  it("when the kept offset expired (410) and the last stored event is older than DEDUPE_TTL_SECONDS, then reading resumes from the start of the dedupe window, not before it (those ids are forgotten: a re-read would deliver them twice), and says so at error", async () => {
+    const statePrefix = `test-${randomUUID()}`;
+    const state = createPullState(redis, statePrefix);
+    const calls = new Map<string, number>();
+    const store: EventStore = {
+      async store(event: CloudEvent) {
+        calls.set(event.id, (calls.get(event.id) ?? 0) + 1);
+        return { status: "stored", routes: ["default"] };
+      },
+    };
+    const tenant = createTenantClient({ apiBaseUrl: emulator.apiBaseUrl, tokenUrl: emulator.tokenUrl, audience: emulator.audience, clientId: "emulator-client", clientSecret: "emulator-secret" });
+    const dedupeTtlMs = 1000;
+    const pull = (logger = capturedLogger("info")) =>
+      createPuller({ state, store, tenant, apiBaseUrl: emulator.apiBaseUrl, start: { kind: "now" }, overlapMs: 0, dedupeTtlMs, failoverMs: 2000, backoffBaseMs: 10, backoffMaxMs: 50, logger: logger.logger });
+    try {
+      const first = pull();
+      await until("connected", async () => (await state.describe(true)).state === "connected");
+      const early = await emitWithOffsets(emulator, 3);
+      await until("the early events stored", () => early.ids.every((id) => calls.has(id)));
+      await first.close();
+      // The tenant drops its log past the kept offset, and the worker stays away longer than the dedupe window.
+      // As if the worker had kept only the first event's offset (a crash before the others'),
+      // and the tenant then dropped its log through the second: the third is still in the log.
+      const firstTime = (await state.position()).lastEventAt;
+      await redis.hset(pullKey(statePrefix, "position"), "offset", early.offsets[0]!, "lastEventAt", firstTime ?? new Date().toISOString());
+      await changeEventsApi(emulator, { expire_through: early.offsets[1]! });
+      const away = Date.now();
+      await until("the dedupe window has passed since", () => Date.now() - away > 2 * dedupeTtlMs, { everyMs: 50 });
+      const late = await emitMany(emulator, 2);
+      const logs = capturedLogger("info");
+      const second = pull(logs);
+      try {
+        await until("the late events stored", () => late.every((id) => calls.has(id)));
+        // Read back from the last stored event's time, the third would be stored again: its id forgotten, delivered twice.
+        expect(early.ids.map((id) => calls.get(id))).toEqual([1, 1, 1]);
+        const said = logs.lines.filter((line) => String(line.msg).startsWith("pull: the kept offset is older than DEDUPE_TTL_SECONDS"));
+        expect(said.map((line) => line.level)).toEqual([50]);
+      } finally {
+        await second.close();
+      }
+    } finally {
+      await redis.del(...(["lease", "position", "status", "poison"] as const).map((name) => pullKey(statePrefix, name)));
     }
   });
 });

@@ -24,6 +24,15 @@ describe("the pull's settings", () => {
     ]);
   });
 
+  it("when PULL_START reaches further back than DEDUPE_TTL_SECONDS, then the start is refused (events the push had then would be delivered again); within it, taken", () => {
+    expect(problemsOf({ ...tenant, PULL: "on", PULL_START: "30d" })).toEqual([
+      "PULL_START (30d) reaches further back than DEDUPE_TTL_SECONDS (604800 s): ids older than that are forgotten, so events the push delivered then would be delivered again; give a later PULL_START, or a longer DEDUPE_TTL_SECONDS",
+    ]);
+    expect(problemsOf({ ...tenant, PULL: "on", PULL_START: new Date(Date.now() - 8 * 86_400_000).toISOString() })).toHaveLength(1);
+    for (const start of ["7d", "6d", "now", new Date(Date.now() - 86_400_000).toISOString()]) expect(loadConfig({ ...tenant, PULL: "on", PULL_START: start }).env.PULL_START, start).toBe(start);
+    expect(loadConfig({ ...tenant, PULL: "on", PULL_START: "30d", DEDUPE_TTL_SECONDS: String(31 * 86_400) }).env.PULL_START).toBe("30d");
+  });
+
   it("when PULL_EVENT_TYPES lists types, then they are read as a list", () => {
     expect(loadConfig({ ...tenant, PULL: "on", PULL_EVENT_TYPES: "user.created, group.created" }).env.PULL_EVENT_TYPES).toEqual(["user.created", "group.created"]);
   });
