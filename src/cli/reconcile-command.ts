@@ -73,7 +73,7 @@ async function reconcile(args: string[], options: Omit<ReconcileOptions, "stream
   }
   if (workers === 0) process.stderr.write(`note: no worker consumes the reconcile queue of ${serviceLabel(running)} now; the jobs wait until a worker role runs\n`);
   if (!options.wait) {
-    for (const job of jobs) print(options.json ? JSON.stringify({ ...job, streamId: options.stream ?? null, state: "queued" }) : `${job.eventId} queued ${job.jobId}`);
+    for (const job of jobs) print(options.json ? JSON.stringify({ ...job, streamId: options.stream ?? null, outcome: "queued", state: "queued" }) : `${job.eventId} queued ${job.jobId}`);
     process.stderr.write(`${followReconcileJobsHint(config)}\n`);
     return 0;
   }

@@ -77,6 +77,9 @@ describe("the command line", () => {
       const verbose = await runCli(["reconcile", "evt_polish000000000000000b", "--no-wait", "--verbose"], env);
       expect(verbose.code).toBe(0);
       expect(verbose.stdout).toMatch(/^evt_polish000000000000000b queued \S+\n$/);
+      // As JSON, each line carries the contract's outcome field: queued.
+      const json = await runCli(["reconcile", "evt_polish000000000000000c", "--no-wait", "--json"], env);
+      expect(JSON.parse(json.stdout)).toMatchObject({ eventId: "evt_polish000000000000000c", streamId: null, outcome: "queued" });
     } finally {
       await service.close();
     }

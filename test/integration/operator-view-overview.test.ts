@@ -141,4 +141,15 @@ describe("operator view: the overview endpoint and the page's files", () => {
     expect(logged).toMatchObject({ level: 30, method: "POST", path: "/admin/reconcile", asked: { eventIds: ["evt_q273LFcsfrNovuzswy8qBz"] } });
     expect(JSON.stringify(captured.lines)).not.toContain(adminToken);
   });
+
+  it("when a long id list is asked, then its count and first ids are logged, not the whole list; a waiting CLI's outcome polls are reads and not logged as writes", async () => {
+    const ids = Array.from({ length: 500 }, (_, index) => `evt_audit${String(index).padStart(17, "0")}`);
+    const before = captured.lines.length;
+    const answer = await fetch(`${service.adminUrl}/admin/reconcile`, { method: "POST", headers: { ...bearer, "content-type": "application/json" }, body: JSON.stringify({ eventIds: ids }) });
+    expect(answer.status).toBeLessThan(500);
+    const poll = await fetch(`${service.adminUrl}/admin/reconcile/outcomes`, { method: "POST", headers: { ...bearer, "content-type": "application/json" }, body: JSON.stringify({ jobIds: ["x"] }) });
+    expect(poll.status).toBeLessThan(500);
+    const logged = captured.lines.slice(before).filter((line) => line.msg === "admin write asked");
+    expect(logged).toEqual([expect.objectContaining({ path: "/admin/reconcile", asked: { eventIds: { count: 500, first: ids.slice(0, 5) } } })]);
+  });
 });
