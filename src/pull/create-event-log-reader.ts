@@ -62,8 +62,6 @@ export function createEventLogReader(deps: PullerDeps, owner: string, setState: 
   const sayOnce = createSayOnce(logger);
   /** The time to read from after the kept offset expired (410), while that offset is still the kept one. */
   let expired: { offset: string | undefined; from: Date } | undefined;
-  /** PULL_START=now, fixed at the first attempt, so a reconnect before the first message misses nothing. */
-  let firstStart: Date | undefined;
   /** Set when this connection was made: the backoff starts afresh after it. */
   let connected = false;
 
@@ -76,7 +74,7 @@ export function createEventLogReader(deps: PullerDeps, owner: string, setState: 
       query = { eventTypes: deps.eventTypes };
       if (expired && expired.offset === position.offset) query.fromTimestamp = expired.from;
       else if (position.offset !== undefined) query.from = position.offset;
-      else query.fromTimestamp = firstStart ??= startTime(deps.start, Date.now()) ?? new Date();
+      else query.fromTimestamp = position.startAt ? new Date(position.startAt) : await state.fixStart(startTime(deps.start, Date.now()) ?? new Date());
     } catch (error) {
       return failed("error", `cannot read the kept pull offset from Redis: ${(error as Error).message}`, "error");
     }

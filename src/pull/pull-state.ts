@@ -17,6 +17,8 @@ export interface PullPosition {
   offsetAt?: string;
   /** The `time` of the last event stored by pull (ISO 8601): where an expired offset resumes from. */
   lastEventAt?: string;
+  /** Where reading first began with no offset kept (PULL_START, `now` included), fixed by the first attempt of any process (ISO 8601). */
+  startAt?: string;
 }
 
 /** `GET /admin/pull` (README.md#pulling-events-pull-on). */
@@ -47,6 +49,12 @@ export interface PullState {
    * false when `owner` no longer holds the lease: the offset is then not written.
    */
   keep(owner: string, offset: string, lastEventAt?: string): Promise<boolean>;
+  /**
+   * Fixes where reading begins before any offset is kept, once for every process: a restart
+   * or a failover before the first kept offset reads from there, not from a later `now`,
+   * so nothing emitted in between is missed. Answers the start fixed (this one or an earlier).
+   */
+  fixStart(at: Date): Promise<Date>;
   /** Publishes the holder's state and last error for every process's GET /admin/pull. */
   report(state: PullStateName, lastError: string | null): Promise<void>;
   /** Keeps a poison event aside (the newest `poisonKept`). */
@@ -74,7 +82,7 @@ export function createPullState(redis: Redis | Cluster, queuePrefix: string): Pu
 
   const position = async (): Promise<PullPosition> => {
     const fields = await redis.hgetall(positionKey);
-    return { offset: fields.offset || undefined, offsetAt: fields.offsetAt || undefined, lastEventAt: fields.lastEventAt || undefined };
+    return { offset: fields.offset || undefined, offsetAt: fields.offsetAt || undefined, lastEventAt: fields.lastEventAt || undefined, startAt: fields.startAt || undefined };
   };
 
   const poisonNewest = async (limit = 100) => (limit > 0 ? (await redis.lrange(poisonKey, 0, limit - 1)).map((text) => JSON.parse(text) as PullPoison) : []);
@@ -83,6 +91,10 @@ export function createPullState(redis: Redis | Cluster, queuePrefix: string): Pu
     lease,
     position,
     keep: async (owner, offset, lastEventAt) => (await commands.streamkeeperPullKeep(leaseKey, positionKey, owner, offset, new Date().toISOString(), lastEventAt ?? "")) === 1,
+    async fixStart(at) {
+      const [, [, fixed]] = (await redis.multi().hsetnx(positionKey, "startAt", at.toISOString()).hget(positionKey, "startAt").exec()) as [unknown, [unknown, string]];
+      return new Date(fixed);
+    },
     async report(state, lastError) {
       await redis.hset(statusKey, "state", state, "lastError", lastError ?? "");
     },

@@ -17,7 +17,7 @@ import { changeEventsApi, emitMany, emitWithOffsets } from "./pull-test-kit.js";
  * A refusal that may pass (Redis away) is not that: reading stops and resumes from the kept
  * offset. A real emulator and a real Redis; the store is ours, refusing what the test says.
  */
-describe("pull: an event the store refuses, and an offset older than the dedupe window", () => {
+describe("pull: an event the store refuses, an offset older than the dedupe window, a start not yet kept", () => {
   const redis = createRedis(inject("redisUrl"), "client");
   const prefix = `test-${randomUUID()}`;
   let emulator: Emulator;
@@ -60,6 +60,28 @@ describe("pull: an event the store refuses, and an offset older than the dedupe 
       expect(logs.lines.some((line) => String(line.msg).startsWith("pull: an event that cannot be stored was kept aside"))).toBe(true);
     } finally {
       await puller.close();
+    }
+  });
+
+  it("when a process restarts (or fails over) before any offset is kept, then it reads from the start the first attempt fixed, not from a later now: an event emitted in between arrives", async () => {
+    const statePrefix = `test-${randomUUID()}`;
+    const state = createPullState(redis, statePrefix);
+    const stored: string[] = [];
+    const store: EventStore = { store: async (event: CloudEvent) => (stored.push(event.id), { status: "stored", routes: ["default"] }) };
+    const tenant = createTenantClient({ apiBaseUrl: emulator.apiBaseUrl, tokenUrl: emulator.tokenUrl, audience: emulator.audience, clientId: "emulator-client", clientSecret: "emulator-secret" });
+    try {
+      // The first attempt (PULL_START=now) fixed its start, then the process died before keeping an offset.
+      const fixed = await state.fixStart(new Date(Date.now() - 1000));
+      expect(await state.fixStart(new Date())).toEqual(fixed);
+      const [between] = await emitMany(emulator, 1);
+      const puller = createPuller({ state, store, tenant, apiBaseUrl: emulator.apiBaseUrl, start: { kind: "now" }, overlapMs: 0, dedupeTtlMs: 7 * 86_400_000, failoverMs: 2000, logger: capturedLogger("info").logger });
+      try {
+        await until("the event emitted between the two starts stored", () => stored.includes(between!));
+      } finally {
+        await puller.close();
+      }
+    } finally {
+      await redis.del(...(["lease", "position", "status", "poison"] as const).map((name) => pullKey(statePrefix, name)));
     }
   });
 
