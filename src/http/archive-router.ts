@@ -5,7 +5,9 @@ import type { RunningArchive } from "../archive/start-archive.js";
 import type { Logger } from "../logger.js";
 import { sendErrorProblem, sendProblem } from "./problem.js";
 
-const time = z.iso.datetime({ offset: true, error: "must be a time in ISO 8601, e.g. 2026-11-25T06:35:17Z" });
+/** A filter's time and event type, as search and replay take them. */
+export const time = z.iso.datetime({ offset: true, error: "must be a time in ISO 8601, e.g. 2026-11-25T06:35:17Z" });
+export const typePattern = z.string().regex(/^(\*|[A-Za-z0-9_.-]+(\.\*)?)$/, "must be an event type or a pattern such as user.*");
 /** PostgreSQL text holds no NUL: one in a name or id is the caller's mistake (400), not an outage. */
 export const nul = "must not hold a NUL character (\\u0000): no id, entity, stream or route name does";
 export const nulFree = (text: string) => !text.includes("\0");
@@ -13,7 +15,7 @@ export const nulFree = (text: string) => !text.includes("\0");
 export const archiveText = z.string().min(1, "must not be empty").refine(nulFree, nul);
 const searchQuery = z.strictObject({
   id: archiveText.optional(),
-  type: z.string().regex(/^(\*|[A-Za-z0-9_.-]+(\.\*)?)$/, "must be an event type or a pattern such as user.*").optional(),
+  type: typePattern.optional(),
   entity: archiveText.optional(),
   stream: archiveText.optional(),
   since: time.optional(),

@@ -2,15 +2,14 @@ import express, { type Router } from "express";
 import { z } from "zod";
 import type { Replays } from "../archive/replays.js";
 import type { Logger } from "../logger.js";
-import { archiveText, firstIssue, nul, nulFree, sendArchiveUnavailable } from "./archive-router.js";
+import { archiveText, firstIssue, nul, nulFree, sendArchiveUnavailable, time, typePattern } from "./archive-router.js";
 import { sendErrorProblem, sendProblem } from "./problem.js";
 
-const time = z.iso.datetime({ offset: true, error: "must be a time in ISO 8601, e.g. 2026-11-25T06:35:17Z" });
 const replayBody = z.strictObject({
   route: z.string({ error: "give the route to replay to" }).min(1, "give the route to replay to").refine(nulFree, nul),
   since: time,
   until: time.optional(),
-  type: z.string().regex(/^(\*|[A-Za-z0-9_.-]+(\.\*)?)$/, "must be an event type or a pattern such as user.*").optional(),
+  type: typePattern.optional(),
   entity: archiveText.optional(),
   stream: archiveText.optional(),
   rate: z.number({ error: "must be a number of events per second above 0" }).positive("must be a number of events per second above 0").optional(),

@@ -34,10 +34,10 @@ export interface TenantClientOptions {
   beforeRequest?: () => Promise<void>;
 }
 
-/** `expires_in` in seconds (docs/tenant.md#tokens). */
 /** A 403 fetches a new token (a scope granted since) at most this often. */
 const scopeRecheckMs = 15 * 60_000;
 
+/** `expires_in` in seconds (docs/tenant.md#tokens). */
 const tokenAnswerSchema = z.looseObject({ access_token: z.string().min(1), expires_in: z.number().positive() });
 
 export interface Answer {
@@ -111,9 +111,9 @@ export function createTenantTransport(options: TenantClientOptions): TenantTrans
       let answer: Answer | undefined;
       let failure: unknown;
       try {
+        await options.beforeRequest?.();
         // Never followed: a redirect would carry the client secret or the token to wherever
         // the tenant (or whoever answers in its place) points (docs/reliability.md#secrets).
-        await options.beforeRequest?.();
         const response = await fetchImpl(url, { ...init, redirect: "manual", signal: AbortSignal.timeout(timeoutMs) });
         answer = { status: response.status, headers: response.headers, text: await response.text() };
         if (answer.status >= 300 && answer.status <= 399) throw redirectError(operation, url, answer, secrets());
