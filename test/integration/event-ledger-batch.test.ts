@@ -95,13 +95,15 @@ describe("event ledger batches", () => {
     expect(await Promise.all([...ids, `evt_${randomUUID()}`].map((id) => ledger.lookup(id)))).toEqual([...ids.map(() => "arrived"), "absent"]);
   });
 
-  it("when one call of a turn fails in the script, then the others of its batch still land", async () => {
-    const ledger = createEventLedger(redis, `test-${randomUUID()}`, 3600);
+  it("when one call of a turn fails in the script, then the others of its batch still land, and the failed one took no room in the dictionary they share", async () => {
+    // One shard: every claim writes the same bucket and its route dictionary.
+    const ledger = createEventLedger(redis, `test-${randomUUID()}`, 3600, 1);
     await ledger.shards();
-    // 256 route names overflow a bucket's route dictionary (255): that claim fails, the rest land.
+    // 256 route names overflow a bucket's route dictionary (255): that claim fails, the rest
+    // land, each with a route name of its own that must still find room.
     const tooMany = Array.from({ length: 256 }, (_, index) => `route-${index}`);
     const ids = Array.from({ length: 5 }, () => `evt_${randomUUID()}`);
-    const results = await Promise.allSettled(ids.map((id, index) => ledger.claim(id, arrival(index === 2 ? tooMany : ["a"]), false)));
+    const results = await Promise.allSettled(ids.map((id, index) => ledger.claim(id, arrival(index === 2 ? tooMany : [`own-${index}`]), false)));
     expect(results.map((result) => result.status)).toEqual(["fulfilled", "fulfilled", "rejected", "fulfilled", "fulfilled"]);
     expect(String((results[2] as PromiseRejectedResult).reason)).toMatch(/more than 255 route names/);
     expect(await Promise.all(ids.map((id) => ledger.has(id)))).toEqual([true, true, false, true, true]);
