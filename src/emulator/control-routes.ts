@@ -96,15 +96,26 @@ export function controlRoutes(deps: {
 
   // The Events API as a test sees it: connections open now, at most at once, requests by status.
   router.get("/events-api", (_req, res) => {
-    const { open, maxOpen, attempts, down } = deps.eventsApi;
-    res.json({ open, maxOpen, attempts, down, head: deps.log.offsetOf(deps.log.head()) });
+    const { open, maxOpen, attempts, recent, down } = deps.eventsApi;
+    res.json({ open, maxOpen, attempts, recent, down, head: deps.log.offsetOf(deps.log.head()) });
   });
 
   // {"down":true}: every Events API request is dropped unanswered and open streams are cut; false ends it.
   // {"expire_through":"<offset>"}: the events up to that offset are gone, as retention would drop them (410 after).
+  // {"retry_after_seconds":5}: the Retry-After of a 429 past the connection limit (1 at start).
+  // {"end_with_error":"<message>"}: every open stream ends with `event: error` saying it.
   router.put("/events-api", (req, res) => {
-    const body = z.strictObject({ down: z.boolean().optional(), expire_through: z.string().min(1).optional() }).safeParse(req.body);
+    const body = z
+      .strictObject({
+        down: z.boolean().optional(),
+        expire_through: z.string().min(1).optional(),
+        retry_after_seconds: z.number().int().min(0).optional(),
+        end_with_error: z.string().min(1).optional(),
+      })
+      .safeParse(req.body);
     if (!body.success) throw validationError("Payload", body.error);
+    if (body.data.retry_after_seconds !== undefined) deps.eventsApi.retryAfterSeconds = body.data.retry_after_seconds;
+    if (body.data.end_with_error !== undefined) deps.eventsApi.cut(body.data.end_with_error);
     if (body.data.expire_through !== undefined) {
       const seq = deps.log.seqOf(body.data.expire_through);
       if (seq === undefined) throw new ApiError(400, `No such offset: ${body.data.expire_through}; give one the log served.`);

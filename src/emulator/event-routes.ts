@@ -12,6 +12,8 @@ export interface EventsApiOptions {
   cycleMs: number;
   /** Open connections allowed at once (the tenant's plan: 1, 4 or 8); `429` beyond. */
   connections: number;
+  /** The `retry:` each stream opens with: how long a consumer waits before reconnecting. */
+  retryMs: number;
 }
 
 /** What the control API shows of the Events API, and its switch for an outage. */
@@ -22,22 +24,28 @@ export interface EventsApiState {
   maxOpen: number;
   /** Every request, by the status it got (0: dropped while down). */
   attempts: Record<string, number>;
+  /** The last 200 requests: when each came (ms) and the status it got (0 until answered, or dropped). */
+  recent: Array<{ at: number; status: number }>;
   /** While true, every request is dropped without an answer and open streams are cut. */
   down: boolean;
-  /** Cuts every open stream (going down). */
-  cut(): void;
+  /** The `Retry-After` (seconds) of a `429` past the connection limit. */
+  retryAfterSeconds: number;
+  /** Cuts every open stream (going down); with a message, each ends with `event: error` saying it. */
+  cut(error?: string): void;
 }
 
 export function createEventsApiState(): EventsApiState {
-  const cutters = new Set<() => void>();
-  const state: EventsApiState & { cutters: Set<() => void> } = {
+  const cutters = new Set<(error?: string) => void>();
+  const state: EventsApiState & { cutters: Set<(error?: string) => void> } = {
     open: 0,
     maxOpen: 0,
     attempts: {},
+    recent: [],
     down: false,
+    retryAfterSeconds: 1,
     cutters,
-    cut: () => {
-      for (const cut of [...cutters]) cut();
+    cut: (error) => {
+      for (const cut of [...cutters]) cut(error);
     },
   };
   return state;
@@ -52,7 +60,7 @@ export function createEventsApiState(): EventsApiState {
  */
 export function eventRoutes(log: EventLog, options: EventsApiOptions, state: EventsApiState): Router {
   const router = Router();
-  const cutters = (state as EventsApiState & { cutters: Set<() => void> }).cutters;
+  const cutters = (state as EventsApiState & { cutters: Set<(error?: string) => void> }).cutters;
 
   router.get("/events", (req, res) => {
     if (!callerOf(res).scopes.includes("read:events")) throw new ApiError(403, "Insufficient scope; expected any of: read:events.", "insufficient_scope");
@@ -63,20 +71,24 @@ export function eventRoutes(log: EventLog, options: EventsApiOptions, state: Eve
     const start = startOf(req);
     const types = typesOf(req.query.event_type);
     if (state.open >= options.connections) {
-      res.set("retry-after", "1");
+      res.set("retry-after", String(state.retryAfterSeconds));
       throw new ApiError(429, `Too many concurrent connections to the events API (${options.connections} allowed on this plan).`, "too_many_requests");
     }
     state.open += 1;
     state.maxOpen = Math.max(state.maxOpen, state.open);
     res.status(200).set({ "content-type": "text/event-stream", "cache-control": "no-cache", connection: "keep-alive" });
     res.flushHeaders();
-    res.write(":connected\n\nretry: 1000\n\n");
+    res.write(`:connected\n\nretry: ${options.retryMs}\n\n`);
 
     const stop = new AbortController();
-    const cut = () => stop.abort();
+    let error: string | undefined;
+    const cut = (message?: string) => {
+      error ??= message;
+      stop.abort();
+    };
     cutters.add(cut);
     const cycle = setTimeout(cut, options.cycleMs);
-    res.on("close", cut);
+    res.on("close", () => cut());
     void (async () => {
       let cursor = start;
       let lastSent = Date.now();
@@ -92,7 +104,9 @@ export function eventRoutes(log: EventLog, options: EventsApiOptions, state: Eve
         if (!wrote) await new Promise<void>((resolve) => (res.once("drain", resolve), stop.signal.addEventListener("abort", () => resolve(), { once: true })));
         if (batch.length > 0) continue;
         if (Date.now() - lastSent >= options.heartbeatMs) {
-          // Where the reader stands, also past events the filter left out.
+          // A comment, as the tenant sends between messages, then where the reader stands,
+          // also past events the filter left out.
+          res.write(": heartbeat\n\n");
           res.write(`event: offset-only\nid: ${log.offsetOf(cursor)}\ndata: ${JSON.stringify({ offset: log.offsetOf(cursor) })}\n\n`);
           lastSent = Date.now();
         }
@@ -102,6 +116,8 @@ export function eventRoutes(log: EventLog, options: EventsApiOptions, state: Eve
       clearTimeout(cycle);
       cutters.delete(cut);
       state.open -= 1;
+      // Terminal: the stream closes after it (docs/tenant.md#pulling-events).
+      if (error !== undefined && !res.writableEnded) res.write(`event: error\ndata: ${JSON.stringify({ statusCode: 500, error: "Internal Server Error", message: error })}\n\n`);
       if (state.down) res.socket?.destroy();
       else res.end();
     })();
@@ -139,6 +155,9 @@ export function eventRoutes(log: EventLog, options: EventsApiOptions, state: Eve
 export function eventsGate(state: EventsApiState): RequestHandler {
   const count = (status: number) => (state.attempts[status] = (state.attempts[status] ?? 0) + 1);
   return (req, res, next) => {
+    const request = { at: Date.now(), status: 0 };
+    state.recent.push(request);
+    if (state.recent.length > 200) state.recent.shift();
     if (state.down) {
       count(0);
       req.socket.destroy();
@@ -146,7 +165,7 @@ export function eventsGate(state: EventsApiState): RequestHandler {
     }
     let counted = false;
     const once = () => {
-      if (!counted) count(res.statusCode);
+      if (!counted) count((request.status = res.statusCode));
       counted = true;
     };
     // A stream's status is known at its headers; a refusal's when it is sent.

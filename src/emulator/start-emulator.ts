@@ -45,6 +45,8 @@ export interface EmulatorOptions {
   eventsRetentionSeconds?: number;
   /** Open Events API connections allowed at once; 429 beyond. @defaultValue 1 */
   eventsConnections?: number;
+  /** The `retry:` (ms) each Events API stream opens with: how long to wait before reconnecting. @defaultValue 1000 */
+  eventsRetryMs?: number;
 }
 
 export interface Emulator {
@@ -104,6 +106,7 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
       heartbeatMs: (options.eventsHeartbeatSeconds ?? 15) * 1000,
       cycleMs: (options.eventsCycleSeconds ?? 300) * 1000,
       connections: options.eventsConnections ?? 1,
+      retryMs: options.eventsRetryMs ?? 1000,
     },
   });
   server.on("request", app);

@@ -2,7 +2,7 @@ import { InvalidEventError } from "../events/invalid-event-error.js";
 import { lastingFault } from "../events/lasting-fault.js";
 import { validateCloudEvent } from "../events/validate-cloud-event.js";
 import { notePullMessage, pullConnected, pullEvents } from "../metrics/pull-metrics.js";
-import { openEventLog, type EventLogQuery, type EventSourceMessage } from "../tenant/open-event-log.js";
+import { openEventLog, type EventLogQuery, type EventLogStream, type EventSourceMessage } from "../tenant/open-event-log.js";
 import { TenantApiError } from "../tenant/tenant-api-error.js";
 import { startTime } from "./pull-start.js";
 import type { Logger } from "../logger.js";
@@ -64,6 +64,8 @@ export function createEventLogReader(deps: PullerDeps, owner: string, setState: 
   let expired: { offset: string | undefined; from: Date } | undefined;
   /** Set when this connection was made: the backoff starts afresh after it. */
   let connected = false;
+  /** The tenant's `retry:`, the wait before reconnecting after it closed a stream on purpose. */
+  let retryMs = 0;
 
   /** One connection, from the kept offset, until it ends. */
   async function readOnce(signal: AbortSignal): Promise<Ending> {
@@ -78,9 +80,15 @@ export function createEventLogReader(deps: PullerDeps, owner: string, setState: 
     } catch (error) {
       return failed("error", `cannot read the kept pull offset from Redis: ${(error as Error).message}`, "error");
     }
-    let stream;
+    let stream: EventLogStream | undefined;
+    let idle: NodeJS.Timeout | undefined;
+    const watch = () => {
+      clearTimeout(idle);
+      idle = setTimeout(() => stream?.close(), idleMs);
+    };
     try {
-      stream = await openEventLog({ apiBaseUrl: deps.apiBaseUrl, tenant: deps.tenant, query, signal, fetch: deps.fetch });
+      const onRetry = (ms: number) => void (retryMs = Math.min(ms, deps.backoffMaxMs ?? 60_000));
+      stream = await openEventLog({ apiBaseUrl: deps.apiBaseUrl, tenant: deps.tenant, query, signal, fetch: deps.fetch, onComment: watch, onRetry });
     } catch (error) {
       if (signal.aborted) return { reason: "error", waitMs: 0 };
       return await refused(error, query);
@@ -90,11 +98,6 @@ export function createEventLogReader(deps: PullerDeps, owner: string, setState: 
     setState("connected", null);
     pullConnected.set(1);
     logger.info({ from: query.from ?? query.fromTimestamp?.toISOString() ?? "now" }, "pull: connected to the tenant's Events API");
-    let idle: NodeJS.Timeout | undefined;
-    const watch = () => {
-      clearTimeout(idle);
-      idle = setTimeout(() => stream.close(), idleMs);
-    };
     watch();
     // Up to `inFlight` messages are stored at once; their offsets are kept strictly in order,
     // each only once it and every message before it are stored.
@@ -140,9 +143,10 @@ export function createEventLogReader(deps: PullerDeps, owner: string, setState: 
       clearTimeout(idle);
       pullConnected.set(0);
     }
-    // The tenant closes connections every few minutes on purpose (docs/tenant.md#pulling-events): reconnect at once.
-    logger.debug("pull: the Events API stream ended (the tenant's periodic close); reconnecting from the kept offset");
-    return { reason: "cycled", waitMs: 0 };
+    // The tenant closes connections every few minutes on purpose (docs/tenant.md#pulling-events):
+    // reconnect after the wait its `retry:` asks for.
+    logger.debug({ retryMs }, "pull: the Events API stream ended (the tenant's periodic close); reconnecting from the kept offset");
+    return { reason: "cycled", waitMs: retryMs };
   }
 
   /** A non-200 answer or no answer: which reason, what to say, how long to wait. */

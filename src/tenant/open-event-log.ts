@@ -33,6 +33,10 @@ export interface OpenEventLogOptions {
   /** No answer (headers) within this long counts as a network error. @defaultValue 30000 */
   connectTimeoutMs?: number;
   fetch?: typeof fetch;
+  /** A comment came (`: heartbeat`): no message, but the connection is alive. */
+  onComment?(): void;
+  /** The stream's `retry:`: how long the tenant asks a consumer to wait before reconnecting. */
+  onRetry?(ms: number): void;
 }
 
 /**
@@ -86,7 +90,7 @@ export async function openEventLog(options: OpenEventLogOptions): Promise<EventL
     }
     throw tenantErrorFromResponse({ operation: "read_events", status: response.status, headers: response.headers, body, secrets: [...tenant.secrets(), token] });
   }
-  const messages = response.body.pipeThrough(new TextDecoderStream()).pipeThrough(new EventSourceParserStream());
+  const messages = response.body.pipeThrough(new TextDecoderStream()).pipeThrough(new EventSourceParserStream({ onComment: options.onComment, onRetry: options.onRetry }));
   return {
     messages: {
       async *[Symbol.asyncIterator]() {

@@ -150,23 +150,53 @@ describe("the pull when the tenant refuses, expires or goes away", () => {
     expect(deliveriesById(sink.requests).size).toBe(20);
   });
 
-  it("when the tenant's connection limit is taken (429 with Retry-After), then the pull waits as told, and connects once a connection is free", async () => {
+  it("when the tenant's connection limit is taken (429 with Retry-After: 4), then the pull waits the 4 s it is told between attempts, not its own 1 s backoff, and connects once a connection is free", async () => {
     const { emulator, sink } = await emulatorAndSink({ eventsConnections: 1 });
+    await changeEventsApi(emulator, { retry_after_seconds: 4 });
     // Another consumer of the same tenant holds the plan's one connection.
     const other = new AbortController();
-    const held = await fetch(`${emulator.apiBaseUrl}/events`, { headers: { authorization: `Bearer ${await getToken(emulator)}`, accept: "text/event-stream" }, signal: other.signal });
+    const held = await fetch(`${emulator.url}/api/v2/events`, { headers: { authorization: `Bearer ${await getToken(emulator)}`, accept: "text/event-stream" }, signal: other.signal });
     expect(held.status).toBe(200);
-    const started = Date.now();
     const pulling = await service(pullEnv(emulator, sink.url));
-    await expect.poll(async () => metricValue(await metricsOf(pulling.adminUrl), "streamkeeper_pull_reconnects_total", 'reason="rate_limited"')).toBeGreaterThanOrEqual(2);
-    const refused = (await eventsApi(emulator)).attempts["429"] ?? 0;
-    // Retry-After: 1 s between attempts at least: never more attempts than seconds elapsed, plus the first.
-    expect(refused).toBeLessThanOrEqual(1 + (Date.now() - started) / 1000);
+    await expect.poll(async () => metricValue(await metricsOf(pulling.adminUrl), "streamkeeper_pull_reconnects_total", 'reason="rate_limited"'), { timeout: 20_000 }).toBeGreaterThanOrEqual(2);
+    // When the emulator saw each refused attempt: 4 s apart at least (its own backoff would be 1 s, then 2).
+    const refusedAt = (await eventsApi(emulator)).recent.filter((request) => request.status === 429).map((request) => request.at);
+    expect(refusedAt.length).toBeGreaterThanOrEqual(2);
+    expect(Math.min(...refusedAt.slice(1).map((at, index) => at - refusedAt[index]!))).toBeGreaterThanOrEqual(3_900);
     expect((await pullStatus(pulling.adminUrl)).lastError).toContain("rate limited");
     other.abort();
-    await expect.poll(async () => (await pullStatus(pulling.adminUrl)).state).toBe("connected");
+    await expect.poll(async () => (await pullStatus(pulling.adminUrl)).state, { timeout: 20_000 }).toBe("connected");
     const [id] = await emitMany(emulator, 1);
     await sink.until((requests) => requests.some((request) => request.headers["webhook-id"] === id));
     expect((await eventsApi(emulator)).maxOpen).toBe(1);
+  });
+
+  it("when the tenant ends the stream with `event: error`, then one warning quotes it, the pull reconnects from the kept offset, and every event before and after arrives once", async () => {
+    const { emulator, sink } = await emulatorAndSink();
+    const pulling = await service(pullEnv(emulator, sink.url));
+    await expect.poll(async () => (await pullStatus(pulling.adminUrl)).state).toBe("connected");
+    const before = await metricsOf(pulling.adminUrl);
+    const early = await emitWithOffsets(emulator, 5);
+    await expect.poll(() => keptOffset(pulling.config.env.QUEUE_PREFIX)).toBe(early.offsets[4]);
+    await changeEventsApi(emulator, { end_with_error: "the event log is being moved" });
+    await expect.poll(async () => delta(before, await metricsOf(pulling.adminUrl), "streamkeeper_pull_reconnects_total", 'reason="error"')).toBe(1);
+    const late = await emitWithOffsets(emulator, 5);
+    await expect.poll(() => keptOffset(pulling.config.env.QUEUE_PREFIX)).toBe(late.offsets[4]);
+    await sink.until((requests) => new Set(requests.map((request) => request.headers["webhook-id"])).size === 10);
+    const seen = deliveriesById(sink.requests);
+    expect([...early.ids, ...late.ids].map((id) => seen.get(id)?.length)).toEqual(new Array(10).fill(1));
+    expect(said(pulling.lines, 40, "ended the Events API stream with an error").map((line) => line.msg)).toEqual([expect.stringContaining("the event log is being moved")]);
+    // Two connections in all: the one the error ended, and the one reading now.
+    expect((await eventsApi(emulator)).recent.map((request) => request.status)).toEqual([200, 0]);
+  });
+
+  it("when the tenant closes a stream on purpose, then the pull reconnects after the wait its `retry:` asks for", async () => {
+    const { emulator, sink } = await emulatorAndSink({ eventsCycleSeconds: 0.5, eventsRetryMs: 2000 });
+    const pulling = await service(pullEnv(emulator, sink.url));
+    await expect.poll(async () => (await eventsApi(emulator)).attempts["200"] ?? 0, { timeout: 20_000 }).toBeGreaterThanOrEqual(3);
+    // Each connection lasts 0.5 s; the next comes 2 s after its close.
+    const connectedAt = (await eventsApi(emulator)).recent.filter((request) => request.status === 200).map((request) => request.at);
+    expect(Math.min(...connectedAt.slice(1).map((at, index) => at - connectedAt[index]!))).toBeGreaterThanOrEqual(2_400);
+    expect(metricValue(await metricsOf(pulling.adminUrl), "streamkeeper_pull_reconnects_total", 'reason="cycled"')).toBeGreaterThanOrEqual(2);
   });
 });

@@ -44,6 +44,8 @@ export interface EventsApiView {
   open: number;
   maxOpen: number;
   attempts: Record<string, number>;
+  /** The last 200 requests: when each came, and its status. */
+  recent: Array<{ at: number; status: number }>;
   down: boolean;
   head: string;
 }
@@ -56,8 +58,8 @@ export async function setEventsApiDown(emulator: Emulator, down: boolean): Promi
   await changeEventsApi(emulator, { down });
 }
 
-/** `{"down"}` or `{"expire_through": offset}` (the emulator's control API). */
-export async function changeEventsApi(emulator: Emulator, change: { down?: boolean; expire_through?: string }): Promise<void> {
+/** The emulator's control API of the Events API: an outage, an expiry, a 429's wait, a terminal `event: error`. */
+export async function changeEventsApi(emulator: Emulator, change: { down?: boolean; expire_through?: string; retry_after_seconds?: number; end_with_error?: string }): Promise<void> {
   const response = await fetch(`${emulator.url}/emulator/events-api`, { method: "PUT", headers: { "content-type": "application/json" }, body: JSON.stringify(change) });
   expect(response.status).toBe(200);
 }
