@@ -6,12 +6,14 @@ import type { CallLog } from "./call-log.js";
 import type { ClientQuotas } from "./client-quotas.js";
 import type { ClientRegistry } from "./client-registry.js";
 import type { DeliveryEngine } from "./delivery-engine.js";
+import type { DeliveryListShape } from "./delivery-routes.js";
 import type { DeliveryStore } from "./delivery-store.js";
 import type { EventLog } from "./event-log.js";
 import type { EventsApiState } from "./event-routes.js";
 import type { ProfileStore } from "./profile-store.js";
 import { streamCreateBody } from "./stream-schemas.js";
 import type { StreamStore } from "./stream-store.js";
+import { tenantBehaviourRoutes } from "./tenant-behaviour-routes.js";
 import { validationError } from "./validation-error.js";
 
 const eventBody = z.object({
@@ -36,8 +38,6 @@ const clientBody = z.strictObject({
   quota: quotaBody.optional(),
 });
 
-const rawEventBody = z.strictObject({ type: z.string().min(1), data: z.string() });
-
 const loopback = new Set(["127.0.0.1", "::1", "::ffff:127.0.0.1"]);
 
 /**
@@ -54,6 +54,7 @@ export function controlRoutes(deps: {
   engine: DeliveryEngine;
   log: EventLog;
   eventsApi: EventsApiState;
+  deliveryList: DeliveryListShape;
 }): Router {
   const router = Router();
   router.use((req, _res, next) => {
@@ -86,45 +87,7 @@ export function controlRoutes(deps: {
     res.json({ deliveries: deliveries.map((delivery) => ({ ...delivery, event_id: delivery.id })) });
   });
 
-  // A message of the Events API whose data is this text as given: what a consumer does with a broken event.
-  router.post("/events/raw", (req, res) => {
-    const body = rawEventBody.safeParse(req.body);
-    if (!body.success) throw validationError("Payload", body.error);
-    deps.log.appendRaw(body.data.type, body.data.data);
-    res.status(202).json({ offset: deps.log.offsetOf(deps.log.head()) });
-  });
-
-  // The Events API as a test sees it: connections open now, at most at once, requests by status.
-  router.get("/events-api", (_req, res) => {
-    const { open, maxOpen, attempts, recent, down } = deps.eventsApi;
-    res.json({ open, maxOpen, attempts, recent, down, head: deps.log.offsetOf(deps.log.head()) });
-  });
-
-  // {"down":true}: every Events API request is dropped unanswered and open streams are cut; false ends it.
-  // {"expire_through":"<offset>"}: the events up to that offset are gone, as retention would drop them (410 after).
-  // {"retry_after_seconds":5}: the Retry-After of a 429 past the connection limit (1 at start).
-  // {"end_with_error":"<message>"}: every open stream ends with `event: error` saying it.
-  router.put("/events-api", (req, res) => {
-    const body = z
-      .strictObject({
-        down: z.boolean().optional(),
-        expire_through: z.string().min(1).optional(),
-        retry_after_seconds: z.number().int().min(0).optional(),
-        end_with_error: z.string().min(1).optional(),
-      })
-      .safeParse(req.body);
-    if (!body.success) throw validationError("Payload", body.error);
-    if (body.data.retry_after_seconds !== undefined) deps.eventsApi.retryAfterSeconds = body.data.retry_after_seconds;
-    if (body.data.end_with_error !== undefined) deps.eventsApi.cut(body.data.end_with_error);
-    if (body.data.expire_through !== undefined) {
-      const seq = deps.log.seqOf(body.data.expire_through);
-      if (seq === undefined) throw new ApiError(400, `No such offset: ${body.data.expire_through}; give one the log served.`);
-      deps.log.expireThrough(seq);
-    }
-    if (body.data.down !== undefined) deps.eventsApi.down = body.data.down;
-    if (body.data.down) deps.eventsApi.cut();
-    res.json({ down: deps.eventsApi.down });
-  });
+  router.use(tenantBehaviourRoutes(deps));
 
   // A client's scopes changed, as an administrator grants one: tokens issued afterwards carry them.
   router.patch("/clients/:id", (req, res) => {

@@ -7,7 +7,7 @@ import type { ClientQuotas } from "./client-quotas.js";
 import type { ClientRegistry } from "./client-registry.js";
 import { controlRoutes } from "./control-routes.js";
 import type { DeliveryEngine } from "./delivery-engine.js";
-import { deliveryRoutes } from "./delivery-routes.js";
+import { deliveryRoutes, type DeliveryListShape } from "./delivery-routes.js";
 import type { DeliveryStore } from "./delivery-store.js";
 import type { EventLog } from "./event-log.js";
 import { eventRoutes, eventsGate, type EventsApiOptions, type EventsApiState } from "./event-routes.js";
@@ -33,6 +33,7 @@ export interface EmulatorState {
   log: EventLog;
   eventsApi: EventsApiState;
   eventsOptions: EventsApiOptions;
+  deliveryList: DeliveryListShape;
 }
 
 /** The emulator's HTTP surface: tokens and keys, `/api/v2`, and the `/emulator` control API. */

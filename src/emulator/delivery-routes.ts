@@ -40,6 +40,17 @@ const redeliverBody = z.strictObject({
   event_types: z.array(eventType).optional(),
 });
 
+/**
+ * How the list answers, where the real API's documents disagree or are silent
+ * (docs/tenant.md#failed-deliveries): `{deliveries, next}` (the real answers) or a bare
+ * array with no cursor (the OpenAPI file's); dates on the event's time (the real rule as
+ * seen) or on the last attempt's (not excluded by any document).
+ */
+export interface DeliveryListShape {
+  shape: "object" | "array";
+  dates: "event" | "attempt";
+}
+
 interface Filter {
   statuses?: string[];
   event_types?: string[];
@@ -51,13 +62,13 @@ interface Filter {
  * Delivery history of one event (docs/tenant.md#delivery-history-of-one-event) and, as the real API has them, the
  * list of deliveries and redelivery of one event or of every failed one matching filters.
  */
-export function deliveryRoutes(deps: { streams: StreamStore; deliveries: DeliveryStore; engine: DeliveryEngine }): Router {
+export function deliveryRoutes(deps: { streams: StreamStore; deliveries: DeliveryStore; engine: DeliveryEngine; deliveryList: DeliveryListShape }): Router {
   const router = Router();
 
-  const recordsOf = (streamId: string, filter: Filter) =>
+  const recordsOf = (streamId: string, filter: Filter, dates: DeliveryListShape["dates"] = "event") =>
     deps.deliveries
       .all()
-      .filter((delivery) => delivery.event_stream_id === streamId && matches(delivery, filter))
+      .filter((delivery) => delivery.event_stream_id === streamId && matches(delivery, filter, dates))
       .flatMap((delivery) => deliveryRecord(delivery) ?? [])
       .filter((record) => !filter.statuses || filter.statuses.includes(record.status));
 
@@ -74,7 +85,8 @@ export function deliveryRoutes(deps: { streams: StreamStore; deliveries: Deliver
     const stream = findStream(deps.streams, req.params.id);
     const query = listQuery.safeParse(req.query);
     if (!query.success) throw validationError("Query", query.error);
-    const page = paginate(recordsOf(stream.id, query.data), query.data.from, query.data.take);
+    const page = paginate(recordsOf(stream.id, query.data, deps.deliveryList.dates), query.data.from, query.data.take);
+    if (deps.deliveryList.shape === "array") return void res.json(page.items);
     res.json({ deliveries: page.items, ...(page.next ? { next: page.next } : {}) });
   });
 
@@ -100,9 +112,9 @@ export function deliveryRoutes(deps: { streams: StreamStore; deliveries: Deliver
   return router;
 }
 
-/** Dates filter on the event's time: `date_from` inclusive, `date_to` exclusive (the real API's rule). */
-function matches(delivery: Delivery, filter: Filter): boolean {
-  const time = Date.parse(delivery.event.time);
+/** Dates filter on the event's time (the real API's rule as seen; else the last attempt's): `date_from` inclusive, `date_to` exclusive. */
+function matches(delivery: Delivery, filter: Filter, dates: DeliveryListShape["dates"] = "event"): boolean {
+  const time = Date.parse(dates === "attempt" ? (delivery.attempts.at(-1)?.timestamp ?? delivery.event.time) : delivery.event.time);
   if (filter.event_types && !filter.event_types.includes(delivery.event_type)) return false;
   if (filter.date_from && time < Date.parse(filter.date_from)) return false;
   if (filter.date_to && time >= Date.parse(filter.date_to)) return false;

@@ -102,6 +102,7 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
     engine,
     log,
     eventsApi,
+    deliveryList: { shape: "object", dates: "event" },
     eventsOptions: {
       heartbeatMs: (options.eventsHeartbeatSeconds ?? 15) * 1000,
       cycleMs: (options.eventsCycleSeconds ?? 300) * 1000,

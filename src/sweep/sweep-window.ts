@@ -43,6 +43,9 @@ export interface WindowFigures {
 /** Records handled at once: each costs Redis round trips only, no tenant call. */
 const parallel = 20;
 
+/** Records asked for per page: the list's most. */
+const pageSize = 100;
+
 /**
  * One window of one stream: every page of the tenant's failed deliveries between `from`
  * and `to` (docs/tenant.md#failed-deliveries: the list's order and which time the dates filter on are not
@@ -51,22 +54,36 @@ const parallel = 20;
  * path: ledger dedupe, the event store, reconcile priority below live events.
  */
 export async function sweepWindow(options: SweepWindowOptions): Promise<WindowFigures> {
+  const figures: WindowFigures = { pages: 0, recovered: [], received: [], unrecovered: [], reasons: {} };
+  await sweepSpan(options, options.from.getTime(), options.to.getTime(), figures);
+  return figures;
+}
+
+/**
+ * The pages of `from` to `to`. A full page in the OpenAPI file's shape (a bare array, no
+ * cursor) may hide more records: each half of the span is read instead, down to one second,
+ * where what may be left unlisted is said as unrecovered.
+ */
+async function sweepSpan(options: SweepWindowOptions, from: number, to: number, figures: WindowFigures): Promise<void> {
   const { type } = options;
   const exactType = type !== undefined && !type.includes("*") ? [type] : undefined;
-  const figures: WindowFigures = { pages: 0, recovered: [], received: [], unrecovered: [], reasons: {} };
-  const pages = options.tenant.deliveryPages(options.streamId, { statuses: ["failed"], eventTypes: exactType, dateFrom: options.from, dateTo: options.to, take: 100 });
+  const pages = options.tenant.deliveryPages(options.streamId, { statuses: ["failed"], eventTypes: exactType, dateFrom: new Date(from), dateTo: new Date(to), take: pageSize });
   for await (const page of pages) {
     figures.pages++;
+    if (page.cursorless && page.deliveries.length + (page.unreadable?.length ?? 0) >= pageSize) {
+      const middle = Math.floor((from + (to - from) / 2) / 1000) * 1000;
+      if (middle > from) {
+        await options.afterPage?.();
+        await sweepSpan(options, from, middle, figures);
+        await sweepSpan(options, middle, to, figures);
+        return;
+      }
+      const what = `records beyond the first ${pageSize} failed at ${new Date(from).toISOString()}`;
+      setAside(options, figures, what, `the tenant listed a full page with no cursor (a bare array) for one second: ${what} cannot be listed; recover them by id`);
+    }
     // Records the tenant sent in a shape we cannot read: unrecovered with their reason,
     // and the window goes on (README.md#the-sweep-failed-deliveries-found-without-being-told: one record never holds back the others).
-    for (const record of page.unreadable ?? []) {
-      const eventId = record.id ?? `unreadable record ${record.index + 1} of page ${figures.pages}`;
-      const result: WindowResult = { eventId, streamId: options.streamId, outcome: `error: ${record.reason}` };
-      if (!options.dryRun) reconcileTotal.inc({ outcome: outcomeLabel(result.outcome as ReconcileOutcome) });
-      figures.unrecovered.push(eventId);
-      figures.reasons[eventId] = record.reason;
-      options.onResult?.(result);
-    }
+    for (const record of page.unreadable ?? []) setAside(options, figures, record.id ?? `unreadable record ${record.index + 1} of page ${figures.pages}`, record.reason);
     const records = page.deliveries.filter((record) => type === undefined || routeMatches({ match: [type] }, record.event_type));
     for (let at = 0; at < records.length; at += parallel) {
       const results = await Promise.all(
@@ -86,5 +103,13 @@ export async function sweepWindow(options: SweepWindowOptions): Promise<WindowFi
     }
     await options.afterPage?.();
   }
-  return figures;
+}
+
+/** What the window could not read: unrecovered, with why, counted as an error outcome. */
+function setAside(options: SweepWindowOptions, figures: WindowFigures, eventId: string, reason: string): void {
+  const result: WindowResult = { eventId, streamId: options.streamId, outcome: `error: ${reason}` };
+  if (!options.dryRun) reconcileTotal.inc({ outcome: outcomeLabel(result.outcome as ReconcileOutcome) });
+  figures.unrecovered.push(eventId);
+  figures.reasons[eventId] = reason;
+  options.onResult?.(result);
 }

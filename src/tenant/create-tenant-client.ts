@@ -70,7 +70,7 @@ export function createTenantClient(options: TenantClientOptions): TenantClient {
       },
     });
     const parsed = parse(operation, deliveryPageSchema, answer.text);
-    return { deliveries: parsed.deliveries, ...(parsed.unreadable.length > 0 ? { unreadable: parsed.unreadable } : {}), next: parsed.next || undefined };
+    return { deliveries: parsed.deliveries, ...(parsed.unreadable.length > 0 ? { unreadable: parsed.unreadable } : {}), next: parsed.next || undefined, ...(parsed.cursorless && { cursorless: true }) };
   }
 
   /** Follows `next` to the last page; cursors are forward-only (docs/tenant.md#event-streams), so one seen twice would loop forever. */

@@ -8,12 +8,12 @@ import { deliveryRecordSchema, type DeliveryRecord } from "./delivery-record.js"
  */
 export const deliveryPageSchema = z
   .preprocess(
-    (body) => (Array.isArray(body) ? { deliveries: body } : body),
+    (body) => (Array.isArray(body) ? { deliveries: body, cursorless: true } : body),
     // Each record on its own: one the schema refuses is set aside (`unreadable`), so it
     // cannot hold back the rest of its page, nor every sweep after it.
-    z.looseObject({ deliveries: z.array(z.unknown()), next: z.string().nullish() }),
+    z.looseObject({ deliveries: z.array(z.unknown()), next: z.string().nullish(), cursorless: z.literal(true).optional() }),
   )
-  .transform(({ deliveries, next }) => {
+  .transform(({ deliveries, next, cursorless }) => {
     const readable: DeliveryRecord[] = [];
     const unreadable: UnreadableRecord[] = [];
     deliveries.forEach((raw, index) => {
@@ -23,7 +23,7 @@ export const deliveryPageSchema = z
       const id = typeof (raw as { id?: unknown } | null)?.id === "string" ? (raw as { id: string }).id : undefined;
       unreadable.push({ id, index, reason: `the tenant's record does not read as a delivery record: ${issue.path.join(".") || "the record"} ${issue.message}` });
     });
-    return { deliveries: readable, unreadable, next };
+    return { deliveries: readable, unreadable, next, cursorless };
   });
 
 /** A record of a page that does not read as a delivery record: what is known of it, and why. */
@@ -41,6 +41,8 @@ export interface DeliveryPage {
   unreadable?: UnreadableRecord[];
   /** Pass as `from` to get the next page; undefined on the last page. */
   next?: string;
+  /** A bare array (the OpenAPI file's shape): no cursor, so a full page may not be the last. */
+  cursorless?: true;
 }
 
 export interface DeliveryListQuery {

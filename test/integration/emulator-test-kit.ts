@@ -6,10 +6,10 @@ import type { Emulator } from "../../src/emulator/start-emulator.js";
 
 /** Helpers shared by the emulator's integration tests (not a test file itself). */
 
-/** The emulator's control API (no auth): GET without a body, POST with one. */
-export async function control<T>(emulator: Emulator, path: string, body?: unknown): Promise<T> {
+/** The emulator's control API (no auth): GET without a body, POST with one, or the method given. */
+export async function control<T>(emulator: Emulator, path: string, body?: unknown, method = body === undefined ? "GET" : "POST"): Promise<T> {
   const response = await fetch(`${emulator.url}/emulator${path}`, {
-    method: body === undefined ? "GET" : "POST",
+    method,
     headers: { "content-type": "application/json" },
     body: body === undefined ? undefined : JSON.stringify(body),
   });

@@ -95,6 +95,38 @@ describe("a window of failed deliveries, page by page", () => {
     expect(none.done.pages).toBe(1);
   });
 
+  it("when the tenant lists deliveries as a bare array (no cursor) filtered on attempt times, then each full page is read again as the halves of its span: every failed delivery of a spread-out window is listed once, and what one second holds beyond a page is said as unrecovered", async () => {
+    const listShape = (shape: Record<string, string>) => control(emulator, "/deliveries-list", shape, "PUT");
+    const auth = { method: "basic" as const, username: testCredentials.username, password: "wrong" };
+    const spread = await createStream(emulator, `${service.publicUrl}/webhooks`, { auth, types: ["user.deleted"] });
+    // 3 bursts of 70, in 3 different seconds: more than a page in all, less in any second.
+    const emitted: string[] = [];
+    for (let burst = 0; burst < 3; burst++) {
+      if (burst > 0) await new Promise((resolve) => setTimeout(resolve, 1_100));
+      emitted.push(...(await control<{ ids: string[] }>(emulator, "/events", { type: "user.deleted", data: { object: { user_id: "auth0|spread" } }, count: 70 })).ids);
+    }
+    const dense = await createStream(emulator, `${service.publicUrl}/webhooks`, { auth, types: ["user.updated"] });
+    // 120 within one second, early in it.
+    while (Date.now() % 1000 > 200) await new Promise((resolve) => setTimeout(resolve, 10));
+    await control(emulator, "/events", { type: "user.updated", data: { object: { user_id: "auth0|dense" } }, count: 120 });
+    await until("failed deliveries of both streams", async () => (await failedCount(emulator, spread)) === 210 && (await failedCount(emulator, dense)) === 120);
+    await listShape({ shape: "array", dates: "attempt" });
+    try {
+      const { results } = await window({ streams: [spread], dryRun: true });
+      expect(results.map((line) => line.eventId).sort()).toEqual([...emitted].sort());
+      expect(new Set(results.map((line) => line.outcome))).toEqual(new Set(["would_recover"]));
+
+      await listShape({ dates: "event" });
+      const crowded = await window({ streams: [dense], dryRun: true });
+      expect(crowded.results.filter((line) => line.outcome === "would_recover")).toHaveLength(100);
+      expect(crowded.results.filter((line) => line.outcome !== "would_recover")).toEqual([
+        expect.objectContaining({ outcome: expect.stringMatching(/^error: the tenant listed a full page with no cursor \(a bare array\) for one second: records beyond the first 100 failed at .* cannot be listed; recover them by id$/) }),
+      ]);
+    } finally {
+      await listShape({ shape: "object", dates: "event" });
+    }
+  });
+
   it("when the window is run for real, then each of its events is recovered once, counted recovered, and a second run finds each already here", async () => {
     const before = await recoveredCount();
     const { results, done } = await window({ streams: [streamId] });

@@ -1,0 +1,69 @@
+import { Router } from "express";
+import { z } from "zod";
+import { ApiError } from "./api-error.js";
+import type { DeliveryListShape } from "./delivery-routes.js";
+import type { EventLog } from "./event-log.js";
+import type { EventsApiState } from "./event-routes.js";
+import { validationError } from "./validation-error.js";
+
+const rawEventBody = z.strictObject({ type: z.string().min(1), data: z.string() });
+
+/**
+ * The control API's switches for how the emulated tenant behaves where the real one may
+ * (docs/tenant.md): the Events API's outages, expiries, waits and errors, broken messages,
+ * and the deliveries list's shape. Mounted by control-routes.ts, behind its loopback check.
+ */
+export function tenantBehaviourRoutes(deps: { log: EventLog; eventsApi: EventsApiState; deliveryList: DeliveryListShape }): Router {
+  const router = Router();
+
+  // A message of the Events API whose data is this text as given: what a consumer does with a broken event.
+  router.post("/events/raw", (req, res) => {
+    const body = rawEventBody.safeParse(req.body);
+    if (!body.success) throw validationError("Payload", body.error);
+    deps.log.appendRaw(body.data.type, body.data.data);
+    res.status(202).json({ offset: deps.log.offsetOf(deps.log.head()) });
+  });
+
+  // The Events API as a test sees it: connections open now, at most at once, requests by status.
+  router.get("/events-api", (_req, res) => {
+    const { open, maxOpen, attempts, recent, down } = deps.eventsApi;
+    res.json({ open, maxOpen, attempts, recent, down, head: deps.log.offsetOf(deps.log.head()) });
+  });
+
+  // {"down":true}: every Events API request is dropped unanswered and open streams are cut; false ends it.
+  // {"expire_through":"<offset>"}: the events up to that offset are gone, as retention would drop them (410 after).
+  // {"retry_after_seconds":5}: the Retry-After of a 429 past the connection limit (1 at start).
+  // {"end_with_error":"<message>"}: every open stream ends with `event: error` saying it.
+  router.put("/events-api", (req, res) => {
+    const body = z
+      .strictObject({
+        down: z.boolean().optional(),
+        expire_through: z.string().min(1).optional(),
+        retry_after_seconds: z.number().int().min(0).optional(),
+        end_with_error: z.string().min(1).optional(),
+      })
+      .safeParse(req.body);
+    if (!body.success) throw validationError("Payload", body.error);
+    if (body.data.retry_after_seconds !== undefined) deps.eventsApi.retryAfterSeconds = body.data.retry_after_seconds;
+    if (body.data.end_with_error !== undefined) deps.eventsApi.cut(body.data.end_with_error);
+    if (body.data.expire_through !== undefined) {
+      const seq = deps.log.seqOf(body.data.expire_through);
+      if (seq === undefined) throw new ApiError(400, `No such offset: ${body.data.expire_through}; give one the log served.`);
+      deps.log.expireThrough(seq);
+    }
+    if (body.data.down !== undefined) deps.eventsApi.down = body.data.down;
+    if (body.data.down) deps.eventsApi.cut();
+    res.json({ down: deps.eventsApi.down });
+  });
+
+  // How the deliveries list answers: {"shape":"array"} as the OpenAPI file has it (no cursor),
+  // {"dates":"attempt"} filtering on the last attempt's time; "object" and "event" at start.
+  router.put("/deliveries-list", (req, res) => {
+    const body = z.strictObject({ shape: z.enum(["object", "array"]).optional(), dates: z.enum(["event", "attempt"]).optional() }).safeParse(req.body);
+    if (!body.success) throw validationError("Payload", body.error);
+    Object.assign(deps.deliveryList, body.data);
+    res.json(deps.deliveryList);
+  });
+
+  return router;
+}
