@@ -49,7 +49,7 @@ export function authenticate(deps: { tokens: TokenIssuer; clients: ClientRegistr
     }
     const decision = deps.limiter.take(bucket);
     res.set({ ...decision.headers, ...quota?.headers });
-    deps.calls.record(who, decision.allowed);
+    deps.calls.record(who, decision.allowed, Date.now(), Number(decision.headers["X-RateLimit-Remaining"]));
     if (!decision.allowed) throw new ApiError(429, "Global limit has been reached", "too_many_requests");
     if (caller instanceof ApiError) throw caller;
     res.locals.caller = caller;

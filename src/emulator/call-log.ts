@@ -5,10 +5,12 @@ export interface CallerCounts {
   refused: number;
   /** Accepted requests per UNIX second (one window of a `window` limit of one second). */
   acceptedPerSecond: Record<string, number>;
+  /** The fewest requests its accepted ones left in the tenant's bucket (`X-RateLimit-Remaining`). */
+  lowestRemaining?: number;
 }
 
 export interface CallLog {
-  record(caller: string, allowed: boolean, now?: number): void;
+  record(caller: string, allowed: boolean, now?: number, remaining?: number): void;
   all(): CallerCounts[];
 }
 
@@ -16,7 +18,7 @@ export interface CallLog {
 export function createCallLog(): CallLog {
   const callers = new Map<string, CallerCounts>();
   return {
-    record(caller, allowed, now = Date.now()) {
+    record(caller, allowed, now = Date.now(), remaining) {
       let counts = callers.get(caller);
       if (!counts) callers.set(caller, (counts = { caller, accepted: 0, refused: 0, acceptedPerSecond: {} }));
       if (!allowed) {
@@ -24,6 +26,7 @@ export function createCallLog(): CallLog {
         return;
       }
       counts.accepted++;
+      if (remaining !== undefined) counts.lowestRemaining = Math.min(counts.lowestRemaining ?? remaining, remaining);
       const second = String(Math.floor(now / 1000));
       counts.acceptedPerSecond[second] = (counts.acceptedPerSecond[second] ?? 0) + 1;
     },

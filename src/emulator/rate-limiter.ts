@@ -17,18 +17,19 @@ const unlimitedSize = 1000;
 
 /**
  * An allowance per bucket name (one for the tenant, shared by its clients; one per address for 401s): `perSecond` requests a second, refilled
- * continuously (`bucket`, up to `perSecond` held) or all at once at the end of each second
- * (`window`, EMULATOR_RATE_LIMIT_MODE). `X-RateLimit-Reset` is the UNIX time in seconds when
- * the bucket is full again.
+ * continuously (`bucket`, up to `size` held) or all at once at the end of each `size / perSecond`
+ * seconds (`window`, EMULATOR_RATE_LIMIT_MODE). `X-RateLimit-Limit` is the size (a bucket may
+ * refill more slowly than it holds), `X-RateLimit-Reset` the UNIX time in seconds when it is full again.
  */
-export function createRateLimiter(perSecond: number | undefined, mode: RefillMode = "bucket"): RateLimiter {
+export function createRateLimiter(perSecond: number | undefined, mode: RefillMode = "bucket", size = perSecond): RateLimiter {
   const buckets = new Map<string, Allowance>();
   const decide = (bucket: string, now: number, spend: boolean): RateDecision => {
     if (perSecond === undefined) return { allowed: true, headers: headers(unlimitedSize, unlimitedSize, Math.ceil(now / 1000)) };
     let allowance = buckets.get(bucket);
-    if (!allowance) buckets.set(bucket, (allowance = createAllowance(mode === "window" ? Math.max(1, Math.floor(perSecond)) : perSecond, 1, mode)));
+    const held = size ?? perSecond;
+    if (!allowance) buckets.set(bucket, (allowance = createAllowance(mode === "window" ? Math.max(1, Math.floor(held)) : held, held / perSecond, mode)));
     const taken = spend ? allowance.take(now) : allowance.peek(now);
-    const result = headers(Math.max(1, Math.floor(perSecond)), taken.remaining, Math.ceil(taken.fullAt / 1000));
+    const result = headers(Math.max(1, Math.floor(held)), taken.remaining, Math.ceil(taken.fullAt / 1000));
     if (!taken.allowed) result["Retry-After"] = String(Math.max(1, Math.ceil(taken.retryAfterMs / 1000)));
     return { allowed: taken.allowed, headers: result };
   };

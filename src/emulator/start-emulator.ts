@@ -23,6 +23,8 @@ export interface EmulatorOptions {
   timeScale?: number;
   /** API requests per second of the tenant's bucket, shared by every client; undefined = unlimited, headers still sent. */
   rateLimit?: number;
+  /** Requests the tenant's bucket holds, refilled at `rateLimit` a second. @defaultValue rateLimit (full again within a second) */
+  rateLimitSize?: number;
   /** How the bucket and per-client quotas refill: continuously, or all at once at the end of each window. @defaultValue "bucket" */
   rateLimitMode?: RefillMode;
   /** @defaultValue "emulator-client" */
@@ -93,7 +95,7 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
     clients: createClientRegistry([
       { clientId: options.clientId ?? "emulator-client", clientSecret: options.clientSecret ?? "emulator-secret", scopes: [...allScopes], global: true },
     ]),
-    limiter: createRateLimiter(options.rateLimit, options.rateLimitMode),
+    limiter: createRateLimiter(options.rateLimit, options.rateLimitMode, options.rateLimitSize),
     quotas: createClientQuotas(options.rateLimitMode ?? "bucket"),
     calls: createCallLog(),
     streams,

@@ -17,6 +17,7 @@ interface CallerCalls {
   accepted: number;
   refused: number;
   acceptedPerSecond: Record<string, number>;
+  lowestRemaining?: number;
 }
 
 export interface PaceFigures {
@@ -31,6 +32,8 @@ export interface PaceFigures {
   /** the median and the busiest one-second count of the steady seconds */
   median: number;
   busiest: number;
+  /** the fewest requests the caller's calls left in the tenant's bucket */
+  lowestRemaining?: number;
 }
 
 /**
@@ -61,6 +64,7 @@ export async function paceFigures(emulator: Emulator, caller: string): Promise<P
     perSecond: steadySeconds > 0 ? steady / steadySeconds : 0,
     median,
     busiest: Math.max(0, ...windows),
+    lowestRemaining: entry.lowestRemaining,
   };
 }
 

@@ -16,6 +16,16 @@ describe("createRateLimiter", () => {
     expect(limiter.take("a", t0 + 500).allowed).toBe(false);
   });
 
+  it("when a bucket holds 4 but refills 1 a second, then 4 pass at once, the limit says 4, and it is full again 4 s after it emptied", () => {
+    const limiter = createRateLimiter(1, "bucket", 4);
+    const t0 = 1_700_000_000_000;
+    for (let n = 0; n < 4; n++) expect(limiter.take("a", t0)).toMatchObject({ allowed: true, headers: { "X-RateLimit-Limit": "4" } });
+    const refused = limiter.take("a", t0);
+    expect(refused).toMatchObject({ allowed: false, headers: { "Retry-After": "1", "X-RateLimit-Reset": String(t0 / 1000 + 4) } });
+    expect(limiter.take("a", t0 + 1000).allowed).toBe(true);
+    expect(limiter.take("a", t0 + 1000).allowed).toBe(false);
+  });
+
   it("when two buckets are used, then one spending does not touch the other", () => {
     const limiter = createRateLimiter(1);
     expect(limiter.take("a", 0).allowed).toBe(true);
