@@ -228,8 +228,11 @@ async function keepAside(deps: Pick<PullerDeps, "state" | "logger">, message: Ev
  */
 async function resumeFromTime(deps: Pick<PullerDeps, "state" | "overlapMs" | "dedupeTtlMs" | "logger">, offset: string | undefined, error: TenantApiError): Promise<{ offset: string | undefined; from: Date }> {
   const position: { lastEventAt?: string; offsetAt?: string } = await deps.state.position().catch(() => ({}));
+  // An event's time is the tenant's word: one ahead of when its offset was kept (a clock
+  // ahead, a time set by hand) would resume past the events after it. Never later than that.
+  const lastEventAt = Math.min(Date.parse(position.lastEventAt ?? ""), Date.parse(position.offsetAt ?? "") || Number.POSITIVE_INFINITY);
   const [since, what] = position.lastEventAt
-    ? [Date.parse(position.lastEventAt), "the last stored event's time"]
+    ? [lastEventAt, "the last stored event's time, or when its offset was kept if earlier"]
     : position.offsetAt
       ? [Date.parse(position.offsetAt), "when the offset was kept, no event stored since the start"]
       : [Number.NaN, ""];

@@ -60,6 +60,28 @@ describe("the pull when the tenant refuses, expires or goes away", () => {
     expect(String(warnings[0]!.msg)).toContain("PULL_OVERLAP_SECONDS");
   });
 
+  it("when the kept offset has expired (410) and the last stored event's time is ahead of our clock, then reading resumes from when its offset was kept: the events after it arrive", async () => {
+    const { emulator, sink } = await emulatorAndSink();
+    const first = await service(pullEnv(emulator, sink.url, { PULL_OVERLAP_SECONDS: "1" }));
+    const prefix = first.config.env.QUEUE_PREFIX;
+    await expect.poll(async () => (await pullStatus(first.adminUrl)).state).toBe("connected");
+    // An event the tenant dated an hour ahead (its clock, or a time set by hand).
+    const ahead = { id: "evt_ahead_of_our_clock", source: "urn:test", specversion: "1.0", type: "user.created", time: new Date(Date.now() + 3_600_000).toISOString(), data: { object: { user_id: "auth0|ahead" } } };
+    const raw = await fetch(`${emulator.url}/emulator/events/raw`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ type: "user.created", data: JSON.stringify({ event: ahead }) }) });
+    const { offset } = (await raw.json()) as { offset: string };
+    await expect.poll(() => keptOffset(prefix)).toBe(offset);
+    await sink.until((requests) => requests.some((request) => request.headers["webhook-id"] === ahead.id));
+    await first.close();
+    // While the pull is down: 3 more, and the tenant drops its log through the first of them.
+    const later = await emitWithOffsets(emulator, 3);
+    await changeEventsApi(emulator, { expire_through: later.offsets[0]! });
+
+    const second = await service(pullEnv(emulator, sink.url, { QUEUE_PREFIX: prefix, PULL_OVERLAP_SECONDS: "1" }));
+    await sink.until((requests) => later.ids.slice(1).every((id) => requests.some((request) => request.headers["webhook-id"] === id)));
+    expect(deliveriesById(sink.requests).get(ahead.id)).toHaveLength(1);
+    expect(said(second.lines, 40, "can no longer be read").map((line) => line.msg)).toEqual([expect.stringContaining("or when its offset was kept if earlier")]);
+  });
+
   it("when the kept offset has expired and only heartbeats were kept (no event of the pulled types yet), then reading resumes from when that offset was kept: the events emitted while the pull was down arrive", async () => {
     const { emulator, sink } = await emulatorAndSink();
     const env = { PULL_EVENT_TYPES: "user.deleted", PULL_OVERLAP_SECONDS: "1" };
