@@ -1,6 +1,7 @@
 import { Worker } from "bullmq";
 import { afterEach, describe, expect, it, inject } from "vitest";
 import { jobIdFor } from "../../src/queue/job-id.js";
+import type { Route } from "../../src/routes/route.js";
 import { deliveryQueueBullPrefix, deliveryQueueName } from "../../src/queue/queue-names.js";
 import { closeRedis, createRedis } from "../../src/redis/redis-connection.js";
 import { createDispatchHarness, testRoute, type DispatchHarness } from "../helpers/dispatch-harness.js";
@@ -17,11 +18,11 @@ describe("dispatch: once per route, live first", () => {
     await Promise.all(sinks.splice(0).map((sink) => sink.close()));
   });
 
-  async function twoRoutes() {
+  async function twoRoutes(overrides: Partial<Route> = {}) {
     const a = await startSinkServer();
     const b = await startSinkServer();
     sinks.push(a, b);
-    harness = await createDispatchHarness(redisUrl, [testRoute("a", a.url), testRoute("b", b.url)]);
+    harness = await createDispatchHarness(redisUrl, [testRoute("a", a.url, overrides), testRoute("b", b.url, overrides)]);
     harness.startDispatcher();
     return { a, b, harness };
   }
@@ -44,18 +45,25 @@ describe("dispatch: once per route, live first", () => {
   });
 
   it("when an event came by webhook and then by reconcile, then each route gets it once, and a forced reconcile sends it again", async () => {
-    const { a, b, harness } = await twoRoutes();
+    // One delivery at a time per route: a job queued later is sent after every one before it.
+    const { a, b, harness } = await twoRoutes({ concurrency: 1 });
     const event = userEvent();
     await harness.store.store(event, { origin: "webhook" });
     await Promise.all([a.untilReceived(1), b.untilReceived(1)]);
-    await harness.store.store(event, { origin: "reconcile" });
+    await expect(harness.store.store(event, { origin: "reconcile" })).resolves.toEqual({ status: "duplicate", routes: [] });
+
+    // A later reconciled event waits at the same priority, behind anything the duplicate could have queued.
+    const later = userEvent();
+    await harness.store.store(later, { origin: "reconcile" });
+    await Promise.all([a.untilReceived(2), b.untilReceived(2)]);
+    for (const sink of [a, b]) expect(ids(sink)).toEqual([event.id, later.id]);
 
     const forced = await harness.store.store(event, { origin: "reconcile", force: true });
     expect(forced).toMatchObject({ status: "stored", routes: ["a", "b"] });
-    await Promise.all([a.untilReceived(2), b.untilReceived(2)]);
+    await Promise.all([a.untilReceived(3), b.untilReceived(3)]);
     for (const sink of [a, b]) {
-      expect(ids(sink)).toEqual([event.id, event.id]);
-      expect(sink.requests.map((request) => request.headers["x-streamkeeper-origin"])).toEqual(["webhook", "reconcile"]);
+      expect(ids(sink)).toEqual([event.id, later.id, event.id]);
+      expect(sink.requests.map((request) => request.headers["x-streamkeeper-origin"])).toEqual(["webhook", "reconcile", "reconcile"]);
     }
   });
 

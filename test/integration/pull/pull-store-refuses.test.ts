@@ -9,7 +9,7 @@ import { createRedis, untilReady } from "../../../src/redis/redis-connection.js"
 import { createTenantClient } from "../../../src/tenant/create-tenant-client.js";
 import { capturedLogger } from "../../helpers/captured-logger.js";
 import { until } from "../../helpers/until.js";
-import { changeEventsApi, emitMany, emitWithOffsets } from "./pull-test-kit.js";
+import { changeEventsApi, emitMany, emitWithOffsets, keptOffset } from "./pull-test-kit.js";
 
 /**
  * The contract's poison rule for an event the store refuses for good (too deep to write, a
@@ -32,7 +32,7 @@ describe("pull: an event the store refuses, an offset older than the dedupe wind
   });
 
   it("when the store refuses one event for a reason of the event itself, then it is kept aside with its reason, the offset moves past it and the next events are stored; a Redis fault is retried instead", async () => {
-    const { ids } = await emitWithOffsets(emulator, 4);
+    const { ids, offsets } = await emitWithOffsets(emulator, 4);
     const [first, refused, flaky, last] = ids as [string, string, string, string];
     const stored: string[] = [];
     let flakyTries = 0;
@@ -53,6 +53,8 @@ describe("pull: an event the store refuses, an offset older than the dedupe wind
       // Stored a few at once (inFlight), so in any order; the flaky one after its retry.
       await until("every storable event stored", () => stored.includes(last) && stored.includes(flaky), { withinMs: 30_000, detail: () => JSON.stringify({ stored, flakyTries, logs: logs.lines.map((line) => line.msg) }) });
       expect(stored.sort()).toEqual([first, flaky, last].sort());
+      // Kept once its event is stored, the offset ends at the last event's, past the refused one's.
+      await expect.poll(() => keptOffset(prefix), { timeout: 30_000 }).toBe(offsets[3]);
       const [kept] = await state.poison();
       expect(kept).toMatchObject({ reason: "RangeError: Maximum call stack size exceeded" });
       expect(kept!.raw).toContain(refused);
