@@ -35,7 +35,7 @@ describe("chaos: Redis away for three of the tenant's retry windows", () => {
     const started = Date.now();
     const dir = await mkdtemp(join(tmpdir(), "sk-chaos-sweep-"));
     cleanup.push(() => rm(dir, { recursive: true, force: true }));
-    let redis: RedisServer = await startRedisServer({ dir, appendOnly: true });
+    let redis: RedisServer = await startRedisServer({ dir, appendOnly: true, extraArgs: ["--appendfsync", "always"] });
     cleanup.push(() => redis.stop());
     // The service's Redis at an address the test holds: the restarted server may bind any free port.
     const redisDoor = await startFrontDoor();
@@ -73,7 +73,7 @@ describe("chaos: Redis away for three of the tenant's retry windows", () => {
     redisDoor.shut();
     const killedAt = Date.now();
     await until("20 s of outage", async () => Date.now() - killedAt >= outageMs, outageMs + 10_000);
-    redis = await startRedisServer({ dir, appendOnly: true });
+    redis = await startRedisServer({ dir, appendOnly: true, extraArgs: ["--appendfsync", "always"] });
     redisDoor.open(redis.url);
     await emitting;
 
