@@ -11,7 +11,7 @@ export interface PaceReporter {
 }
 
 const limitWords: Record<PaceLimit, string> = {
-  bucket: "our share of the tenant's bucket (RECONCILE_RATE_SHARE of X-RateLimit-Limit a second)",
+  bucket: "our share of the tenant's bucket (RECONCILE_RATE_SHARE of X-RateLimit-Limit a second, or its refill when slower)",
   quota: "our client's quota (Auth0-RateLimit)",
   cap: "RECONCILE_RATE_PER_SECOND",
 };
@@ -24,6 +24,8 @@ const limitWords: Record<PaceLimit, string> = {
 export function createPaceReporter(logger: Logger): PaceReporter {
   let limit: PaceLimit | undefined;
   let phase: "growing" | "at ceiling" | "cut" = "growing";
+  /** The ceiling last said to be reached: a slow bucket's refill, read from each answer, moves a little between answers (read-pace-evidence.ts). */
+  let reachedSaid: number | undefined;
   const round = (perSecond: number) => Math.round(perSecond * 10) / 10;
   return {
     onPace(step, evidence) {
@@ -41,12 +43,16 @@ export function createPaceReporter(logger: Logger): PaceReporter {
         if (evidence.verdict === "refused") logger.warn(fields, line);
         else logger.info(fields, line);
         phase = "cut";
+        reachedSaid = undefined;
       } else if (step.step === "grew" && phase === "cut") {
         logger.info(fields, "the tenant shows room again; growing the pace of tenant calls");
         phase = "growing";
       }
       if (ceiling && phase !== "at ceiling" && step.step !== "cut" && step.perSecond >= ceiling.perSecond * 0.999) {
-        logger.info(fields, "the pace of tenant calls reached its ceiling");
+        if (reachedSaid === undefined || Math.abs(ceiling.perSecond - reachedSaid) > 0.25 * reachedSaid) {
+          logger.info(fields, "the pace of tenant calls reached its ceiling");
+          reachedSaid = ceiling.perSecond;
+        }
         phase = "at ceiling";
       } else if (phase === "at ceiling" && ceiling && step.perSecond < ceiling.perSecond * 0.999) phase = "growing";
     },

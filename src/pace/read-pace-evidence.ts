@@ -56,6 +56,8 @@ export function readPaceEvidence(response: { status: number; headers: Headers },
   if (options.capPerSecond !== undefined) limits.push({ perSecond: options.capPerSecond, limit: "cap" });
   if (quota) limits.push({ perSecond: (quota.requests / quota.seconds) * quotaHeadroom, limit: "quota" });
   if (bucket?.limit !== undefined && bucket.limit > 0) limits.push({ perSecond: bucket.limit * options.share, limit: "bucket" });
+  const refill = slowRefill(bucket, now);
+  if (refill !== undefined) limits.push({ perSecond: refill, limit: "bucket" });
   const ceiling = limits.reduce<PaceEvidence["ceiling"]>((tightest, limit) => (tightest === undefined || limit.perSecond < tightest.perSecond ? limit : tightest), undefined);
 
   if (response.status === 429) {
@@ -85,4 +87,20 @@ export function readPaceEvidence(response: { status: number; headers: Headers },
   // No limit shown and no cap set: no evidence either way; the pace stays where it is.
   if (ceiling === undefined) return { ceiling, verdict: "none", reason: "the tenant shows no rate limit", holdMs: 0 };
   return { ceiling, verdict: "room", reason: "the tenant shows room", holdMs: 0 };
+}
+
+/**
+ * The least a bucket that is full again 2 s or more from now refills a second: what it lacks
+ * over the time to its `X-RateLimit-Reset` (in whole seconds, so the time may be up to a second
+ * too long and the rate too low). Such a bucket refills more slowly than it holds (60 held,
+ * 10 a second): a pace held to its refill keeps its level, where one at the share of its size
+ * would drain it to empty and take the other clients' part. A bucket full within 2 s (one that
+ * refills its size each second, a window of a second) shows nothing here: rounded to whole
+ * seconds, its time to full would read its rate several times too low.
+ */
+function slowRefill(bucket: ReturnType<typeof readRateLimit>, now: number): number | undefined {
+  if (bucket?.limit === undefined || bucket.remaining === undefined || bucket.reset === undefined) return undefined;
+  const untilFullSeconds = (bucket.reset * 1000 - now) / 1000;
+  if (untilFullSeconds < 2 || bucket.remaining >= bucket.limit) return undefined;
+  return (bucket.limit - bucket.remaining) / untilFullSeconds;
 }

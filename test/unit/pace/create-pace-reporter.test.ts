@@ -20,10 +20,22 @@ describe("createPaceReporter", () => {
     for (let pace = 5; pace < 50; pace += 5) reporter.onPace(step(pace, "grew"), evidence("room", 50));
     for (let call = 0; call < 20; call++) reporter.onPace(step(50, "held"), evidence("room", 50));
     expect(lines.map((line) => line.msg)).toEqual([
-      "pacing tenant calls by our share of the tenant's bucket (RECONCILE_RATE_SHARE of X-RateLimit-Limit a second)",
+      "pacing tenant calls by our share of the tenant's bucket (RECONCILE_RATE_SHARE of X-RateLimit-Limit a second, or its refill when slower)",
       "the pace of tenant calls reached its ceiling",
     ]);
     expect(await paceMetric()).toEqual(['streamkeeper_mgmt_api_pace_per_second{limit="bucket"} 50']);
+  });
+
+  it("when a slow bucket's refill, read anew from each answer, moves the ceiling a little between answers, then its reaching is said once", () => {
+    const { logger, lines } = capturedLogger();
+    const reporter = createPaceReporter(logger);
+    // Answers that show the refill (about 10/s) alternate with ones that show only the share of the size (30/s).
+    for (let turn = 0; turn < 10; turn++) {
+      const refill = 9 + (turn % 3) * 0.5;
+      reporter.onPace(step(refill, "held"), evidence("room", refill));
+      reporter.onPace(step(refill + 2, "grew"), evidence("room", 30));
+    }
+    expect(lines.filter((line) => line.msg === "the pace of tenant calls reached its ceiling")).toHaveLength(1);
   });
 
   it("when a 429 cuts the pace and room comes back, then a warning with the reason, one line when it grows again, and the metric follows the binding limit", async () => {

@@ -20,6 +20,16 @@ describe("readPaceEvidence", () => {
     expect(read(200, { ...bucket(200, 199, second + 1), "Auth0-RateLimit": "client;q=600;t=60;r=1" }).ceiling).toEqual({ perSecond: 9.5, limit: "quota" });
   });
 
+  it("when the bucket is full again only 2 s or more from now, then the ceiling is no more than what it lacks over that time: its refill", () => {
+    // 60 held, 30 lacking, full in 3 s: it refills at least 10 a second, not the 60 its size suggests.
+    expect(read(200, bucket(60, 30, second + 3)).ceiling).toEqual({ perSecond: 10, limit: "bucket" });
+    // A bucket full within 2 s says nothing of its rate: the share of its size stands.
+    expect(read(200, bucket(60, 30, second + 1)).ceiling).toEqual({ perSecond: 30, limit: "bucket" });
+    expect(readPaceEvidence(answer(200, bucket(60, 0, second + 2)), { share: 0.5, pacePerSecond: 10, now: now + 1 }).ceiling).toEqual({ perSecond: 30, limit: "bucket" });
+    // Full already: nothing lacks.
+    expect(read(200, bucket(60, 60, second + 5)).ceiling).toEqual({ perSecond: 30, limit: "bucket" });
+  });
+
   it("when a window that refills at its end runs low with little time left, then there is still room", () => {
     // 0.1 s before the window's end, 100 of 200 left, our pace 100/s: 10 more calls fit.
     expect(read(200, bucket(200, 100, second + 1), { pacePerSecond: 100 }).verdict).toBe("room");
