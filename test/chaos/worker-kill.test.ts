@@ -44,8 +44,10 @@ describe("chaos: worker process killed during delivery", () => {
       QUEUE_PREFIX: receiver.config.env.QUEUE_PREFIX,
       ROUTES_FILE: routesFile,
       DATA_DIR: dir,
-      // The shortest lock the setting allows: the next worker takes orphaned jobs over within about 2 s.
-      DISPATCH_LOCK_DURATION_MS: "1000",
+      // A short lock: the next worker takes orphaned jobs over within about 6 s. Not the
+      // shortest (1 s): a live worker stalled past its lock on this loaded machine would send a
+      // job again that no kill orphaned.
+      DISPATCH_LOCK_DURATION_MS: "3000",
       DISPATCH_BACKOFF_BASE_MS: "50",
       SHUTDOWN_TIMEOUT_MS: "2000",
     });
@@ -66,8 +68,8 @@ describe("chaos: worker process killed during delivery", () => {
       const orphans = await Promise.all(Object.keys(sinks).map(async (name) => [name, await store.queues.forRoute(name).getActive()] as const));
       for (const [name, jobs] of orphans) inFlightAtKills[name]! += jobs.length;
       worker = await startServiceProcess("worker", workerEnv);
-      // Before the next kill, let the new worker finish the orphans: BullMQ fails a job
-      // that stalls twice (maxStalledCount 1), which would make it a dead letter.
+      // Before the next kill, let the new worker finish the orphans: BullMQ fails a job that
+      // stalls more than maxStalledCount times (create-dispatcher.ts), which would make it a dead letter.
       const deadline = Date.now() + 60_000;
       for (const [, jobs] of orphans) {
         for (const job of jobs) {

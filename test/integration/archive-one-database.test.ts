@@ -22,7 +22,8 @@ describe("archive: one database per outbox", () => {
   const pools: pg.Pool[] = [];
   const connections: RedisClient[] = [];
   const prefix = `test-${randomUUID()}`;
-  const timing = { seconds: 2, everyMs: 200 };
+  // A claim of 4 s renewed every 0.2 s: a stall of over 3.5 s (not one of a loaded machine) would let it lapse under its holder.
+  const timing = { seconds: 4, everyMs: 200 };
   let producer: RedisClient;
 
   const poolOf = async () => {

@@ -3,6 +3,7 @@ import { Redis, type RedisOptions } from "ioredis";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it, inject } from "vitest";
 import { archivedThrough, archiveOutboxKey, archiveWriterGroup, createArchiveOutbox, outboxArrivalMarginMs } from "../../src/archive/archive-outbox.js";
+import { maintainPartitions } from "../../src/archive/archive-partitions.js";
 import type { ArchiveRecord } from "../../src/archive/archive-record.js";
 import { createArchiveWriter, type ArchiveWriterDeps } from "../../src/archive/create-archive-writer.js";
 import { archiveWrites } from "../../src/metrics/archive-metrics.js";
@@ -140,6 +141,9 @@ describe("archive writer: the outbox it reads and the schema it keeps", () => {
     const { prefix, outbox, drained } = outboxOfItsOwn();
     // Half an hour before the next UTC midnight: 59 minutes on is the next day already.
     const start = Math.floor(Date.now() / day) * day + day - 30 * 60_000;
+    // The partitions as of that clock: the database's were made at its creation, which a
+    // midnight may have passed since, leaving a day for the first upkeep to drop.
+    await maintainPartitions(pool, start, 30);
     let clock = start;
     const { lines } = startWriter(prefix, { now: () => clock, retentionDays: 30 });
     // Two records, one after the other: the loop has gone round once more since the clock was set.

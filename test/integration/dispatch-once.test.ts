@@ -128,7 +128,8 @@ describe("dispatch: once per route, live first", () => {
     const queue = harness.queues.forRoute("a");
     await expect.poll(async () => (await queue.getJob(jobIdFor(event.id)))?.returnvalue?.status, { timeout: 20_000 }).toBe("already_delivered");
     const job = (await queue.getJob(jobIdFor(event.id)))!;
-    expect(job.stalledCounter).toBe(1);
+    // Stalled once by the dead worker (again only if the live one stalled past its 300 ms lock).
+    expect(job.stalledCounter).toBeGreaterThanOrEqual(1);
     expect(job.attemptsMade).toBe(1);
     expect(sink.requests).toHaveLength(0);
   });

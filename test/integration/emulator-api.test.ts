@@ -89,7 +89,8 @@ describe("emulator API", () => {
     });
 
     it("when the tenant's bucket is spent, then 429 with the three X-RateLimit headers and Retry-After, for every client of the tenant", async () => {
-      const limited = await startEmulator({ rateLimit: 2 });
+      // A bucket of 2 refilled one request per 10 s: no stall of this machine refills it between the calls.
+      const limited = await startEmulator({ rateLimit: 0.1, rateLimitSize: 2 });
       try {
         const limitedToken = await getToken(limited);
         await call(limited, "POST", "/emulator/clients", { body: { client_id: "other", client_secret: "other-secret", scopes: ["read:event_streams"] } });

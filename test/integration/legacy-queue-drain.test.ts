@@ -68,7 +68,7 @@ describe("upgrading with jobs left under the earlier key layout", () => {
     expect(await legacyJobs(redis, prefix, deliveryQueueName("default"))).toEqual({ live: 4, failed: 1 });
 
     service = await startTestService(
-      { ...tenantEnv(emulator), QUEUE_PREFIX: prefix, DOWNSTREAM_URL: sink.url, DISPATCH_LOCK_DURATION_MS: "1000", RECONCILE_SWEEP_INTERVAL_SECONDS: "0", STREAM_WATCH_INTERVAL_SECONDS: "0" },
+      { ...tenantEnv(emulator), QUEUE_PREFIX: prefix, DOWNSTREAM_URL: sink.url, DISPATCH_LOCK_DURATION_MS: "5000", RECONCILE_SWEEP_INTERVAL_SECONDS: "0", STREAM_WATCH_INTERVAL_SECONDS: "0" },
       "worker",
     );
     const drained = [stalled, waiting, prioritized, delayed, lost];
