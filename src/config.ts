@@ -154,18 +154,34 @@ export class ConfigError extends Error {
 
 const schema = z.object(Object.fromEntries(Object.entries(settings).map(([key, [type]]) => [key, type]))) as unknown as z.ZodType<Env>;
 
-/** Parses the environment; throws a ConfigError naming every bad value and what to change. */
-export function loadConfig(source: Record<string, string | undefined> = process.env): Config {
-  const raw = Object.fromEntries(
-    Object.keys(settings).map((key) => [key, source[key] === "" ? undefined : source[key]]),
-  );
-  const parsed = schema.safeParse(raw);
+/** The settings `keys` of `source` (blank as unset), parsed; a ConfigError naming every bad value. */
+function parseSettings<T>(parser: z.ZodType<T>, keys: string[], source: Record<string, string | undefined>): T {
+  const raw = Object.fromEntries(keys.map((key) => [key, source[key] === "" ? undefined : source[key]]));
+  const parsed = parser.safeParse(raw);
   if (!parsed.success) {
     throw new ConfigError(
       parsed.error.issues.map((issue) => `${issue.path.join(".")}: ${issue.message} (got ${shown(String(issue.path[0]), raw[String(issue.path[0])])})`),
     );
   }
-  const env = parsed.data;
+  return parsed.data;
+}
+
+/** What a command that only talks to the running service reads of its own environment. */
+export type ClientEnv = Pick<Env, "ADMIN_URL" | "ADMIN_HOST" | "ADMIN_PORT" | "ADMIN_TOKEN">;
+const clientKeys = ["ADMIN_URL", "ADMIN_HOST", "ADMIN_PORT", "ADMIN_TOKEN"] as const;
+const clientSchema = z.object(Object.fromEntries(clientKeys.map((key) => [key, settings[key][0]]))) as unknown as z.ZodType<ClientEnv>;
+
+/**
+ * The settings a command needs to reach the running service, and only those: every other
+ * setting is the service's (one truth), so a bad one in the command's shell is none of its business.
+ */
+export function loadClientConfig(source: Record<string, string | undefined> = process.env): ClientEnv {
+  return parseSettings(clientSchema, [...clientKeys], source);
+}
+
+/** Parses the environment; throws a ConfigError naming every bad value and what to change. */
+export function loadConfig(source: Record<string, string | undefined> = process.env): Config {
+  const env = parseSettings(schema, Object.keys(settings), source);
   const problems: string[] = [];
   const webhookAuth = webhookAuthOf(env, problems);
   const tenant = tenantOf(env, problems);

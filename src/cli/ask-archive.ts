@@ -1,4 +1,4 @@
-import type { Env } from "../config.js";
+import type { ClientEnv } from "../config.js";
 import { createServiceClient, problemDetail } from "./service-client.js";
 import { CliError } from "./cli-error.js";
 
@@ -7,7 +7,7 @@ import { CliError } from "./cli-error.js";
  * the answer's body when it is a success; otherwise a CliError in one line: no service
  * answers (exit 1), the request needs changing (a 400: exit 2), or what the service said.
  */
-export async function askArchive(env: Env, method: "GET" | "POST" | "DELETE", path: string, body?: unknown): Promise<unknown> {
+export async function askArchive(env: ClientEnv, method: "GET" | "POST" | "DELETE", path: string, body?: unknown): Promise<unknown> {
   const answer = await createServiceClient(env).ask(method, path, { body, timeoutMs: 30_000 });
   if (!answer.reachable) {
     throw new CliError(`no Streamkeeper service answers at ${answer.url} (${answer.why}): start it (streamkeeper start), or set ADMIN_URL to where it runs`);

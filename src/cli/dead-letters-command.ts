@@ -2,7 +2,7 @@ import type { Command } from "commander";
 import type { DeadLetter } from "../admin/list-dead-letters.js";
 import type { DeadLetterPage } from "../admin/page-dead-letters.js";
 import type { Replayed } from "../admin/replay-dead-letters.js";
-import { loadConfig } from "../config.js";
+import { loadClientConfig } from "../config.js";
 import { CliError } from "./cli-error.js";
 import { formatTable } from "./format-table.js";
 import { runAction } from "./run-action.js";
@@ -22,7 +22,7 @@ export function registerDeadLettersCommand(program: Command): void {
     .option("--json", "print one JSON array")
     .action(
       runAction(async (options: { json?: boolean }) => {
-        const service = createServiceClient(loadConfig().env);
+        const service = createServiceClient(loadClientConfig());
         // Printed page by page as the service answers: one JSON array, or one table per page.
         let count = 0;
         let after: string | undefined;
@@ -55,7 +55,7 @@ export function registerDeadLettersCommand(program: Command): void {
         if (!options.all && ids.length === 0) {
           throw new CliError("give the job ids to replay (see `streamkeeper dead-letters list`) or --all", 2);
         }
-        const service = createServiceClient(loadConfig().env);
+        const service = createServiceClient(loadClientConfig());
         // A replay of tens of thousands takes a while: the service answers once it is done.
         const answer = await service.ask("POST", "/admin/dead-letters/replay", { body: options.all ? { all: true } : { jobIds: ids }, timeoutMs: 30 * 60_000 });
         if (!answer.reachable) throw noService(answer);

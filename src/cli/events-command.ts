@@ -1,5 +1,5 @@
 import type { Command } from "commander";
-import { loadConfig } from "../config.js";
+import { loadClientConfig } from "../config.js";
 import { askArchive } from "./ask-archive.js";
 import { CliError } from "./cli-error.js";
 import { parseCliTime } from "./parse-cli-time.js";
@@ -47,7 +47,7 @@ export function registerEventsCommand(program: Command): void {
     .option("--json", "one JSON object per line")
     .action(
       runAction(async (options: SearchOptions) => {
-        const env = loadConfig().env;
+        const env = loadClientConfig();
         const limit = Number(options.limit);
         if (!Number.isInteger(limit) || limit < 1) throw new CliError(`--limit ${JSON.stringify(options.limit)}: give a whole number from 1`, 2);
         const query = new URLSearchParams();
@@ -78,7 +78,7 @@ export function registerEventsCommand(program: Command): void {
     .option("--json", 'print the answer as one JSON line: {"entity","erased"}')
     .action(
       runAction(async (options: { entity: string; json?: boolean }) => {
-        const env = loadConfig().env;
+        const env = loadClientConfig();
         const answer = (await askArchive(env, "DELETE", `/admin/entities/${encodeURIComponent(options.entity)}`)) as { entity: string; erased: number };
         if (options.json) return void process.stdout.write(`${JSON.stringify({ entity: answer.entity, erased: answer.erased })}\n`);
         process.stdout.write(`erased the payloads of ${answer.erased} archived event${answer.erased === 1 ? "" : "s"} of ${options.entity}; their ids, types, times and outcomes are kept\n`);

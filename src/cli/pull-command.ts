@@ -1,5 +1,5 @@
 import type { Command } from "commander";
-import { loadConfig } from "../config.js";
+import { loadClientConfig } from "../config.js";
 import type { PullStatus } from "../pull/pull-state.js";
 import { createServiceClient } from "./service-client.js";
 import { runAction } from "./run-action.js";
@@ -13,7 +13,7 @@ export function registerPullCommand(program: Command): void {
     .option("--json", "print the answer as one JSON object")
     .action(
       runAction(async (options: { json?: boolean }) => {
-        const { env } = loadConfig();
+        const env = loadClientConfig();
         // A refused token or an admin API that is off exits 2, as every command's (service-client.ts).
         // The text shows the newest poison event alone; --json the newest 10, raw bodies included.
         const status = await createServiceClient(env).call<PullStatus>("GET", options.json ? "/admin/pull" : "/admin/pull?poison=1");

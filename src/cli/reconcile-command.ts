@@ -1,7 +1,7 @@
 import { readFile } from "node:fs/promises";
 import { text as readStream } from "node:stream/consumers";
 import type { Command } from "commander";
-import { loadConfig, tenantSettings } from "../config.js";
+import { loadClientConfig, tenantSettings } from "../config.js";
 import type { EnqueuedJob } from "../reconcile/create-reconcile-queue.js";
 import { parseEventIdList } from "../reconcile/parse-event-id-list.js";
 import { streamIdProblem } from "../tenant/stream-id.js";
@@ -54,9 +54,9 @@ async function reconcile(args: string[], options: Omit<ReconcileOptions, "stream
   if (eventIds.length === 0) throw new CliError("give at least one event id, as arguments or with --file <path> (one id per line)", 2);
   const streamProblem = options.stream === undefined ? undefined : streamIdProblem(options.stream);
   if (streamProblem) throw new CliError(`--stream ${streamProblem}`, 2);
-  const config = loadConfig();
+  const env = loadClientConfig();
   // The running service reconciles with its own tenant settings and routes (its admin API).
-  const service = createServiceClient(config.env);
+  const service = createServiceClient(env);
   const running = await service.config();
   if (running.role !== "receiver" && !running.tenantConfigured) {
     throw new CliError(`${serviceLabel(running)} runs the reconcile worker but has no tenant settings: set ${tenantSettings} for the service and restart it`, 2);
@@ -74,7 +74,7 @@ async function reconcile(args: string[], options: Omit<ReconcileOptions, "stream
   if (workers === 0) process.stderr.write(`note: no worker consumes the reconcile queue of ${serviceLabel(running)} now; the jobs wait until a worker role runs\n`);
   if (!options.wait) {
     for (const job of jobs) print(options.json ? JSON.stringify({ ...job, streamId: options.stream ?? null, outcome: "queued", state: "queued" }) : `${job.eventId} queued ${job.jobId}`);
-    process.stderr.write(`${followReconcileJobsHint(config)}\n`);
+    process.stderr.write(`${followReconcileJobsHint(env)}\n`);
     return 0;
   }
   return await printOutcomes(service, jobs, options);

@@ -1,4 +1,4 @@
-import { loadConfig } from "../config.js";
+import { loadClientConfig } from "../config.js";
 import { isFailure, type ReconcileOutcome } from "../reconcile/reconcile-job.js";
 import { createServiceClient, problemDetail } from "./service-client.js";
 import { streamIdProblem } from "../tenant/stream-id.js";
@@ -50,7 +50,7 @@ export async function reconcileWindow(args: string[], options: WindowOptions): P
     if (problem) throw new CliError(`--stream ${problem}`, 2);
   }
   if (since.getTime() >= (until ?? new Date(now)).getTime()) throw new CliError(`--since (${since.toISOString()}) must be before --until (${(until ?? new Date(now)).toISOString()})`, 2);
-  const { env } = loadConfig();
+  const env = loadClientConfig();
   if (!env.ADMIN_TOKEN) throw new CliError("set ADMIN_TOKEN (the running service's) for this command: the window is read by the service, through its admin API", 2);
   const service = createServiceClient(env);
   // Streamed: a long window answers line by line, so the request has no deadline.

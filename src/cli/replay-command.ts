@@ -1,5 +1,5 @@
 import type { Command } from "commander";
-import { loadConfig } from "../config.js";
+import { loadClientConfig } from "../config.js";
 import { askArchive } from "./ask-archive.js";
 import { parseCliTime } from "./parse-cli-time.js";
 import { runAction } from "./run-action.js";
@@ -48,7 +48,7 @@ export function registerReplayCommand(program: Command): void {
     .option("--json", "print the result as JSON")
     .action(
       runAction(async (options: ReplayOptions) => {
-        const env = loadConfig().env;
+        const env = loadClientConfig();
         const body = {
           route: options.route,
           since: parseCliTime("--since", options.since),

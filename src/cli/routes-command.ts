@@ -1,5 +1,5 @@
 import type { Command } from "commander";
-import { loadConfig } from "../config.js";
+import { loadClientConfig } from "../config.js";
 import { CliError } from "./cli-error.js";
 import { formatTable } from "./format-table.js";
 import { runAction } from "./run-action.js";
@@ -28,7 +28,7 @@ export function registerRoutesCommand(program: Command): void {
     .option("--json", "print one JSON array")
     .action(
       runAction(async (options: { json?: boolean }) => {
-        const { routes: listed } = await createServiceClient(loadConfig().env).call<{ routes: ListedRoute[] }>("GET", "/admin/routes", { timeoutMs: 60_000 });
+        const { routes: listed } = await createServiceClient(loadClientConfig()).call<{ routes: ListedRoute[] }>("GET", "/admin/routes", { timeoutMs: 60_000 });
         if (options.json) return void process.stdout.write(`${JSON.stringify(listed, null, 2)}\n`);
         process.stdout.write(
           formatTable(
@@ -46,7 +46,7 @@ export function registerRoutesCommand(program: Command): void {
     .description("hand every event waiting for a removed route (queued, retrying, dead letters) to a configured route, delivered there once with fresh attempts")
     .action(
       runAction(async (old: string, to: string) => {
-        const answer = await createServiceClient(loadConfig().env).call<{ moved: number }>("POST", `/admin/routes/${encodeURIComponent(old)}/move`, { body: { to }, timeoutMs: 30 * 60_000 });
+        const answer = await createServiceClient(loadClientConfig()).call<{ moved: number }>("POST", `/admin/routes/${encodeURIComponent(old)}/move`, { body: { to }, timeoutMs: 30 * 60_000 });
         process.stdout.write(`moved ${answer.moved} event(s) from ${old} to ${to}\n`);
       }),
     );
@@ -58,7 +58,7 @@ export function registerRoutesCommand(program: Command): void {
     .action(
       runAction(async (old: string, options: { yes?: boolean }) => {
         if (!options.yes) throw new CliError(`dropping deletes every event waiting for ${old} for good: add --yes to confirm (or move them: streamkeeper routes move ${old} <route>)`, 2);
-        const answer = await createServiceClient(loadConfig().env).call<{ dropped: number }>("DELETE", `/admin/routes/${encodeURIComponent(old)}`, { timeoutMs: 30 * 60_000 });
+        const answer = await createServiceClient(loadClientConfig()).call<{ dropped: number }>("DELETE", `/admin/routes/${encodeURIComponent(old)}`, { timeoutMs: 30 * 60_000 });
         process.stdout.write(`dropped ${answer.dropped} event(s) of ${old}\n`);
       }),
     );

@@ -1,8 +1,6 @@
-import type { Env } from "../config.js";
+import type { ClientEnv, Env } from "../config.js";
 import type { ServiceConfig } from "../service-config/service-config.js";
 import { CliError } from "./cli-error.js";
-
-type ClientEnv = Pick<Env, "ADMIN_URL" | "ADMIN_HOST" | "ADMIN_PORT" | "ADMIN_TOKEN">;
 
 /** ADMIN_URL, else the admin address the service binds by the same settings (a wildcard address reached on loopback). */
 export function adminUrlOf(env: Pick<Env, "ADMIN_URL" | "ADMIN_HOST" | "ADMIN_PORT">): string {

@@ -80,6 +80,16 @@ describe("the command line", () => {
       // As JSON, each line carries the contract's outcome field: queued.
       const json = await runCli(["reconcile", "evt_polish000000000000000c", "--no-wait", "--json"], env);
       expect(JSON.parse(json.stdout)).toMatchObject({ eventId: "evt_polish000000000000000c", streamId: null, outcome: "queued" });
+
+      // The service's settings are its own: values in the command's shell it would refuse do
+      // not stop a command that only talks to it. Its own settings still must be right.
+      const strayShell = { ...env, DEDUPE_TTL_SECONDS: "soon", PULL: "maybe", REDIS_URL: "not a url" };
+      const stray = await runCli(["reconcile", "evt_polish000000000000000d", "--no-wait"], strayShell);
+      expect(stray.stderr).not.toMatch(/DEDUPE_TTL_SECONDS|PULL|REDIS_URL/);
+      expect({ code: stray.code, stdout: stray.stdout }).toEqual({ code: 0, stdout: expect.stringMatching(/^evt_polish000000000000000d queued \S+\n$/) });
+      expect((await runCli(["routes", "list"], strayShell)).code).toBe(0);
+      const badPort = await runCli(["routes", "list"], { ...strayShell, ADMIN_URL: "", ADMIN_PORT: "lots" });
+      expect({ code: badPort.code, stderr: badPort.stderr }).toEqual({ code: 2, stderr: 'error: bad configuration: ADMIN_PORT: use a whole number from 0 to 65535 (got "lots")\n' });
     } finally {
       await service.close();
     }
