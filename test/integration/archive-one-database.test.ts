@@ -22,8 +22,8 @@ describe("archive: one database per outbox", () => {
   const pools: pg.Pool[] = [];
   const connections: RedisClient[] = [];
   const prefix = `test-${randomUUID()}`;
-  // A claim of 4 s renewed every 0.2 s: a stall of over 3.5 s (not one of a loaded machine) would let it lapse under its holder.
-  const timing = { seconds: 4, everyMs: 200 };
+  // A claim of 3 s renewed every 0.2 s: only a stall of over 2.5 s would let it lapse under its holder.
+  const timing = { seconds: 3, everyMs: 200 };
   let producer: RedisClient;
 
   const poolOf = async () => {
@@ -122,8 +122,8 @@ describe("archive: one database per outbox", () => {
     const other = writer(second.pool, "postgres://second/db", logs.logger);
     try {
       await expect.poll(() => other.refusedBy()).toMatch(/^postgres:\/\/first\/db/);
-      // Three times the claim's life: still the first database's, and the record waits for it.
-      await new Promise((resolve) => setTimeout(resolve, 3 * timing.seconds * 1000));
+      // Twice the claim's life: still the first database's, and the record waits for it.
+      await new Promise((resolve) => setTimeout(resolve, 2 * timing.seconds * 1000));
       expect(other.refusedBy()).toMatch(/^postgres:\/\/first\/db/);
       expect(await archivedIn(second.db, [later.id])).toEqual([]);
     } finally {

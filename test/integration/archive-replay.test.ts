@@ -31,7 +31,7 @@ describe("archive: replay", () => {
   /** After the events above were sent: a window up to here is one the archive already holds. */
   let sentBy = "";
 
-  const env = () => serviceProcessEnv({ QUEUE_PREFIX: prefix, ARCHIVE: "on", ARCHIVE_DATABASE_URL: db.url, ROUTES_FILE: join(dir, "routes-after.json"), DATA_DIR: dir, ADMIN_TOKEN: adminToken, DISPATCH_LOCK_DURATION_MS: "5000", SHUTDOWN_TIMEOUT_MS: "2000", LOG_LEVEL: "info" });
+  const env = () => serviceProcessEnv({ QUEUE_PREFIX: prefix, ARCHIVE: "on", ARCHIVE_DATABASE_URL: db.url, ROUTES_FILE: join(dir, "routes-after.json"), DATA_DIR: dir, ADMIN_TOKEN: adminToken, DISPATCH_LOCK_DURATION_MS: "3000", SHUTDOWN_TIMEOUT_MS: "2000", LOG_LEVEL: "info" });
   const admin = (service: { adminUrl: string }, path: string, init: RequestInit = {}) =>
     fetch(`${service.adminUrl}${path}`, { ...init, headers: { authorization: `Bearer ${adminToken}`, "content-type": "application/json", ...(init.headers ?? {}) } });
 

@@ -24,7 +24,7 @@ describe("pulling the tenant's event log", () => {
 
   it("when 2,000 events are emitted while the tenant closes the connection every 2 s, then each is delivered once to the route, with origin pull", async () => {
     const logs = capturedLogger("warn");
-    const { emulator, sink, service } = await setUp({ eventsCycleSeconds: 2, eventsHeartbeatSeconds: 0.2 }, {}, logs.logger);
+    const { emulator, sink, service } = await setUp({ eventsCycleSeconds: 2, eventsRetryMs: 100, eventsHeartbeatSeconds: 0.2 }, {}, logs.logger);
     await expect.poll(async () => (await pullStatus(service.adminUrl)).state).toBe("connected");
     const before = await metricsOf(service.adminUrl);
     const movedBy = async (name: string, labels: string) => metricValue(await metricsOf(service.adminUrl), name, labels) - metricValue(before, name, labels);
