@@ -69,10 +69,12 @@ export async function reconcileWindow(args: string[], options: WindowOptions): P
 
   let failures = 0;
   for await (const line of lines(response)) {
-    const value = JSON.parse(line) as { eventId?: string; streamId?: string; outcome?: string; done?: boolean; error?: string; streams?: string[]; pages?: number };
+    const value = JSON.parse(line) as { eventId?: string; streamId?: string; outcome?: string; done?: boolean; error?: string; streams?: string[]; pages?: number; unlisted?: Array<{ streamId: string; from: string; to: string; reason: string }> };
     if (value.error !== undefined) throw new CliError(`the window was not read to its end: ${value.error}; run the command again`, 1);
     if (value.done) {
       process.stderr.write(`read ${value.streams?.length ?? 0} stream(s) from ${since.toISOString()} to ${(until ?? new Date(now)).toISOString()} in ${value.pages ?? 0} list call(s)\n`);
+      for (const span of value.unlisted ?? []) process.stderr.write(`note: stream ${span.streamId}, ${span.from} to ${span.to}: ${span.reason}\n`);
+      failures += value.unlisted?.length ?? 0;
       continue;
     }
     const outcome = value.outcome as ReconcileOutcome;

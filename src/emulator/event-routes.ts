@@ -24,7 +24,7 @@ export interface EventsApiState {
   maxOpen: number;
   /** Every request, by the status it got (0: dropped while down). */
   attempts: Record<string, number>;
-  /** The last 200 requests: when each came (ms) and the status it got (0 until answered, or dropped). */
+  /** The last 200 requests: when each came (ms) and the status it got (0 until it ended: a stream open now, or one dropped). */
   recent: Array<{ at: number; status: number }>;
   /** While true, every request is dropped without an answer and open streams are cut. */
   down: boolean;
@@ -168,7 +168,7 @@ export function eventsGate(state: EventsApiState): RequestHandler {
       if (!counted) count((request.status = res.statusCode));
       counted = true;
     };
-    // A stream's status is known at its headers; a refusal's when it is sent.
+    // Counted when the answer ends: a refusal when it is sent, a stream when it closes.
     res.once("finish", once);
     res.once("close", once);
     next();

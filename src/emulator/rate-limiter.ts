@@ -21,7 +21,7 @@ const unlimitedSize = 1000;
  * seconds (`window`, EMULATOR_RATE_LIMIT_MODE). `X-RateLimit-Limit` is the size (a bucket may
  * refill more slowly than it holds), `X-RateLimit-Reset` the UNIX time in seconds when it is full again.
  */
-export function createRateLimiter(perSecond: number | undefined, mode: RefillMode = "bucket", size = perSecond): RateLimiter {
+export function createRateLimiter(perSecond: number | undefined, mode: RefillMode = "bucket", size?: number): RateLimiter {
   const buckets = new Map<string, Allowance>();
   const decide = (bucket: string, now: number, spend: boolean): RateDecision => {
     if (perSecond === undefined) return { allowed: true, headers: headers(unlimitedSize, unlimitedSize, Math.ceil(now / 1000)) };

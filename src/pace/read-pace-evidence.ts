@@ -40,8 +40,8 @@ export const quotaHeadroom = 0.95;
 /**
  * Reads one answer's rate-limit headers as evidence for the pace (docs/operating.md, "How
  * the recovery pace works"). The ceiling is the tightest limit shown: RECONCILE_RATE_SHARE of
- * `X-RateLimit-Limit` a second (the bucket's size: a bucket that refills more slowly shows
- * it by draining), the quota of `Auth0-RateLimit` (q per t seconds), RECONCILE_RATE_PER_SECOND.
+ * `X-RateLimit-Limit` a second (the bucket's size), and of what a bucket that is full again
+ * only seconds from now allows a second until then (slowBucket), the quota of `Auth0-RateLimit` (q per t seconds), RECONCILE_RATE_PER_SECOND.
  * Room shrinks when the bucket holds less than the others' part of it (`1 - share`) and less
  * than our pace spends until its `X-RateLimit-Reset`: it is then draining faster than it
  * refills. A bucket that refills all at once at the end of a window runs low just before
@@ -56,8 +56,8 @@ export function readPaceEvidence(response: { status: number; headers: Headers },
   if (options.capPerSecond !== undefined) limits.push({ perSecond: options.capPerSecond, limit: "cap" });
   if (quota) limits.push({ perSecond: (quota.requests / quota.seconds) * quotaHeadroom, limit: "quota" });
   if (bucket?.limit !== undefined && bucket.limit > 0) limits.push({ perSecond: bucket.limit * options.share, limit: "bucket" });
-  const refill = slowRefill(bucket, now);
-  if (refill !== undefined) limits.push({ perSecond: refill, limit: "bucket" });
+  const slow = slowBucket(bucket, headers);
+  if (slow !== undefined) limits.push({ perSecond: slow * options.share, limit: "bucket" });
   const ceiling = limits.reduce<PaceEvidence["ceiling"]>((tightest, limit) => (tightest === undefined || limit.perSecond < tightest.perSecond ? limit : tightest), undefined);
 
   if (response.status === 429) {
@@ -90,17 +90,20 @@ export function readPaceEvidence(response: { status: number; headers: Headers },
 }
 
 /**
- * The least a bucket that is full again 2 s or more from now refills a second: what it lacks
- * over the time to its `X-RateLimit-Reset` (in whole seconds, so the time may be up to a second
- * too long and the rate too low). Such a bucket refills more slowly than it holds (60 held,
- * 10 a second): a pace held to its refill keeps its level, where one at the share of its size
- * would drain it to empty and take the other clients' part. A bucket full within 2 s (one that
- * refills its size each second, a window of a second) shows nothing here: rounded to whole
- * seconds, its time to full would read its rate several times too low.
+ * What a bucket that is full again 3 s or more from now allows a second until then, by the
+ * tenant's own clock (its `Date` header: ours may differ by seconds): what it lacks over that
+ * time (the least a bucket that refills continuously refills a second), or what it holds over
+ * that time (what a window that refills at its end has left until then), whichever is more.
+ * A bucket that holds more than it refills a second (60 held, 10 a second) shows it so; at the
+ * share of its size it would be drained, the other clients' part taken. Both headers are in
+ * whole seconds (the reset rounded up, the date down), so a time read as 3 s is more than 1 s:
+ * a bucket full within a second (one that refills its size each second, a window of a second)
+ * shows nothing here, where it would read its rate several times too low.
  */
-function slowRefill(bucket: ReturnType<typeof readRateLimit>, now: number): number | undefined {
-  if (bucket?.limit === undefined || bucket.remaining === undefined || bucket.reset === undefined) return undefined;
-  const untilFullSeconds = (bucket.reset * 1000 - now) / 1000;
-  if (untilFullSeconds < 2 || bucket.remaining >= bucket.limit) return undefined;
-  return (bucket.limit - bucket.remaining) / untilFullSeconds;
+function slowBucket(bucket: ReturnType<typeof readRateLimit>, headers: Headers): number | undefined {
+  const tenantNow = Date.parse(headers.get("date") ?? "");
+  if (bucket?.limit === undefined || bucket.remaining === undefined || bucket.reset === undefined || Number.isNaN(tenantNow)) return undefined;
+  const untilFullSeconds = (bucket.reset * 1000 - tenantNow) / 1000;
+  if (untilFullSeconds < 3) return undefined;
+  return Math.max(bucket.limit - bucket.remaining, bucket.remaining) / untilFullSeconds;
 }

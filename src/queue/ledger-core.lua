@@ -160,22 +160,18 @@ end
 -- then the name. 0 for a name '' (the field is the kind alone) and when a string table is
 -- full: that string is then not kept. Answers in the table the read returned (a table less
 -- per call: the ledger's Lua spends its time on allocations, docs/benchmarks.md).
--- Routes that do not all fit are refused before any is added: a refused call leaves the
--- dictionary as it found it, with room for the next call's routes.
-local function roomForRoutes(dict, fields, found, from)
-  local missing = 0
-  for k = from, #fields do
-    if not found[k] and #fields[k] > 1 and fields[k]:sub(1, 1) == 'r' then missing = missing + 1 end
-  end
-  if (tonumber(redis.call('HGET', dict, '#r')) or 0) + missing > 255 then
-    error('more than 255 route names in one ledger bucket')
-  end
-end
-
 local function intern(i, fields)
   local dict = dictKey(i)
   local found = redis.call('HMGET', dict, unpack(fields))
-  local routesChecked = false
+  -- Routes that do not all fit are refused before any name is added: a refused call leaves
+  -- the dictionary as it found it, with room for the next call's routes.
+  local missingRoutes = 0
+  for k, f in ipairs(fields) do
+    if not found[k] and #f > 1 and f:sub(1, 1) == 'r' then missingRoutes = missingRoutes + 1 end
+  end
+  if missingRoutes > 0 and (tonumber(redis.call('HGET', dict, '#r')) or 0) + missingRoutes > 255 then
+    error('more than 255 route names in one ledger bucket')
+  end
   for k, f in ipairs(fields) do
     if #f == 1 then
       found[k] = 0
@@ -183,10 +179,6 @@ local function intern(i, fields)
       found[k] = tonumber(found[k])
     else
       local kind = f:sub(1, 1)
-      if kind == 'r' and not routesChecked then
-        roomForRoutes(dict, fields, found, k)
-        routesChecked = true
-      end
       local next = redis.call('HINCRBY', dict, '#' .. kind, 1)
       if next > 255 then
         redis.call('HINCRBY', dict, '#' .. kind, -1)

@@ -126,6 +126,7 @@ export function createSweeper(options: SweeperOptions): Sweeper {
         pages += figures.pages;
         const fresh = await state.noteOutcomes(streamId, figures, Date.now());
         if (figures.unrecovered.length > 0) logSetAside(logger, streamId, figures, fresh, from, to);
+        for (const span of figures.unlisted) logger.error({ streamId, ...span }, `sweep: ${span.reason}`);
         found += fresh;
         recovered += figures.recovered.length;
         sweepFailedDeliveries.inc({ stream: streamId }, fresh);

@@ -4,7 +4,7 @@ import type { PacedTenant } from "../pace/create-paced-tenant.js";
 import type { Reconciler } from "../reconcile/create-reconciler.js";
 import { sweepScopeOf } from "../streams/swept-streams.js";
 import { listSweptStreams } from "./list-swept-streams.js";
-import { sweepWindow, type WindowResult } from "./sweep-window.js";
+import { sweepWindow, type UnlistedSpan, type WindowResult } from "./sweep-window.js";
 
 export interface WindowRequest {
   from: Date;
@@ -31,7 +31,7 @@ export class WindowRefusedError extends Error {
   readonly problemType = plainProblem;
 }
 
-export type WindowRunner = (request: WindowRequest, onResult: (result: WindowResult) => void) => Promise<{ streams: string[]; pages: number }>;
+export type WindowRunner = (request: WindowRequest, onResult: (result: WindowResult) => void) => Promise<{ streams: string[]; pages: number; unlisted: Array<UnlistedSpan & { streamId: string }> }>;
 
 /**
  * One window from the command line (`streamkeeper reconcile --since`), run by the service
@@ -62,10 +62,12 @@ export function createWindowRunner(deps: {
       streams = await listSweptStreams(tenant.client, scope);
     }
     let pages = 0;
+    const unlisted: Array<UnlistedSpan & { streamId: string }> = [];
     for (const streamId of streams) {
       const figures = await sweepWindow({ tenant: tenant.client, reconciler: deps.reconciler, streamId, from: request.from, to: request.to, type: request.type, dryRun: request.dryRun, onResult });
       pages += figures.pages;
+      unlisted.push(...figures.unlisted.map((span) => ({ streamId, ...span })));
     }
-    return { streams, pages };
+    return { streams, pages, unlisted };
   };
 }

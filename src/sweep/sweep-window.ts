@@ -38,6 +38,14 @@ export interface WindowFigures {
   unrecovered: string[];
   /** Why each of `unrecovered` was not recovered (its outcome). */
   reasons: Record<string, string>;
+  /** Spans whose failed deliveries could not all be listed (no id is known of those left out), and why. */
+  unlisted: UnlistedSpan[];
+}
+
+export interface UnlistedSpan {
+  from: string;
+  to: string;
+  reason: string;
 }
 
 /** Records handled at once: each costs Redis round trips only, no tenant call. */
@@ -47,6 +55,13 @@ const parallel = 20;
 const pageSize = 100;
 
 /**
+ * List calls one window may spend reading full cursorless pages again as halves: 6,400
+ * failed deliveries. A tenant whose dates narrow nothing would otherwise be read down to
+ * every second of the window.
+ */
+const splitPagesMax = 64;
+
+/**
  * One window of one stream: every page of the tenant's failed deliveries between `from`
  * and `to` (docs/tenant.md#failed-deliveries: the list's order and which time the dates filter on are not
  * documented, so nothing here depends on either), each record reconciled from the list
@@ -54,15 +69,15 @@ const pageSize = 100;
  * path: ledger dedupe, the event store, reconcile priority below live events.
  */
 export async function sweepWindow(options: SweepWindowOptions): Promise<WindowFigures> {
-  const figures: WindowFigures = { pages: 0, recovered: [], received: [], unrecovered: [], reasons: {} };
+  const figures: WindowFigures = { pages: 0, recovered: [], received: [], unrecovered: [], reasons: {}, unlisted: [] };
   await sweepSpan(options, options.from.getTime(), options.to.getTime(), figures);
   return figures;
 }
 
 /**
  * The pages of `from` to `to`. A full page in the OpenAPI file's shape (a bare array, no
- * cursor) may hide more records: each half of the span is read instead, down to one second,
- * where what may be left unlisted is said as unrecovered.
+ * cursor) may hide more records: each half of the span is read instead, in the list's whole
+ * seconds, down to one second or `splitPagesMax` calls, where what may be left is said unlisted.
  */
 async function sweepSpan(options: SweepWindowOptions, from: number, to: number, figures: WindowFigures): Promise<void> {
   const { type } = options;
@@ -71,15 +86,19 @@ async function sweepSpan(options: SweepWindowOptions, from: number, to: number, 
   for await (const page of pages) {
     figures.pages++;
     if (page.cursorless && page.deliveries.length + (page.unreadable?.length ?? 0) >= pageSize) {
-      const middle = Math.floor((from + (to - from) / 2) / 1000) * 1000;
-      if (middle > from) {
+      // As the list takes them: `from` down to its second, `to` up to the next.
+      const [first, last] = [Math.floor(from / 1000), Math.ceil(to / 1000)];
+      if (last - first > 1 && figures.pages < splitPagesMax) {
+        const middle = (first + Math.floor((last - first) / 2)) * 1000;
         await options.afterPage?.();
         await sweepSpan(options, from, middle, figures);
         await sweepSpan(options, middle, to, figures);
         return;
       }
-      const what = `records beyond the first ${pageSize} failed at ${new Date(from).toISOString()}`;
-      setAside(options, figures, what, `the tenant listed a full page with no cursor (a bare array) for one second: ${what} cannot be listed; recover them by id`);
+      const span = { from: new Date(from).toISOString(), to: new Date(to).toISOString() };
+      const why = last - first > 1 ? `${splitPagesMax} list calls did not narrow it (does the tenant filter on the dates?)` : "one second holds more than a page";
+      figures.unlisted.push({ ...span, reason: `the tenant listed a full page with no cursor (a bare array) and ${why}: failed deliveries beyond its ${pageSize} cannot be listed; recover them by id` });
+      if (!options.dryRun) reconcileTotal.inc({ outcome: "error" });
     }
     // Records the tenant sent in a shape we cannot read: unrecovered with their reason,
     // and the window goes on (README.md#the-sweep-failed-deliveries-found-without-being-told: one record never holds back the others).

@@ -7,12 +7,12 @@ import { deliveryRecordSchema, type DeliveryRecord } from "./delivery-record.js"
  * absent on the last page (docs/tenant.md#failed-deliveries).
  */
 export const deliveryPageSchema = z
-  .preprocess(
-    (body) => (Array.isArray(body) ? { deliveries: body, cursorless: true } : body),
+  .union([
+    z.array(z.unknown()).transform((deliveries) => ({ deliveries, next: undefined, cursorless: true as const })),
     // Each record on its own: one the schema refuses is set aside (`unreadable`), so it
     // cannot hold back the rest of its page, nor every sweep after it.
-    z.looseObject({ deliveries: z.array(z.unknown()), next: z.string().nullish(), cursorless: z.literal(true).optional() }),
-  )
+    z.looseObject({ deliveries: z.array(z.unknown()), next: z.string().nullish() }).transform(({ deliveries, next }) => ({ deliveries, next, cursorless: undefined })),
+  ])
   .transform(({ deliveries, next, cursorless }) => {
     const readable: DeliveryRecord[] = [];
     const unreadable: UnreadableRecord[] = [];

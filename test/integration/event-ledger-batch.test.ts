@@ -107,6 +107,15 @@ describe("event ledger batches", () => {
     expect(results.map((result) => result.status)).toEqual(["fulfilled", "fulfilled", "rejected", "fulfilled", "fulfilled"]);
     expect(String((results[2] as PromiseRejectedResult).reason)).toMatch(/more than 255 route names/);
     expect(await Promise.all(ids.map((id) => ledger.has(id)))).toEqual([true, true, false, true, true]);
+
+    // Alone in a fresh bucket, the refused claim writes nothing at all: no name of its type or
+    // stream is left in a dictionary that nothing would ever expire.
+    const fresh = `test-${randomUUID()}`;
+    const alone = createEventLedger(redis, fresh, 3600, 1);
+    await alone.shards();
+    const before = await redis.keys(`*${fresh}*`);
+    await expect(alone.claim(`evt_${randomUUID()}`, arrival(tooMany), false)).rejects.toThrow(/more than 255 route names/);
+    expect(await redis.keys(`*${fresh}*`)).toEqual(before);
   });
 
   it("when Redis refuses the ledger for another reason than slots (an ACL without GET or scripts), then each call gets the refusal, and once allowed the ledger reads its shards again and sends a turn as one script call, admissions in one step", async () => {

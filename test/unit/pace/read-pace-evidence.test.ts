@@ -20,14 +20,18 @@ describe("readPaceEvidence", () => {
     expect(read(200, { ...bucket(200, 199, second + 1), "Auth0-RateLimit": "client;q=600;t=60;r=1" }).ceiling).toEqual({ perSecond: 9.5, limit: "quota" });
   });
 
-  it("when the bucket is full again only 2 s or more from now, then the ceiling is no more than what it lacks over that time: its refill", () => {
-    // 60 held, 30 lacking, full in 3 s: it refills at least 10 a second, not the 60 its size suggests.
-    expect(read(200, bucket(60, 30, second + 3)).ceiling).toEqual({ perSecond: 10, limit: "bucket" });
-    // A bucket full within 2 s says nothing of its rate: the share of its size stands.
-    expect(read(200, bucket(60, 30, second + 1)).ceiling).toEqual({ perSecond: 30, limit: "bucket" });
-    expect(readPaceEvidence(answer(200, bucket(60, 0, second + 2)), { share: 0.5, pacePerSecond: 10, now: now + 1 }).ceiling).toEqual({ perSecond: 30, limit: "bucket" });
-    // Full already: nothing lacks.
-    expect(read(200, bucket(60, 60, second + 5)).ceiling).toEqual({ perSecond: 30, limit: "bucket" });
+  it("when the bucket is full again 3 s or more from now by the tenant's clock, then the ceiling is at most the share of what it allows a second until then", () => {
+    const at = (tenantSecond: number) => ({ Date: new Date(tenantSecond * 1000).toUTCString() });
+    // 60 held, 30 lacking, full in 3 s: it refills at least 10 a second, not the 60 its size suggests; our share of that.
+    expect(read(200, { ...bucket(60, 30, second + 3), ...at(second) }).ceiling).toEqual({ perSecond: 5, limit: "bucket" });
+    // A window of 1000 a minute, one used, 59 s left: what it holds over that time, not what it lacks.
+    expect(read(200, { ...bucket(1000, 999, second + 59), ...at(second) }).ceiling?.perSecond).toBeCloseTo((0.5 * 999) / 59);
+    // Full within a second: the share of its size stands (the headers' whole seconds say nothing of its rate).
+    expect(read(200, { ...bucket(60, 30, second + 2), ...at(second) }).ceiling).toEqual({ perSecond: 30, limit: "bucket" });
+    // By the tenant's clock, not ours: ours 3 s behind reads the same bucket as full within a second.
+    expect(read(200, { ...bucket(60, 58, second + 4), ...at(second + 3) }).ceiling).toEqual({ perSecond: 30, limit: "bucket" });
+    // No Date header: no clock to read it by.
+    expect(read(200, bucket(60, 30, second + 5)).ceiling).toEqual({ perSecond: 30, limit: "bucket" });
   });
 
   it("when a window that refills at its end runs low with little time left, then there is still room", () => {
