@@ -30,6 +30,8 @@ export interface EventsApiState {
   down: boolean;
   /** The `Retry-After` (seconds) of a `429` past the connection limit. */
   retryAfterSeconds: number;
+  /** False: a heartbeat is the `: heartbeat` comment alone, no `offset-only` marker (a quiet log shows only comments). */
+  markers: boolean;
   /** Cuts every open stream (going down); with a message, each ends with `event: error` saying it. */
   cut(error?: string): void;
 }
@@ -43,6 +45,7 @@ export function createEventsApiState(): EventsApiState {
     recent: [],
     down: false,
     retryAfterSeconds: 1,
+    markers: true,
     cutters,
     cut: (error) => {
       for (const cut of [...cutters]) cut(error);
@@ -107,7 +110,7 @@ export function eventRoutes(log: EventLog, options: EventsApiOptions, state: Eve
           // A comment, as the tenant sends between messages, then where the reader stands,
           // also past events the filter left out.
           res.write(": heartbeat\n\n");
-          res.write(`event: offset-only\nid: ${log.offsetOf(cursor)}\ndata: ${JSON.stringify({ offset: log.offsetOf(cursor) })}\n\n`);
+          if (state.markers) res.write(`event: offset-only\nid: ${log.offsetOf(cursor)}\ndata: ${JSON.stringify({ offset: log.offsetOf(cursor) })}\n\n`);
           lastSent = Date.now();
         }
         const beat = AbortSignal.any([stop.signal, AbortSignal.timeout(Math.max(1, options.heartbeatMs - (Date.now() - lastSent)))]);

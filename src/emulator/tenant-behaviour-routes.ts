@@ -33,6 +33,7 @@ export function tenantBehaviourRoutes(deps: { log: EventLog; eventsApi: EventsAp
   // {"down":true}: every Events API request is dropped unanswered and open streams are cut; false ends it.
   // {"expire_through":"<offset>"}: the events up to that offset are gone, as retention would drop them (410 after).
   // {"retry_after_seconds":5}: the Retry-After of a 429 past the connection limit (1 at start).
+  // {"markers":false}: heartbeats are `: heartbeat` comments alone, no `offset-only` markers.
   // {"end_with_error":"<message>"}: every open stream ends with `event: error` saying it.
   router.put("/events-api", (req, res) => {
     const body = z
@@ -40,11 +41,13 @@ export function tenantBehaviourRoutes(deps: { log: EventLog; eventsApi: EventsAp
         down: z.boolean().optional(),
         expire_through: z.string().min(1).optional(),
         retry_after_seconds: z.number().int().min(0).optional(),
+        markers: z.boolean().optional(),
         end_with_error: z.string().min(1).optional(),
       })
       .safeParse(req.body);
     if (!body.success) throw validationError("Payload", body.error);
     if (body.data.retry_after_seconds !== undefined) deps.eventsApi.retryAfterSeconds = body.data.retry_after_seconds;
+    if (body.data.markers !== undefined) deps.eventsApi.markers = body.data.markers;
     if (body.data.end_with_error !== undefined) deps.eventsApi.cut(body.data.end_with_error);
     if (body.data.expire_through !== undefined) {
       const seq = deps.log.seqOf(body.data.expire_through);

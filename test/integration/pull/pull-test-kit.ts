@@ -59,7 +59,7 @@ export async function setEventsApiDown(emulator: Emulator, down: boolean): Promi
 }
 
 /** The emulator's control API of the Events API: an outage, an expiry, a 429's wait, a terminal `event: error`. */
-export async function changeEventsApi(emulator: Emulator, change: { down?: boolean; expire_through?: string; retry_after_seconds?: number; end_with_error?: string }): Promise<void> {
+export async function changeEventsApi(emulator: Emulator, change: { down?: boolean; expire_through?: string; retry_after_seconds?: number; end_with_error?: string; markers?: boolean }): Promise<void> {
   const response = await fetch(`${emulator.url}/emulator/events-api`, { method: "PUT", headers: { "content-type": "application/json" }, body: JSON.stringify(change) });
   expect(response.status).toBe(200);
 }
