@@ -3,6 +3,7 @@ import type { DryRunOutcome, Reconciler } from "../reconcile/create-reconciler.j
 import { outcomeLabel, type ReconcileOutcome } from "../reconcile/reconcile-job.js";
 import { routeMatches } from "../routes/route.js";
 import type { TenantClient } from "../tenant/create-tenant-client.js";
+import type { DeliveryPage } from "../tenant/delivery-page.js";
 
 export interface WindowResult {
   eventId: string;
@@ -100,27 +101,33 @@ async function sweepSpan(options: SweepWindowOptions, from: number, to: number, 
       figures.unlisted.push({ ...span, reason: `the tenant listed a full page with no cursor (a bare array) and ${why}: failed deliveries beyond its ${pageSize} cannot be listed; recover them by id` });
       if (!options.dryRun) reconcileTotal.inc({ outcome: "error" });
     }
-    // Records the tenant sent in a shape we cannot read: unrecovered with their reason,
-    // and the window goes on (README.md#the-sweep-failed-deliveries-found-without-being-told: one record never holds back the others).
-    for (const record of page.unreadable ?? []) setAside(options, figures, record.id ?? `unreadable record ${record.index + 1} of page ${figures.pages}`, record.reason);
-    const records = page.deliveries.filter((record) => type === undefined || routeMatches({ match: [type] }, record.event_type));
-    for (let at = 0; at < records.length; at += parallel) {
-      const results = await Promise.all(
-        records.slice(at, at + parallel).map(async (record): Promise<WindowResult> => {
-          if (options.dryRun) return options.reconciler.assessRecord(record);
-          const result = await options.reconciler.reconcileRecord(record);
-          reconcileTotal.inc({ outcome: outcomeLabel(result.outcome) });
-          return { eventId: result.eventId, streamId: record.event_stream_id, outcome: result.outcome };
-        }),
-      );
-      for (const result of results) {
-        const list = result.outcome === "recovered" || result.outcome === "would_recover" ? figures.recovered : result.outcome === "already_received" ? figures.received : figures.unrecovered;
-        list.push(result.eventId);
-        if (list === figures.unrecovered) figures.reasons[result.eventId] = result.outcome;
-        options.onResult?.(result);
-      }
-    }
+    await reconcilePage(options, page, figures);
     await options.afterPage?.();
+  }
+}
+
+/** Each record of one page through the reconciler, `parallel` at a time, into `figures`. */
+async function reconcilePage(options: SweepWindowOptions, page: DeliveryPage, figures: WindowFigures): Promise<void> {
+  const { type } = options;
+  // Records the tenant sent in a shape we cannot read: unrecovered with their reason,
+  // and the window goes on (README.md#the-sweep-failed-deliveries-found-without-being-told: one record never holds back the others).
+  for (const record of page.unreadable ?? []) setAside(options, figures, record.id ?? `unreadable record ${record.index + 1} of page ${figures.pages}`, record.reason);
+  const records = page.deliveries.filter((record) => type === undefined || routeMatches({ match: [type] }, record.event_type));
+  for (let at = 0; at < records.length; at += parallel) {
+    const results = await Promise.all(
+      records.slice(at, at + parallel).map(async (record): Promise<WindowResult> => {
+        if (options.dryRun) return options.reconciler.assessRecord(record);
+        const result = await options.reconciler.reconcileRecord(record);
+        reconcileTotal.inc({ outcome: outcomeLabel(result.outcome) });
+        return { eventId: result.eventId, streamId: record.event_stream_id, outcome: result.outcome };
+      }),
+    );
+    for (const result of results) {
+      const list = result.outcome === "recovered" || result.outcome === "would_recover" ? figures.recovered : result.outcome === "already_received" ? figures.received : figures.unrecovered;
+      list.push(result.eventId);
+      if (list === figures.unrecovered) figures.reasons[result.eventId] = result.outcome;
+      options.onResult?.(result);
+    }
   }
 }
 
