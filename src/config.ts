@@ -155,7 +155,7 @@ export class ConfigError extends Error {
 const schema = z.object(Object.fromEntries(Object.entries(settings).map(([key, [type]]) => [key, type]))) as unknown as z.ZodType<Env>;
 
 /** The settings `keys` of `source` (blank as unset), parsed; a ConfigError naming every bad value. */
-function parseSettings<T>(parser: z.ZodType<T>, keys: string[], source: Record<string, string | undefined>): T {
+function parseSettings<T>(parser: z.ZodType<T>, keys: readonly string[], source: Record<string, string | undefined>): T {
   const raw = Object.fromEntries(keys.map((key) => [key, source[key] === "" ? undefined : source[key]]));
   const parsed = parser.safeParse(raw);
   if (!parsed.success) {
@@ -166,9 +166,9 @@ function parseSettings<T>(parser: z.ZodType<T>, keys: string[], source: Record<s
   return parsed.data;
 }
 
-/** What a command that only talks to the running service reads of its own environment. */
-export type ClientEnv = Pick<Env, "ADMIN_URL" | "ADMIN_HOST" | "ADMIN_PORT" | "ADMIN_TOKEN">;
 const clientKeys = ["ADMIN_URL", "ADMIN_HOST", "ADMIN_PORT", "ADMIN_TOKEN"] as const;
+/** What a command that only talks to the running service reads of its own environment. */
+export type ClientEnv = Pick<Env, (typeof clientKeys)[number]>;
 const clientSchema = z.object(Object.fromEntries(clientKeys.map((key) => [key, settings[key][0]]))) as unknown as z.ZodType<ClientEnv>;
 
 /**
@@ -176,7 +176,7 @@ const clientSchema = z.object(Object.fromEntries(clientKeys.map((key) => [key, s
  * setting is the service's (one truth), so a bad one in the command's shell is none of its business.
  */
 export function loadClientConfig(source: Record<string, string | undefined> = process.env): ClientEnv {
-  return parseSettings(clientSchema, [...clientKeys], source);
+  return parseSettings(clientSchema, clientKeys, source);
 }
 
 /** Parses the environment; throws a ConfigError naming every bad value and what to change. */

@@ -36,9 +36,12 @@ export interface EventsApiState {
   cut(error?: string): void;
 }
 
+/** Ends one open stream; with a message, by `event: error` saying it. */
+type Cutter = (error?: string) => void;
+
 export function createEventsApiState(): EventsApiState {
-  const cutters = new Set<(error?: string) => void>();
-  const state: EventsApiState & { cutters: Set<(error?: string) => void> } = {
+  const cutters = new Set<Cutter>();
+  const state: EventsApiState & { cutters: Set<Cutter> } = {
     open: 0,
     maxOpen: 0,
     attempts: {},
@@ -63,7 +66,7 @@ export function createEventsApiState(): EventsApiState {
  */
 export function eventRoutes(log: EventLog, options: EventsApiOptions, state: EventsApiState): Router {
   const router = Router();
-  const cutters = (state as EventsApiState & { cutters: Set<(error?: string) => void> }).cutters;
+  const cutters = (state as EventsApiState & { cutters: Set<Cutter> }).cutters;
 
   router.get("/events", (req, res) => {
     if (!callerOf(res).scopes.includes("read:events")) throw new ApiError(403, "Insufficient scope; expected any of: read:events.", "insufficient_scope");

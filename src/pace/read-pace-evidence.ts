@@ -40,8 +40,9 @@ export const quotaHeadroom = 0.95;
 /**
  * Reads one answer's rate-limit headers as evidence for the pace (docs/operating.md, "How
  * the recovery pace works"). The ceiling is the tightest limit shown: RECONCILE_RATE_SHARE of
- * `X-RateLimit-Limit` a second (the bucket's size), and of what a bucket that is full again
- * only seconds from now allows a second until then (slowBucket), the quota of `Auth0-RateLimit` (q per t seconds), RECONCILE_RATE_PER_SECOND.
+ * `X-RateLimit-Limit` a second (the bucket's size) and of what a bucket full again only
+ * seconds from now allows a second until then (slowBucket), the quota of `Auth0-RateLimit`
+ * (q per t seconds), RECONCILE_RATE_PER_SECOND.
  * Room shrinks when the bucket holds less than the others' part of it (`1 - share`) and less
  * than our pace spends until its `X-RateLimit-Reset`: it is then draining faster than it
  * refills. A bucket that refills all at once at the end of a window runs low just before

@@ -29,7 +29,7 @@ export interface PullerDeps {
   logger: Logger;
   /** First wait after a failed connection; doubles to backoffMaxMs. @defaultValue 1000 */
   backoffBaseMs?: number;
-  /** @defaultValue 60000 */
+  /** The longest wait before reconnecting, the tenant's `retry:` included. @defaultValue {@link defaultBackoffMaxMs} */
   backoffMaxMs?: number;
   /** A connection silent this long (no event, marker or comment) is dropped and made again. @defaultValue 90000 */
   idleMs?: number;
@@ -37,6 +37,9 @@ export interface PullerDeps {
   /** Messages stored at once (offsets kept in order all the same). @defaultValue 32 */
   inFlight?: number;
 }
+
+/** PullerDeps.backoffMaxMs unless given: a minute. */
+export const defaultBackoffMaxMs = 60_000;
 
 /** What one connection came to: why it ended and how long to wait before the next. */
 export interface Ending {
@@ -87,7 +90,7 @@ export function createEventLogReader(deps: PullerDeps, owner: string, setState: 
       idle = setTimeout(() => stream?.close(), idleMs);
     };
     try {
-      const onRetry = (ms: number) => void (retryMs = Math.min(ms, deps.backoffMaxMs ?? 60_000));
+      const onRetry = (ms: number) => void (retryMs = Math.min(ms, deps.backoffMaxMs ?? defaultBackoffMaxMs));
       stream = await openEventLog({ apiBaseUrl: deps.apiBaseUrl, tenant: deps.tenant, query, signal, fetch: deps.fetch, onComment: watch, onRetry });
     } catch (error) {
       if (signal.aborted) return { reason: "error", waitMs: 0 };
@@ -228,13 +231,13 @@ async function keepAside(deps: Pick<PullerDeps, "state" | "logger">, message: Ev
  */
 async function resumeFromTime(deps: Pick<PullerDeps, "state" | "overlapMs" | "dedupeTtlMs" | "logger">, offset: string | undefined, error: TenantApiError): Promise<{ offset: string | undefined; from: Date }> {
   const position: { lastEventAt?: string; offsetAt?: string } = await deps.state.position().catch(() => ({}));
+  const keptAt = Date.parse(position.offsetAt ?? "");
   // An event's time is the tenant's word: one ahead of when its offset was kept (a clock
   // ahead, a time set by hand) would resume past the events after it. Never later than that.
-  const lastEventAt = Math.min(Date.parse(position.lastEventAt ?? ""), Date.parse(position.offsetAt ?? "") || Number.POSITIVE_INFINITY);
   const [since, what] = position.lastEventAt
-    ? [lastEventAt, "the last stored event's time, or when its offset was kept if earlier"]
+    ? [Math.min(Date.parse(position.lastEventAt), keptAt || Number.POSITIVE_INFINITY), "the last stored event's time, or when its offset was kept if earlier"]
     : position.offsetAt
-      ? [Date.parse(position.offsetAt), "when the offset was kept, no event stored since the start"]
+      ? [keptAt, "when the offset was kept, no event stored since the start"]
       : [Number.NaN, ""];
   const known = !Number.isNaN(since);
   const wanted = (known ? since : Date.now()) - deps.overlapMs;

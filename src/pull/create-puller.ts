@@ -3,7 +3,7 @@ import { randomBytes } from "node:crypto";
 import { setTimeout as sleep } from "node:timers/promises";
 import { forgetPullMessages, notePullMessage, pullConnected, pullReconnects } from "../metrics/pull-metrics.js";
 import { jitteredBackoff } from "../retry-after.js";
-import { createEventLogReader, type PullerDeps } from "./create-event-log-reader.js";
+import { createEventLogReader, defaultBackoffMaxMs, type PullerDeps } from "./create-event-log-reader.js";
 import type { PullStateName } from "./pull-state.js";
 
 export type { Ending, PullerDeps, ReconnectReason } from "./create-event-log-reader.js";
@@ -34,7 +34,7 @@ export function createPuller(deps: PullerDeps): Puller {
   const renewMs = Math.max(1, Math.round(deps.failoverMs / 5));
   const pollMs = Math.max(1, Math.round(deps.failoverMs / 10));
   const backoffBaseMs = deps.backoffBaseMs ?? 1000;
-  const backoffMaxMs = deps.backoffMaxMs ?? 60_000;
+  const backoffMaxMs = deps.backoffMaxMs ?? defaultBackoffMaxMs;
   const closing = new AbortController();
   let current: PullStateName = "waiting";
   let lastError: string | null = null;
