@@ -14,6 +14,9 @@ import { streamIdPattern } from "./tenant/stream-id.js";
  */
 const wholePort = "use a whole number from 0 to 65535";
 /** A whole number of `unit` from `min` up, read from the environment; `note` says what a value means. */
+/** LIVE_WINDOW_SECONDS's default: the live window of a route that sets none (delivery-queues.ts). */
+export const defaultLiveWindowSeconds = 300;
+
 const whole = (unit: string, min: number, note?: string) => numberSchema({ whole: true, min, unit, note, coerce: true });
 const port = z.coerce.number({ error: wholePort }).int(wholePort).min(0, wholePort).max(65535, wholePort);
 const optional = z.string().trim().min(1).optional();
@@ -86,6 +89,7 @@ export const settings = {
   DISPATCH_BACKOFF_BASE_MS: [whole("milliseconds", 1).default(1000), "first retry delay of a downstream delivery; doubles each attempt, with jitter"],
   DISPATCH_BACKOFF_MAX_MS: [whole("milliseconds", 1).default(3_600_000), "longest retry delay, also the clamp on a downstream Retry-After"],
   DISPATCH_RETRY_WINDOW_SECONDS: [whole("seconds", 1).default(259_200), "how long a delivery keeps being retried after its first failure before it becomes a dead letter (a route's maxAttemptsPerEvent may end it sooner)"],
+  LIVE_WINDOW_SECONDS: [whole("seconds", 1).default(defaultLiveWindowSeconds), "an event whose time is more than this before its arrival is late: it waits in its route's late lane, behind live events (a route's liveWindowSeconds wins; docs/operating.md, Live and late lanes)"],
   DISPATCH_CIRCUIT_FAILURES: [whole("failures", 0, "0 turns the circuit off").default(10), "consecutive failed deliveries after which a route stops sending and probes with one delivery at a time; 0 turns the circuit off"],
   DISPATCH_CIRCUIT_PROBE_MIN_MS: [whole("milliseconds", 10).default(5000), "first wait before an open circuit's probe; doubles after each failed probe"],
   DISPATCH_CIRCUIT_PROBE_MAX_MS: [whole("milliseconds", 10).default(30_000), "longest wait between two probes of an open circuit, so a recovered downstream is found within it"],

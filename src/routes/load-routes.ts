@@ -34,6 +34,8 @@ const routeSchema = z
     ratePerSecond: numberSchema({ above: 0, max: 100_000, unit: "deliveries per second", example: "10", note: "leave it out for no limit" }).optional(),
     // The route's freshness objective (docs/operating.md, "Freshness"); absent means none.
     freshnessSeconds: numberSchema({ above: 0, max: 86_400, unit: "seconds", example: "5", note: "99% of live events delivered within this many seconds of their time; leave it out for no objective" }).optional(),
+    // Absent: LIVE_WINDOW_SECONDS (loadRoutes fills it in).
+    liveWindowSeconds: numberSchema({ whole: true, min: 1, max: 31_536_000, unit: "seconds", example: "300", note: "events older than this when they arrive wait behind live ones; leave it out for LIVE_WINDOW_SECONDS" }).optional(),
   })
   .strict();
 
@@ -122,8 +124,13 @@ function listOf(raw: unknown, origin: string): unknown[] {
   throw new ConfigError([`${origin}: routes: expected a list of routes, or an object with a "routes" list`]);
 }
 
-/** Routes from ROUTES_FILE, or the DOWNSTREAM_URL shortcut (one route `default` for `*`). */
+/** Routes from ROUTES_FILE, or the DOWNSTREAM_URL shortcut (one route `default` for `*`), each with its live window (LIVE_WINDOW_SECONDS where it sets none). */
 export async function loadRoutes(config: Config): Promise<Route[]> {
+  const routes = await readRoutes(config);
+  return routes.map((route) => ({ ...route, liveWindowSeconds: route.liveWindowSeconds ?? config.env.LIVE_WINDOW_SECONDS }));
+}
+
+async function readRoutes(config: Config): Promise<Route[]> {
   const { ROUTES_FILE, DOWNSTREAM_URL } = config.env;
   if (ROUTES_FILE && DOWNSTREAM_URL) throw new ConfigError(["set ROUTES_FILE or DOWNSTREAM_URL, not both"]);
   if (DOWNSTREAM_URL) return parseRoutes(JSON.stringify([{ name: "default", match: "*", url: DOWNSTREAM_URL }]), "DOWNSTREAM_URL");
