@@ -15,11 +15,11 @@ export interface EventFilter {
   /** arrival before (exclusive), ms */
   until?: number;
   route?: string;
-  /** delivered, dead_letter, stale, retry, pending (no outcome yet) or unrouted */
+  /** delivered, dead_letter, stale, retry, parked, pending (no outcome yet) or unrouted */
   outcome?: string;
 }
 
-export const outcomes = ["delivered", "dead_letter", "stale", "retry", "pending", "unrouted"] as const;
+export const outcomes = ["delivered", "dead_letter", "stale", "retry", "parked", "pending", "unrouted"] as const;
 
 export interface ArchivedEvent {
   id: string;
@@ -59,6 +59,17 @@ export function typePattern(type: string): string {
   return type.replace(/[\\%_]/g, (c) => `\\${c}`).replaceAll("*", "%");
 }
 
+/**
+ * The outcome filter of search and replay, over the events row `e`: the parameter `outcome`
+ * (`$n`: NULL for any), on the route of the parameter `route` (NULL: on any route).
+ */
+export function outcomeMatches(outcome: string, route: string): string {
+  return `(${outcome}::text IS NULL
+       OR (${outcome} = 'unrouted' AND cardinality(e.routes) = 0)
+       OR (${outcome} = 'pending' AND NOT EXISTS (SELECT 1 FROM attempts a WHERE a.arrived_at = e.arrived_at AND a.event_id = e.id AND (${route}::text IS NULL OR a.route = ${route})) AND cardinality(e.routes) > 0)
+       OR EXISTS (SELECT 1 FROM attempts a WHERE a.arrived_at = e.arrived_at AND a.event_id = e.id AND a.outcome = ${outcome} AND (${route}::text IS NULL OR a.route = ${route})))`;
+}
+
 /** The events matching a filter, newest first, a keyset page at a time. Parameters: $1 id … $8 outcome, $9 after time, $10 after id, $11 limit + 1. */
 export const eventsMatchingSql = `
 SELECT e.arrived_at, e.id, e.type, e.origin, e.stream, e.entity, e.failed_first, e.routes, e.erased_at,
@@ -74,10 +85,7 @@ WHERE ($1::text IS NULL OR e.id = $1)
   AND ($5::timestamptz IS NULL OR e.arrived_at >= $5)
   AND ($6::timestamptz IS NULL OR e.arrived_at < $6)
   AND ($7::text IS NULL OR $7 = ANY (e.routes) OR EXISTS (SELECT 1 FROM attempts a WHERE a.arrived_at = e.arrived_at AND a.event_id = e.id AND a.route = $7))
-  AND ($8::text IS NULL
-       OR ($8 = 'unrouted' AND cardinality(e.routes) = 0)
-       OR ($8 = 'pending' AND NOT EXISTS (SELECT 1 FROM attempts a WHERE a.arrived_at = e.arrived_at AND a.event_id = e.id AND ($7::text IS NULL OR a.route = $7)) AND cardinality(e.routes) > 0)
-       OR EXISTS (SELECT 1 FROM attempts a WHERE a.arrived_at = e.arrived_at AND a.event_id = e.id AND a.outcome = $8 AND ($7::text IS NULL OR a.route = $7)))
+  AND ${outcomeMatches("$8", "$7")}
   AND ($9::timestamptz IS NULL OR (e.arrived_at <= $9 AND (e.arrived_at, e.id) < ($9, $10)))  -- the first half an index bound: the search indexes end at arrived_at
 ORDER BY e.arrived_at DESC, e.id DESC
 LIMIT $11`;

@@ -12,7 +12,8 @@ export interface EventRecord {
   routes: string[];
 }
 
-export type AttemptOutcome = "retry" | "delivered" | "dead_letter" | "stale";
+/** `parked`: taken off the route's queue by `routes park` (queue/park-waiting.ts), sent later by a replay. */
+export type AttemptOutcome = "retry" | "delivered" | "dead_letter" | "stale" | "parked";
 
 /** One delivery attempt of one route (create-delivery-processor.ts), with what became of it. */
 export interface AttemptRecord {

@@ -96,11 +96,11 @@ export function createReplayRunner(deps: ReplayRunnerDeps) {
       if (!(await stillRunning(client, replayId))) return cancelled(replayId, route);
       const through = deps.archivedThrough ? await deps.archivedThrough() : Number.POSITIVE_INFINITY;
       const complete = through >= until;
-      const params = [...replayWindowParams(filter), checkpoint?.at ?? null, checkpoint?.id ?? null, pageSize, new Date(Math.min(through, until))];
+      const params = [...replayWindowParams(route, filter), checkpoint?.at ?? null, checkpoint?.id ?? null, pageSize, new Date(Math.min(through, until))];
       const page = (await client.query<EventRow>(
         `SELECT e.arrived_at, e.id, e.origin, e.stream, e.payload FROM events e WHERE ${replayWindowWhere}
-         AND ($6::timestamptz IS NULL OR (e.arrived_at >= $6 AND (e.arrived_at, e.id) > ($6, $7)))
-         AND e.arrived_at < $9 ORDER BY e.arrived_at, e.id LIMIT $8`,
+         AND ($8::timestamptz IS NULL OR (e.arrived_at >= $8 AND (e.arrived_at, e.id) > ($8, $9)))
+         AND e.arrived_at < $11 ORDER BY e.arrived_at, e.id LIMIT $10`,
         params,
       )).rows;
       if (page.length === 0 && !complete) return waitForArchive(client, replayId, route, through);

@@ -2,7 +2,7 @@ import { plainProblem } from "../http-answer.js";
 import { randomUUID } from "node:crypto";
 import type pg from "pg";
 import { oldestKept } from "./archive-partitions.js";
-import { typePattern } from "./archive-queries.js";
+import { outcomeMatches, typePattern } from "./archive-queries.js";
 
 /** What a replay sends again (`POST /admin/replays`, README.md#the-archive-search-timelines-replay-erasure). */
 export interface ReplayRequest {
@@ -13,6 +13,8 @@ export interface ReplayRequest {
   type?: string;
   entity?: string;
   stream?: string;
+  /** only events with this outcome on the route, as search takes it (`parked`: what `routes park` took off the queue) */
+  outcome?: string;
   /** events queued per second at most; none: as fast as the route takes them */
   rate?: number;
   dryRun?: boolean;
@@ -56,16 +58,18 @@ export interface ReplayFilter {
   type?: string;
   entity?: string;
   stream?: string;
+  outcome?: string;
   rate?: number;
 }
 
-/** The filter part shared by the count and the runner's pages: $1 since, $2 until, $3 type pattern, $4 entity, $5 stream. */
+/** The filter part shared by the count and the runner's pages: $1 since, $2 until, $3 type pattern, $4 entity, $5 stream, $6 outcome on $7 the route. */
 export const replayWindowWhere = `
 e.arrived_at >= $1 AND ($2::timestamptz IS NULL OR e.arrived_at < $2)
-AND ($3::text IS NULL OR e.type LIKE $3) AND ($4::text IS NULL OR e.entity = $4) AND ($5::text IS NULL OR e.stream = $5)`;
+AND ($3::text IS NULL OR e.type LIKE $3) AND ($4::text IS NULL OR e.entity = $4) AND ($5::text IS NULL OR e.stream = $5)
+AND ${outcomeMatches("$6", "$7")}`;
 
-export function replayWindowParams(filter: ReplayFilter): unknown[] {
-  return [filter.since, filter.until ?? null, filter.type === undefined ? null : typePattern(filter.type), filter.entity ?? null, filter.stream ?? null];
+export function replayWindowParams(route: string, filter: ReplayFilter): unknown[] {
+  return [filter.since, filter.until ?? null, filter.type === undefined ? null : typePattern(filter.type), filter.entity ?? null, filter.stream ?? null, filter.outcome ?? null, route];
 }
 
 /**
@@ -77,8 +81,8 @@ export function createReplays(deps: { pool: pg.Pool; routes: string[]; retention
   const now = deps.now ?? Date.now;
 
   /** How many archived events a replay's window holds, and how many of them are erased. */
-  const countMatching = async (filter: ReplayFilter) => {
-    const row = (await pool.query<{ matched: string; erased: string }>(`SELECT count(*) AS matched, count(*) FILTER (WHERE e.payload IS NULL) AS erased FROM events e WHERE ${replayWindowWhere}`, replayWindowParams(filter))).rows[0]!;
+  const countMatching = async (route: string, filter: ReplayFilter) => {
+    const row = (await pool.query<{ matched: string; erased: string }>(`SELECT count(*) AS matched, count(*) FILTER (WHERE e.payload IS NULL) AS erased FROM events e WHERE ${replayWindowWhere}`, replayWindowParams(route, filter))).rows[0]!;
     return { matched: Number(row.matched), erased: Number(row.erased) };
   };
 
@@ -102,9 +106,10 @@ export function createReplays(deps: { pool: pg.Pool; routes: string[]; retention
         ...(request.type === undefined ? {} : { type: request.type }),
         ...(request.entity === undefined ? {} : { entity: request.entity }),
         ...(request.stream === undefined ? {} : { stream: request.stream }),
+        ...(request.outcome === undefined ? {} : { outcome: request.outcome }),
         ...(request.rate === undefined ? {} : { rate: request.rate }),
       };
-      const { matched, erased } = await countMatching(filter);
+      const { matched, erased } = await countMatching(request.route, filter);
       if (request.dryRun) return { matched, erased, dryRun: true };
       const replayId = `rpl_${randomUUID().replaceAll("-", "")}`;
       try {

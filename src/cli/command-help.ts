@@ -54,6 +54,11 @@ const helps: Record<string, Help> = {
     outcomes: "dropped <n> event(s) of <old-route>",
     exitCodes: `0 dropped; ${noService}; ${usage} (no --yes, a configured route, ADMIN_TOKEN refused)`,
   },
+  "routes park": {
+    settings: service,
+    outcomes: "parked <n> event(s) of <route> older than <time>, then the replay command that sends them (or one JSON object with --json: parked, route, olderThan, since: the earliest arrival among them)",
+    exitCodes: `0 parked (none is 0 too); ${noService}; ${usage} (an unknown route, the archive off on the service (ARCHIVE=off), a bad --older-than, ADMIN_TOKEN refused)`,
+  },
   "streams list": {
     settings: `${tenant}; for SWEPT, ${service}`,
     outcomes:

@@ -11,6 +11,7 @@ interface ReplayOptions {
   type?: string;
   entity?: string;
   stream?: string;
+  outcome?: string;
   rate?: string;
   dryRun?: boolean;
   wait: boolean;
@@ -42,6 +43,7 @@ export function registerReplayCommand(program: Command): void {
     .option("--type <type>", "an event type, or a pattern such as user.*")
     .option("--entity <id>", "one user, organization or group")
     .option("--stream <stream-id>", "one event stream")
+    .option("--outcome <outcome>", "only events with this outcome on the route, as events search takes it (parked: what `routes park` took off its queue)")
     .option("--rate <n>", "events queued per second at most")
     .option("--dry-run", "print how many events match; send nothing")
     .option("--no-wait", "start it and print its id; do not follow it")
@@ -56,6 +58,7 @@ export function registerReplayCommand(program: Command): void {
           ...(options.type ? { type: options.type } : {}),
           ...(options.entity ? { entity: options.entity } : {}),
           ...(options.stream ? { stream: options.stream } : {}),
+          ...(options.outcome ? { outcome: options.outcome } : {}),
           ...(options.rate ? { rate: Number(options.rate) } : {}),
           dryRun: Boolean(options.dryRun),
         };

@@ -13,6 +13,8 @@ export const nul = "must not hold a NUL character (\\u0000): no id, entity, stre
 export const nulFree = (text: string) => !text.includes("\0");
 /** A name or id the archive is searched by. */
 export const archiveText = z.string().min(1, "must not be empty").refine(nulFree, nul);
+/** An outcome on a route, as search and replay take it. */
+export const outcome = z.enum(outcomes, { error: `must be one of ${outcomes.join(", ")}` });
 const searchQuery = z.strictObject({
   id: archiveText.optional(),
   type: typePattern.optional(),
@@ -21,7 +23,7 @@ const searchQuery = z.strictObject({
   since: time.optional(),
   until: time.optional(),
   route: archiveText.optional(),
-  outcome: z.enum(outcomes, { error: `must be one of ${outcomes.join(", ")}` }).optional(),
+  outcome: outcome.optional(),
   limit: z.coerce.number({ error: "must be a whole number from 1 to 1000" }).int("must be a whole number from 1 to 1000").min(1, "must be a whole number from 1 to 1000").max(1000, "must be a whole number from 1 to 1000").default(50),
   after: archiveText.optional(),
 });

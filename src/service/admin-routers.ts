@@ -21,6 +21,8 @@ import { createRoutesRouter } from "../http/routes-router.js";
 import { createSweepRouter } from "../http/sweep-router.js";
 import { routeOrphanedJobs } from "../metrics/register-orphaned-route-gauges.js";
 import type { OrphanedRoutes } from "../queue/orphaned-routes.js";
+import { parkWaiting } from "../queue/park-waiting.js";
+import { createArchiveOutbox } from "../archive/archive-outbox.js";
 import { createStreamConnector } from "../streams/create-stream-connector.js";
 import { createStreamHealthStore } from "../streams/stream-health-store.js";
 import { sweepPlan } from "../streams/swept-streams.js";
@@ -72,6 +74,8 @@ export function adminRouters(deps: AdminDeps & { orphans: OrphanedRoutes; orphan
     freshness,
   };
   const queues = [...stores.queues.all(), stores.reconcileQueue.queue];
+  // Parked events go where every outcome goes: the archive's outbox (none with ARCHIVE=off).
+  const parkOutbox = archive && createArchiveOutbox(client, env.QUEUE_PREFIX);
   return [
     auditAdminWrites(logger),
     // Shared for a second: several open pages cost one overview (docs/benchmarks.md).
@@ -86,7 +90,7 @@ export function adminRouters(deps: AdminDeps & { orphans: OrphanedRoutes; orphan
     createDashboardRouter(queues),
     createReconcileRouter(stores.reconcileQueue),
     createDeadLettersRouter(() => stores.queues),
-    createRoutesRouter({ routes, queues: stores.queues, orphans: deps.orphans, forget: (route) => (deps.orphaned.delete(route), routeOrphanedJobs.remove({ route })) }),
+    createRoutesRouter({ routes, queues: stores.queues, orphans: deps.orphans, forget: (route) => (deps.orphaned.delete(route), routeOrphanedJobs.remove({ route })), park: parkOutbox && ((route, before) => parkWaiting(stores.queues.forRoute(route), route, before, { archive: parkOutbox, logger })) }),
     createConfigRouter(deps.serviceConfig),
     // A worker has no receiver, but shares the receivers' explicit credentials (every role reads the same settings).
     createConnectRouter(createStreamConnector({ config, auth: deps.auth ?? ("generated" in config.webhookAuth ? undefined : config.webhookAuth), tenant, logger })),
