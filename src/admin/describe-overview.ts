@@ -37,6 +37,8 @@ export interface RouteOverview {
   deliveredPerMinute: number | null;
   /** jobs waiting, prioritized (recoveries, replays), delayed (retries) or in flight */
   backlog: number | null;
+  /** the queued part of the backlog by lane (queue/lane.ts): live (no priority) and late (waiting behind live: late events, recoveries, replays) */
+  lanes: { live: number; late: number } | null;
   oldestWaitingSeconds: number | null;
   circuit: "open" | "closed" | null;
   deadLetters: number | null;
@@ -110,6 +112,7 @@ export async function describeOverview(deps: OverviewDeps, now = Date.now()): Pr
       ratePerSecond: route.ratePerSecond ?? null,
       deliveredPerMinute: act?.deliveredPerMinute ?? null,
       backlog: queue ? queue.waiting + queue.prioritized + queue.delayed + queue.active : null,
+      lanes: queue ? { live: queue.waiting, late: queue.prioritized } : null,
       oldestWaitingSeconds: queue?.oldestWaitingSeconds ?? null,
       circuit: circuits?.has(route.name) ? (circuits.get(route.name) ? "open" : "closed") : null,
       deadLetters: queue?.failed ?? null,

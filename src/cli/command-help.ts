@@ -41,7 +41,7 @@ const helps: Record<string, Help> = {
   },
   "routes list": {
     settings: service,
-    outcomes: "a table: name, state (configured or removed), waiting, dead letters, match, url (or one JSON array with --json)",
+    outcomes: "a table: name, state (configured or removed), waiting, live and late (the queued ones by lane), dead letters, match, url (or one JSON array with --json: lanes {live, late})",
     exitCodes: `0 listed; ${noService}; ${usage} (ADMIN_TOKEN refused)`,
   },
   "routes move": {

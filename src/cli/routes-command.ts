@@ -12,6 +12,8 @@ interface ListedRoute {
   match?: string[];
   url?: string;
   waiting: number;
+  /** the queued part of `waiting` by lane: live, and late (behind live: late events, recoveries, replays) */
+  lanes?: { live: number; late: number };
   deadLetters?: number;
 }
 
@@ -25,7 +27,7 @@ export function registerRoutesCommand(program: Command): void {
 
   routes
     .command("list")
-    .description("every configured route, and every removed one with events waiting: NAME, STATE (configured or removed), WAITING, DEAD LETTERS, MATCH, URL")
+    .description("every configured route, and every removed one with events waiting: NAME, STATE (configured or removed), WAITING (queued, retrying or in flight), LIVE and LATE (the queued ones by lane), DEAD LETTERS, MATCH, URL")
     .option("--json", "print one JSON array")
     .action(
       runAction(async (options: { json?: boolean }) => {
@@ -33,8 +35,8 @@ export function registerRoutesCommand(program: Command): void {
         if (options.json) return void process.stdout.write(`${JSON.stringify(listed, null, 2)}\n`);
         process.stdout.write(
           formatTable(
-            ["NAME", "STATE", "WAITING", "DEAD LETTERS", "MATCH", "URL"],
-            listed.map((route) => [route.name, route.state, String(route.waiting), route.deadLetters === undefined ? "" : String(route.deadLetters), route.match?.join(",") ?? "", route.url ?? ""]),
+            ["NAME", "STATE", "WAITING", "LIVE", "LATE", "DEAD LETTERS", "MATCH", "URL"],
+            listed.map((route) => [route.name, route.state, String(route.waiting), String(route.lanes?.live ?? ""), String(route.lanes?.late ?? ""), route.deadLetters === undefined ? "" : String(route.deadLetters), route.match?.join(",") ?? "", route.url ?? ""]),
           ),
         );
         const removed = listed.filter((route) => route.state === "removed");

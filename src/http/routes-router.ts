@@ -37,7 +37,8 @@ export function createRoutesRouter(deps: RoutesRouterDeps): Router {
       deps.routes.map(async (route) => {
         const counts = await deps.queues.forRoute(route.name).getJobCounts("wait", "prioritized", "delayed", "active", "failed");
         const { url, match } = publishedRoute(route);
-        return { name: route.name, state: "configured", match, url, waiting: counts.wait! + counts.prioritized! + counts.delayed! + counts.active!, deadLetters: counts.failed! };
+        // lanes: the queued part of `waiting`, live ones first (queue/lane.ts).
+        return { name: route.name, state: "configured", match, url, waiting: counts.wait! + counts.prioritized! + counts.delayed! + counts.active!, lanes: { live: counts.wait!, late: counts.prioritized! }, deadLetters: counts.failed! };
       }),
     );
     const removed = await Promise.all((await deps.orphans.find()).map(async (name) => ({ name, state: "removed", waiting: await deps.orphans.count(name) })));

@@ -8,7 +8,7 @@ import { registerOrphanedRouteGauges } from "../metrics/register-orphaned-route-
 import { registerQueueGauges } from "../metrics/register-queue-gauges.js";
 import { registerRedisGauges } from "../metrics/register-redis-gauges.js";
 import { createOrphanedRoutes } from "../queue/orphaned-routes.js";
-import { circuitKey } from "../queue/queue-names.js";
+import { circuitKey, routeOfQueue } from "../queue/queue-names.js";
 import { reportOrphanedRoutes } from "../queue/report-orphaned-routes.js";
 import { adminRouters, type AdminDeps } from "./admin-routers.js";
 import { closeInOrder } from "./close-in-order.js";
@@ -27,7 +27,7 @@ export async function createAdmin(deps: AdminDeps): Promise<{ close(): Promise<v
   const orphaned = new Set(connections.reachable ? await reportOrphanedRoutes(orphans, logger) : []);
   const unregisterGauges = [
     registerOrphanedRouteGauges(() => [...orphaned], orphans.count, (route) => orphaned.delete(route)),
-    registerQueueGauges(client, () => [...stores.queues.all(), stores.reconcileQueue.queue]),
+    registerQueueGauges(client, () => [...stores.queues.all(), stores.reconcileQueue.queue], routeOfQueue),
     registerRedisGauges(client, new Map(routes.map((route) => [route.name, circuitKey(env.QUEUE_PREFIX, route.name)]))),
   ];
   // While this process's database is not the outbox's (a split archive), its replays wait: the

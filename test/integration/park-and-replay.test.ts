@@ -51,6 +51,16 @@ describe("routes park, then replay --outcome parked", () => {
     expect((await service.post("/webhooks/est_38ANnv8pQhqsZrX2VFbftv", JSON.stringify(flood), { "content-type": "application/cloudevents-batch+json" })).status).toBe(202);
     await sink.until(() => sent(floodIds).length >= 10);
 
+    // Mid-flood, the operator sees it waiting in the late lane: metrics, GET /admin/routes, the overview.
+    const metrics = await (await fetch(`${service.adminUrl}/metrics`)).text();
+    expect(Number(/^streamkeeper_route_waiting\{route="crm",lane="late"\} (\d+)$/m.exec(metrics)?.[1])).toBeGreaterThan(floodSize / 2);
+    expect(metrics).toMatch(/^streamkeeper_route_waiting\{route="crm",lane="live"\} 0$/m);
+    const listed = (await (await fetch(`${service.adminUrl}/admin/routes`, { headers: adminHeaders(adminToken) })).json()) as { routes: Array<{ name: string; lanes: { live: number; late: number } }> };
+    expect(listed.routes[0]!.lanes.late).toBeGreaterThan(floodSize / 2);
+    const overview = (await (await fetch(`${service.adminUrl}/admin/overview`, { headers: adminHeaders(adminToken) })).json()) as { routes: Array<{ lanes: { live: number; late: number } }> };
+    expect(overview.routes[0]!.lanes).toMatchObject({ live: 0, late: expect.any(Number) });
+    expect(overview.routes[0]!.lanes.late).toBeGreaterThan(0);
+
     const park = await runCli(["routes", "park", "crm", "--json"], cliEnv);
     expect({ code: park.code, stderr: park.stderr }).toEqual({ code: 0, stderr: "" });
     const answer = JSON.parse(park.stdout) as { parked: number; route: string; olderThan: string; since: string };
