@@ -12,7 +12,8 @@ export interface EventRecord {
   routes: string[];
 }
 
-export type AttemptOutcome = "retry" | "delivered" | "dead_letter" | "stale";
+/** What one attempt came to; `moved` and `dropped`: the route's job left it (routes move, routes drop: orphaned-routes.ts). */
+export type AttemptOutcome = "retry" | "delivered" | "dead_letter" | "stale" | "moved" | "dropped";
 
 /** One delivery attempt of one route (create-delivery-processor.ts), with what became of it. */
 export interface AttemptRecord {
