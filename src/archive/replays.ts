@@ -3,6 +3,7 @@ import { randomUUID } from "node:crypto";
 import type pg from "pg";
 import { oldestKept } from "./archive-partitions.js";
 import { typePattern } from "./archive-queries.js";
+import { toArchiveTextOrNull } from "./archive-text.js";
 
 /** What a replay sends again (`POST /admin/replays`, README.md#the-archive-search-timelines-replay-erasure). */
 export interface ReplayRequest {
@@ -65,7 +66,7 @@ e.arrived_at >= $1 AND ($2::timestamptz IS NULL OR e.arrived_at < $2)
 AND ($3::text IS NULL OR e.type LIKE $3) AND ($4::text IS NULL OR e.entity = $4) AND ($5::text IS NULL OR e.stream = $5)`;
 
 export function replayWindowParams(filter: ReplayFilter): unknown[] {
-  return [filter.since, filter.until ?? null, filter.type === undefined ? null : typePattern(filter.type), filter.entity ?? null, filter.stream ?? null];
+  return [filter.since, filter.until ?? null, filter.type === undefined ? null : typePattern(filter.type), toArchiveTextOrNull(filter.entity), toArchiveTextOrNull(filter.stream)];
 }
 
 /**

@@ -94,7 +94,7 @@ describe("archive: search, timeline and erasure", () => {
     for (const event of events) expect((await service.post("/webhooks/est_38ANnv8pQhqsZrX2VFbftv", JSON.stringify(event))).status).toBe(202);
     await expect.poll(async () => (await search(`entity=${encodeURIComponent(user)}`)).events.length).toBe(5);
     const answer = await admin(`/admin/entities/${encodeURIComponent(user)}`, { method: "DELETE" });
-    expect(await answer.json()).toEqual({ entity: user, erased: 5, jobs: 0 });
+    expect(await answer.json()).toMatchObject({ entity: user, erased: 5 });
     const listed = await search(`entity=${encodeURIComponent(user)}`);
     expect(listed.events.map((event) => event.id).sort()).toEqual(events.map((event) => event.id).sort());
     expect(listed.events.every((event) => event.erased)).toBe(true);

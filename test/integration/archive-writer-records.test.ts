@@ -152,11 +152,11 @@ describe("archive writer: what each record becomes", () => {
     const writtenBefore = await writes("written");
     const duplicateBefore = await writes("duplicate");
     const poisonBefore = await writes("poison");
-    // A NUL character, which Postgres text refuses: the attempt's INSERT fails after the event's, in the same batch.
+    // An arrival no partition takes (ten days ahead), which Postgres refuses: the attempt's INSERT fails after the event's, in the same batch.
     const { drained, lines } = await outboxAndWriter({
       waiting: [
         { kind: "event", event, origin: "webhook", receivedAt, routes: ["crm"] },
-        { kind: "attempt", eventId: event.id, receivedAt, route: "crm", key: `${event.id}:1`, at: receivedAt + 1, status: 500, error: "the route answered \u0000", outcome: "retry" },
+        { kind: "attempt", eventId: event.id, receivedAt: receivedAt + 10 * 86_400_000, route: "crm", key: `${event.id}:1`, at: receivedAt + 1, status: 500, error: "the route answered", outcome: "retry" },
       ],
     });
     await drained();
@@ -166,7 +166,7 @@ describe("archive writer: what each record becomes", () => {
     expect((await writes("duplicate")) - duplicateBefore).toBe(0);
     expect((await writes("poison")) - poisonBefore).toBe(1);
     const refused = lines.filter((line) => String(line.msg).startsWith("archive: Postgres refused an outbox record"));
-    expect(refused.map((line) => ({ level: line.level, outboxId: typeof line.outboxId, code: (line.err as { code?: string } | undefined)?.code }))).toEqual([{ level: 50, outboxId: "string", code: "22P05" }]);
+    expect(refused.map((line) => ({ level: line.level, outboxId: typeof line.outboxId, code: (line.err as { code?: string } | undefined)?.code }))).toEqual([{ level: 50, outboxId: "string", code: "23514" }]);
     expect(lines.filter((line) => String(line.msg).startsWith("archive unavailable"))).toHaveLength(0);
   });
 
