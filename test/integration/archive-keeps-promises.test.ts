@@ -7,8 +7,16 @@ import { Redis } from "ioredis";
 import { inject } from "vitest";
 import type { CloudEvent } from "../../src/events/cloud-event.js";
 import { fromArchiveText } from "../../src/archive/archive-text.js";
+import { randomUUID } from "node:crypto";
+import { archiveOutboxKey, createArchiveOutbox } from "../../src/archive/archive-outbox.js";
+import { createArchivePool } from "../../src/archive/create-archive-pool.js";
+import { createArchiveWriter } from "../../src/archive/create-archive-writer.js";
+import { archiveWrites } from "../../src/metrics/archive-metrics.js";
+import { closeRedis, createRedis } from "../../src/redis/redis-connection.js";
+import { capturedLogger } from "../helpers/captured-logger.js";
+import { startFreezingProxy } from "../helpers/start-freezing-proxy.js";
 import { tenantId, userEvent } from "../helpers/fixtures.js";
-import { createTestDatabase, type TestDatabase } from "../helpers/archive-database.js";
+import { createArchiveDatabase, createTestDatabase, type TestDatabase } from "../helpers/archive-database.js";
 import { startTestService, type TestService } from "../helpers/start-test-service.js";
 import { until } from "../helpers/until.js";
 
@@ -165,5 +173,48 @@ describe("archive: the promises it keeps", () => {
     for (const chunk of chunks) expect(files.some((file) => file.includes(chunk))).toBe(false);
     expect(files.some((file) => file.includes(Buffer.from(email)))).toBe(false);
     expect(await redisHolds(email)).toBeUndefined();
+  });
+});
+
+describe("archive: a Postgres that hangs", () => {
+  it("when Postgres stops answering (connections open, nothing said), then the writer says so once within its statement timeout, counts it, keeps the records, and archives them once it answers", async () => {
+    const db = await createArchiveDatabase();
+    const target = new URL(db.url);
+    const proxy = await startFreezingProxy({ host: target.hostname, port: Number(target.port) });
+    const pool = createArchivePool(db.url.replace(`${target.hostname}:${target.port}`, new URL(proxy.url).host), 500, "test-hung");
+    pool.on("error", () => {});
+    const prefix = `test-${randomUUID()}`;
+    const redis = createRedis(inject("redisUrl"), "worker", "test-hung-writer");
+    const producer = createRedis(inject("redisUrl"), "worker", "test-hung-producer");
+    const { logger, lines } = capturedLogger("info");
+    const writer = createArchiveWriter({ redis, pool, queuePrefix: prefix, logger, retentionDays: 30, retryMs: 200 });
+    const outbox = createArchiveOutbox(producer, prefix);
+    const record = (event: CloudEvent) => ({ kind: "event" as const, event, origin: "webhook" as const, receivedAt: Date.now(), routes: [] });
+    const errors = async () => (await archiveWrites.get()).values.find((value) => value.labels.result === "error")?.value ?? 0;
+    try {
+      const first = userEvent();
+      await outbox([record(first)]);
+      await expect.poll(async () => (await db.query("SELECT 1 FROM events WHERE id = $1", [first.id])).length).toBe(1);
+      const errorsBefore = await errors();
+      proxy.freeze();
+      const held = [userEvent(), userEvent()];
+      await outbox(held.map(record));
+      await until("the writer saying the archive is unavailable", () => lines.some((line) => String(line.msg).startsWith("archive unavailable")) || undefined);
+      expect(await errors()).toBeGreaterThan(errorsBefore);
+      expect(writer.available()).toBe(false);
+      expect(await producer.xlen(archiveOutboxKey(prefix))).toBe(2);
+      proxy.thaw();
+      await expect.poll(async () => (await db.query("SELECT 1 FROM events WHERE id = ANY($1)", [held.map((event) => event.id)])).length).toBe(2);
+      expect(lines.filter((line) => String(line.msg).startsWith("archive unavailable"))).toHaveLength(1);
+    } finally {
+      proxy.thaw();
+      await writer.close();
+      await closeRedis(redis);
+      await producer.del(archiveOutboxKey(prefix));
+      await closeRedis(producer);
+      await pool.end().catch(() => {});
+      await proxy.close();
+      await db.drop();
+    }
   });
 });
