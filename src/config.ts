@@ -120,6 +120,7 @@ export const settings = {
   ARCHIVE: [z.enum(["on", "off"], { error: "give on or off" }).default("on"), "keep every stored event and its delivery outcomes in PostgreSQL for search, replay and erasure (docs/operating.md, The archive); off: none of it"],
   ARCHIVE_DATABASE_URL: [z.string().trim().regex(/^postgres(ql)?:\/\//, "use postgres://user:password@host:port/database").optional(), "the archive's PostgreSQL; unset: an embedded Postgres under DATA_DIR/postgres, shared by every process on that DATA_DIR like the embedded Redis"],
   ARCHIVE_RETENTION_DAYS: [whole("days", 1).default(30), "how long archived events and their outcomes are kept; whole days are dropped at once"],
+  ARCHIVE_STATEMENT_TIMEOUT_MS: [whole("milliseconds", 100).default(5000), "a Postgres statement of the archive not answered by then fails (a hung or overloaded server): the writer says the archive is unavailable once and keeps events in the outbox; a search answers 503"],
   OTEL_EXPORTER_OTLP_ENDPOINT: [url, "send OpenTelemetry traces there; off when unset"],
 } as const satisfies Record<string, readonly [z.ZodType, string]>;
 

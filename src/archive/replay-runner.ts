@@ -7,6 +7,7 @@ import { addDeep } from "../queue/fan-out.js";
 import { jobIdFor } from "../queue/job-id.js";
 import type { Origin } from "../events/cloud-event.js";
 import { decodePayload } from "./payload-codec.js";
+import { fromArchiveText } from "./archive-text.js";
 import { replayWindowParams, replayWindowWhere, type ReplayFilter } from "./replays.js";
 import { checkOut } from "./check-out.js";
 
@@ -121,7 +122,7 @@ export function createReplayRunner(deps: ReplayRunnerDeps) {
             return;
           }
           const event = decodePayload(row.payload);
-          const data = { event, origin: row.origin as Origin, streamId: row.stream ?? undefined, receivedAt: row.arrived_at.getTime(), force: true, replayId };
+          const data = { event, origin: row.origin as Origin, streamId: row.stream === null ? undefined : fromArchiveText(row.stream), receivedAt: row.arrived_at.getTime(), force: true, replayId };
           await addDeep(data, (jobData) => queue.add(event.type, jobData, { jobId: `${jobIdFor(event.id)}-${replayId}`, priority: replayPriority }));
           sent += 1;
         }),

@@ -3,6 +3,7 @@ import { randomUUID } from "node:crypto";
 import type pg from "pg";
 import { oldestKept } from "./archive-partitions.js";
 import { outcomeMatches, typePattern } from "./archive-queries.js";
+import { toArchiveTextOrNull } from "./archive-text.js";
 
 /** What a replay sends again (`POST /admin/replays`, README.md#the-archive-search-timelines-replay-erasure). */
 export interface ReplayRequest {
@@ -69,7 +70,7 @@ AND ($3::text IS NULL OR e.type LIKE $3) AND ($4::text IS NULL OR e.entity = $4)
 AND ${outcomeMatches("$6", "$7")}`;
 
 export function replayWindowParams(route: string, filter: ReplayFilter): unknown[] {
-  return [filter.since, filter.until ?? null, filter.type === undefined ? null : typePattern(filter.type), filter.entity ?? null, filter.stream ?? null, filter.outcome ?? null, route];
+  return [filter.since, filter.until ?? null, filter.type === undefined ? null : typePattern(filter.type), toArchiveTextOrNull(filter.entity), toArchiveTextOrNull(filter.stream), filter.outcome ?? null, toArchiveTextOrNull(route)];
 }
 
 /**

@@ -75,13 +75,14 @@ export function registerEventsCommand(program: Command): void {
     .command("forget")
     .description("erase an entity's payloads from the archive (an erasure request), keeping ids, types, times and outcomes")
     .requiredOption("--entity <id>", "the user, organization or group id")
-    .option("--json", 'print the answer as one JSON line: {"entity","erased"}')
+    .option("--json", 'print the answer as one JSON line: {"entity","erased","jobs"}')
     .action(
       runAction(async (options: { entity: string; json?: boolean }) => {
         const env = loadClientConfig();
-        const answer = (await askArchive(env, "DELETE", `/admin/entities/${encodeURIComponent(options.entity)}`)) as { entity: string; erased: number };
-        if (options.json) return void process.stdout.write(`${JSON.stringify({ entity: answer.entity, erased: answer.erased })}\n`);
-        process.stdout.write(`erased the payloads of ${answer.erased} archived event${answer.erased === 1 ? "" : "s"} of ${options.entity}; their ids, types, times and outcomes are kept\n`);
+        const answer = (await askArchive(env, "DELETE", `/admin/entities/${encodeURIComponent(options.entity)}`)) as { entity: string; erased: number; jobs?: number };
+        if (options.json) return void process.stdout.write(`${JSON.stringify({ entity: answer.entity, erased: answer.erased, jobs: answer.jobs ?? 0 })}\n`);
+        const jobs = answer.jobs ? `, and removed ${answer.jobs} kept delivery job${answer.jobs === 1 ? "" : "s"} holding them from Redis` : "";
+        process.stdout.write(`erased the payloads of ${answer.erased} archived event${answer.erased === 1 ? "" : "s"} of ${options.entity}${jobs}; their ids, types, times and outcomes are kept\n`);
       }),
     );
 }

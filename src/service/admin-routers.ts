@@ -1,4 +1,5 @@
 import { describeOverview } from "../admin/describe-overview.js";
+import { forgetEntityJobs } from "../admin/forget-entity-jobs.js";
 import { readCircuits, readQueueFigures } from "../admin/read-overview-gauges.js";
 import { shareRecent } from "../admin/share-recent.js";
 import type { createReplayRunner } from "../archive/replay-runner.js";
@@ -83,7 +84,7 @@ export function adminRouters(deps: AdminDeps & { orphans: OrphanedRoutes; orphan
     ...(archive && replayRunner
       ? [
           createSplitArchiveGuard(archive.writer.refusedBy),
-          createArchiveRouter({ archive, logger }),
+          createArchiveRouter({ archive, logger, forgetJobs: (entity) => forgetEntityJobs(stores.queues.all(), entity) }),
           createReplayRouter({ replays: createReplays({ pool: archive.pool, routes: routes.map((route) => route.name), retentionDays: archive.retentionDays }), logger, started: replayRunner.wake }),
         ]
       : []),

@@ -1,6 +1,6 @@
 import { describeArchivedEvent } from "../admin/describe-archived-event.js";
 import { describeEvent } from "../admin/describe-event.js";
-import { archivedThrough } from "../archive/archive-outbox.js";
+import { archivedThrough, createArchiveOutbox } from "../archive/archive-outbox.js";
 import { createReplayRunner } from "../archive/replay-runner.js";
 import { createAdminApp } from "../http/admin-app.js";
 import { boundAddress } from "../http/bound-address.js";
@@ -23,7 +23,7 @@ export async function createAdmin(deps: AdminDeps): Promise<{ close(): Promise<v
   const { env } = config;
   const { client } = connections;
   // Routes renamed or removed whose events still wait (docs/operating.md, Removing a route).
-  const orphans = createOrphanedRoutes(client, env.QUEUE_PREFIX, routes.map((route) => route.name));
+  const orphans = createOrphanedRoutes(client, env.QUEUE_PREFIX, routes.map((route) => route.name), archive && createArchiveOutbox(client, env.QUEUE_PREFIX));
   const orphaned = new Set(connections.reachable ? await reportOrphanedRoutes(orphans, logger) : []);
   const unregisterGauges = [
     registerOrphanedRouteGauges(() => [...orphaned], orphans.count, (route) => orphaned.delete(route)),
