@@ -13,10 +13,10 @@ import { streamIdPattern } from "./tenant/stream-id.js";
  * is written from this list (`streamkeeper settings` prints it).
  */
 const wholePort = "use a whole number from 0 to 65535";
-/** A whole number of `unit` from `min` up, read from the environment; `note` says what a value means. */
 /** LIVE_WINDOW_SECONDS's default: the live window of a route that sets none (delivery-queues.ts). */
 export const defaultLiveWindowSeconds = 300;
 
+/** A whole number of `unit` from `min` up, read from the environment; `note` says what a value means. */
 const whole = (unit: string, min: number, note?: string) => numberSchema({ whole: true, min, unit, note, coerce: true });
 const port = z.coerce.number({ error: wholePort }).int(wholePort).min(0, wholePort).max(65535, wholePort);
 const optional = z.string().trim().min(1).optional();
