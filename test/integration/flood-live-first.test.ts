@@ -95,4 +95,25 @@ describe("live and late lanes on a rate-limited route", () => {
     expect(backwards.map(([user]) => user)).toEqual([]);
     expect(missing.length, "a live state went ahead of its user's flooded one and the older one was skipped").toBeGreaterThan(0);
   }, 120_000);
+
+  it("when a reconciled, a late and a live event wait together, then the route takes the live one first, then the late one, then the reconciled one", async () => {
+    const order = await startSinkServer();
+    const one = await createDispatchHarness(redisUrl, [testRoute("one", order.url, { concurrency: 1 })]);
+    try {
+      const dayAgo = Date.now() - dayMs;
+      const reconciled = userState("auth0|reconciled", dayAgo, "reconciled");
+      const late = userState("auth0|late", dayAgo, "late");
+      const live = userState("auth0|live", Date.now(), "live");
+      // Stored in the reverse of the order they must go, before any worker runs.
+      await one.store.store(reconciled, { origin: "reconcile" });
+      await one.store.store(late, { origin: "webhook" });
+      await one.store.store(live, { origin: "webhook" });
+      one.startDispatcher();
+      await order.untilReceived(3);
+      expect(order.requests.map((request) => request.headers["webhook-id"])).toEqual([live.id, late.id, reconciled.id]);
+    } finally {
+      await one.close();
+      await order.close();
+    }
+  });
 });
