@@ -31,7 +31,7 @@ describe("routes park, then replay --outcome parked", () => {
     db = await createTestDatabase();
     sink = await startSinkServer();
     dir = await mkdtemp(join(tmpdir(), "sk-park-"));
-    await writeFile(join(dir, "routes.json"), JSON.stringify([{ name: "crm", match: "*", url: sink.url, concurrency: 2, ratePerSecond: 40 }]));
+    await writeFile(join(dir, "routes.json"), JSON.stringify([{ name: "crm", match: "*", url: sink.url, concurrency: 2, ratePerSecond: 40, freshnessSeconds: 5 }]));
     service = await startTestService({ ARCHIVE: "on", ARCHIVE_DATABASE_URL: db.url, ROUTES_FILE: join(dir, "routes.json"), ADMIN_TOKEN: adminToken });
     cliEnv = { ADMIN_URL: service.adminUrl, ADMIN_TOKEN: adminToken, LOG_LEVEL: "silent" };
   });
@@ -94,6 +94,13 @@ describe("routes park, then replay --outcome parked", () => {
     const ids = sink.requests.map((request) => String(request.headers["webhook-id"]));
     expect(ids.filter((id) => floodIds.has(id)).sort()).toEqual([...floodIds].sort());
     expect(new Set(ids).size).toBe(ids.length);
+
+    // The freshness objective reads live events only: the day-old flood (late lane) and its
+    // replay (below it) missed nothing, though each came a day after its time.
+    const after = await (await fetch(`${service.adminUrl}/metrics`)).text();
+    expect(Number(/^streamkeeper_delivery_lag_seconds_count\{route="crm",origin="webhook",lane="late"\} (\d+)$/m.exec(after)?.[1])).toBe(floodSize);
+    expect(after).toMatch(/^streamkeeper_delivery_lag_seconds_count\{route="crm",origin="webhook",lane="live"\} 1$/m);
+    expect(after).not.toMatch(/^streamkeeper_delivery_freshness_missed_total\{route="crm"\} [1-9]/m);
   }, 120_000);
 
   it("when park is asked of an unknown route, or with a bad time, then one error line says what to change (exit 2)", async () => {
