@@ -14,6 +14,7 @@ import { registerReplayCommand } from "./replay-command.js";
 import { registerRoutesCommand } from "./routes-command.js";
 import { showLogs } from "./cli-logger.js";
 import { addCommandHelp } from "./command-help.js";
+import { unknownOptionsFirst } from "./unknown-options-first.js";
 import { version } from "../version.js";
 
 /**
@@ -54,6 +55,7 @@ registerEventsCommand(program);
 registerReplayCommand(program);
 registerRoutesCommand(program);
 addCommandHelp(program);
+unknownOptionsFirst(program);
 
 try {
   await program.parseAsync(process.argv);

@@ -51,7 +51,6 @@ export async function reconcileWindow(args: string[], options: WindowOptions): P
   }
   if (since.getTime() >= (until ?? new Date(now)).getTime()) throw new CliError(`--since (${since.toISOString()}) must be before --until (${(until ?? new Date(now)).toISOString()})`, 2);
   const env = loadClientConfig();
-  if (!env.ADMIN_TOKEN) throw new CliError("set ADMIN_TOKEN (the running service's) for this command: the window is read by the service, through its admin API", 2);
   const service = createServiceClient(env);
   // Streamed: a long window answers line by line, so the request has no deadline.
   const opened = await service.open("POST", "/admin/sweep/window", {
@@ -62,8 +61,9 @@ export async function reconcileWindow(args: string[], options: WindowOptions): P
   }
   const { response } = opened;
   if (response.status !== 200) {
-    const detail = problemDetail({ status: response.status, body: await response.json().catch(() => undefined) });
-    if (response.status === 401 || response.status === 403) throw new CliError(`the service refused ADMIN_TOKEN (${detail}); use the running service's ADMIN_TOKEN`, 2);
+    const answer = { url: service.url, status: response.status, body: await response.json().catch(() => undefined) };
+    const detail = problemDetail(answer);
+    if (response.status === 401 || response.status === 403) throw service.refusal(answer);
     throw new CliError(detail, response.status === 400 || response.status === 409 || response.status === 404 ? 2 : 1);
   }
 
