@@ -1,4 +1,4 @@
-import { mkdtemp, readFile, rm, stat, writeFile } from "node:fs/promises";
+import { mkdtemp, readdir, readFile, rm, stat, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
@@ -26,6 +26,8 @@ describe("the admin token", () => {
     const tokens = await Promise.all(Array.from({ length: 8 }, () => resolveAdminToken({ ADMIN_TOKEN: undefined, DATA_DIR: dataDir })));
     expect(new Set(tokens.map((token) => token.token)).size).toBe(1);
     expect(await readFile(adminTokenFile(dataDir), "utf8")).toBe(`${tokens[0]!.token}\n`);
+    // Written whole, then linked into place: no temporary file left behind.
+    expect(await readdir(dataDir)).toEqual(["admin-token"]);
   });
 
   it("when ADMIN_TOKEN is set, then it wins over a token file, which stays as it was; with no file, none is written", async () => {
