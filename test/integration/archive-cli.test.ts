@@ -100,6 +100,13 @@ describe("archive commands: events search, events forget, replay", () => {
     expect(mistyped.stderr).toMatch(/^error: unknown option '--from'/);
     const missing = await runCli(["replay", "--route", "crm"], cliEnv);
     expect({ code: missing.code, stderr: missing.stderr }).toEqual({ code: 2, stderr: "error: required option '--since <time>' not specified (run with --help for usage)\n" });
+    const outcome = await runCli(["events", "search", "--outcome", "bogus"], cliEnv);
+    expect({ code: outcome.code, stderr: outcome.stderr }).toEqual({ code: 2, stderr: "error: --outcome: must be one of delivered, dead_letter, stale, retry, pending, unrouted\n" });
+    const backwards = await runCli(["replay", "--route", "crm", "--since", "1h", "--until", "2h"], cliEnv);
+    expect(backwards.code).toBe(2);
+    expect(backwards.stderr).toMatch(/^error: until \(\S+Z\) must be after since \(\S+Z\): give a later until, or an earlier since\n$/);
+    const command = await runCli(["event", "search"], cliEnv);
+    expect({ code: command.code, stderr: command.stderr }).toEqual({ code: 2, stderr: "error: unknown command 'event' (Did you mean events?) (run with --help for usage)\n" });
     for (const args of [["events", "search"], ["events", "show", ids[0]!], ["replay", "--route", "crm", "--since", "1h", "--dry-run"]]) {
       const wrong = await runCli(args, { ...cliEnv, ADMIN_TOKEN: "not-the-token" });
       expect({ code: wrong.code, stderr: wrong.stderr }, args.join(" ")).toEqual({
@@ -119,6 +126,6 @@ describe("archive commands: events search, events forget, replay", () => {
     expect({ code: date.code, stderr: date.stderr }).toEqual({ code: 2, stderr: 'error: --since "yesterday": give a time in ISO 8601 with its offset (2026-11-25T06:00:00Z) or a duration back from now (30m, 2h, 7d)\n' });
     const nobody = await runCli(["events", "search", "--entity", user], { ...cliEnv, ADMIN_URL: refusedUrl });
     expect(nobody.code).toBe(1);
-    expect(nobody.stderr).toMatch(/^error: no Streamkeeper service answers at http:\/\/127\.0\.0\.1:\d+ \(ECONNREFUSED\): start it \(streamkeeper start\), or set ADMIN_URL to where it runs\n$/);
+    expect(nobody.stderr).toMatch(/^error: no service answers at http:\/\/127\.0\.0\.1:\d+ \(ECONNREFUSED\): start it with `streamkeeper start`, or set ADMIN_URL to where it runs\n$/);
   });
 });
