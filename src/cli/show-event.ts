@@ -25,7 +25,7 @@ export async function showEvent(env: ClientEnv, eventId: string, json: boolean):
 }
 
 /** The event, one fact a line: the archive's timeline when there is one, else the ledger's arrival and each route's job. */
-export function eventLines(event: ArchivedEventDescription): string[] {
+function eventLines(event: ArchivedEventDescription): string[] {
   const lines = [`event ${event.eventId}  ${event.type}`];
   const { timeline } = event;
   if (timeline) {
