@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { runCli } from "../chaos/run-cli.js";
 import { capturedLogger, type CapturedLogger } from "../helpers/captured-logger.js";
 import { basicAuthorization } from "../helpers/credentials.js";
+import { userEvent } from "../helpers/fixtures.js";
 import { serviceProcessEnv } from "../helpers/service-process-env.js";
 import { builtCli } from "../helpers/start-service-process.js";
 import { startTestService, type TestService } from "../helpers/start-test-service.js";
@@ -57,6 +58,16 @@ describe("the generated admin token", () => {
       const run = await runCli(args, { ADMIN_URL: generated.adminUrl, DATA_DIR: dataDir });
       expect({ code: run.code, stderr: run.stderr }, args.join(" ")).toEqual({ code: 0, stderr: "" });
     }
+  });
+
+  it("when the archive is off, then events show reads what the service remembers: the arrival and each route's delivery state", async () => {
+    const event = userEvent({ type: "user.created" });
+    expect((await generated.post("/webhooks/est_38ANnv8pQhqsZrX2VFbftv", JSON.stringify(event))).status).toBe(202);
+    const run = await runCli(["events", "show", event.id], { ADMIN_URL: generated.adminUrl, DATA_DIR: dataDir });
+    expect({ code: run.code, stderr: run.stderr }).toEqual({ code: 0, stderr: "" });
+    const lines = run.stdout.trimEnd().split("\n");
+    expect(lines.slice(0, 2)).toEqual([`event ${event.id}  user.created`, expect.stringMatching(/^arrived \S+Z by webhook \(stream est_38ANnv8pQhqsZrX2VFbftv\)$/)]);
+    expect(lines[2]).toMatch(/^route default: \w+ \(\d+ attempt\(s\)/);
   });
 
   it("when a command's shell sets ADMIN_TOKEN, then it wins over the DATA_DIR's file: a wrong one is refused in one line saying what to check", async () => {
