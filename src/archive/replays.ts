@@ -1,9 +1,9 @@
 import { plainProblem } from "../http-answer.js";
 import { randomUUID } from "node:crypto";
+import { windowProblem } from "./window-problem.js";
 import type pg from "pg";
 import { oldestKept } from "./archive-partitions.js";
 import { typePattern } from "./archive-queries.js";
-import { windowProblem } from "./window-problem.js";
 
 /** What a replay sends again (`POST /admin/replays`, README.md#the-archive-search-timelines-replay-erasure). */
 export interface ReplayRequest {
