@@ -3,6 +3,7 @@ import { isFailure, type ReconcileOutcome } from "../reconcile/reconcile-job.js"
 import { createServiceClient, problemDetail } from "./service-client.js";
 import { streamIdProblem } from "../tenant/stream-id.js";
 import { CliError } from "./cli-error.js";
+import { acceptedTimes, parseWhen } from "./parse-cli-time.js";
 
 export interface WindowOptions {
   since?: string;
@@ -19,20 +20,6 @@ export function isWindowMode(options: WindowOptions): boolean {
   return options.since !== undefined || options.until !== undefined || options.type !== undefined || options.dryRun === true;
 }
 
-const accepted = "give a duration such as 90m, 6h or 7d, or a time in ISO 8601 such as 2025-09-08T06:35:17Z";
-const units: Record<string, number> = { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000, w: 604_800_000 };
-
-/** A `--since`/`--until` value to a time: a duration back from `now`, or an ISO 8601 time; else exit 2 naming the accepted forms. */
-export function parseWhen(flag: string, value: string, now: number): Date {
-  const duration = /^(\d+)([smhdw])$/.exec(value.trim());
-  if (duration) return new Date(now - Number(duration[1]) * units[duration[2]!]!);
-  if (/^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?)?$/.test(value.trim())) {
-    const time = Date.parse(value);
-    if (!Number.isNaN(time)) return new Date(time);
-  }
-  throw new CliError(`${flag} ${JSON.stringify(value)}: ${accepted}`, 2);
-}
-
 /**
  * `streamkeeper reconcile --since <when> [--until <when>] [--stream <id>]... [--type <pattern>]
  * [--dry-run] [--json]` (README.md#the-sweep-failed-deliveries-found-without-being-told): one window of the tenant's failed
@@ -41,7 +28,7 @@ export function parseWhen(flag: string, value: string, now: number): Date {
  */
 export async function reconcileWindow(args: string[], options: WindowOptions): Promise<number> {
   if (args.length > 0) throw new CliError("give event ids or --since, not both: a window takes every failed delivery in it", 2);
-  if (options.since === undefined) throw new CliError(`--since is required with --until, --type or --dry-run: ${accepted}`, 2);
+  if (options.since === undefined) throw new CliError(`--since is required with --until, --type or --dry-run: ${acceptedTimes}`, 2);
   const now = Date.now();
   const since = parseWhen("--since", options.since, now);
   const until = options.until === undefined ? undefined : parseWhen("--until", options.until, now);

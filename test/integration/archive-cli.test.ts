@@ -123,7 +123,12 @@ describe("archive commands: events search, events forget, replay", () => {
     expect(old.code).toBe(2);
     expect(old.stderr).toMatch(/^error: since \S+ is older than the archive keeps: it holds events from \S+ on \(ARCHIVE_RETENTION_DAYS=30\); give a later since\n$/);
     const date = await runCli(["events", "search", "--since", "yesterday"], cliEnv);
-    expect({ code: date.code, stderr: date.stderr }).toEqual({ code: 2, stderr: 'error: --since "yesterday": give a time in ISO 8601 with its offset (2026-11-25T06:00:00Z) or a duration back from now (30m, 2h, 7d)\n' });
+    expect({ code: date.code, stderr: date.stderr }).toEqual({ code: 2, stderr: 'error: --since "yesterday": give a duration back from now (90m, 6h, 7d), a date (2026-11-25: its midnight UTC) or a time in ISO 8601 (2026-11-25T06:35:17Z)\n' });
+    // A date is its midnight UTC, for every command: the day an event arrived finds it.
+    const arrived = (JSON.parse((await runCli(["events", "search", "--id", ids[0]!, "--json"], cliEnv)).stdout) as { time: string }).time;
+    const byDate = await runCli(["events", "search", "--id", ids[0]!, "--since", arrived.slice(0, 10)], cliEnv);
+    expect({ code: byDate.code, stderr: byDate.stderr }).toEqual({ code: 0, stderr: "" });
+    expect(byDate.stdout).toMatch(new RegExp(`^${ids[0]} {2}`));
     const nobody = await runCli(["events", "search", "--entity", user], { ...cliEnv, ADMIN_URL: refusedUrl });
     expect(nobody.code).toBe(1);
     expect(nobody.stderr).toMatch(/^error: no service answers at http:\/\/127\.0\.0\.1:\d+ \(ECONNREFUSED\): start it with `streamkeeper start`, or set ADMIN_URL to where it runs\n$/);
