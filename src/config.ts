@@ -75,7 +75,10 @@ export const settings = {
   MGMT_CLIENT_SECRET: [secret, "client-credentials grant: client secret"],
   ROUTES_FILE: [optional, "downstream routes (YAML or JSON)"],
   DOWNSTREAM_URL: [url, "shortcut: one route named `default` that receives every event"],
-  ADMIN_TOKEN: [secret, "bearer token for /admin/*; admin write endpoints and the dashboard are off without it"],
+  ADMIN_TOKEN: [
+    secret,
+    "bearer token for /admin/* and the operator view's login; unset: the service generates one once into DATA_DIR/admin-token (mode 0600, never logged), and commands run with the same DATA_DIR whose shell sets no ADMIN_TOKEN read it there; set, it always wins",
+  ],
   ADMIN_PREVIOUS_TOKEN: [secret, "the old ADMIN_TOKEN, also accepted while set, for a rotation with no 401s"],
   ADMIN_URL: [url, "where commands reach the running service's admin API (with ADMIN_TOKEN); default http://<ADMIN_HOST>:<ADMIN_PORT>"],
   DEDUPE_TTL_SECONDS: [
@@ -83,7 +86,11 @@ export const settings = {
     "how long an event id is remembered; dedupe rests on this alone, not on the delivered jobs (at least 3600, and not below RECONCILE_SWEEP_LOOKBACK_SECONDS while the sweep runs)",
   ],
   LEDGER_SHARDS: [numberSchema({ whole: true, min: 1, max: 1_000_000, unit: "shards", coerce: true }).default(1024), "id shards of the dedupe ledger, fixed in Redis by its first writer; about peak events per day / 100: fewer shards cost Redis CPU per lookup, more cost key overhead (docs/deploy.md)"],
-  LOG_LEVEL: [z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"), "pino level; logs are JSON lines, secrets redacted"],
+  LOG_LEVEL: [z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"), "pino level; secrets redacted"],
+  LOG_FORMAT: [
+    z.enum(["pretty", "json"], { error: "give pretty or json" }).optional(),
+    "pretty: one readable line per entry with local time (the default when stdout is a terminal); json: JSON lines (the default otherwise); secrets redacted in both",
+  ],
   LOG_REPEAT_INTERVAL_SECONDS: [numberSchema({ above: 0, unit: "seconds", example: "60", coerce: true }).default(60), "a failure that repeats (Redis down, wrong webhook credentials) is logged at once, then once per interval with its count"],
   SHUTDOWN_TIMEOUT_MS: [whole("milliseconds", 0).default(10_000), "how long shutdown waits for in-flight requests and deliveries"],
   DISPATCH_BACKOFF_BASE_MS: [whole("milliseconds", 1).default(1000), "first retry delay of a downstream delivery; doubles each attempt, with jitter"],
@@ -171,7 +178,7 @@ function parseSettings<T>(parser: z.ZodType<T>, keys: readonly string[], source:
   return parsed.data;
 }
 
-const clientKeys = ["ADMIN_URL", "ADMIN_HOST", "ADMIN_PORT", "ADMIN_TOKEN"] as const;
+const clientKeys = ["ADMIN_URL", "ADMIN_HOST", "ADMIN_PORT", "ADMIN_TOKEN", "DATA_DIR"] as const;
 /** What a command that only talks to the running service reads of its own environment. */
 export type ClientEnv = Pick<Env, (typeof clientKeys)[number]>;
 const clientSchema = z.object(Object.fromEntries(clientKeys.map((key) => [key, settings[key][0]]))) as unknown as z.ZodType<ClientEnv>;
@@ -179,6 +186,7 @@ const clientSchema = z.object(Object.fromEntries(clientKeys.map((key) => [key, s
 /**
  * The settings a command needs to reach the running service, and only those: every other
  * setting is the service's (one truth), so a bad one in the command's shell is none of its business.
+ * DATA_DIR is where the token the service generated is read when ADMIN_TOKEN is unset.
  */
 export function loadClientConfig(source: Record<string, string | undefined> = process.env): ClientEnv {
   return parseSettings(clientSchema, clientKeys, source);

@@ -1,5 +1,6 @@
 import { plainProblem } from "../http-answer.js";
 import { randomUUID } from "node:crypto";
+import { windowProblem } from "./window-problem.js";
 import type pg from "pg";
 import { oldestKept } from "./archive-partitions.js";
 import { outcomeMatches, typePattern } from "./archive-queries.js";
@@ -96,7 +97,8 @@ export function createReplays(deps: { pool: pg.Pool; routes: string[]; retention
       if (request.since < kept) {
         throw new ReplayRefusedError(`since ${new Date(request.since).toISOString()} is older than the archive keeps: it holds events from ${new Date(kept).toISOString()} on (ARCHIVE_RETENTION_DAYS=${deps.retentionDays}); give a later since`);
       }
-      if (request.until !== undefined && request.until <= request.since) throw new ReplayRefusedError("until must be after since");
+      const empty = request.until === undefined ? undefined : windowProblem(request.since, request.until);
+      if (empty) throw new ReplayRefusedError(empty);
       // The window ends when the replay starts at the latest (without until, or with one
       // still to come): what arrives later is live, not replayed.
       const startedAt = now();

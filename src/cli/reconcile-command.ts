@@ -32,7 +32,7 @@ export function registerReconcileCommand(program: Command): void {
     .description("recover events whose delivery to this service failed: read the tenant's delivery history and replay the stored event")
     .argument("[event-ids...]", "event ids, e.g. evt_7PhFNYbTW8At5NiLxgUn4D")
     .option("--stream <id>", "the stream the events belong to (default: DEFAULT_STREAM_ID, else every stream is searched); with --since repeatable (default: the swept streams)", (id: string, ids: string[] = []) => [...ids, id])
-    .option("--since <when>", "recover every failed delivery of a window instead of ids: a duration back from now (90m, 6h, 7d) or an ISO 8601 time")
+    .option("--since <when>", "recover every failed delivery of a window instead of ids: a duration back from now (90m, 6h, 7d), a date (its midnight UTC) or an ISO 8601 time")
     .option("--until <when>", "the window's end (default: now)")
     .option("--type <pattern>", "with --since: only events of this type or pattern (user.*)")
     .option("--dry-run", "with --since: print what would be recovered (would_recover, already_received, no_payload), acting on nothing")

@@ -3,6 +3,7 @@ import { isFailure, type ReconcileOutcome } from "../reconcile/reconcile-job.js"
 import { createServiceClient, problemDetail } from "./service-client.js";
 import { streamIdProblem } from "../tenant/stream-id.js";
 import { CliError } from "./cli-error.js";
+import { acceptedTimes, parseWhen } from "./parse-cli-time.js";
 
 export interface WindowOptions {
   since?: string;
@@ -19,20 +20,6 @@ export function isWindowMode(options: WindowOptions): boolean {
   return options.since !== undefined || options.until !== undefined || options.type !== undefined || options.dryRun === true;
 }
 
-const accepted = "give a duration such as 90m, 6h or 7d, or a time in ISO 8601 such as 2025-09-08T06:35:17Z";
-const units: Record<string, number> = { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000, w: 604_800_000 };
-
-/** A `--since`/`--until` value to a time: a duration back from `now`, or an ISO 8601 time; else exit 2 naming the accepted forms. */
-export function parseWhen(flag: string, value: string, now: number): Date {
-  const duration = /^(\d+)([smhdw])$/.exec(value.trim());
-  if (duration) return new Date(now - Number(duration[1]) * units[duration[2]!]!);
-  if (/^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?)?$/.test(value.trim())) {
-    const time = Date.parse(value);
-    if (!Number.isNaN(time)) return new Date(time);
-  }
-  throw new CliError(`${flag} ${JSON.stringify(value)}: ${accepted}`, 2);
-}
-
 /**
  * `streamkeeper reconcile --since <when> [--until <when>] [--stream <id>]... [--type <pattern>]
  * [--dry-run] [--json]` (README.md#the-sweep-failed-deliveries-found-without-being-told): one window of the tenant's failed
@@ -41,7 +28,7 @@ export function parseWhen(flag: string, value: string, now: number): Date {
  */
 export async function reconcileWindow(args: string[], options: WindowOptions): Promise<number> {
   if (args.length > 0) throw new CliError("give event ids or --since, not both: a window takes every failed delivery in it", 2);
-  if (options.since === undefined) throw new CliError(`--since is required with --until, --type or --dry-run: ${accepted}`, 2);
+  if (options.since === undefined) throw new CliError(`--since is required with --until, --type or --dry-run: ${acceptedTimes}`, 2);
   const now = Date.now();
   const since = parseWhen("--since", options.since, now);
   const until = options.until === undefined ? undefined : parseWhen("--until", options.until, now);
@@ -51,7 +38,6 @@ export async function reconcileWindow(args: string[], options: WindowOptions): P
   }
   if (since.getTime() >= (until ?? new Date(now)).getTime()) throw new CliError(`--since (${since.toISOString()}) must be before --until (${(until ?? new Date(now)).toISOString()})`, 2);
   const env = loadClientConfig();
-  if (!env.ADMIN_TOKEN) throw new CliError("set ADMIN_TOKEN (the running service's) for this command: the window is read by the service, through its admin API", 2);
   const service = createServiceClient(env);
   // Streamed: a long window answers line by line, so the request has no deadline.
   const opened = await service.open("POST", "/admin/sweep/window", {
@@ -62,8 +48,9 @@ export async function reconcileWindow(args: string[], options: WindowOptions): P
   }
   const { response } = opened;
   if (response.status !== 200) {
-    const detail = problemDetail({ status: response.status, body: await response.json().catch(() => undefined) });
-    if (response.status === 401 || response.status === 403) throw new CliError(`the service refused ADMIN_TOKEN (${detail}); use the running service's ADMIN_TOKEN`, 2);
+    const answer = { url: service.url, status: response.status, body: await response.json().catch(() => undefined) };
+    const detail = problemDetail(answer);
+    if (response.status === 401 || response.status === 403) throw service.refusal(answer);
     throw new CliError(detail, response.status === 400 || response.status === 409 || response.status === 404 ? 2 : 1);
   }
 

@@ -38,7 +38,7 @@ export function registerReplayCommand(program: Command): void {
     .command("replay")
     .description("send archived events again to a route (also one added since: a backfill), below live events")
     .requiredOption("--route <name>", "the route to send them to")
-    .requiredOption("--since <time>", "arrived at or after: ISO 8601, or a duration back from now (30m, 2h, 7d)")
+    .requiredOption("--since <time>", "arrived at or after: a duration back from now (30m, 2h, 7d), a date (its midnight UTC) or an ISO 8601 time")
     .option("--until <time>", "arrived before (default: now)")
     .option("--type <type>", "an event type, or a pattern such as user.*")
     .option("--entity <id>", "one user, organization or group")

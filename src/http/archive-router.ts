@@ -3,6 +3,7 @@ import { z } from "zod";
 import { eventsMatching, outcomes } from "../archive/archive-queries.js";
 import { forgetEntity } from "../archive/forget-entity.js";
 import type { RunningArchive } from "../archive/start-archive.js";
+import { windowProblem } from "../archive/window-problem.js";
 import type { Logger } from "../logger.js";
 import { sendErrorProblem, sendProblem } from "./problem.js";
 
@@ -66,7 +67,8 @@ export function createArchiveRouter(deps: { archive: RunningArchive; logger: Log
     const parsed = searchQuery.safeParse(req.query);
     if (!parsed.success) return sendProblem(res, 400, firstIssue(parsed.error));
     const { limit, after, since, until, ...filter } = parsed.data;
-    if (since && until && Date.parse(until) <= Date.parse(since)) return sendProblem(res, 400, "until must be after since");
+    const empty = since && until ? windowProblem(Date.parse(since), Date.parse(until)) : undefined;
+    if (empty) return sendProblem(res, 400, empty);
     try {
       res.json(await eventsMatching(archive.pool, { ...filter, since: since ? Date.parse(since) : undefined, until: until ? Date.parse(until) : undefined }, limit, after));
     } catch (error) {

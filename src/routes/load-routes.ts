@@ -51,13 +51,26 @@ function headerProblem(name: string, value: string): string | undefined {
   return undefined;
 }
 
+/**
+ * The parser's message in one line: where (line and column), what is wrong, and the line as
+ * written. The parser's own message ends "at line 4, column 1:" and puts the excerpt on the
+ * lines after, which a one-line error would cut.
+ */
+function yamlProblem(error: Error & { linePos?: Array<{ line: number; col: number }> }, text: string): string {
+  const what = (error.message.split("\n")[0] ?? "").replace(/ at line \d+, column \d+:?$/, "");
+  const at = error.linePos?.[0];
+  if (!at) return what;
+  const written = text.split(/\r?\n/)[at.line - 1];
+  return `line ${at.line}, column ${at.col}: ${what}${written === undefined ? "" : ` (the line reads ${JSON.stringify(written.trimEnd())})`}; fix the indentation or brackets there`;
+}
+
 /** Parses routes from YAML or JSON text: a list of routes, or `{ routes: [...] }`. Errors name the route and the field. */
 export function parseRoutes(text: string, origin: string): Route[] {
   let raw: unknown;
   try {
     raw = parseYaml(text); // YAML is a superset of JSON: one parser for both.
   } catch (error) {
-    throw new ConfigError([`${origin}: not valid YAML or JSON: ${(error as Error).message.split("\n")[0]}`]);
+    throw new ConfigError([`${origin}: not valid YAML or JSON: ${yamlProblem(error as Error & { linePos?: Array<{ line: number; col: number }> }, text)}`]);
   }
   const list = listOf(raw, origin);
   const parsed = z.array(routeSchema).safeParse(list);

@@ -50,6 +50,8 @@ export interface AdminDeps {
   serviceConfig: ServiceConfig;
   /** The receiver's credentials, for a role that receives webhooks. */
   auth?: ResolvedWebhookAuth;
+  /** Where the admin token was generated, when ADMIN_TOKEN is unset (admin-token.ts). */
+  adminTokenFile?: string;
   ready(): Promise<boolean>;
 }
 

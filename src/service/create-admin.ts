@@ -45,6 +45,9 @@ export async function createAdmin(deps: AdminDeps): Promise<{ close(): Promise<v
   });
   deps.server.attach(app);
   logger.info({ url: deps.server.url, listening: boundAddress(deps.server) }, "admin surface (metrics, probes, admin API) listening");
+  // Where the login is, never the token itself.
+  const login = deps.adminTokenFile ? `the token in ${deps.adminTokenFile}` : "ADMIN_TOKEN";
+  logger.info({ url: `${deps.server.url}/admin/`, tokenFile: deps.adminTokenFile }, `operator view at ${deps.server.url}/admin/: log in with any user name and ${login} as the password`);
   return {
     close: () =>
       closeInOrder([

@@ -133,6 +133,13 @@ describe("unmatchedPatternWarnings", () => {
     ]);
   });
 
+  it("when a line is badly indented, then the one-line error says which line, what is wrong and how the line reads", () => {
+    const text = 'routes:\n  - name: a\n    url: http://127.0.0.1:9/\n  match: ["*"]\n';
+    expect(problemsOf(() => parseRoutes(text, "ROUTES_FILE x.yaml"))).toEqual([
+      'ROUTES_FILE x.yaml: not valid YAML or JSON: line 4, column 1: All mapping items must start at the same column (the line reads "  match: [\\"*\\"]"); fix the indentation or brackets there',
+    ]);
+  });
+
   it("when the file is not a list of routes, then the error says routes", () => {
     expect(problemsOf(() => parseRoutes("just text", "f"))).toEqual([expect.stringMatching(/^f: routes: expected a list of routes/)]);
     expect(problemsOf(() => parseRoutes("{ routes: [], route: [] }", "f"))).toEqual(['f: unknown key route; only "routes" is allowed at the top']);
