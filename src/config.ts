@@ -111,7 +111,7 @@ export const settings = {
     "comma-separated event types to pull; unset: every type",
   ],
   PULL_START: [z.string().refine((value) => parsePullStart(value) !== undefined, pullStartAccepted).default("now"), "where a service with no stored pull offset begins: now, a duration back such as 7d, or an ISO 8601 time (a first backfill), at most `DEDUPE_TTL_SECONDS` back"],
-  PULL_OVERLAP_SECONDS: [whole("seconds", 0).default(300), "after an expired offset (410), reading resumes from the last stored event's time less this; the ledger drops the repeats"],
+  PULL_OVERLAP_SECONDS: [whole("seconds", 0).default(300), "after an expired offset (410), reading resumes from when the last offset was kept (our clock, never an event's own time) less this; the ledger drops the repeats"],
   PULL_FAILOVER_SECONDS: [numberSchema({ above: 0, unit: "seconds", example: "10", coerce: true }).default(10), "one worker holds the pull connection; another takes over within this long of its death"],
   ARCHIVE: [z.enum(["on", "off"], { error: "give on or off" }).default("on"), "keep every stored event and its delivery outcomes in PostgreSQL for search, replay and erasure (docs/operating.md, The archive); off: none of it"],
   ARCHIVE_DATABASE_URL: [z.string().trim().regex(/^postgres(ql)?:\/\//, "use postgres://user:password@host:port/database").optional(), "the archive's PostgreSQL; unset: an embedded Postgres under DATA_DIR/postgres, shared by every process on that DATA_DIR like the embedded Redis"],

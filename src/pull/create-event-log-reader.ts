@@ -225,20 +225,14 @@ async function keepAside(deps: Pick<PullerDeps, "state" | "logger">, message: Ev
 }
 
 /**
- * An expired (or refused) offset: read again from the last stored event's time less the
- * overlap; with no event stored yet (a quiet log, or types that matched nothing: only
- * heartbeats kept), from when the offset was kept, so the gap since is read too.
+ * An expired (or refused) offset: read again from when the last offset was kept (our clock)
+ * less the overlap. Never from an event's own `time`: the tenant's word, which may be far in
+ * the past (a back-dated event would re-read the whole dedupe window and report a gap of
+ * years) or in the future (it would skip the events after it).
  */
 async function resumeFromTime(deps: Pick<PullerDeps, "state" | "overlapMs" | "dedupeTtlMs" | "logger">, offset: string | undefined, error: TenantApiError): Promise<{ offset: string | undefined; from: Date }> {
-  const position: { lastEventAt?: string; offsetAt?: string } = await deps.state.position().catch(() => ({}));
-  const keptAt = Date.parse(position.offsetAt ?? "");
-  // An event's time is the tenant's word: one ahead of when its offset was kept (a clock
-  // ahead, a time set by hand) would resume past the events after it. Never later than that.
-  const [since, what] = position.lastEventAt
-    ? [Math.min(Date.parse(position.lastEventAt), keptAt || Number.POSITIVE_INFINITY), "the last stored event's time, or when its offset was kept if earlier"]
-    : position.offsetAt
-      ? [keptAt, "when the offset was kept, no event stored since the start"]
-      : [Number.NaN, ""];
+  const position: { offsetAt?: string } = await deps.state.position().catch(() => ({}));
+  const since = Date.parse(position.offsetAt ?? "");
   const known = !Number.isNaN(since);
   const wanted = (known ? since : Date.now()) - deps.overlapMs;
   const remembered = Date.now() - deps.dedupeTtlMs;
@@ -253,7 +247,7 @@ async function resumeFromTime(deps: Pick<PullerDeps, "state" | "overlapMs" | "de
   const from = new Date(Math.max(wanted, remembered));
   deps.logger.warn(
     { offset, from: from.toISOString(), status: error.status },
-    `pull: the kept offset can no longer be read (${error.status} ${error.tenantMessage}); resuming from ${from.toISOString()} (${known ? what : "now, nothing kept to start from"}, less PULL_OVERLAP_SECONDS); the ledger drops the repeats`,
+    `pull: the kept offset can no longer be read (${error.status} ${error.tenantMessage}); resuming from ${from.toISOString()} (${known ? "when the offset was kept" : "now, nothing kept to start from"}, less PULL_OVERLAP_SECONDS); the ledger drops the repeats`,
   );
   return { offset, from };
 }

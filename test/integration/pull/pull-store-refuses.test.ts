@@ -87,7 +87,7 @@ describe("pull: an event the store refuses, an offset older than the dedupe wind
     }
   });
 
-  it("when the kept offset expired (410) and the last stored event is older than DEDUPE_TTL_SECONDS, then reading resumes from the start of the dedupe window, not before it (those ids are forgotten: a re-read would deliver them twice), and says so at error", async () => {
+  it("when the kept offset expired (410) and was kept longer ago than DEDUPE_TTL_SECONDS, then reading resumes from the start of the dedupe window, not before it (those ids are forgotten: a re-read would deliver them twice), and says so at error", async () => {
     const statePrefix = `test-${randomUUID()}`;
     const state = createPullState(redis, statePrefix);
     const calls = new Map<string, number>();
