@@ -13,7 +13,7 @@ import type { EventsApiState } from "./event-routes.js";
 import type { ProfileStore } from "./profile-store.js";
 import { streamCreateBody } from "./stream-schemas.js";
 import type { StreamStore } from "./stream-store.js";
-import { tenantBehaviourRoutes } from "./tenant-behaviour-routes.js";
+import { tenantBehaviourRoutes, type ApiOutage } from "./tenant-behaviour-routes.js";
 import { validationError } from "./validation-error.js";
 
 const eventBody = z.object({
@@ -55,6 +55,7 @@ export function controlRoutes(deps: {
   log: EventLog;
   eventsApi: EventsApiState;
   deliveryList: DeliveryListShape;
+  apiOutage: ApiOutage;
 }): Router {
   const router = Router();
   router.use((req, _res, next) => {

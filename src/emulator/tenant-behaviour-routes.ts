@@ -11,12 +11,17 @@ const rawEventBody = z.strictObject({ type: z.string().min(1), data: z.string() 
 /** A huge event: `bytes` of padding in its data, or `endless`: a line that never ends. */
 const hugeEventBody = z.union([z.strictObject({ bytes: z.number().int().min(1) }), z.strictObject({ endless: z.literal(true) })]);
 
+/** An outage of the management API: while `status` is set, every `/api/v2` call answers it. */
+export interface ApiOutage {
+  status?: number;
+}
+
 /**
  * The control API's switches for how the emulated tenant behaves where the real one may
  * (docs/tenant.md): the Events API's outages, expiries, waits and errors, broken messages,
  * and the deliveries list's shape. Mounted by control-routes.ts, behind its loopback check.
  */
-export function tenantBehaviourRoutes(deps: { log: EventLog; eventsApi: EventsApiState; deliveryList: DeliveryListShape }): Router {
+export function tenantBehaviourRoutes(deps: { log: EventLog; eventsApi: EventsApiState; deliveryList: DeliveryListShape; apiOutage: ApiOutage }): Router {
   const router = Router();
 
   // A message of the Events API whose data is this text as given: what a consumer does with a broken event.
@@ -71,6 +76,15 @@ export function tenantBehaviourRoutes(deps: { log: EventLog; eventsApi: EventsAp
     if (body.data.down !== undefined) deps.eventsApi.down = body.data.down;
     if (body.data.down) deps.eventsApi.cut();
     res.json({ down: deps.eventsApi.down });
+  });
+
+  // {"down_status":503}: every management API call (/api/v2) answers that status, as a tenant
+  // outage does; {"down_status":null} ends it. Tokens are still issued.
+  router.put("/api", (req, res) => {
+    const body = z.strictObject({ down_status: z.number().int().min(500).max(599).nullable() }).safeParse(req.body);
+    if (!body.success) throw validationError("Payload", body.error);
+    deps.apiOutage.status = body.data.down_status ?? undefined;
+    res.json({ down_status: deps.apiOutage.status ?? null });
   });
 
   // How the deliveries list answers: {"shape":"array"} as the OpenAPI file has it (no cursor),
