@@ -100,6 +100,7 @@ export const settings = {
   RECONCILE_SWEEP_INTERVAL_SECONDS: [whole("seconds", 0, "0 turns the sweep off").default(300), "how often the worker lists each swept stream's failed deliveries and recovers them; 0 turns the sweep off"],
   RECONCILE_SWEEP_LOOKBACK_SECONDS: [whole("seconds", 1).default(86_400), "how far back the first sweep of a stream reads"],
   RECONCILE_SWEEP_OVERLAP_SECONDS: [whole("seconds", 0).default(600), "how far each sweep reads back before the end of the last window it finished, so a delivery that turns failed after its window was read (or a clock skew with the tenant) is still found"],
+  RECONCILE_SWEEP_DEEP_INTERVAL_SECONDS: [whole("seconds", 0, "0 turns it off").default(3600), "how often a sweep reads each stream's whole RECONCILE_SWEEP_LOOKBACK_SECONDS again rather than from its checkpoint, so a delivery that turns failed later than RECONCILE_SWEEP_OVERLAP_SECONDS after its event is still found (its list calls go at the same pace); 0 off"],
   STREAM_WATCH_INTERVAL_SECONDS: [whole("seconds", 0, "0 turns it off").default(60), "how often the worker reads the status of every swept stream; 0 off"],
   STREAM_AUTO_ENABLE: [z.stringbool({ error: "give true or false" }).default(false), "enable a swept stream found disabled again, as soon as this service is ready to store events"],
   PULL: [z.enum(["on", "off"], "give on or off").default("off"), "on: the worker role reads every event from the tenant's Events API (scope read:events) beside or instead of the push (docs/operating.md, Pulling events)"],
