@@ -70,7 +70,7 @@ export function createReconcileWorker(options: ReconcileWorkerOptions): Reconcil
     reconcileQueueName,
     inFlight.track(async (job) => {
       try {
-        const result = await reconciler.reconcile(job.data);
+        const result = await reconciler.reconcile(job.data, job.timestamp);
         reconcileTotal.inc({ outcome: outcomeLabel(result.outcome) });
         // The caller sees the outcome; the service's log says it too (nothing silent).
         if (result.outcome.startsWith("error:")) logger.warn({ eventId: job.data.eventId, jobId: job.id, outcome: result.outcome }, "reconcile could not recover the event");

@@ -139,6 +139,20 @@ describe("streamkeeper reconcile", () => {
     expect(done.stderr).toMatch(/^note: [12] of the ids wait on a failing call \(.*503.*; \d+ attempts so far\); the service retries them with backoff for up to RECONCILE_RETRY_FOR_SECONDS, nothing to do but wait$/m);
   });
 
+  it("when a stream was created after the service last listed the streams, then reconcile <id> naming no stream finds the event there, not not_found", async () => {
+    // The service lists the streams for an id naming none, and keeps that list a minute.
+    expect((await cli(["reconcile", tenantId("evt")])).stdout).toMatch(/ not_found\n$/);
+    const newStream = await createStream(emulator, `${service.publicUrl}/webhooks`, {
+      auth: { method: "basic", username: testCredentials.username, password: "not-the-password" },
+      types: ["user.deleted"],
+    });
+    const id = await emit(emulator, "user.deleted", { object: { user_id: `auth0|${randomUUID()}` } });
+    expect((await settled(emulator, id)).status).toBe("failed");
+    const run = await cli(["reconcile", id, "--json"]);
+    expect(run.code).toBe(0);
+    expect(JSON.parse(run.stdout)).toMatchObject({ eventId: id, streamId: newStream, outcome: "recovered" });
+  });
+
   it("when an id is unknown to the tenant, then it prints not_found and exits 1, other ids still reported", async () => {
     const known = await failedEvent();
     const unknown = tenantId("evt");
