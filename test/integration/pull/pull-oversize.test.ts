@@ -3,11 +3,9 @@ import { startEmulator, type Emulator } from "../../../src/emulator/start-emulat
 import { openEventLog } from "../../../src/tenant/open-event-log.js";
 import { createTenantClient } from "../../../src/tenant/create-tenant-client.js";
 import { userEvent } from "../../helpers/fixtures.js";
-import { startSinkServer } from "../../helpers/sink-server.js";
-import { startTestService } from "../../helpers/start-test-service.js";
 import { useCleanup } from "../../helpers/cleanup.js";
 import { until } from "../../helpers/until.js";
-import { emitWithOffsets, keptOffset, metricValue, metricsOf, pullEnv, pullStatus } from "./pull-test-kit.js";
+import { emitWithOffsets, keptOffset, metricValue, metricsOf, pullStatus, startPulling } from "./pull-test-kit.js";
 
 const MiB = 1_048_576;
 
@@ -25,12 +23,7 @@ describe("a pulled message larger than WEBHOOK_MAX_BODY_BYTES", () => {
   const cleanup = useCleanup("each", { timeoutMs: 120000 });
 
   it("when a 64 MB event is pulled while webhooks arrive, then no webhook gets a 503, the event is kept aside with its first bytes, and the offset moves past it", async () => {
-    const emulator = await startEmulator({ eventsHeartbeatSeconds: 0.2 });
-    cleanup.push(() => emulator.close());
-    const sink = await startSinkServer();
-    cleanup.push(() => sink.close());
-    const service = await startTestService(pullEnv(emulator, sink.url));
-    cleanup.push(() => service.close());
+    const { emulator, sink, service } = await startPulling(cleanup);
     await expect.poll(async () => (await pullStatus(service.adminUrl)).state).toBe("connected");
     const before = await metricsOf(service.adminUrl);
 
