@@ -35,8 +35,9 @@ const keepSeconds = 7 * 24 * 3600;
 /**
  * The producer side of the durable `reconcile` queue, on a connection the caller owns.
  * A job that throws (the tenant down, Redis down while storing) is retried with backoff
- * for RECONCILE_RETRY_FOR_SECONDS; other tenant API errors are outcomes, not failures. Job ids are BullMQ's own, so reconciling an id twice makes
- * two jobs: the second reports `already_received`.
+ * for RECONCILE_RETRY_FOR_SECONDS; other tenant API errors are outcomes, not failures. Job
+ * ids are BullMQ's own, so reconciling an id twice makes two jobs: the second reports
+ * `already_received`.
  */
 export function createReconcileQueue(connection: Redis | Cluster, queuePrefix: string, telemetry?: Telemetry): ReconcileQueue {
   const queue: ReconcileQueueHandle = new Queue<ReconcileJobData, ReconcileResult>(reconcileQueueName, {
