@@ -120,11 +120,8 @@ export function createSweeper(options: SweeperOptions): Sweeper {
       // The whole lookback again now and then: a delivery the tenant fails later than the
       // overlap after its event's time (the time its list filters on) is behind the
       // checkpoint for good. Its list calls go at the same pace as every other call.
-      const deep = checkpoint !== undefined && deepIntervalMs > 0 && started - ((await state.deepPassAt(streamId)) ?? 0) >= deepIntervalMs;
-      if (deep) logger.info({ streamId, lookbackSeconds: lookbackMs / 1000 }, "sweep: a deep pass reads the stream's whole lookback again (RECONCILE_SWEEP_DEEP_INTERVAL_SECONDS)");
-      const resumed = checkpoint === undefined ? end - lookbackMs : resumeFrom(logger, dedupeTtlMs, streamId, checkpoint - overlapMs, end);
-      // Never later than the checkpoint says: a deep pass after a downtime longer than the lookback still reads all of it.
-      let from = wholeSecond(deep ? Math.min(resumed, Math.max(end - lookbackMs, end - dedupeTtlMs)) : resumed);
+      const deep = checkpoint !== undefined && deepIntervalMs > 0 && started - ((await state.deepPassAt(streamId)) ?? 0) >= deepIntervalMs && saidDeep(logger, streamId, lookbackMs);
+      let from = sweepStart({ logger, streamId, checkpoint, deep, end, lookbackMs, overlapMs, dedupeTtlMs });
       let pages = 0;
       let found = 0;
       let recovered = 0;
@@ -147,8 +144,7 @@ export function createSweeper(options: SweeperOptions): Sweeper {
       if (arrivedSince > 0) logger.info({ streamId, arrivedSince }, "sweep: failed deliveries set aside earlier are here now (recovered by id, redelivered or pulled); no longer counted as unrecovered");
       await state.noteRun(streamId, Date.now());
       sweepRuns.inc({ stream: streamId, result: "ok" });
-      const level = found > 0 || recovered > 0 ? "info" : "debug";
-      logger[level]({ streamId, pages, found, recovered, deep, ms: Date.now() - started }, "sweep: stream read up to now");
+      logger[found > 0 || recovered > 0 ? "info" : "debug"]({ streamId, pages, found, recovered, deep, ms: Date.now() - started }, "sweep: stream read up to now");
     } catch (error) {
       if (error instanceof Interrupted) throw error;
       sweepRuns.inc({ stream: streamId, result: "error" });
@@ -218,4 +214,21 @@ function logSetAside(logger: Logger, streamId: string, figures: { unrecovered: s
 
 function wholeSecond(ms: number): number {
   return Math.floor(ms / 1000) * 1000;
+}
+
+/**
+ * Where a stream's sweep reads from: the lookback for a first sweep, else the checkpoint
+ * less the overlap; a deep pass, never later than the checkpoint says, so one after a
+ * downtime longer than the lookback still reads all of it.
+ */
+function sweepStart(at: { logger: Logger; streamId: string; checkpoint: number | undefined; deep: boolean; end: number; lookbackMs: number; overlapMs: number; dedupeTtlMs: number }): number {
+  const { checkpoint, end, lookbackMs, dedupeTtlMs } = at;
+  const resumed = checkpoint === undefined ? end - lookbackMs : resumeFrom(at.logger, dedupeTtlMs, at.streamId, checkpoint - at.overlapMs, end);
+  return wholeSecond(at.deep ? Math.min(resumed, Math.max(end - lookbackMs, end - dedupeTtlMs)) : resumed);
+}
+
+/** Says that a deep pass begins; true, so it reads as part of the decision. */
+function saidDeep(logger: Logger, streamId: string, lookbackMs: number): true {
+  logger.info({ streamId, lookbackSeconds: lookbackMs / 1000 }, "sweep: a deep pass reads the stream's whole lookback again (RECONCILE_SWEEP_DEEP_INTERVAL_SECONDS)");
+  return true;
 }
