@@ -39,7 +39,7 @@ export function registerEventsCommand(program: Command): void {
     .option("--type <type>", "an event type, or a pattern such as user.*")
     .option("--entity <id>", "a user, organization or group id")
     .option("--stream <stream-id>", "one event stream")
-    .option("--since <time>", "arrived at or after: ISO 8601, or a duration back from now (30m, 2h, 7d)")
+    .option("--since <time>", "arrived at or after: a duration back (90m, 2h, 7d), a date (2026-12-07) or an ISO 8601 time")
     .option("--until <time>", "arrived before: ISO 8601, or a duration back from now")
     .option("--route <name>", "events queued for or replayed to this route")
     .option("--outcome <outcome>", "delivered, dead_letter, stale, retry, pending or unrouted (with --route: on that route)")

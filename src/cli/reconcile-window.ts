@@ -3,6 +3,8 @@ import { isFailure, type ReconcileOutcome } from "../reconcile/reconcile-job.js"
 import { createServiceClient, problemDetail } from "./service-client.js";
 import { streamIdProblem } from "../tenant/stream-id.js";
 import { CliError } from "./cli-error.js";
+import { parseCliTime } from "./parse-cli-time.js";
+import { timeInputForms } from "../parse-time-input.js";
 
 export interface WindowOptions {
   since?: string;
@@ -19,18 +21,11 @@ export function isWindowMode(options: WindowOptions): boolean {
   return options.since !== undefined || options.until !== undefined || options.type !== undefined || options.dryRun === true;
 }
 
-const accepted = "give a duration such as 90m, 6h or 7d, or a time in ISO 8601 such as 2025-09-08T06:35:17Z";
-const units: Record<string, number> = { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000, w: 604_800_000 };
+const accepted = `give ${timeInputForms}`;
 
-/** A `--since`/`--until` value to a time: a duration back from `now`, or an ISO 8601 time; else exit 2 naming the accepted forms. */
+/** A `--since`/`--until` value to a time (parse-time-input.ts); else exit 2 naming the accepted forms. */
 export function parseWhen(flag: string, value: string, now: number): Date {
-  const duration = /^(\d+)([smhdw])$/.exec(value.trim());
-  if (duration) return new Date(now - Number(duration[1]) * units[duration[2]!]!);
-  if (/^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:?\d{2})?)?$/.test(value.trim())) {
-    const time = Date.parse(value);
-    if (!Number.isNaN(time)) return new Date(time);
-  }
-  throw new CliError(`${flag} ${JSON.stringify(value)}: ${accepted}`, 2);
+  return new Date(parseCliTime(flag, value, now));
 }
 
 /**

@@ -3,10 +3,21 @@ import { z } from "zod";
 import { eventsMatching, forgetEntity, outcomes } from "../archive/archive-queries.js";
 import type { RunningArchive } from "../archive/start-archive.js";
 import type { Logger } from "../logger.js";
+import { parseTimeInput, timeInputForms } from "../parse-time-input.js";
 import { sendErrorProblem, sendProblem } from "./problem.js";
 
-/** A filter's time and event type, as search and replay take them. */
-export const time = z.iso.datetime({ offset: true, error: "must be a time in ISO 8601, e.g. 2026-11-25T06:35:17Z" });
+/**
+ * A filter's time, as search and replay take it: the forms a person types in the CLI and in
+ * the operator view alike (parse-time-input.ts), durations counted back from the request's
+ * arrival; read as an ISO 8601 string.
+ */
+export const time = z.string({ error: `must be ${timeInputForms}` }).transform((value, context) => {
+  const at = parseTimeInput(value, Date.now());
+  if (at !== undefined) return new Date(at).toISOString();
+  context.addIssue({ code: "custom", message: `must be ${timeInputForms}` });
+  return z.NEVER;
+});
+/** An event type, or a pattern such as user.*. */
 export const typePattern = z.string().regex(/^(\*|[A-Za-z0-9_.-]+(\.\*)?)$/, "must be an event type or a pattern such as user.*");
 /** PostgreSQL text holds no NUL: one in a name or id is the caller's mistake (400), not an outage. */
 export const nul = "must not hold a NUL character (\\u0000): no id, entity, stream or route name does";

@@ -153,7 +153,7 @@ describe("archive: replay", () => {
     const old = await ask({ route: "crm", since: "2020-01-01T00:00:00Z" });
     expect(old.status).toBe(400);
     expect(old.detail).toMatch(/older than the archive keeps: it holds events from .* on \(ARCHIVE_RETENTION_DAYS=30\)/);
-    expect(await ask({ route: "crm", since: "last tuesday" })).toEqual({ status: 400, detail: "since: must be a time in ISO 8601, e.g. 2026-11-25T06:35:17Z" });
+    expect(await ask({ route: "crm", since: "last tuesday" })).toEqual({ status: 400, detail: "since: must be a duration back from now (90m, 2h, 7d), a date (2026-12-07, midnight UTC) or an ISO 8601 time (2026-12-07T06:00:00Z)" });
     expect((await ask({ route: "crm", since, until: since })).detail).toBe("until must be after since");
     expect(await ask({ route: "crm", since, entity: "user\u0000" })).toEqual({ status: 400, detail: "entity: must not hold a NUL character (\\u0000): no id, entity, stream or route name does" });
 
