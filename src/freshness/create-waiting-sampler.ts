@@ -32,10 +32,10 @@ export function startWaitingSampler({ redis, queuePrefix, logger, read, everyMs 
       logger.debug({ err: error }, "waiting counts not sampled for the operator view's charts; tried again in 10 s");
     }
   };
-  let sampling: Promise<void> | undefined = sample();
-  const timer = setInterval(() => {
-    sampling ??= sample().finally(() => (sampling = undefined));
-  }, everyMs);
+  let sampling: Promise<void> | undefined;
+  const run = () => void (sampling ??= sample().finally(() => (sampling = undefined)));
+  run();
+  const timer = setInterval(run, everyMs);
   timer.unref();
   return {
     async close() {
