@@ -31,7 +31,7 @@ export interface FreshnessReader {
 const minutesRead = 6;
 const hoursRead = 25;
 /** A period no longer changes once its last flushes landed (a second after it ends, with margin). */
-const settleMs = 10_000;
+export const settleMs = 10_000;
 
 /** Per route: live deliveries per lag bucket, late ones, deliveries of any origin, stale skips, and the last waiting sample (create-waiting-sampler.ts). */
 export type Tally = Map<string, { buckets: Map<number, number>; missed: number; delivered: number; stale: number; waiting?: number }>;

@@ -43,9 +43,10 @@ describe.skipIf(!existsSync(chromiumPath))("operate: the operator view shows the
   let events: ReturnType<typeof userEvent>[];
   let redis: Redis;
   let queuePrefix: string;
+  let crmTop: number;
 
   /**
-   * The hour before the test, as the delivery path and the waiting sampler write it (one
+   * The hour before the service starts, as the delivery path and the waiting sampler write it (one
    * hash per minute, freshness-keys.ts): crm steady at 20 to 40 a minute within 2 s;
    * billing as steady until its downstream failed 15 minutes ago, then nothing delivered
    * and its events piling up. Returns the highest delivered per minute of crm.
@@ -98,6 +99,7 @@ describe.skipIf(!existsSync(chromiumPath))("operate: the operator view shows the
     const legacy = new Queue<DeliveryJobData>(deliveryQueueName("legacy"), { connection: redis, prefix: deliveryQueueBullPrefix(queuePrefix, "legacy") });
     cleanup.push(() => legacy.close());
     for (const event of [userEvent(), userEvent()]) await legacy.add(event.type, { event, origin: "webhook", receivedAt: Date.now() });
+    crmTop = await seedLastHour(Date.now());
 
     service = await startTestService({ QUEUE_PREFIX: queuePrefix, ROUTES_FILE: routesFile, ADMIN_TOKEN: adminToken, ARCHIVE: "on", ARCHIVE_DATABASE_URL: db.url, DISPATCH_CIRCUIT_FAILURES: "2" });
     cleanup.push(() => service.close());
@@ -160,7 +162,6 @@ describe.skipIf(!existsSync(chromiumPath))("operate: the operator view shows the
     const started = await fetch(`${service.adminUrl}/admin/replays`, { method: "POST", headers: { ...adminHeaders(adminToken), "content-type": "application/json" }, body: JSON.stringify({ route: "crm", since: "1h" }) });
     expect(started.status).toBe(202);
     const { replayId } = (await started.json()) as { replayId: string };
-    const crmTop = await seedLastHour(Date.now());
     await withinOneRefresh((seen) => {
       const crm = seen.routes.find((route) => route.name === "crm")!;
       return seen.routes.find((route) => route.name === "billing")?.circuit === "open" && crm.lastHour!.delivered.reduce((sum, n) => sum + n, 0) >= 3 && crm.lastHour!.waiting.all.some((waiting) => waiting !== null);

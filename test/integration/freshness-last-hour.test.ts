@@ -3,7 +3,7 @@ import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { createFreshnessRecorder } from "../../src/freshness/create-freshness-recorder.js";
 import { minuteKeyTtlMs, freshnessMinuteKey } from "../../src/freshness/freshness-keys.js";
-import { readLastHour } from "../../src/freshness/read-last-hour.js";
+import { createLastHourReader } from "../../src/freshness/read-last-hour.js";
 import { startWaitingSampler } from "../../src/freshness/create-waiting-sampler.js";
 import { capturedLogger } from "../helpers/captured-logger.js";
 
@@ -25,7 +25,8 @@ describe("freshness: the operator view's last hour per route, from the delivery 
     recorder.delivered(route, "replay", new Date(now - 86_400_000).toISOString(), now);
     await recorder.close();
 
-    const hour = (await readLastHour(redis, prefix, ["crm", "billing"], now)).get("crm")!;
+    const readLastHour = createLastHourReader(redis, prefix);
+    const hour = (await readLastHour(["crm", "billing"], now)).get("crm")!;
     expect(hour.minutes).toHaveLength(60);
     expect(Date.parse(hour.minutes.at(-1)!)).toBe(Math.floor(now / 60_000) * 60_000);
     expect(Date.parse(hour.minutes[0]!)).toBe((Math.floor(now / 60_000) - 59) * 60_000);
@@ -40,20 +41,24 @@ describe("freshness: the operator view's last hour per route, from the delivery 
     // The minute keys last past the hour the charts read.
     expect(await redis.pttl(freshnessMinuteKey(prefix, Math.floor((now - 40 * 60_000) / 60_000)))).toBeGreaterThan(40 * 60_000);
     expect(minuteKeyTtlMs).toBeGreaterThan(60 * 60_000);
+    // Read again a minute later: the settled minutes come from what the first read kept, the same figures.
+    await redis.del(freshnessMinuteKey(prefix, Math.floor((now - 40 * 60_000) / 60_000)));
+    expect((await readLastHour(["crm"], now + 60_000)).get("crm")!.delivered.at(-42)).toBe(3);
   });
 
   it("when the sampler runs, then the current minute holds each route's waiting events, and minutes with no sample none", async () => {
     const prefix = `test-${randomUUID()}`;
     let waiting = 7;
+    const readLastHour = createLastHourReader(redis, prefix);
     const sampler = startWaitingSampler({ redis, queuePrefix: prefix, logger: capturedLogger().logger, read: async () => new Map([["crm", waiting], ["billing", 0]]), everyMs: 50 });
     try {
-      await expect.poll(async () => (await readLastHour(redis, prefix, ["crm", "billing"], Date.now())).get("crm")!.waiting.all.at(-1)).toBe(7);
+      await expect.poll(async () => (await readLastHour(["crm", "billing"], Date.now())).get("crm")!.waiting.all.at(-1)).toBe(7);
       waiting = 12;
-      await expect.poll(async () => (await readLastHour(redis, prefix, ["crm"], Date.now())).get("crm")!.waiting.all.at(-1)).toBe(12);
+      await expect.poll(async () => (await readLastHour(["crm"], Date.now())).get("crm")!.waiting.all.at(-1)).toBe(12);
     } finally {
       await sampler.close();
     }
-    const hour = await readLastHour(redis, prefix, ["crm", "billing"], Date.now());
+    const hour = await readLastHour(["crm", "billing"], Date.now());
     expect(hour.get("billing")!.waiting.all.at(-1)).toBe(0);
     expect(hour.get("crm")!.waiting.all.slice(0, 58).every((sample) => sample === null)).toBe(true);
   });
