@@ -49,23 +49,19 @@ export function registerReplayFollowCommands(replay: Command): void {
       }),
     );
 
-  replay
-    .command("status <replay-id>")
-    .description("one replay's state and counts")
-    .action(
-      runAction(async (replayId: string, _options: object, command: Command) => {
-        const status = (await askArchive(loadClientConfig(), "GET", `/admin/replays/${encodeURIComponent(replayId)}`, undefined, notFound(replayId))) as ReplayStatus;
-        process.stdout.write(json(command) ? `${JSON.stringify(status)}\n` : `${replayLine(status)}\n`);
-      }),
-    );
-
-  replay
-    .command("cancel <replay-id>")
-    .description("stop a running replay (what it queued already is still delivered)")
-    .action(
-      runAction(async (replayId: string, _options: object, command: Command) => {
-        const status = (await askArchive(loadClientConfig(), "DELETE", `/admin/replays/${encodeURIComponent(replayId)}`, undefined, notFound(replayId))) as ReplayStatus;
-        process.stdout.write(json(command) ? `${JSON.stringify(status)}\n` : `${replayLine(status)}\n`);
-      }),
-    );
+  // status reads a replay, cancel stops it: both answer with its state and counts.
+  for (const [name, method, description] of [
+    ["status", "GET", "one replay's state and counts"],
+    ["cancel", "DELETE", "stop a running replay (what it queued already is still delivered)"],
+  ] as const) {
+    replay
+      .command(`${name} <replay-id>`)
+      .description(description)
+      .action(
+        runAction(async (replayId: string, _options: object, command: Command) => {
+          const status = (await askArchive(loadClientConfig(), method, `/admin/replays/${encodeURIComponent(replayId)}`, undefined, notFound(replayId))) as ReplayStatus;
+          process.stdout.write(json(command) ? `${JSON.stringify(status)}\n` : `${replayLine(status)}\n`);
+        }),
+      );
+  }
 }

@@ -5,21 +5,21 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Queue } from "bullmq";
 import { Redis } from "ioredis";
-import { chromium, type BrowserContext, type Page } from "playwright-core";
+import type { Page } from "playwright-core";
 import { beforeAll, describe, expect, inject, it } from "vitest";
-import type { Overview } from "../../src/admin/describe-overview.js";
 import type { DeliveryJobData } from "../../src/queue/delivery-job.js";
 import { bucketOf } from "../../src/freshness/lag-buckets.js";
 import { freshnessMinuteKey, minuteKeyTtlMs } from "../../src/freshness/freshness-keys.js";
 import { deliveryQueueBullPrefix, deliveryQueueName } from "../../src/queue/queue-names.js";
 import { createTestDatabase, type TestDatabase } from "../helpers/archive-database.js";
 import { useCleanup } from "../helpers/cleanup.js";
+import { chromiumPath, openChromium } from "../helpers/open-chromium.js";
+import { operatorViewProbe } from "../helpers/operator-view-page.js";
 import { adminHeaders } from "../helpers/credentials.js";
 import { userEvent } from "../helpers/fixtures.js";
 import { startSinkServer } from "../helpers/sink-server.js";
 import { startTestService, type TestService } from "../helpers/start-test-service.js";
 
-const chromiumPath = "/usr/bin/chromium";
 const adminToken = "whole-service-admin-token";
 const refreshSeconds = 2;
 /** OPERATOR_VIEW_SCREENSHOTS=1 writes the page's picture for the README and docs/operating.md. */
@@ -70,15 +70,7 @@ describe.skipIf(!existsSync(chromiumPath))("operate: the operator view shows the
     return crmTop;
   }
 
-  const overview = async () => (await (await fetch(`${service.adminUrl}/admin/overview`, { headers: adminHeaders(adminToken) })).json()) as Overview;
-  const refreshes = async () => Number(await page.locator("body").getAttribute("data-refreshes"));
-  /** Once the service shows `holds`, the page shows it after at most one refresh started after it. */
-  async function withinOneRefresh(holds: (seen: Overview) => boolean) {
-    await expect.poll(async () => holds(await overview())).toBe(true);
-    const seen = await refreshes();
-    await expect.poll(refreshes).toBeGreaterThanOrEqual(seen + 2);
-  }
-  const text = async (selector: string) => (await page.locator(selector).textContent()) ?? "";
+  const { refreshes, withinOneRefresh, text } = operatorViewProbe(() => ({ adminUrl: service.adminUrl, page }), adminToken);
 
   beforeAll(async () => {
     db = await createTestDatabase();
@@ -104,25 +96,8 @@ describe.skipIf(!existsSync(chromiumPath))("operate: the operator view shows the
     service = await startTestService({ QUEUE_PREFIX: queuePrefix, ROUTES_FILE: routesFile, ADMIN_TOKEN: adminToken, ARCHIVE: "on", ARCHIVE_DATABASE_URL: db.url, DISPATCH_CIRCUIT_FAILURES: "2" });
     cleanup.push(() => service.close());
 
-    const userDataDir = await mkdtemp(join(tmpdir(), "sk-chromium-"));
-    cleanup.push(() => rm(userDataDir, { recursive: true, force: true }));
-    // No httpCredentials: the login is the one in the URL, as a bookmark gives it.
-    const context: BrowserContext = await chromium.launchPersistentContext(userDataDir, {
-      executablePath: chromiumPath,
-      args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"],
-      viewport: { width: 1400, height: 1000 },
-    });
-    cleanup.push(() => context.close());
-    page = await context.newPage();
-    page.on("console", (message) => {
-      if (message.type() === "error") consoleErrors.push(`${message.text()} (${message.location().url})`);
-    });
-    page.on("pageerror", (error) => consoleErrors.push(error.message));
-    page.on("response", (response) => {
-      if (response.status() >= 400) consoleErrors.push(`${response.status()} ${response.url()}`);
-    });
-    // A cold Chromium on a loaded 2-core machine can take a while.
-    page.setDefaultTimeout(30_000);
+    // No login given to the browser: the one in the URL, as a bookmark gives it.
+    page = await openChromium(cleanup, consoleErrors);
     await mkdir("test-artifacts", { recursive: true });
   });
 

@@ -231,9 +231,10 @@ function chart(title, series, format) {
   });
   const latest = series[0].values.findLast((value) => value !== null) ?? null;
   const latestText = latest === null ? "none" : format(latest);
-  const label = `${title}, last hour: latest ${latestText}, highest ${format(top)}`;
+  const topText = values.length ? format(top) : "none";
+  const label = `${title}, last hour: latest ${latestText}, highest ${topText}`;
   const picture = svg("svg", { viewBox: `0 0 ${width} ${height}`, width, height, role: "img", "aria-label": label }, svg("line", { x1: 0, y1: height - 1, x2: width, y2: height - 1, class: "axis" }), ...lines);
-  return el("div", { class: "chart" }, el("span", { class: "chart-title" }, title), picture, el("span", { class: "chart-now" }, `latest ${latestText} · highest ${format(top)}`));
+  return el("div", { class: "chart" }, el("span", { class: "chart-title" }, title), picture, el("span", { class: "chart-now" }, `latest ${latestText} · highest ${topText}`));
 }
 
 function renderCharts(overview) {
