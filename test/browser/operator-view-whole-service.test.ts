@@ -9,7 +9,7 @@ import type { Page } from "playwright-core";
 import { beforeAll, describe, expect, inject, it } from "vitest";
 import type { DeliveryJobData } from "../../src/queue/delivery-job.js";
 import { bucketOf } from "../../src/freshness/lag-buckets.js";
-import { freshnessMinuteKey, minuteKeyTtlMs } from "../../src/freshness/freshness-keys.js";
+import { freshnessHourKey, freshnessMinuteKey, hourKeyTtlMs } from "../../src/freshness/freshness-keys.js";
 import { deliveryQueueBullPrefix, deliveryQueueName } from "../../src/queue/queue-names.js";
 import { createTestDatabase, type TestDatabase } from "../helpers/archive-database.js";
 import { useCleanup } from "../helpers/cleanup.js";
@@ -60,11 +60,14 @@ describe.skipIf(!existsSync(chromiumPath))("operate: the operator view shows the
       const crm = 30 + Math.round(10 * Math.sin(back / 6));
       crmTop = Math.max(crmTop, crm);
       const billingDown = back <= 15;
-      pipeline.hincrby(key, "crm|d", crm).hincrby(key, `crm|b${bucketOf(300)}`, crm - 2).hincrby(key, `crm|b${bucketOf(1200 + 40 * (back % 10))}`, 2);
+      // The minute's hash, and its hour's (the day's freshness in the routes table).
+      for (const hashKey of [key, freshnessHourKey(queuePrefix, Math.floor((current - back) / 60))]) {
+        pipeline.hincrby(hashKey, "crm|d", crm).hincrby(hashKey, `crm|b${bucketOf(300)}`, crm - 2).hincrby(hashKey, `crm|b${bucketOf(1200 + 40 * (back % 10))}`, 2);
+        if (!billingDown) pipeline.hincrby(hashKey, "billing|d", crm).hincrby(hashKey, `billing|b${bucketOf(500)}`, crm);
+        pipeline.pexpire(hashKey, hourKeyTtlMs);
+      }
       pipeline.hset(key, "crm|w", Math.max(0, Math.round(4 * Math.sin(back / 4))));
-      if (!billingDown) pipeline.hincrby(key, "billing|d", crm).hincrby(key, `billing|b${bucketOf(500)}`, crm);
       pipeline.hset(key, "billing|w", billingDown ? Math.ceil((16 - back) / 5) : 0);
-      pipeline.pexpire(key, minuteKeyTtlMs);
     }
     await pipeline.exec();
     return crmTop;
