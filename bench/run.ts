@@ -18,6 +18,7 @@ import { runReconcile, type ReconcileResults } from "./scenarios/run-reconcile.j
 import { runReconcilePace, type ReconcilePaceResults } from "./scenarios/run-reconcile-pace.js";
 import { runSoak, type SoakResults } from "./scenarios/run-soak.js";
 import { runStaleGuard, type StaleGuardResults } from "./scenarios/run-stale-guard.js";
+import { runFlood, type FloodResults } from "./scenarios/run-flood.js";
 import { runArchive, type ArchiveResults } from "./scenarios/run-archive.js";
 import { runArchivePipeline, type ArchivePipelineResults } from "./scenarios/run-archive-pipeline.js";
 import { runWorkerDrain, type WorkerDrainResults } from "./scenarios/run-worker-drain.js";
@@ -49,6 +50,8 @@ export interface BenchResults {
   reconcilePace?: ReconcilePaceResults;
   /** the cost of a dropStale route's guard per delivery, against a plain route */
   staleGuard?: StaleGuardResults;
+  /** live delivery latency alone and with a flood of late events behind it */
+  flood?: FloodResults;
   archive?: ArchiveResults;
   /** the pipeline with the archive off and on, and a replay's throughput to the sink */
   archivePipeline?: ArchivePipelineResults;
@@ -60,7 +63,7 @@ export interface BenchResults {
   /** the operator view's requests against 100 routes */
   operatorView?: OperatorViewResults;
   /** each target: true met, false missed, undefined not measured */
-  targets: { ingestRatio?: boolean; ackP99?: boolean; ackP99Paced?: boolean; pipeline: Partial<Record<Topology, boolean>>; workerCpu?: boolean; reconcile?: boolean; reconcilePace?: boolean; soak?: boolean; operatorView?: boolean; archiveBytesPerEvent?: boolean; archiveSearchP99?: boolean; archivePipelineCost?: boolean };
+  targets: { ingestRatio?: boolean; ackP99?: boolean; ackP99Paced?: boolean; pipeline: Partial<Record<Topology, boolean>>; workerCpu?: boolean; reconcile?: boolean; reconcilePace?: boolean; soak?: boolean; operatorView?: boolean; archiveBytesPerEvent?: boolean; archiveSearchP99?: boolean; archivePipelineCost?: boolean; flood?: boolean };
 }
 
 const resultsDir = fileURLToPath(new URL("./results/", import.meta.url));
@@ -146,6 +149,12 @@ async function main() {
     }
     if (scenarios.has("stale-guard")) {
       results.staleGuard = await runStaleGuard({ redis, redisUrl: redisServer.url, dataDir: dir, sinkUrl: sink.info.url, log });
+    }
+    if (scenarios.has("flood")) {
+      results.flood = await runFlood({ redis, redisUrl: redisServer.url, dataDir: dir, sinkUrl: sink.info.url, floodEvents: settings.BENCH_FLOOD_EVENTS, liveRate: settings.BENCH_FLOOD_LIVE_RATE, liveSeconds: settings.BENCH_FLOOD_LIVE_S, log });
+      // Judged only when the flood still waited as the live phase ended: else it measured live events alone twice.
+      const flood = results.flood;
+      if (flood.status === "measured" && flood.withFlood.lateWaitingAtEnd > 0) results.targets.flood = flood.ratio !== undefined && flood.ratio <= 2 && flood.lost === 0;
     }
     if (scenarios.has("archive")) {
       log("archive: Postgres start, bytes per event, search by entity over BENCH_ARCHIVE_SEARCH_ROWS rows");

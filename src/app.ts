@@ -18,6 +18,7 @@ import type { Role } from "./service/role.js";
 import { startTracing } from "./telemetry/start-tracing.js";
 import { createUpgrade } from "./upgrade/create-upgrade.js";
 import { resolveWebhookAuth } from "./webhook-credentials.js";
+import { resolveAdminToken } from "./admin-token.js";
 
 export type { Role } from "./service/role.js";
 
@@ -35,10 +36,13 @@ export interface Service {
  * (src/service/), and the order they stop in. `receiver` takes webhooks, `worker`
  * delivers and recovers, `all` does both; every role serves the admin surface.
  */
-export async function startService(config: Config, logger: Logger, role: Role): Promise<Service> {
+export async function startService(given: Config, logger: Logger, role: Role): Promise<Service> {
+  const routes = await loadServiceRoutes(given, logger);
+  const auth = role === "worker" ? undefined : await resolveWebhookAuth(given);
+  // Every part reads the admin token from ADMIN_TOKEN: the generated one takes its place when unset.
+  const adminToken = await resolveAdminToken(given.env);
+  const config: Config = { ...given, env: { ...given.env, ADMIN_TOKEN: adminToken.token } };
   const { env } = config;
-  const routes = await loadServiceRoutes(config, logger);
-  const auth = role === "worker" ? undefined : await resolveWebhookAuth(config);
   reportRotation(config, auth, logger);
   // Ports first: one in use stops the start before anything in Redis changes.
   const ports = await bindPorts(env, auth !== undefined);
@@ -65,7 +69,7 @@ export async function startService(config: Config, logger: Logger, role: Role): 
   // own processors, every role reports what is left (docs/deploy.md, Upgrading).
   const { reconcileWorkerFor } = recovery;
   await upgrade.drain(delivery && reconcileWorkerFor && { dispatcherFor: delivery.dispatcherFor, reconcileWorkerFor });
-  const admin = await createAdmin({ config, logger, routes, server: ports.admin, connections, stores, archive, recovery, serviceConfig, auth, ready });
+  const admin = await createAdmin({ config, logger, routes, server: ports.admin, connections, stores, archive, recovery, serviceConfig, auth, ready, adminTokenFile: adminToken.file });
 
   // Shutdown order: stop taking webhooks first; then every worker at once (each finishes
   // its jobs in flight); then what they wrote with, the admin surface, queues and connections.

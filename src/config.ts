@@ -13,6 +13,9 @@ import { streamIdPattern } from "./tenant/stream-id.js";
  * is written from this list (`streamkeeper settings` prints it).
  */
 const wholePort = "use a whole number from 0 to 65535";
+/** LIVE_WINDOW_SECONDS's default: the live window of a route that sets none (delivery-queues.ts). */
+export const defaultLiveWindowSeconds = 300;
+
 /** A whole number of `unit` from `min` up, read from the environment; `note` says what a value means. */
 const whole = (unit: string, min: number, note?: string) => numberSchema({ whole: true, min, unit, note, coerce: true });
 const port = z.coerce.number({ error: wholePort }).int(wholePort).min(0, wholePort).max(65535, wholePort);
@@ -72,7 +75,10 @@ export const settings = {
   MGMT_CLIENT_SECRET: [secret, "client-credentials grant: client secret"],
   ROUTES_FILE: [optional, "downstream routes (YAML or JSON)"],
   DOWNSTREAM_URL: [url, "shortcut: one route named `default` that receives every event"],
-  ADMIN_TOKEN: [secret, "bearer token for /admin/*; admin write endpoints and the dashboard are off without it"],
+  ADMIN_TOKEN: [
+    secret,
+    "bearer token for /admin/* and the operator view's login; unset: the service generates one once into DATA_DIR/admin-token (mode 0600, never logged), and commands run with the same DATA_DIR whose shell sets no ADMIN_TOKEN read it there; set, it always wins",
+  ],
   ADMIN_PREVIOUS_TOKEN: [secret, "the old ADMIN_TOKEN, also accepted while set, for a rotation with no 401s"],
   ADMIN_URL: [url, "where commands reach the running service's admin API (with ADMIN_TOKEN); default http://<ADMIN_HOST>:<ADMIN_PORT>"],
   DEDUPE_TTL_SECONDS: [
@@ -80,12 +86,17 @@ export const settings = {
     "how long an event id is remembered; dedupe rests on this alone, not on the delivered jobs (at least 3600, and not below RECONCILE_SWEEP_LOOKBACK_SECONDS while the sweep runs)",
   ],
   LEDGER_SHARDS: [numberSchema({ whole: true, min: 1, max: 1_000_000, unit: "shards", coerce: true }).default(1024), "id shards of the dedupe ledger, fixed in Redis by its first writer; about peak events per day / 100: fewer shards cost Redis CPU per lookup, more cost key overhead (docs/deploy.md)"],
-  LOG_LEVEL: [z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"), "pino level; logs are JSON lines, secrets redacted"],
+  LOG_LEVEL: [z.enum(["fatal", "error", "warn", "info", "debug", "trace", "silent"]).default("info"), "pino level; secrets redacted"],
+  LOG_FORMAT: [
+    z.enum(["pretty", "json"], { error: "give pretty or json" }).optional(),
+    "pretty: one readable line per entry with local time (the default when stdout is a terminal); json: JSON lines (the default otherwise); secrets redacted in both",
+  ],
   LOG_REPEAT_INTERVAL_SECONDS: [numberSchema({ above: 0, unit: "seconds", example: "60", coerce: true }).default(60), "a failure that repeats (Redis down, wrong webhook credentials) is logged at once, then once per interval with its count"],
   SHUTDOWN_TIMEOUT_MS: [whole("milliseconds", 0).default(10_000), "how long shutdown waits for in-flight requests and deliveries"],
   DISPATCH_BACKOFF_BASE_MS: [whole("milliseconds", 1).default(1000), "first retry delay of a downstream delivery; doubles each attempt, with jitter"],
   DISPATCH_BACKOFF_MAX_MS: [whole("milliseconds", 1).default(3_600_000), "longest retry delay, also the clamp on a downstream Retry-After"],
   DISPATCH_RETRY_WINDOW_SECONDS: [whole("seconds", 1).default(259_200), "how long a delivery keeps being retried after its first failure before it becomes a dead letter (a route's maxAttemptsPerEvent may end it sooner)"],
+  LIVE_WINDOW_SECONDS: [whole("seconds", 1).default(defaultLiveWindowSeconds), "an event whose time is more than this before its arrival is late: it waits in its route's late lane, behind live events (a route's liveWindowSeconds wins; docs/operating.md, Live and late lanes)"],
   DISPATCH_CIRCUIT_FAILURES: [whole("failures", 0, "0 turns the circuit off").default(10), "consecutive failed deliveries after which a route stops sending and probes with one delivery at a time; 0 turns the circuit off"],
   DISPATCH_CIRCUIT_PROBE_MIN_MS: [whole("milliseconds", 10).default(5000), "first wait before an open circuit's probe; doubles after each failed probe"],
   DISPATCH_CIRCUIT_PROBE_MAX_MS: [whole("milliseconds", 10).default(30_000), "longest wait between two probes of an open circuit, so a recovered downstream is found within it"],
@@ -94,11 +105,13 @@ export const settings = {
   COMPLETED_JOB_RETENTION_COUNT: [whole("jobs", 0).default(1000), "delivered jobs kept per route besides the age limit, so a burst cannot grow Redis with the arrival rate; any value down to 0 keeps dedupe"],
   RECONCILE_RATE_SHARE: [numberSchema({ noun: "fraction", above: 0, max: 1, example: "0.5", coerce: true }).default(0.5), "the part of the tenant's API bucket (X-RateLimit-Limit a second) that reconcile, the sweep, the stream watcher and connect may spend together, across every process; other clients of the tenant keep the rest (docs/operating.md, How the recovery pace works)"],
   RECONCILE_RATE_PER_SECOND: [numberSchema({ above: 0, unit: "calls per second", example: "10", note: "leave it unset for no cap", coerce: true }).optional(), "a further cap on tenant API calls per second, across every process; unset: no cap beyond RECONCILE_RATE_SHARE"],
+  RECONCILE_RETRY_FOR_SECONDS: [whole("seconds", 1).default(7200), "how long a reconcile job whose calls fail (the tenant answers 5xx or not at all, Redis is away) is retried, waiting 1 s doubling to 60 s between attempts, before it ends as an error; the waiting `reconcile` command says so meanwhile"],
   PUBLIC_URL: [publicUrl, "the URL at which the tenant reaches this service (https, or http on loopback); selects the swept streams and is the default of `streams connect --public-url`"],
   RECONCILE_SWEEP_STREAMS: [streamIds, "comma-separated stream ids to sweep; unset: every stream whose webhook_endpoint starts with PUBLIC_URL"],
   RECONCILE_SWEEP_INTERVAL_SECONDS: [whole("seconds", 0, "0 turns the sweep off").default(300), "how often the worker lists each swept stream's failed deliveries and recovers them; 0 turns the sweep off"],
   RECONCILE_SWEEP_LOOKBACK_SECONDS: [whole("seconds", 1).default(86_400), "how far back the first sweep of a stream reads"],
   RECONCILE_SWEEP_OVERLAP_SECONDS: [whole("seconds", 0).default(600), "how far each sweep reads back before the end of the last window it finished, so a delivery that turns failed after its window was read (or a clock skew with the tenant) is still found"],
+  RECONCILE_SWEEP_DEEP_INTERVAL_SECONDS: [whole("seconds", 0, "0 turns it off").default(3600), "how often a sweep reads each stream's whole RECONCILE_SWEEP_LOOKBACK_SECONDS again rather than from its checkpoint, so a delivery that turns failed later than RECONCILE_SWEEP_OVERLAP_SECONDS after its event is still found (its list calls go at the same pace); 0 off"],
   STREAM_WATCH_INTERVAL_SECONDS: [whole("seconds", 0, "0 turns it off").default(60), "how often the worker reads the status of every swept stream; 0 off"],
   STREAM_AUTO_ENABLE: [z.stringbool({ error: "give true or false" }).default(false), "enable a swept stream found disabled again, as soon as this service is ready to store events"],
   PULL: [z.enum(["on", "off"], "give on or off").default("off"), "on: the worker role reads every event from the tenant's Events API (scope read:events) beside or instead of the push (docs/operating.md, Pulling events)"],
@@ -111,11 +124,12 @@ export const settings = {
     "comma-separated event types to pull; unset: every type",
   ],
   PULL_START: [z.string().refine((value) => parsePullStart(value) !== undefined, pullStartAccepted).default("now"), "where a service with no stored pull offset begins: now, a duration back such as 7d, or an ISO 8601 time (a first backfill), at most `DEDUPE_TTL_SECONDS` back"],
-  PULL_OVERLAP_SECONDS: [whole("seconds", 0).default(300), "after an expired offset (410), reading resumes from the last stored event's time less this; the ledger drops the repeats"],
+  PULL_OVERLAP_SECONDS: [whole("seconds", 0).default(300), "after an expired offset (410), reading resumes from when the last offset was kept (our clock, never an event's own time) less this; the ledger drops the repeats"],
   PULL_FAILOVER_SECONDS: [numberSchema({ above: 0, unit: "seconds", example: "10", coerce: true }).default(10), "one worker holds the pull connection; another takes over within this long of its death"],
   ARCHIVE: [z.enum(["on", "off"], { error: "give on or off" }).default("on"), "keep every stored event and its delivery outcomes in PostgreSQL for search, replay and erasure (docs/operating.md, The archive); off: none of it"],
   ARCHIVE_DATABASE_URL: [z.string().trim().regex(/^postgres(ql)?:\/\//, "use postgres://user:password@host:port/database").optional(), "the archive's PostgreSQL; unset: an embedded Postgres under DATA_DIR/postgres, shared by every process on that DATA_DIR like the embedded Redis"],
   ARCHIVE_RETENTION_DAYS: [whole("days", 1).default(30), "how long archived events and their outcomes are kept; whole days are dropped at once"],
+  ARCHIVE_STATEMENT_TIMEOUT_MS: [whole("milliseconds", 100).default(5000), "a Postgres statement of the archive not answered by then fails (a hung or overloaded server): the writer says the archive is unavailable once and keeps events in the outbox; a search answers 503"],
   OTEL_EXPORTER_OTLP_ENDPOINT: [url, "send OpenTelemetry traces there; off when unset"],
 } as const satisfies Record<string, readonly [z.ZodType, string]>;
 
@@ -166,7 +180,7 @@ function parseSettings<T>(parser: z.ZodType<T>, keys: readonly string[], source:
   return parsed.data;
 }
 
-const clientKeys = ["ADMIN_URL", "ADMIN_HOST", "ADMIN_PORT", "ADMIN_TOKEN"] as const;
+const clientKeys = ["ADMIN_URL", "ADMIN_HOST", "ADMIN_PORT", "ADMIN_TOKEN", "DATA_DIR"] as const;
 /** What a command that only talks to the running service reads of its own environment. */
 export type ClientEnv = Pick<Env, (typeof clientKeys)[number]>;
 const clientSchema = z.object(Object.fromEntries(clientKeys.map((key) => [key, settings[key][0]]))) as unknown as z.ZodType<ClientEnv>;
@@ -174,6 +188,7 @@ const clientSchema = z.object(Object.fromEntries(clientKeys.map((key) => [key, s
 /**
  * The settings a command needs to reach the running service, and only those: every other
  * setting is the service's (one truth), so a bad one in the command's shell is none of its business.
+ * DATA_DIR is where the token the service generated is read when ADMIN_TOKEN is unset.
  */
 export function loadClientConfig(source: Record<string, string | undefined> = process.env): ClientEnv {
   return parseSettings(clientSchema, clientKeys, source);

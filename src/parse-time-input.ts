@@ -1,7 +1,7 @@
 const units: Record<string, number> = { s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000, w: 604_800_000 };
 
 /** The forms a time is given in, said the same way by every command, setting and the operator view. */
-export const timeInputForms = "a duration back from now (90m, 2h, 7d), a date (2026-12-07, midnight UTC) or an ISO 8601 time (2026-12-07T06:00:00Z)";
+export const timeInputForms = "a duration back from now (90m, 6h, 7d), a date (2026-11-25: its midnight UTC) or a time in ISO 8601 (2026-11-25T06:35:17Z)";
 
 /** A time as a person gives it: how far back it is, or when it is; undefined when it is neither. */
 export type TimeInput = { kind: "ago"; ms: number } | { kind: "at"; ms: number };

@@ -1,8 +1,9 @@
 import { randomBytes } from "node:crypto";
-import { link, mkdir, readFile, unlink, writeFile } from "node:fs/promises";
+import { readFile } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import { ConfigError, type Config, type WebhookAuth } from "./config.js";
 import { dataDirProblem } from "./data-dir-problem.js";
+import { writeFileOnce } from "./write-file-once.js";
 
 export type ResolvedWebhookAuth = Exclude<WebhookAuth, { generated: true }>;
 
@@ -23,25 +24,12 @@ export async function resolveWebhookAuth(config: Config): Promise<ResolvedWebhoo
   if (!("generated" in auth)) return auth;
   const file = credentialsFile(config.env.DATA_DIR);
   const unusable = dataDirProblem(config.env.DATA_DIR, "keep the generated webhook credentials", "set WEBHOOK_USERNAME and WEBHOOK_PASSWORD");
-  return (await readCredentials(file).catch(unusable)) ?? (await generateCredentials(config.env.DATA_DIR, file).catch(unusable));
+  return (await readCredentials(file).catch(unusable)) ?? (await generateCredentials(file).catch(unusable));
 }
 
-async function generateCredentials(dataDir: string, file: string): Promise<ResolvedWebhookAuth> {
+async function generateCredentials(file: string): Promise<ResolvedWebhookAuth> {
   const created = { username: generatedUsername, password: randomBytes(24).toString("base64url") };
-  await mkdir(resolve(dataDir), { recursive: true });
-  // Written whole to a file of its own, then linked into place: a crash never leaves a
-  // half-written file, and of two processes starting at once, the one whose link fails
-  // reads the winner's credentials instead of overwriting them.
-  const temporary = `${file}.${process.pid}.${randomBytes(4).toString("hex")}.tmp`;
-  await writeFile(temporary, JSON.stringify(created, null, 2) + "\n", { mode: 0o600, flag: "wx" });
-  try {
-    await link(temporary, file);
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error;
-    return (await readCredentials(file))!;
-  } finally {
-    await unlink(temporary).catch(() => {});
-  }
+  if (!(await writeFileOnce(file, JSON.stringify(created, null, 2) + "\n"))) return (await readCredentials(file))!;
   return { method: "basic", ...created };
 }
 

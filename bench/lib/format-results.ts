@@ -120,6 +120,24 @@ export function formatResults(results: BenchResults): string {
     rows.push(["dropStale guard", `pending: ${guard.reason}`, "-", "-", "-", "-", ""]);
   }
 
+  const flood = results.flood;
+  if (flood?.status === "measured") {
+    const { alone, withFlood } = flood;
+    const shape = `live ${n(flood.liveRate)}/s for ${n(flood.liveSeconds)} s, downstream ${n(flood.downstreamMs)} ms, concurrency ${n(flood.concurrency)}`;
+    rows.push([`Live delivery, alone (${shape})`, `${n(alone.live)} live events`, ms(alone.latencyMs.p50), ms(alone.latencyMs.p99), "-", "-", ""]);
+    rows.push([
+      `Live delivery, ${n(flood.floodEvents)} day-old events stored just before (the late lane)`,
+      `${n(withFlood.live)} live events; ${n(withFlood.lateWaitingAtEnd)} late still waiting at the end; flood drained in ${flood.floodDrainedS === undefined ? "(not within 5 min)" : `${n(flood.floodDrainedS, 1)} s`}; ${n(flood.lost)} lost`,
+      ms(withFlood.latencyMs.p50),
+      ms(withFlood.latencyMs.p99),
+      "-",
+      "-",
+      `p99 ≤ 2 × alone (${flood.ratio === undefined ? "-" : `${n(flood.ratio, 2)} ×`}), nothing lost: ${withFlood.lateWaitingAtEnd > 0 ? verdict(results.targets.flood) : "not judged: the flood drained before the live phase ended (raise BENCH_FLOOD_EVENTS)"}`,
+    ]);
+  } else if (flood) {
+    rows.push(["Live delivery with a flood", `pending: ${flood.reason}`, "-", "-", "-", "-", ""]);
+  }
+
   const view = results.operatorView;
   if (view?.status === "measured") {
     rows.push([

@@ -1,4 +1,4 @@
-import { createServer } from "node:http";
+import { createServer, type ServerResponse } from "node:http";
 import { wallClockMs } from "../lib/event-source.js";
 import { percentile, round } from "../lib/percentile.js";
 import { serveBenchProcess } from "../lib/serve-bench-process.js";
@@ -19,6 +19,8 @@ export interface SinkStats {
     lastAt?: number;
     /** sink receive time minus the send time carried in the event, new ids only */
     latencyMs: { p50?: number; p99?: number; max?: number };
+    /** new ids that carried a send time (those `latencyMs` covers) */
+    timed: number;
   };
 }
 
@@ -28,6 +30,8 @@ export interface SinkStats {
  * run can prove nothing acknowledged was lost. End-to-end latency is its receive time
  * minus `data.context.bench_sent_at`, which the load generator stamps on each event.
  * `POST /_bench/mark` starts a new window; `POST /_bench/reset` also forgets every id.
+ * A delivery to a path with `?delayMs=<n>` is answered, and counted, after n ms: a
+ * downstream that takes its time (the flood scenario, bench/scenarios/run-flood.ts).
  */
 const seen = new Set<string>();
 let received = 0;
@@ -41,7 +45,7 @@ const server = createServer((req, res) => {
       received,
       unique: seen.size,
       repeats,
-      window: { ...rest, latencyMs: { p50: round(percentile(latencies, 50)), p99: round(percentile(latencies, 99)), max: round(percentile(latencies, 100)) } },
+      window: { ...rest, latencyMs: { p50: round(percentile(latencies, 50)), p99: round(percentile(latencies, 99)), max: round(percentile(latencies, 100)) }, timed: latencies.length },
     };
     res.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify(stats));
     return;
@@ -60,22 +64,28 @@ const server = createServer((req, res) => {
   const chunks: Buffer[] = [];
   req.on("data", (chunk: Buffer) => chunks.push(chunk));
   req.on("end", () => {
-    const now = wallClockMs();
-    received += 1;
-    const id = req.headers["webhook-id"];
-    if (typeof id === "string" && !seen.has(id)) {
-      seen.add(id);
-      window.unique += 1;
-      window.firstAt ??= now;
-      window.lastAt = now;
-      const sentAt = sentAtOf(Buffer.concat(chunks).toString("utf8"));
-      if (sentAt !== undefined) window.latencies.push(now - sentAt);
-    } else {
-      repeats += 1;
-    }
-    res.writeHead(200).end();
+    // A slow downstream counts its own time: the delivery ends with its answer.
+    const delayMs = Number(/[?&]delayMs=(\d+)/.exec(req.url ?? "")?.[1] ?? 0);
+    if (delayMs > 0) setTimeout(() => answer(req.headers["webhook-id"], chunks, res), delayMs);
+    else answer(req.headers["webhook-id"], chunks, res);
   });
 });
+
+function answer(id: string | string[] | undefined, chunks: Buffer[], res: ServerResponse): void {
+  const now = wallClockMs();
+  received += 1;
+  if (typeof id === "string" && !seen.has(id)) {
+    seen.add(id);
+    window.unique += 1;
+    window.firstAt ??= now;
+    window.lastAt = now;
+    const sentAt = sentAtOf(Buffer.concat(chunks).toString("utf8"));
+    if (sentAt !== undefined) window.latencies.push(now - sentAt);
+  } else {
+    repeats += 1;
+  }
+  res.writeHead(200).end();
+}
 
 function sentAtOf(body: string): number | undefined {
   try {

@@ -28,5 +28,23 @@ export async function describeArchivedEvent(
   ]);
   if (timeline === "unavailable") return known && { ...known, timelineUnavailable: "the archive does not answer right now (Postgres); retry later" };
   if (!known && !timeline) return undefined;
-  return { ...(known ?? { eventId, type: timeline!.type }), ...(timeline ? { timeline } : {}) };
+  return { ...(known && timeline ? countsOfTimeline(known, timeline) : (known ?? { eventId, type: timeline!.type })), ...(timeline ? { timeline } : {}) };
+}
+
+/** Outcomes an attempt of a route's own delivery job ends with (not a replay's, not a move or drop). */
+const attemptOutcomes = new Set(["retry", "delivered", "dead_letter"]);
+
+/**
+ * Redis's counts, raised to what the timeline shows: a delivered job kept no longer
+ * (COMPLETED_JOB_RETENTION_*) answers 0 attempts, and replays of the archive are not in
+ * the ledger's count, while the timeline has each of them. The two never disagree.
+ */
+function countsOfTimeline(known: EventDescription, timeline: Timeline): EventDescription {
+  const archived = new Map(timeline.routes.map((route) => [route.route, route.attempts]));
+  const routes = known.routes.map((delivery) => {
+    const counted = (archived.get(delivery.route) ?? []).filter((attempt) => attempt.replayId === undefined && attemptOutcomes.has(attempt.outcome)).length;
+    return counted > delivery.attempts ? { ...delivery, attempts: counted } : delivery;
+  });
+  const replays = new Set(timeline.routes.flatMap((route) => route.attempts.flatMap((attempt) => (attempt.replayId === undefined ? [] : [attempt.replayId])))).size;
+  return { ...known, routes, arrival: { ...known.arrival, replays: Math.max(known.arrival.replays, replays) } };
 }

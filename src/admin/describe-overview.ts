@@ -71,6 +71,7 @@ export async function describeOverview(deps: OverviewDeps, now = Date.now()): Pr
       ratePerSecond: route.ratePerSecond ?? null,
       deliveredPerMinute: act?.deliveredPerMinute ?? null,
       backlog: queue ? queue.waiting + queue.prioritized + queue.delayed + queue.active : null,
+      lanes: queue ? { live: queue.waiting, late: queue.prioritized } : null,
       oldestWaitingSeconds: queue?.oldestWaitingSeconds ?? null,
       circuit: circuits?.has(route.name) ? (circuits.get(route.name) ? "open" : "closed") : null,
       deadLetters: queue?.failed ?? null,

@@ -48,6 +48,8 @@ export interface RouteOverview {
   deliveredPerMinute: number | null;
   /** jobs waiting, prioritized (recoveries, replays), delayed (retries) or in flight */
   backlog: number | null;
+  /** the queued part of the backlog by lane (queue/lane.ts): live (no priority) and late (waiting behind live: late events, recoveries, replays) */
+  lanes: { live: number; late: number } | null;
   oldestWaitingSeconds: number | null;
   circuit: "open" | "closed" | null;
   deadLetters: number | null;

@@ -1,6 +1,6 @@
 import { plainProblem } from "../http-answer.js";
 import type pg from "pg";
-import { checkOut } from "./check-out.js";
+import { fromArchiveText, toArchiveText, toArchiveTextOrNull } from "./archive-text.js";
 
 /** What `GET /admin/events` and `events search` filter on (README.md#the-archive-search-timelines-replay-erasure); every field optional. */
 export interface EventFilter {
@@ -15,11 +15,11 @@ export interface EventFilter {
   /** arrival before (exclusive), ms */
   until?: number;
   route?: string;
-  /** delivered, dead_letter, stale, retry, pending (no outcome yet) or unrouted */
+  /** delivered, dead_letter, stale, retry, moved, dropped, parked, pending (no outcome yet) or unrouted */
   outcome?: string;
 }
 
-export const outcomes = ["delivered", "dead_letter", "stale", "retry", "pending", "unrouted"] as const;
+export const outcomes = ["delivered", "dead_letter", "stale", "retry", "moved", "dropped", "parked", "pending", "unrouted"] as const;
 
 export interface ArchivedEvent {
   id: string;
@@ -59,6 +59,17 @@ export function typePattern(type: string): string {
   return type.replace(/[\\%_]/g, (c) => `\\${c}`).replaceAll("*", "%");
 }
 
+/**
+ * The outcome filter of search and replay, over the events row `e`: the parameter `outcome`
+ * (`$n`: NULL for any), on the route of the parameter `route` (NULL: on any route).
+ */
+export function outcomeMatches(outcome: string, route: string): string {
+  return `(${outcome}::text IS NULL
+       OR (${outcome} = 'unrouted' AND cardinality(e.routes) = 0)
+       OR (${outcome} = 'pending' AND NOT EXISTS (SELECT 1 FROM attempts a WHERE a.arrived_at = e.arrived_at AND a.event_id = e.id AND (${route}::text IS NULL OR a.route = ${route})) AND cardinality(e.routes) > 0)
+       OR EXISTS (SELECT 1 FROM attempts a WHERE a.arrived_at = e.arrived_at AND a.event_id = e.id AND a.outcome = ${outcome} AND (${route}::text IS NULL OR a.route = ${route})))`;
+}
+
 /** The events matching a filter, newest first, a keyset page at a time. Parameters: $1 id … $8 outcome, $9 after time, $10 after id, $11 limit + 1. */
 export const eventsMatchingSql = `
 SELECT e.arrived_at, e.id, e.type, e.origin, e.stream, e.entity, e.failed_first, e.routes, e.erased_at,
@@ -74,10 +85,7 @@ WHERE ($1::text IS NULL OR e.id = $1)
   AND ($5::timestamptz IS NULL OR e.arrived_at >= $5)
   AND ($6::timestamptz IS NULL OR e.arrived_at < $6)
   AND ($7::text IS NULL OR $7 = ANY (e.routes) OR EXISTS (SELECT 1 FROM attempts a WHERE a.arrived_at = e.arrived_at AND a.event_id = e.id AND a.route = $7))
-  AND ($8::text IS NULL
-       OR ($8 = 'unrouted' AND cardinality(e.routes) = 0)
-       OR ($8 = 'pending' AND NOT EXISTS (SELECT 1 FROM attempts a WHERE a.arrived_at = e.arrived_at AND a.event_id = e.id AND ($7::text IS NULL OR a.route = $7)) AND cardinality(e.routes) > 0)
-       OR EXISTS (SELECT 1 FROM attempts a WHERE a.arrived_at = e.arrived_at AND a.event_id = e.id AND a.outcome = $8 AND ($7::text IS NULL OR a.route = $7)))
+  AND ${outcomeMatches("$8", "$7")}
   AND ($9::timestamptz IS NULL OR (e.arrived_at <= $9 AND (e.arrived_at, e.id) < ($9, $10)))  -- the first half an index bound: the search indexes end at arrived_at
 ORDER BY e.arrived_at DESC, e.id DESC
 LIMIT $11`;
@@ -85,14 +93,15 @@ LIMIT $11`;
 /** The parameters of eventsMatchingSql, typed at the one place that runs it. */
 export function eventsMatchingParams(filter: EventFilter, limit: number, after?: { at: number; id: string }): unknown[] {
   const time = (ms: number | undefined) => (ms === undefined ? null : new Date(ms).toISOString());
+  // Names and ids as the archive stores them (archive-text.ts); the cursor's id is stored already.
   return [
-    filter.id ?? null,
+    toArchiveTextOrNull(filter.id),
     filter.type === undefined ? null : typePattern(filter.type),
-    filter.entity ?? null,
-    filter.stream ?? null,
+    toArchiveTextOrNull(filter.entity),
+    toArchiveTextOrNull(filter.stream),
     time(filter.since),
     time(filter.until),
-    filter.route ?? null,
+    toArchiveTextOrNull(filter.route),
     filter.outcome ?? null,
     after ? new Date(after.at).toISOString() : null,
     after?.id ?? null,
@@ -121,28 +130,35 @@ export class BadCursorError extends Error {
   }
 }
 
+/** Arrivals the archive can hold: from 1970 to the end of year 9999 (a cursor's time outside them is no cursor of ours). */
+const latestTime = Date.UTC(9999, 11, 31, 23, 59, 59, 999);
+
 function parseCursor(after: string): { at: number; id: string } {
   const text = Buffer.from(after, "base64url").toString("utf8");
   const bar = text.indexOf("|");
   const at = Number(text.slice(0, bar));
-  if (bar < 1 || !Number.isFinite(at)) throw new BadCursorError();
-  return { at, id: text.slice(bar + 1) };
+  const id = text.slice(bar + 1);
+  // The id as stored (archive-text.ts): never a NUL, never a lone surrogate.
+  if (bar < 1 || !Number.isInteger(at) || at < 0 || at > latestTime || toArchiveText(id) !== id) throw new BadCursorError();
+  return { at, id };
 }
 
 function toArchivedEvent(row: EventRow): ArchivedEvent {
   const outcomes: Record<string, string> = {};
   for (const route of row.routes) outcomes[route] = "pending";
   Object.assign(outcomes, row.outcomes ?? {});
+  const named: Record<string, string> = {};
+  for (const [route, outcome] of Object.entries(outcomes)) named[fromArchiveText(route)] = outcome;
   return {
-    id: row.id,
+    id: fromArchiveText(row.id),
     time: row.arrived_at.toISOString(),
-    type: row.type,
-    ...(row.entity ? { entity: row.entity } : {}),
-    ...(row.stream ? { stream: row.stream } : {}),
+    type: fromArchiveText(row.type),
+    ...(row.entity ? { entity: fromArchiveText(row.entity) } : {}),
+    ...(row.stream ? { stream: fromArchiveText(row.stream) } : {}),
     origin: row.origin,
     failedFirst: row.failed_first,
     erased: row.erased_at !== null,
-    outcomes: row.routes.length === 0 && Object.keys(outcomes).length === 0 ? { "": "unrouted" } : outcomes,
+    outcomes: row.routes.length === 0 && Object.keys(outcomes).length === 0 ? { "": "unrouted" } : named,
   };
 }
 
@@ -160,16 +176,17 @@ export interface Timeline {
 
 /** The timeline of one event: how it arrived, then each route's attempts and outcome. Undefined when it is not archived. */
 export async function timelineOfEvent(pool: pg.Pool, eventId: string): Promise<Timeline | undefined> {
-  const event = (await pool.query<EventRow>("SELECT arrived_at, id, type, origin, stream, entity, failed_first, routes, erased_at, NULL AS outcomes FROM events WHERE id = $1 ORDER BY arrived_at LIMIT 1", [eventId])).rows[0];
+  const stored = toArchiveText(eventId);
+  const event = (await pool.query<EventRow>("SELECT arrived_at, id, type, origin, stream, entity, failed_first, routes, erased_at, NULL AS outcomes FROM events WHERE id = $1 ORDER BY arrived_at LIMIT 1", [stored])).rows[0];
   if (!event) return undefined;
   const attempts = (await pool.query<{ route: string; at: Date; status: number | null; error: string | null; outcome: string; replay_id: string | null }>(
     "SELECT route, at, status, error, outcome, replay_id FROM attempts WHERE arrived_at = $1 AND event_id = $2 ORDER BY at, outcome = 'retry' DESC",
-    [event.arrived_at, eventId],
-  )).rows;
-  const routes = [...new Set([...event.routes, ...attempts.map((attempt) => attempt.route)])];
+    [event.arrived_at, stored],
+  )).rows.map((attempt) => ({ ...attempt, route: fromArchiveText(attempt.route), error: attempt.error === null ? null : fromArchiveText(attempt.error) }));
+  const routes = [...new Set([...event.routes.map(fromArchiveText), ...attempts.map((attempt) => attempt.route)])];
   return {
-    type: event.type,
-    arrival: { at: event.arrived_at.toISOString(), origin: event.origin, failedFirst: event.failed_first, ...(event.stream ? { stream: event.stream } : {}), ...(event.entity ? { entity: event.entity } : {}) },
+    type: fromArchiveText(event.type),
+    arrival: { at: event.arrived_at.toISOString(), origin: event.origin, failedFirst: event.failed_first, ...(event.stream ? { stream: fromArchiveText(event.stream) } : {}), ...(event.entity ? { entity: fromArchiveText(event.entity) } : {}) },
     ...(event.erased_at ? { erasedAt: event.erased_at.toISOString() } : {}),
     routes: routes.map((route) => {
       const own = attempts.filter((attempt) => attempt.route === route);
@@ -186,30 +203,4 @@ export async function timelineOfEvent(pool: pg.Pool, eventId: string): Promise<T
       };
     }),
   };
-}
-
-/** Erasure: drops the payloads of an entity's archived events, keeping ids, types, times and outcomes. Resolves with how many it erased. */
-export async function forgetEntity(pool: pg.Pool, entity: string, now = Date.now()): Promise<number> {
-  const client = await checkOut(pool);
-  try {
-    await client.query("BEGIN");
-    // The writers' lock (write-archive-batch.ts): no batch of the entity's events commits between these two statements.
-    await client.query("SELECT pg_advisory_xact_lock(hashtext('streamkeeper archive writer'))");
-    // Recorded first: an event of the entity still in the outbox is archived without its
-    // payload. Its arrival time is the receiving service's clock, not Postgres's: the erasure
-    // takes the later of Postgres's and this service's (the same clock when one process
-    // receives and erases; processes apart are assumed in step), never moving back.
-    const at = (await client.query<{ at: Date }>(
-      "INSERT INTO erasures (entity, erased_at) VALUES ($1, GREATEST(now(), $2)) ON CONFLICT (entity) DO UPDATE SET erased_at = GREATEST(erasures.erased_at, now(), $2) RETURNING erased_at AS at",
-      [entity, new Date(now)],
-    )).rows[0]!.at;
-    const erased = await client.query("UPDATE events SET payload = NULL, erased_at = $2 WHERE entity = $1 AND payload IS NOT NULL", [entity, at]);
-    await client.query("COMMIT");
-    return erased.rowCount ?? 0;
-  } catch (error) {
-    await client.query("ROLLBACK").catch(() => {});
-    throw error;
-  } finally {
-    client.release();
-  }
 }

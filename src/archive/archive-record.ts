@@ -12,7 +12,12 @@ export interface EventRecord {
   routes: string[];
 }
 
-export type AttemptOutcome = "retry" | "delivered" | "dead_letter" | "stale";
+/**
+ * What one attempt came to; `moved` and `dropped`: the route's job left it (routes move,
+ * routes drop: orphaned-routes.ts); `parked`: taken off the route's queue by `routes park`
+ * (queue/park-waiting.ts), sent later by a replay.
+ */
+export type AttemptOutcome = "retry" | "delivered" | "dead_letter" | "stale" | "moved" | "dropped" | "parked";
 
 /** One delivery attempt of one route (create-delivery-processor.ts), with what became of it. */
 export interface AttemptRecord {

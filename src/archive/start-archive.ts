@@ -1,13 +1,14 @@
 import pg from "pg";
 import type { Config } from "../config.js";
 import type { Logger } from "../logger.js";
-import { archiveLag, archiveNotStarted } from "../metrics/archive-metrics.js";
+import { archiveLag, archiveNotStarted, archiveUp, registerArchiveUp } from "../metrics/archive-metrics.js";
 import { onScrape } from "../metrics/registry.js";
 import { closeRedis, createRedis, type RedisClient } from "../redis/redis-connection.js";
 import { redactUrlCredentials } from "../redact-secrets.js";
 import { oldestInOutbox } from "./archive-outbox.js";
 import { createArchiveWriter, type ArchiveWriter } from "./create-archive-writer.js";
 import { resolveArchiveDatabase } from "./resolve-archive-database.js";
+import { createArchivePool } from "./create-archive-pool.js";
 
 export interface RunningArchive {
   pool: pg.Pool;
@@ -28,15 +29,18 @@ export async function startArchive(deps: { config: Config; logger: Logger; redis
     logger.info("archive off (ARCHIVE=off): events are not kept for search, replay or erasure");
     return undefined;
   }
+  registerArchiveUp();
   const database = await resolveArchiveDatabase(deps.config, logger, deps.who, deps.redisUrl).catch((error: unknown) => {
     // The embedded Postgres could not start: the service runs on without the archive, and says
     // so (an outbox with no writer would grow Redis for good).
-    logger.error({ err: error }, "archive unavailable: the embedded Postgres could not be started; the service runs without the archive (set ARCHIVE_DATABASE_URL, or ARCHIVE=off to silence this)");
+    // One line that says it all, the reason and what to do, at error on the terminal.
+    logger.error({ err: error }, `the service runs WITHOUT its archive (no search, replay or erasure of the events it stores now): the embedded Postgres could not be started: ${(error as Error).message}`);
     return undefined;
   });
   archiveNotStarted.set(database ? 0 : 1);
+  archiveUp.set(0);
   if (!database) return undefined;
-  const pool = new pg.Pool({ connectionString: database.url, max: 5, connectionTimeoutMillis: 5000, idleTimeoutMillis: 10_000, application_name: `streamkeeper-${deps.who}` });
+  const pool = createArchivePool(database.url, env.ARCHIVE_STATEMENT_TIMEOUT_MS, `streamkeeper-${deps.who}`);
   // An idle client whose server went away: the next query reconnects.
   pool.on("error", (error) => logger.debug({ err: error }, "archive: idle Postgres connection lost"));
   const writerConnection = createRedis(deps.redisUrl, "worker", "streamkeeper-archive");
@@ -44,6 +48,7 @@ export async function startArchive(deps: { config: Config; logger: Logger; redis
   const writer = createArchiveWriter({ redis: writerConnection, pool, queuePrefix: env.QUEUE_PREFIX, logger, retentionDays: env.ARCHIVE_RETENTION_DAYS, now: deps.now, database: redactUrlCredentials(database.url) });
   logger.info({ database: redactUrlCredentials(database.url), retentionDays: env.ARCHIVE_RETENTION_DAYS }, "archive on: every stored event and its outcomes are kept in PostgreSQL");
   const unregister = onScrape(async () => {
+    archiveUp.set(writer.available() ? 1 : 0);
     try {
       const oldest = await oldestInOutbox(deps.client, env.QUEUE_PREFIX);
       archiveLag.set(oldest ? Math.max(0, (Date.now() - oldest.addedAt) / 1000) : 0);

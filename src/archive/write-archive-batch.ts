@@ -3,6 +3,7 @@ import type { ArchiveRecord } from "./archive-record.js";
 import { entityOf } from "./entity-of.js";
 import { encodePayload } from "./payload-codec.js";
 import { checkOut } from "./check-out.js";
+import { toArchiveText, toArchiveTextOrNull } from "./archive-text.js";
 
 export interface BatchResult {
   written: number;
@@ -23,14 +24,14 @@ export async function writeArchiveBatch(pool: pg.Pool, records: ArchiveRecord[])
       ? []
       : [{
           arrived_at: new Date(record.receivedAt).toISOString(),
-          id: record.event.id,
-          type: record.event.type,
+          id: toArchiveText(record.event.id),
+          type: toArchiveText(record.event.type),
           origin: record.origin,
-          stream: record.streamId ?? (typeof record.event.a0stream === "string" ? record.event.a0stream : null),
-          entity: entityOf(record.event) ?? null,
+          stream: toArchiveTextOrNull(record.streamId ?? (typeof record.event.a0stream === "string" ? record.event.a0stream : null)),
+          entity: toArchiveTextOrNull(entityOf(record.event)),
           // Recovered from the tenant's failed deliveries (reconcile, the sweep): it had failed it first.
           failed_first: record.origin === "reconcile",
-          routes: record.routes,
+          routes: record.routes.map(toArchiveText),
           payload: encodePayload(record.event).toString("base64"),
         }],
   );
@@ -39,21 +40,20 @@ export async function writeArchiveBatch(pool: pg.Pool, records: ArchiveRecord[])
       ? []
       : [{
           arrived_at: new Date(record.receivedAt).toISOString(),
-          event_id: record.eventId,
-          route: record.route,
+          event_id: toArchiveText(record.eventId),
+          route: toArchiveText(record.route),
           // The key begins with the event's id (its job's id): kept without it, as the row has it already.
-          attempt_key: record.key.startsWith(record.eventId) ? record.key.slice(record.eventId.length) : record.key,
+          attempt_key: toArchiveText(record.key.startsWith(record.eventId) ? record.key.slice(record.eventId.length) : record.key),
           at: new Date(record.at).toISOString(),
           status: record.status ?? null,
-          error: record.error ?? null,
+          error: toArchiveTextOrNull(record.error),
           outcome: record.outcome,
-          replay_id: record.replayId ?? null,
+          replay_id: toArchiveTextOrNull(record.replayId),
         }],
   );
   const client = await checkOut(pool);
   try {
-    await client.query("BEGIN");
-    await client.query("SELECT pg_advisory_xact_lock(hashtext('streamkeeper archive writer'))");
+    await client.query(beginDurable);
     let written = 0;
     if (events.length > 0) {
       const inserted = await client.query(insertNewEvents, [JSON.stringify(events)]);
@@ -64,14 +64,23 @@ export async function writeArchiveBatch(pool: pg.Pool, records: ArchiveRecord[])
       written += inserted.rowCount ?? 0;
     }
     await client.query("COMMIT");
+    client.release();
     return { written, duplicate: events.length + attempts.length - written };
   } catch (error) {
-    await client.query("ROLLBACK").catch(() => {});
+    // Closed rather than pooled, which ends its transaction: after a timeout on a hung
+    // server, a ROLLBACK or the next query would wait behind the unanswered statement.
+    client.release(error as Error);
     throw error;
-  } finally {
-    client.release();
   }
 }
+
+/**
+ * One round trip: the transaction, its commit made durable whatever the server's or the
+ * database's setting (the outbox records leave Redis once COMMIT returns, so an
+ * asynchronous commit lost to a crash would be lost for good), and the writers' lock, so
+ * the "archived already?" check of insertNewEvents cannot race another writer.
+ */
+export const beginDurable = "BEGIN; SET LOCAL synchronous_commit = on; SELECT pg_advisory_xact_lock(hashtext('streamkeeper archive writer'))";
 
 /** Archive the events of this batch that are not archived yet (the first arrival of an id in the batch); an entity erased since it arrived, without its payload. */
 const insertNewEvents = `
@@ -83,9 +92,11 @@ WHERE NOT EXISTS (SELECT 1 FROM events e WHERE e.id = x.id)
 ORDER BY x.id, x.arrived_at
 ON CONFLICT DO NOTHING`;
 
-/** Archive the attempts of this batch; one written before is kept once. */
+/** Archive the attempts of this batch; one written before is kept once; an erased entity's without the downstream's error text (forget-entity.ts). */
 const insertAttempts = `
 INSERT INTO attempts (arrived_at, event_id, route, attempt_key, at, status, error, outcome, replay_id)
-SELECT x.arrived_at, x.event_id, x.route, x.attempt_key, x.at, x.status, x.error, x.outcome, x.replay_id
+SELECT x.arrived_at, x.event_id, x.route, x.attempt_key, x.at, x.status,
+  CASE WHEN x.error IS NOT NULL AND EXISTS (SELECT 1 FROM events e JOIN erasures r ON r.entity = e.entity WHERE e.arrived_at = x.arrived_at AND e.id = x.event_id) THEN NULL ELSE x.error END,
+  x.outcome, x.replay_id
 FROM jsonb_to_recordset($1::jsonb) AS x(arrived_at timestamptz, event_id text, route text, attempt_key text, at timestamptz, status integer, error text, outcome text, replay_id text)
 ON CONFLICT DO NOTHING`;

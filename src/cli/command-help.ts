@@ -8,7 +8,8 @@ interface Help {
 }
 
 const tenant = `${tenantSettings} (MGMT_AUDIENCE when the API's audience differs)`;
-const service = "ADMIN_URL (else ADMIN_HOST/ADMIN_PORT), ADMIN_TOKEN: the running service's admin API, never Redis";
+const service = "ADMIN_URL (else ADMIN_HOST/ADMIN_PORT), ADMIN_TOKEN (else the one the service generated in DATA_DIR/admin-token): the running service's admin API, never Redis";
+const archiveSettings = "the running service's archive, reached at ADMIN_URL (else ADMIN_HOST/ADMIN_PORT) with its ADMIN_TOKEN (else the one it generated in DATA_DIR/admin-token)";
 const noService = "1 no service answers (one line says so) or it failed";
 const usage = "2 bad usage or settings";
 
@@ -20,7 +21,7 @@ const usage = "2 bad usage or settings";
 const helps: Record<string, Help> = {
   start: {
     settings: "every setting (streamkeeper settings lists them)",
-    outcomes: "JSON log lines on stdout at LOG_LEVEL; runs until SIGTERM, SIGINT or SIGHUP",
+    outcomes: "log lines on stdout at LOG_LEVEL (LOG_FORMAT: readable lines on a terminal, JSON lines otherwise); runs until SIGTERM, SIGINT or SIGHUP",
     exitCodes: `0 stopped cleanly; 1 failed at start; ${usage} (every bad value named)`,
   },
   reconcile: {
@@ -41,7 +42,7 @@ const helps: Record<string, Help> = {
   },
   "routes list": {
     settings: service,
-    outcomes: "a table: name, state (configured or removed), waiting, dead letters, match, url (or one JSON array with --json)",
+    outcomes: "a table: name, state (configured or removed), waiting, live and late (the queued ones by lane), dead letters, match, url (or one JSON array with --json: lanes {live, late})",
     exitCodes: `0 listed; ${noService}; ${usage} (ADMIN_TOKEN refused)`,
   },
   "routes move": {
@@ -54,11 +55,16 @@ const helps: Record<string, Help> = {
     outcomes: "dropped <n> event(s) of <old-route>",
     exitCodes: `0 dropped; ${noService}; ${usage} (no --yes, a configured route, ADMIN_TOKEN refused)`,
   },
+  "routes park": {
+    settings: service,
+    outcomes: "parked <n> event(s) of <route> older than <time>, then the replay command that sends them (or one JSON object with --json: parked, route, olderThan, since: the earliest arrival among them)",
+    exitCodes: `0 parked (none is 0 too); ${noService}; ${usage} (an unknown route, the archive off on the service (ARCHIVE=off), a bad --older-than, ADMIN_TOKEN refused)`,
+  },
   "streams list": {
     settings: `${tenant}; for SWEPT, ${service}`,
     outcomes:
-      "a table: id, name, status, swept (yes, or no and the setting behind it), subscriptions, endpoint (or one JSON array with --json, each stream with swept: true|false and, when false, whyNotSwept: not_named|points_elsewhere|no_tenant|no_sweep|sweep_off)",
-    exitCodes: `0 listed; 1 the tenant refused or failed, or no service answers (SWEPT unknown); ${usage}`,
+      "a table: id, name, status, swept (yes, or no and the setting behind it), subscriptions, endpoint (or one JSON array with --json, each stream with swept: true|false and, when false, whyNotSwept: not_named|points_elsewhere|no_tenant|no_sweep|sweep_off, or swept: null and whyNotSwept: no_service|no_token)",
+    exitCodes: `0 listed (also with no service answering or the admin token refused: SWEPT unknown, said once on stderr); 1 the tenant refused or failed; ${usage}`,
   },
   "streams update": {
     settings: tenant,
@@ -86,17 +92,22 @@ const helps: Record<string, Help> = {
     exitCodes: "0 the event was recovered; 1 it was not",
   },
   "events search": {
-    settings: "the running service's archive, reached at ADMIN_URL (else ADMIN_HOST/ADMIN_PORT) with its ADMIN_TOKEN",
+    settings: archiveSettings,
     outcomes: "one line per event, newest first: id, arrival time, type, entity, origin, route=outcome per route (or one JSON object per line with --json)",
     exitCodes: `0 searched (also when nothing matches); 1 no service answering, or its archive unavailable; ${usage} (a bad date or filter)`,
   },
+  "events show": {
+    settings: archiveSettings,
+    outcomes: "the event's arrival, then per route its outcome and each attempt (time, status or error), one line each (or the service's object as one JSON line with --json)",
+    exitCodes: `0 shown; 1 the service knows no such event, no service answering, or its archive unavailable; ${usage}`,
+  },
   "events forget": {
-    settings: "the running service's archive, reached at ADMIN_URL (else ADMIN_HOST/ADMIN_PORT) with its ADMIN_TOKEN",
+    settings: archiveSettings,
     outcomes: "erased the payloads of <n> archived events of <id>",
     exitCodes: `0 erased (also 0 events); 1 no service answering, or its archive unavailable; ${usage}`,
   },
   replay: {
-    settings: "the running service's archive and routes, reached at ADMIN_URL (else ADMIN_HOST/ADMIN_PORT) with its ADMIN_TOKEN",
+    settings: `${archiveSettings}, and its routes`,
     outcomes: "progress on a TTY, then replay <id> done|cancelled|failed: matched, sent, delivered, failed, and how many erased events were skipped; --dry-run the count; --no-wait the replay id; --json one object",
     exitCodes: `0 every sent event delivered; 1 a delivery failed, the replay was cancelled or failed, another replay runs on the route, or no service answering; ${usage} (an unknown route, naming the routes; a window older than the archive keeps; bad dates)`,
   },

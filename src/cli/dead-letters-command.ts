@@ -6,7 +6,7 @@ import { loadClientConfig } from "../config.js";
 import { CliError } from "./cli-error.js";
 import { formatTable } from "./format-table.js";
 import { runAction } from "./run-action.js";
-import { createServiceClient, noService, problemDetail, refusal } from "./service-client.js";
+import { createServiceClient, noService, problemDetail } from "./service-client.js";
 
 /**
  * `streamkeeper dead-letters list|replay` (README.md#commands, README.md#routes),
@@ -63,7 +63,7 @@ export function registerDeadLettersCommand(program: Command): void {
         if (answer.status === 404 && problemDetail(answer).startsWith("no dead letter")) {
           throw new CliError(problemDetail(answer).replace("GET /admin/dead-letters", "`streamkeeper dead-letters list`"));
         }
-        if (answer.status !== 200) throw refusal(answer);
+        if (answer.status !== 200) throw service.refusal(answer);
         const { replayed, jobs = [] } = answer.body as { replayed: number; jobs?: Replayed[] };
         for (const job of jobs) await write(`replayed ${job.route}/${job.jobId}\n`);
         if (replayed === 0) await write("no dead letters\n");

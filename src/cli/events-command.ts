@@ -4,6 +4,7 @@ import { askArchive } from "./ask-archive.js";
 import { CliError } from "./cli-error.js";
 import { parseCliTime } from "./parse-cli-time.js";
 import { runAction } from "./run-action.js";
+import { showEvent } from "./show-event.js";
 
 interface SearchOptions {
   id?: string;
@@ -28,9 +29,9 @@ interface Found {
   outcomes: Record<string, string>;
 }
 
-/** `streamkeeper events search|forget` (README.md#the-archive-search-timelines-replay-erasure), through the running service's admin API. */
+/** `streamkeeper events search|show|forget` (README.md#the-archive-search-timelines-replay-erasure), through the running service's admin API. */
 export function registerEventsCommand(program: Command): void {
-  const events = program.command("events").description("the archive: search stored events, erase an entity's payloads");
+  const events = program.command("events").description("the archive: search stored events, show one event's timeline, erase an entity's payloads");
 
   events
     .command("search")
@@ -39,10 +40,10 @@ export function registerEventsCommand(program: Command): void {
     .option("--type <type>", "an event type, or a pattern such as user.*")
     .option("--entity <id>", "a user, organization or group id")
     .option("--stream <stream-id>", "one event stream")
-    .option("--since <time>", "arrived at or after: a duration back (90m, 2h, 7d), a date (2026-12-07) or an ISO 8601 time")
-    .option("--until <time>", "arrived before: ISO 8601, or a duration back from now")
+    .option("--since <time>", "arrived at or after: a duration back from now (30m, 2h, 7d), a date (its midnight UTC) or an ISO 8601 time")
+    .option("--until <time>", "arrived before: a duration back from now, a date or an ISO 8601 time")
     .option("--route <name>", "events queued for or replayed to this route")
-    .option("--outcome <outcome>", "delivered, dead_letter, stale, retry, pending or unrouted (with --route: on that route)")
+    .option("--outcome <outcome>", "delivered, dead_letter, stale, retry, parked, pending or unrouted (with --route: on that route)")
     .option("--limit <n>", "at most this many events", "50")
     .option("--json", "one JSON object per line")
     .action(
@@ -72,16 +73,24 @@ export function registerEventsCommand(program: Command): void {
     );
 
   events
+    .command("show <event-id>")
+    .description("one event's timeline: how it arrived, then per route its outcome and each delivery attempt")
+    .option("--json", "the service's answer (GET /admin/events/:eventId) as one JSON line")
+    .action(runAction((eventId: string, options: { json?: boolean }) => showEvent(loadClientConfig(), eventId, options.json ?? false)));
+
+  events
     .command("forget")
     .description("erase an entity's payloads from the archive (an erasure request), keeping ids, types, times and outcomes")
     .requiredOption("--entity <id>", "the user, organization or group id")
-    .option("--json", 'print the answer as one JSON line: {"entity","erased"}')
+    .option("--json", 'print the answer as one JSON line: {"entity","erased","jobs"}')
     .action(
       runAction(async (options: { entity: string; json?: boolean }) => {
+        if (options.entity.trim() === "") throw new CliError("--entity is empty: give the id of the user, organization or group whose payloads to erase", 2);
         const env = loadClientConfig();
-        const answer = (await askArchive(env, "DELETE", `/admin/entities/${encodeURIComponent(options.entity)}`)) as { entity: string; erased: number };
-        if (options.json) return void process.stdout.write(`${JSON.stringify({ entity: answer.entity, erased: answer.erased })}\n`);
-        process.stdout.write(`erased the payloads of ${answer.erased} archived event${answer.erased === 1 ? "" : "s"} of ${options.entity}; their ids, types, times and outcomes are kept\n`);
+        const answer = (await askArchive(env, "DELETE", `/admin/entities/${encodeURIComponent(options.entity)}`)) as { entity: string; erased: number; jobs?: number };
+        if (options.json) return void process.stdout.write(`${JSON.stringify({ entity: answer.entity, erased: answer.erased, jobs: answer.jobs ?? 0 })}\n`);
+        const jobs = answer.jobs ? `, and removed ${answer.jobs} kept delivery job${answer.jobs === 1 ? "" : "s"} holding them from Redis` : "";
+        process.stdout.write(`erased the payloads of ${answer.erased} archived event${answer.erased === 1 ? "" : "s"} of ${options.entity}${jobs}; their ids, types, times and outcomes are kept\n`);
       }),
     );
 }

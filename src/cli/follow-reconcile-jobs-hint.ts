@@ -1,7 +1,9 @@
+import { adminTokenFile } from "../admin-token.js";
 import type { ClientEnv } from "../config.js";
 import { adminUrlOf } from "./service-client.js";
 
-/** After `reconcile --no-wait`: the one line that says how to follow the printed job ids. */
+/** After `reconcile --no-wait`: the one line that says how to follow the printed job ids, with the token where this shell has it. */
 export function followReconcileJobsHint(env: ClientEnv): string {
-  return `follow each job with: curl -H "Authorization: Bearer $ADMIN_TOKEN" ${adminUrlOf(env)}/admin/reconcile/<job-id>`;
+  const token = env.ADMIN_TOKEN === undefined ? `$(cat ${adminTokenFile(env.DATA_DIR)})` : "$ADMIN_TOKEN";
+  return `follow each job with: curl -H "Authorization: Bearer ${token}" ${adminUrlOf(env)}/admin/reconcile/<job-id>`;
 }

@@ -14,6 +14,7 @@ import { registerReplayCommand } from "./replay-command.js";
 import { registerRoutesCommand } from "./routes-command.js";
 import { showLogs } from "./cli-logger.js";
 import { addCommandHelp } from "./command-help.js";
+import { unknownOptionsFirst } from "./unknown-options-first.js";
 import { version } from "../version.js";
 
 /**
@@ -28,7 +29,11 @@ const program = new Command("streamkeeper")
   .configureOutput({
     // Commander writes only help through writeErr once errors have their own writer.
     writeErr: (text) => process.stdout.write(text),
-    outputError: (text) => process.stderr.write(`${text.startsWith("error:") ? text.trimEnd() : `error: ${text.trimEnd()}`} (run with --help for usage)\n`),
+    // One line, as every error: commander puts its suggestion ("Did you mean streams?") on a line of its own.
+    outputError: (text) => {
+      const line = text.trim().replace(/\s*\n\s*/g, " ");
+      process.stderr.write(`${line.startsWith("error:") ? line : `error: ${line}`} (run with --help for usage)\n`);
+    },
   })
   .hook("preAction", (_program, command) => showLogs(Boolean(command.optsWithGlobals().verbose)))
   .exitOverride();
@@ -54,6 +59,7 @@ registerEventsCommand(program);
 registerReplayCommand(program);
 registerRoutesCommand(program);
 addCommandHelp(program);
+unknownOptionsFirst(program);
 
 try {
   await program.parseAsync(process.argv);

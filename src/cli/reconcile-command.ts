@@ -32,7 +32,7 @@ export function registerReconcileCommand(program: Command): void {
     .description("recover events whose delivery to this service failed: read the tenant's delivery history and replay the stored event")
     .argument("[event-ids...]", "event ids, e.g. evt_7PhFNYbTW8At5NiLxgUn4D")
     .option("--stream <id>", "the stream the events belong to (default: DEFAULT_STREAM_ID, else every stream is searched); with --since repeatable (default: the swept streams)", (id: string, ids: string[] = []) => [...ids, id])
-    .option("--since <when>", "recover every failed delivery of a window instead of ids: a duration back from now (90m, 6h, 7d) or an ISO 8601 time")
+    .option("--since <when>", "recover every failed delivery of a window instead of ids: a duration back from now (90m, 6h, 7d), a date (its midnight UTC) or an ISO 8601 time")
     .option("--until <when>", "the window's end (default: now)")
     .option("--type <pattern>", "with --since: only events of this type or pattern (user.*)")
     .option("--dry-run", "with --since: print what would be recovered (would_recover, already_received, no_payload), acting on nothing")
@@ -84,21 +84,26 @@ interface JobAnswer {
   jobId: string;
   state: string;
   result?: ReconcileResult;
+  /** Not done, its attempts failing so far (the tenant down): retried by the service for RECONCILE_RETRY_FOR_SECONDS. */
+  retrying?: { attempts: number; reason: string };
 }
 
 /** Asks the service for the outcomes of the unfinished jobs until every one has its own, printing each as it comes. */
 async function printOutcomes(service: ServiceClient, jobs: EnqueuedJob[], options: { json?: boolean }): Promise<number> {
   const progress = createProgress(jobs.length);
+  const notice = createRetryNotice();
   const pending = new Map(jobs.map((job) => [job.jobId, job]));
   let failures = 0;
   let pause = 100;
   while (pending.size > 0) {
     let finished = 0;
+    const retrying: Array<NonNullable<JobAnswer["retrying"]>> = [];
     for (const batch of chunks([...pending.keys()], 1000)) {
       const answer = await service.call<{ jobs: JobAnswer[] }>("POST", "/admin/reconcile/outcomes", { body: { jobIds: batch }, timeoutMs: 60_000 });
       for (const job of answer.jobs) {
         const asked = pending.get(job.jobId);
         if (!asked) continue;
+        if (job.retrying && pending.has(job.jobId)) retrying.push(job.retrying);
         const result = job.result ?? (job.state === "unknown" ? { eventId: asked.eventId, outcome: "error: the service no longer knows this reconcile job; reconcile this id again" as const } : undefined);
         if (!result) continue;
         pending.delete(job.jobId);
@@ -110,12 +115,30 @@ async function printOutcomes(service: ServiceClient, jobs: EnqueuedJob[], option
       }
     }
     if (pending.size === 0) break;
+    notice(retrying);
     // Quick while outcomes come, slower while they do not.
     pause = finished > 0 ? 100 : Math.min(pause * 2, 1000);
     await new Promise((ok) => setTimeout(ok, pause));
   }
   progress.end();
   return failures > 0 ? 1 : 0;
+}
+
+/**
+ * While jobs wait on a failing call (the tenant down), a note on stderr: how many, the last
+ * reason, and that the service retries them by itself. Said again when the reason changes,
+ * else at most once a minute; the outcome lines say when they are done.
+ */
+function createRetryNotice() {
+  let said: { reason: string; at: number } | undefined;
+  return (retrying: Array<{ attempts: number; reason: string }>) => {
+    if (retrying.length === 0) return void (said = undefined);
+    const reason = retrying[0]!.reason;
+    if (said && said.reason === reason && Date.now() - said.at < 60_000) return;
+    said = { reason, at: Date.now() };
+    const attempts = Math.max(...retrying.map((job) => job.attempts));
+    process.stderr.write(`note: ${retrying.length} of the ids wait on a failing call (${reason}; ${attempts} attempts so far); the service retries them with backoff for up to RECONCILE_RETRY_FOR_SECONDS, nothing to do but wait\n`);
+  };
 }
 
 function chunks<T>(items: T[], size: number): T[][] {

@@ -3,8 +3,7 @@ import { isFailure, type ReconcileOutcome } from "../reconcile/reconcile-job.js"
 import { createServiceClient, problemDetail } from "./service-client.js";
 import { streamIdProblem } from "../tenant/stream-id.js";
 import { CliError } from "./cli-error.js";
-import { parseCliTime } from "./parse-cli-time.js";
-import { timeInputForms } from "../parse-time-input.js";
+import { acceptedTimes, parseWhen } from "./parse-cli-time.js";
 
 export interface WindowOptions {
   since?: string;
@@ -21,13 +20,6 @@ export function isWindowMode(options: WindowOptions): boolean {
   return options.since !== undefined || options.until !== undefined || options.type !== undefined || options.dryRun === true;
 }
 
-const accepted = `give ${timeInputForms}`;
-
-/** A `--since`/`--until` value to a time (parse-time-input.ts); else exit 2 naming the accepted forms. */
-export function parseWhen(flag: string, value: string, now: number): Date {
-  return new Date(parseCliTime(flag, value, now));
-}
-
 /**
  * `streamkeeper reconcile --since <when> [--until <when>] [--stream <id>]... [--type <pattern>]
  * [--dry-run] [--json]` (README.md#the-sweep-failed-deliveries-found-without-being-told): one window of the tenant's failed
@@ -36,7 +28,7 @@ export function parseWhen(flag: string, value: string, now: number): Date {
  */
 export async function reconcileWindow(args: string[], options: WindowOptions): Promise<number> {
   if (args.length > 0) throw new CliError("give event ids or --since, not both: a window takes every failed delivery in it", 2);
-  if (options.since === undefined) throw new CliError(`--since is required with --until, --type or --dry-run: ${accepted}`, 2);
+  if (options.since === undefined) throw new CliError(`--since is required with --until, --type or --dry-run: ${acceptedTimes}`, 2);
   const now = Date.now();
   const since = parseWhen("--since", options.since, now);
   const until = options.until === undefined ? undefined : parseWhen("--until", options.until, now);
@@ -46,7 +38,6 @@ export async function reconcileWindow(args: string[], options: WindowOptions): P
   }
   if (since.getTime() >= (until ?? new Date(now)).getTime()) throw new CliError(`--since (${since.toISOString()}) must be before --until (${(until ?? new Date(now)).toISOString()})`, 2);
   const env = loadClientConfig();
-  if (!env.ADMIN_TOKEN) throw new CliError("set ADMIN_TOKEN (the running service's) for this command: the window is read by the service, through its admin API", 2);
   const service = createServiceClient(env);
   // Streamed: a long window answers line by line, so the request has no deadline.
   const opened = await service.open("POST", "/admin/sweep/window", {
@@ -57,8 +48,9 @@ export async function reconcileWindow(args: string[], options: WindowOptions): P
   }
   const { response } = opened;
   if (response.status !== 200) {
-    const detail = problemDetail({ status: response.status, body: await response.json().catch(() => undefined) });
-    if (response.status === 401 || response.status === 403) throw new CliError(`the service refused ADMIN_TOKEN (${detail}); use the running service's ADMIN_TOKEN`, 2);
+    const answer = { url: service.url, status: response.status, body: await response.json().catch(() => undefined) };
+    const detail = problemDetail(answer);
+    if (response.status === 401 || response.status === 403) throw service.refusal(answer);
     throw new CliError(detail, response.status === 400 || response.status === 409 || response.status === 404 ? 2 : 1);
   }
 

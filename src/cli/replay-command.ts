@@ -13,6 +13,7 @@ interface ReplayOptions {
   type?: string;
   entity?: string;
   stream?: string;
+  outcome?: string;
   rate?: string;
   dryRun?: boolean;
   wait: boolean;
@@ -28,11 +29,12 @@ export function registerReplayCommand(program: Command): void {
     .command("replay")
     .description("send archived events again to a route (also one added since: a backfill), below live events")
     .option("--route <name>", "the route to send them to (required)")
-    .option("--since <time>", "arrived at or after: a duration back (90m, 2h, 7d), a date (2026-12-07) or an ISO 8601 time")
+    .option("--since <time>", "arrived at or after (required): a duration back from now (30m, 2h, 7d), a date (its midnight UTC) or an ISO 8601 time")
     .option("--until <time>", "arrived before (default: now)")
     .option("--type <type>", "an event type, or a pattern such as user.*")
     .option("--entity <id>", "one user, organization or group")
     .option("--stream <stream-id>", "one event stream")
+    .option("--outcome <outcome>", "only events with this outcome on the route, as events search takes it (parked: what `routes park` took off its queue)")
     .option("--rate <n>", "events queued per second at most")
     .option("--dry-run", "print how many events match; send nothing")
     .option("--no-wait", "start it and print its id; do not follow it")
@@ -49,6 +51,7 @@ export function registerReplayCommand(program: Command): void {
           ...(options.type ? { type: options.type } : {}),
           ...(options.entity ? { entity: options.entity } : {}),
           ...(options.stream ? { stream: options.stream } : {}),
+          ...(options.outcome ? { outcome: options.outcome } : {}),
           ...(options.rate ? { rate: Number(options.rate) } : {}),
           dryRun: Boolean(options.dryRun),
         };

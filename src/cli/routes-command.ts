@@ -2,6 +2,7 @@ import type { Command } from "commander";
 import { loadClientConfig } from "../config.js";
 import { CliError } from "./cli-error.js";
 import { formatTable } from "./format-table.js";
+import { parseCliTime } from "./parse-cli-time.js";
 import { runAction } from "./run-action.js";
 import { createServiceClient } from "./service-client.js";
 
@@ -11,6 +12,8 @@ interface ListedRoute {
   match?: string[];
   url?: string;
   waiting: number;
+  /** the queued part of `waiting` by lane: live, and late (behind live: late events, recoveries, replays) */
+  lanes?: { live: number; late: number };
   deadLetters?: number;
 }
 
@@ -24,7 +27,7 @@ export function registerRoutesCommand(program: Command): void {
 
   routes
     .command("list")
-    .description("every configured route, and every removed one with events waiting: NAME, STATE (configured or removed), WAITING, DEAD LETTERS, MATCH, URL")
+    .description("every configured route, and every removed one with events waiting: NAME, STATE (configured or removed), WAITING (queued, retrying or in flight), LIVE and LATE (the queued ones by lane), DEAD LETTERS, MATCH, URL")
     .option("--json", "print one JSON array")
     .action(
       runAction(async (options: { json?: boolean }) => {
@@ -32,8 +35,8 @@ export function registerRoutesCommand(program: Command): void {
         if (options.json) return void process.stdout.write(`${JSON.stringify(listed, null, 2)}\n`);
         process.stdout.write(
           formatTable(
-            ["NAME", "STATE", "WAITING", "DEAD LETTERS", "MATCH", "URL"],
-            listed.map((route) => [route.name, route.state, String(route.waiting), route.deadLetters === undefined ? "" : String(route.deadLetters), route.match?.join(",") ?? "", route.url ?? ""]),
+            ["NAME", "STATE", "WAITING", "LIVE", "LATE", "DEAD LETTERS", "MATCH", "URL"],
+            listed.map((route) => [route.name, route.state, String(route.waiting), String(route.lanes?.live ?? ""), String(route.lanes?.late ?? ""), route.deadLetters === undefined ? "" : String(route.deadLetters), route.match?.join(",") ?? "", route.url ?? ""]),
           ),
         );
         const removed = listed.filter((route) => route.state === "removed");
@@ -60,6 +63,21 @@ export function registerRoutesCommand(program: Command): void {
         if (!options.yes) throw new CliError(`dropping deletes every event waiting for ${old} for good: add --yes to confirm (or move them: streamkeeper routes move ${old} <route>)`, 2);
         const answer = await createServiceClient(loadClientConfig()).call<{ dropped: number }>("DELETE", `/admin/routes/${encodeURIComponent(old)}`, { timeoutMs: 30 * 60_000 });
         process.stdout.write(`dropped ${answer.dropped} event(s) of ${old}\n`);
+      }),
+    );
+
+  routes
+    .command("park <route>")
+    .description("take every event waiting for the route (queued or retrying, not in flight) whose time is older than --older-than off its queue, into the archive as parked; `replay --route <route> --outcome parked` sends them later")
+    .option("--older-than <time>", "events whose time is before this: ISO 8601, or a duration back from now (30m, 2h, 7d); default: the route's live window (liveWindowSeconds)")
+    .option("--json", "print the answer as JSON")
+    .action(
+      runAction(async (route: string, options: { olderThan?: string; json?: boolean }) => {
+        const body = options.olderThan ? { olderThan: parseCliTime("--older-than", options.olderThan) } : {};
+        const answer = await createServiceClient(loadClientConfig()).call<{ parked: number; route: string; olderThan: string; since?: string }>("POST", `/admin/routes/${encodeURIComponent(route)}/park`, { body, timeoutMs: 30 * 60_000 });
+        if (options.json) return void process.stdout.write(`${JSON.stringify(answer)}\n`);
+        process.stdout.write(`parked ${answer.parked} event(s) of ${route} older than ${answer.olderThan}\n`);
+        if (answer.since) process.stdout.write(`send them with: streamkeeper replay --route ${route} --outcome parked --since ${answer.since}\n`);
       }),
     );
 }

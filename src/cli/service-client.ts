@@ -1,4 +1,6 @@
+import { adminTokenFile, readAdminTokenFile } from "../admin-token.js";
 import type { ClientEnv, Env } from "../config.js";
+import { dataDirProblem } from "../data-dir-problem.js";
 import type { ServiceConfig } from "../service-config/service-config.js";
 import { CliError } from "./cli-error.js";
 
@@ -40,13 +42,34 @@ export interface ServiceClient {
   call<T = unknown>(method: "GET" | "POST" | "DELETE", path: string, options?: RequestOptions): Promise<T>;
   /** GET /admin/config: the running service's routes, tenant and sweep settings. */
   config(): Promise<ServiceConfig>;
+  /** A non-2xx answer as one line (refusal below), a refused token named by where this command took it. */
+  refusal(answer: { url: string; status: number; body: unknown }): CliError;
+}
+
+/** The admin token a command sends: this shell's ADMIN_TOKEN, else the one the service generated in DATA_DIR (admin-token.ts). */
+interface CommandToken {
+  value?: string;
+  from: "shell" | "file" | "none";
+  file: string;
+}
+
+function commandToken(env: ClientEnv): CommandToken {
+  const file = adminTokenFile(env.DATA_DIR);
+  if (env.ADMIN_TOKEN !== undefined) return { value: env.ADMIN_TOKEN, from: "shell", file };
+  try {
+    const value = readAdminTokenFile(file);
+    return { value, from: value === undefined ? "none" : "file", file };
+  } catch (error) {
+    return dataDirProblem(env.DATA_DIR, "read the admin token the service generated", "set ADMIN_TOKEN")(error as NodeJS.ErrnoException);
+  }
 }
 
 export function createServiceClient(env: ClientEnv): ServiceClient {
   const url = adminUrlOf(env);
+  const token = commandToken(env);
   const open: ServiceClient["open"] = async (method, path, options = {}) => {
     const headers: Record<string, string> = { accept: "application/json, application/problem+json" };
-    if (env.ADMIN_TOKEN) headers.authorization = `Bearer ${env.ADMIN_TOKEN}`;
+    if (token.value) headers.authorization = `Bearer ${token.value}`;
     if (options.body !== undefined) headers["content-type"] = "application/json";
     try {
       const response = await fetch(`${url}${path}`, {
@@ -79,7 +102,7 @@ export function createServiceClient(env: ClientEnv): ServiceClient {
     const answer = await ask(method, path, options);
     if (!answer.reachable) throw noService(answer);
     if (answer.status >= 200 && answer.status < 300) return answer.body as T;
-    throw refusal(answer);
+    throw refusal(answer, token);
   };
   return {
     url,
@@ -91,6 +114,7 @@ export function createServiceClient(env: ClientEnv): ServiceClient {
       if (!isServiceConfig(body)) throw new CliError(`the service at ${url} answered /admin/config without a configuration: is ADMIN_URL a Streamkeeper admin address of this version?`);
       return body;
     },
+    refusal: (answer) => refusal(answer, token),
   };
 }
 
@@ -100,14 +124,26 @@ export function noService(answer: { url: string; why: string }): CliError {
 }
 
 /** A non-2xx answer as one line: a token or a request to change exits 2, the service failing exits 1. */
-export function refusal(answer: { url: string; status: number; body: unknown }): CliError {
+function refusal(answer: { url: string; status: number; body: unknown }, token: CommandToken): CliError {
   const detail = problemDetail(answer);
-  if (answer.status === 401) return new CliError(`the service at ${answer.url} refused this shell's ADMIN_TOKEN: set ADMIN_TOKEN to the service's admin token (${detail})`, 2);
-  if (answer.status === 403) return new CliError(`the service at ${answer.url} has its admin API off: set ADMIN_TOKEN for the service and in this shell`, 2);
+  if (answer.status === 401) return new CliError(tokenRefused(answer.url, token), 2);
+  if (answer.status === 403) return new CliError(`the service at ${answer.url} has its admin API off (a version before generated tokens): set ADMIN_TOKEN for the service and in this shell`, 2);
   if (answer.status === 404 && typeof (answer.body as { detail?: unknown } | undefined)?.detail !== "string") {
     return new CliError(`the service at ${answer.url} has no such endpoint (status 404): is ADMIN_URL a Streamkeeper admin address of this version?`, 1);
   }
   return new CliError(detail, answer.status >= 400 && answer.status < 500 && answer.status !== 408 && answer.status !== 429 ? 2 : 1);
+}
+
+/** A 401 in our words: what to check, by where the token came from (never the service's API text). */
+function tokenRefused(url: string, token: CommandToken): string {
+  switch (token.from) {
+    case "shell":
+      return `the service at ${url} refused this shell's ADMIN_TOKEN: set ADMIN_TOKEN to the service's admin token, or unset it to use the one the service generated (DATA_DIR/admin-token) with its DATA_DIR`;
+    case "file":
+      return `the service at ${url} refused the admin token in ${token.file}: run the command with the service's DATA_DIR, or set ADMIN_TOKEN to the service's admin token`;
+    case "none":
+      return `no admin token here: the admin API needs the service started once on this DATA_DIR (it writes ${token.file}), or ADMIN_TOKEN set to the service's`;
+  }
 }
 
 /** The `detail` of a problem+json answer, else the status. */

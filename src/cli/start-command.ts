@@ -1,7 +1,7 @@
 import { Option, type Command } from "commander";
 import type { Role } from "../app.js";
 import { loadConfig } from "../config.js";
-import { createLogger } from "../logger.js";
+import { createLogger, logFormatOf } from "../logger.js";
 import { runAction } from "./run-action.js";
 
 export function registerStartCommand(program: Command) {
@@ -12,7 +12,7 @@ export function registerStartCommand(program: Command) {
     .action(
       runAction(async (options: { role: Role }) => {
         const config = loadConfig();
-        const logger = createLogger(config.env.LOG_LEVEL);
+        const logger = createLogger(config.env.LOG_LEVEL, undefined, logFormatOf(config.env.LOG_FORMAT, process.stdout.isTTY === true));
         try {
           // Loaded here, not at the top: every other command starts without the whole service.
           const { startService } = await import("../app.js");

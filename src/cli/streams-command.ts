@@ -78,7 +78,7 @@ function takeOf(flag: string | undefined): number | undefined {
   return take;
 }
 
-async function list(client: TenantClient, take: number | undefined, options: ListOptions, sweptBy: () => Promise<(stream: EventStream) => SweptAnswer>): Promise<number> {
+async function list(client: TenantClient, take: number | undefined, options: ListOptions, sweptBy: () => Promise<(stream: EventStream) => SweptAnswer>): Promise<void> {
   let found: EventStream[];
   let more = false;
   if (options.all) {
@@ -103,8 +103,7 @@ async function list(client: TenantClient, take: number | undefined, options: Lis
     process.stdout.write(table(found, sweptOf));
   }
   if (more && !options.json) process.stderr.write("more streams exist: run with --all to list every page\n");
-  // The list is the tenant's; SWEPT needs the service: without it, the answer is incomplete (exit 1).
-  return found.some((stream) => sweptOf(stream).swept === null) ? 1 : 0;
+  // The list is the tenant's, and listing it succeeded (exit 0): a SWEPT the service could not tell is said once on stderr.
 }
 
 /** The flags as a PATCH body, checked by the same rules as the client; a bad value names its flag (exit 2). */
@@ -155,7 +154,7 @@ function table(streams: EventStream[], sweptOf?: (stream: EventStream) => SweptA
   const swept = (stream: EventStream): string[] => {
     const answer = sweptOf?.(stream);
     if (!answer) return [];
-    if (answer.swept === null) return ["unknown (no service answers)"];
+    if (answer.swept === null) return [`unknown (${notSweptBecause[answer.reason]})`];
     return [answer.swept ? "yes" : `no (${notSweptBecause[answer.reason]})`];
   };
   return formatTable(

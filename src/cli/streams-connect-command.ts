@@ -4,7 +4,7 @@ import { ConnectStreamError, connectStream, describeConnection, webhookUrl } fro
 import { eventStreamSchema, type EventStream } from "../tenant/event-stream.js";
 import { CliError } from "./cli-error.js";
 import { runAction } from "./run-action.js";
-import { createServiceClient, problemDetail } from "./service-client.js";
+import { createServiceClient, problemDetail, type ServiceClient } from "./service-client.js";
 import { withTenantClient } from "./with-tenant-client.js";
 
 /**
@@ -23,11 +23,12 @@ export function registerStreamsConnectCommand(streams: Command): void {
         const config = loadConfig();
         try {
           if (options.publicUrl !== undefined) webhookUrl(options.publicUrl, streamId, "--public-url");
-          const answer = await createServiceClient(config.env).ask("POST", `/admin/streams/${encodeURIComponent(streamId)}/connect`, {
+          const service = createServiceClient(config.env);
+          const answer = await service.ask("POST", `/admin/streams/${encodeURIComponent(streamId)}/connect`, {
             body: options.publicUrl === undefined ? {} : { publicUrl: options.publicUrl },
             timeoutMs: 120_000,
           });
-          const stream = answer.reachable ? throughService(answer) : await fromThisShell(config, streamId, options.publicUrl, answer.url);
+          const stream = answer.reachable ? throughService(answer, service) : await fromThisShell(config, streamId, options.publicUrl, answer.url);
           process.stdout.write(`${describeConnection(stream)}\n`);
           if (stream.status === "disabled") {
             process.stderr.write(`note: the stream is disabled; enable it with: streamkeeper streams update ${stream.id} --status enabled\n`);
@@ -41,7 +42,7 @@ export function registerStreamsConnectCommand(streams: Command): void {
     );
 }
 
-function throughService(answer: { url: string; status: number; body: unknown }): EventStream {
+function throughService(answer: { url: string; status: number; body: unknown }, service: ServiceClient): EventStream {
   if (answer.status === 200) {
     const stream = eventStreamSchema.safeParse(answer.body);
     if (stream.success) return stream.data;
@@ -51,8 +52,7 @@ function throughService(answer: { url: string; status: number; body: unknown }):
   if (answer.status === 400 && detail.startsWith("no public URL is known")) {
     throw new CliError(`the service at ${answer.url} knows no public URL: give --public-url, or set PUBLIC_URL for the service`, 2);
   }
-  if (answer.status === 401) throw new CliError(`the service at ${answer.url} refused this shell's ADMIN_TOKEN: set ADMIN_TOKEN to the service's admin token (${detail})`, 2);
-  if (answer.status === 403) throw new CliError(`the service at ${answer.url} has its admin API off: set ADMIN_TOKEN for the service and in this shell`, 2);
+  if (answer.status === 401 || answer.status === 403) throw service.refusal(answer);
   throw new CliError(`the service at ${answer.url} answered ${answer.status}: ${detail}`, answer.status === 400 || answer.status === 409 ? 2 : 1);
 }
 

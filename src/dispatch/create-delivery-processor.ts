@@ -6,6 +6,7 @@ import { dispatchDuration, dispatchTotal } from "../metrics/registry.js";
 import type { DeliveryJobData } from "../queue/delivery-job.js";
 import { unboundedAttempts } from "../queue/delivery-queues.js";
 import type { EventLedger } from "../queue/event-ledger.js";
+import { laneOfPriority } from "../queue/lane.js";
 import type { FreshnessRecorder } from "../freshness/create-freshness-recorder.js";
 import type { DownstreamClient } from "./downstream-client.js";
 import { decide } from "./retry-policy.js";
@@ -133,7 +134,7 @@ export function createDeliveryProcessor({ route, client, ledger, logger, shutdow
       // Recorded as BullMQ completes the job, in the same script call (mark-at-completion.ts):
       // the record serves a later run of this id (above) and GET /admin/events.
       deliveredCount.inc();
-      freshness?.delivered(route, origin, event.time, at);
+      freshness?.delivered(route, origin, laneOfPriority(job.opts.priority), event.time, at);
       void recordAttempt("delivered", result);
       if (logger.isLevelEnabled("debug")) logger.debug({ ...context, status: "status" in result ? result.status : undefined }, "event delivered");
       return { status: "delivered", at };

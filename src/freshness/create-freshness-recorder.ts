@@ -7,9 +7,12 @@ import { freshnessHourKey, freshnessMinuteKey, hourKeyTtlMs, minuteKeyTtlMs } fr
 /** Origins of live events: the objective (freshnessSeconds) is about them, not about recoveries and replays. */
 const liveOrigins: ReadonlySet<string> = new Set(["webhook", "pull"]);
 
+/** The lane the delivered job waited in (queue/lane.ts): the objective reads the live lane only. */
+export type DeliveredLane = "live" | "late";
+
 export interface FreshnessRecorder {
-  /** A route answered 2xx for the event at `at` (ms); `time` is the event's own, when it has one. */
-  delivered(route: { name: string; freshnessSeconds?: number }, origin: string, time: string | undefined, at: number): void;
+  /** A route answered 2xx for the event at `at` (ms); `time` is the event's own, when it has one; `lane` the one its job waited in. */
+  delivered(route: { name: string; freshnessSeconds?: number }, origin: string, lane: DeliveredLane, time: string | undefined, at: number): void;
   /** A dropStale route skipped the event as older than what it has. */
   skippedStale(route: string, at: number): void;
   /** Writes what is left and stops the timer. */
@@ -76,13 +79,14 @@ export function createFreshnessRecorder({ redis, queuePrefix, logger, flushEvery
   timer.unref();
 
   return {
-    delivered(route, origin, time, at) {
+    delivered(route, origin, lane, time, at) {
       count(at, `${route.name}|d`);
       const eventTime = time === undefined ? NaN : Date.parse(time);
       if (Number.isNaN(eventTime)) return;
       const lagMs = at - eventTime;
-      deliveryLag.labels(route.name, origin).observe(Math.max(0, lagMs) / 1000);
-      if (!liveOrigins.has(origin)) return;
+      deliveryLag.labels(route.name, origin, lane).observe(Math.max(0, lagMs) / 1000);
+      // A late event was old when it came: its lag says nothing of how this service keeps up.
+      if (!liveOrigins.has(origin) || lane !== "live") return;
       count(at, `${route.name}|b${bucketOf(lagMs)}`);
       if (route.freshnessSeconds !== undefined && lagMs > route.freshnessSeconds * 1000) {
         freshnessMissed.inc({ route: route.name });

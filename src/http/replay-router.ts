@@ -2,7 +2,7 @@ import express, { type Router } from "express";
 import { z } from "zod";
 import type { Replays } from "../archive/replays.js";
 import type { Logger } from "../logger.js";
-import { archiveText, firstIssue, nul, nulFree, sendArchiveUnavailable, time, typePattern } from "./archive-router.js";
+import { archiveText, firstIssue, nul, nulFree, outcome, sendArchiveUnavailable, time, typePattern } from "./archive-router.js";
 import { sendErrorProblem, sendProblem } from "./problem.js";
 
 const replayBody = z.strictObject({
@@ -12,6 +12,7 @@ const replayBody = z.strictObject({
   type: typePattern.optional(),
   entity: archiveText.optional(),
   stream: archiveText.optional(),
+  outcome: outcome.optional(),
   rate: z.number({ error: "must be a number of events per second above 0" }).positive("must be a number of events per second above 0").optional(),
   dryRun: z.boolean({ error: "must be true or false" }).default(false),
 });

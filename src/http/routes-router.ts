@@ -4,6 +4,7 @@ import type { DeliveryQueues } from "../queue/delivery-queues.js";
 import type { OrphanedRoutes } from "../queue/orphaned-routes.js";
 import type { Route } from "../routes/route.js";
 import { publishedRoute } from "../service-config/service-config.js";
+import { firstIssue, time } from "./archive-router.js";
 import { sendProblem } from "./problem.js";
 
 export interface RoutesRouterDeps {
@@ -12,14 +13,19 @@ export interface RoutesRouterDeps {
   orphans: OrphanedRoutes;
   /** Told after a move or drop, so the orphaned-jobs gauge and the start warning's list follow. */
   forget(route: string): void;
+  /** Parks the route's waiting events older than `before` (queue/park-waiting.ts); absent with the archive off (ARCHIVE=off). */
+  park?(route: string, before: number): Promise<{ parked: number; firstArrival?: number }>;
 }
 
 const moveBody = z.strictObject({ to: z.string("must be the name of a configured route").min(1, "must be the name of a configured route") });
+const parkBody = z.strictObject({ olderThan: time.optional() });
 
 /**
  * `GET /admin/routes`, `POST /admin/routes/:name/move {"to"}`, `DELETE /admin/routes/:name`
- * (docs/operating.md#removing-or-renaming-a-route), behind ADMIN_TOKEN: what `streamkeeper routes` uses. A
- * route renamed or removed keeps its waiting events until they are moved or dropped here.
+ * (docs/operating.md#removing-or-renaming-a-route), `POST /admin/routes/:name/park {"olderThan"?}`
+ * (docs/operating.md, "A stream came back with a day of events"), behind ADMIN_TOKEN: what
+ * `streamkeeper routes` uses. A route renamed or removed keeps its waiting events until they
+ * are moved or dropped here.
  */
 export function createRoutesRouter(deps: RoutesRouterDeps): Router {
   const router = express.Router();
@@ -31,7 +37,8 @@ export function createRoutesRouter(deps: RoutesRouterDeps): Router {
       deps.routes.map(async (route) => {
         const counts = await deps.queues.forRoute(route.name).getJobCounts("wait", "prioritized", "delayed", "active", "failed");
         const { url, match } = publishedRoute(route);
-        return { name: route.name, state: "configured", match, url, waiting: counts.wait! + counts.prioritized! + counts.delayed! + counts.active!, deadLetters: counts.failed! };
+        // lanes: the queued part of `waiting`, live ones first (queue/lane.ts).
+        return { name: route.name, state: "configured", match, url, waiting: counts.wait! + counts.prioritized! + counts.delayed! + counts.active!, lanes: { live: counts.wait!, late: counts.prioritized! }, deadLetters: counts.failed! };
       }),
     );
     const removed = await Promise.all((await deps.orphans.find()).map(async (name) => ({ name, state: "removed", waiting: await deps.orphans.count(name) })));
@@ -58,6 +65,18 @@ export function createRoutesRouter(deps: RoutesRouterDeps): Router {
     const dropped = await deps.orphans.drop(name);
     deps.forget(name);
     res.json({ dropped, route: name });
+  });
+
+  router.post("/routes/:name/park", async (req, res) => {
+    const name = req.params.name as string;
+    if (!names.includes(name)) return sendProblem(res, 404, `no configured route ${name}: the routes are ${configuredNames()}`);
+    if (!deps.park) return sendProblem(res, 409, "the archive is off (ARCHIVE=off): parked events would be kept nowhere; turn the archive on to park, or let the late lane drain");
+    const parsed = parkBody.safeParse(req.body ?? {});
+    if (!parsed.success) return sendProblem(res, 400, `${firstIssue(parsed.error)}; send {"olderThan":"<ISO 8601 time>"}, or {} for the route's live window`);
+    const before = parsed.data.olderThan === undefined ? Date.now() - deps.queues.liveWindowMs(name) : Date.parse(parsed.data.olderThan);
+    const { parked, firstArrival } = await deps.park(name, before);
+    // `since`: the earliest arrival among them, where a replay of them starts.
+    res.json({ parked, route: name, olderThan: new Date(before).toISOString(), ...(firstArrival === undefined ? {} : { since: new Date(firstArrival).toISOString() }) });
   });
 
   return router;

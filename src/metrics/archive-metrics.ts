@@ -16,6 +16,28 @@ export const archiveLag = new Gauge({
   registers: [registry],
 });
 
+/**
+ * Set at each scrape (start-archive.ts): 1 while this process's archive writer can write
+ * Postgres. Registered by a process whose archive is on (registerArchiveUp), so that
+ * ARCHIVE=off exports no 0 for an alert to take as an outage.
+ */
+export const archiveUp = new Gauge({
+  name: "streamkeeper_archive_up",
+  help: "1 while this process can write its archive (Postgres answers and the schema is current); 0 while it cannot (Postgres down, hung past ARCHIVE_STATEMENT_TIMEOUT_MS, or never started): events wait in the Redis outbox meanwhile. Absent with ARCHIVE=off",
+  registers: [],
+});
+
+export function registerArchiveUp(): void {
+  if (!registry.getSingleMetric("streamkeeper_archive_up")) registry.registerMetric(archiveUp);
+}
+
+/** Embedded Postgres servers this process restarted after they died (keep-embedded-postgres.ts). */
+export const embeddedPostgresRestarts = new Counter({
+  name: "streamkeeper_embedded_postgres_restarts_total",
+  help: "Times this process restarted the embedded Postgres of the archive after it died (kill -9, the OOM killer); it recovers from its write-ahead log",
+  registers: [registry],
+});
+
 /** 1 when ARCHIVE=on but this process runs without the archive: its embedded Postgres could not start (start-archive.ts). */
 export const archiveNotStarted = new Gauge({
   name: "streamkeeper_archive_not_started",

@@ -1,6 +1,6 @@
 import type { Queue } from "bullmq";
 import type { Cluster, Redis } from "ioredis";
-import { onScrape, queueJobs, queueOldestWaitingAge } from "./registry.js";
+import { onScrape, queueJobs, queueOldestWaitingAge, routeWaiting } from "./registry.js";
 
 /** The job states of `streamkeeper_queue_jobs`, and the BullMQ key each one lives in. */
 const states = [
@@ -14,6 +14,7 @@ const states = [
 
 /**
  * Makes `/metrics` read every queue at scrape time: `streamkeeper_queue_jobs{queue,state}`,
+ * `streamkeeper_route_waiting{route,lane}` (a route's queue: `routeOf` names its route),
  * `streamkeeper_queue_oldest_waiting_age_seconds{queue}` and `streamkeeper_redis_up`.
  * `connection` is the service's fail-fast client connection (the queues' own). Returns
  * the removal, for `close()`.
@@ -22,7 +23,7 @@ const states = [
  * head-of-queue ids, then those jobs' timestamps), instead of BullMQ's getJobCounts Lua
  * script plus a getJobs call per queue; on a cluster, those of each queue go together.
  */
-export function registerQueueGauges(connection: Redis | Cluster, queues: () => Queue[]): () => void {
+export function registerQueueGauges(connection: Redis | Cluster, queues: () => Queue[], routeOf: (queueName: string) => string | undefined): () => void {
   return onScrape(async () => {
     try {
       const now = Date.now();
@@ -33,6 +34,9 @@ export function registerQueueGauges(connection: Redis | Cluster, queues: () => Q
       const waiting = read.flatMap((queue, index) => {
         const reply = replies.slice(index * perQueue, (index + 1) * perQueue);
         states.forEach(([state], at) => queueJobs.set({ queue: queue.name, state }, Number(reply[at])));
+        const route = routeOf(queue.name);
+        // Live: the wait list (no priority); late: the prioritized set (queue/lane.ts).
+        if (route !== undefined) for (const [lane, at] of [["live", 0], ["late", 1]] as const) routeWaiting.set({ route, lane }, Number(reply[at]));
         // The oldest plain waiting job is the list's tail (BullMQ LPUSHes and workers take
         // from the right); of the prioritized set, the next to run.
         const [tail, [next] = []] = reply.slice(states.length) as [string | null, string[]];

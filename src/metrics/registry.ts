@@ -84,6 +84,7 @@ function readAtScrape(): Promise<void> {
     // Forget queues that are gone (a route removed from config) before re-reading.
     queueJobs.reset();
     queueOldestWaitingAge.reset();
+    routeWaiting.reset();
     const answered = await Promise.all([...scrapeReaders].map((read) => read()));
     redisUp.set(answered.every(Boolean) ? 1 : 0);
   })().finally(() => (scrape = undefined));
@@ -94,6 +95,17 @@ export const queueJobs = new Gauge({
   name: "streamkeeper_queue_jobs",
   help: "Jobs per queue and state (waiting, prioritized, delayed, active, completed, failed), read at scrape time",
   labelNames: ["queue", "state"] as const,
+  registers: [registry],
+  collect: function () {
+    return readAtScrape();
+  },
+});
+
+/** The lanes of a route's queue (queue/lane.ts): its waiting jobs without a priority, and those behind them. */
+export const routeWaiting = new Gauge({
+  name: "streamkeeper_route_waiting",
+  help: "Jobs queued for a route, ready to be sent, by lane: live (no priority) or late (waiting behind live ones: events late when they came, reconciled and replayed ones); retrying jobs are in queue_jobs{state=\"delayed\"}. Read at scrape time",
+  labelNames: ["route", "lane"] as const,
   registers: [registry],
   collect: function () {
     return readAtScrape();

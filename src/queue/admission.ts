@@ -6,7 +6,7 @@ import { isStackOverflow } from "../events/stringify-deep.js";
 import { captureJobAdd, type CapturedJobAdd } from "./capture-job-add.js";
 import type { DeliveryQueues } from "./delivery-queues.js";
 import type { Admission, EventLedger } from "./event-ledger.js";
-import { deepEventData, deliveryJobFor, type FanOutJob } from "./fan-out.js";
+import { deepEventData, deliveryJobFor, priorityOnRoute, type FanOutJob } from "./fan-out.js";
 
 /**
  * A new id's store in one round trip (docs/architecture.md, "Admission"): the ledger's
@@ -32,8 +32,8 @@ export function createAdmission({ ledger, queues, outboxKey, logger }: Admission
   let toldLongWay = false;
   return async (event, routes, job, record) => {
     if (unsupported) return "unsupported";
-    const { jobId, data, priority } = deliveryJobFor(event, job);
-    const capture = (jobData: typeof data) => routes.map((route) => captureJobAdd(queues.forRoute(route), event.type, jobData, { jobId, priority }));
+    const { jobId, data } = deliveryJobFor(event, job);
+    const capture = (jobData: typeof data) => routes.map((route) => captureJobAdd(queues.forRoute(route), event.type, jobData, { jobId, priority: priorityOnRoute(queues, route, event, job) }));
     let adds: Array<CapturedJobAdd | undefined>;
     try {
       adds = capture(data);

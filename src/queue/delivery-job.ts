@@ -27,7 +27,15 @@ export interface DeliveryJobData {
   failingSince?: number;
 }
 
-/** Live events first: BullMQ serves jobs without a priority before prioritized ones. */
+/*
+ * The lanes of a route's queue (docs/operating.md, "Live and late lanes"). BullMQ serves a
+ * queue's jobs without a priority first, then prioritized ones, the lower number first and
+ * in the order they were added within one number (its moveToActive script: the wait list,
+ * then ZPOPMIN of the prioritized set, scored priority × 2^32 + a counter).
+ */
+/** Late events (lane.ts) wait behind live ones, ahead of recoveries and replays. */
+export const latePriority = 5;
+/** Reconciled events wait behind live and late ones. */
 export const reconcilePriority = 10;
-/** A replay's deliveries wait behind live and reconciled events (a lower priority still). */
+/** A replay's deliveries wait behind live, late and reconciled events (a lower priority still). */
 export const replayPriority = 20;

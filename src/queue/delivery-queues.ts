@@ -1,5 +1,6 @@
 import { Queue, type Telemetry } from "bullmq";
 import type { Cluster, Redis } from "ioredis";
+import { defaultLiveWindowSeconds } from "../config.js";
 import type { Route } from "../routes/route.js";
 import type { DeliveryJobData } from "./delivery-job.js";
 import { deliveryQueueBullPrefix, deliveryQueueName } from "./queue-names.js";
@@ -10,6 +11,8 @@ export interface DeliveryQueues {
   /** The queues' shared connection, for reads BullMQ has no cheap call for (describe-event.ts). */
   connection: Redis | Cluster;
   forRoute(route: string): DeliveryQueue;
+  /** The route's live window in ms (its liveWindowSeconds): older events wait in its late lane (lane.ts). */
+  liveWindowMs(route: string): number;
   all(): DeliveryQueue[];
   close(): Promise<void>;
 }
@@ -55,8 +58,10 @@ export function createDeliveryQueues(
       }),
     ]),
   );
+  const liveWindows = new Map(routes.map((route) => [route.name, (route.liveWindowSeconds ?? defaultLiveWindowSeconds) * 1000]));
   return {
     connection,
+    liveWindowMs: (route) => liveWindows.get(route) ?? defaultLiveWindowSeconds * 1000,
     forRoute(route) {
       const queue = queues.get(route);
       if (!queue) throw new Error(`no route named ${route}; the routes are ${[...queues.keys()].join(", ") || "none"}`);

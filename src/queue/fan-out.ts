@@ -1,8 +1,9 @@
 import type { CloudEvent, Origin } from "../events/cloud-event.js";
 import { isStackOverflow, stringifyDeep } from "../events/stringify-deep.js";
-import { reconcilePriority, type DeliveryJobData } from "./delivery-job.js";
+import type { DeliveryJobData } from "./delivery-job.js";
 import type { DeliveryQueues } from "./delivery-queues.js";
 import { jobIdFor, replayJobIdFor } from "./job-id.js";
+import { priorityOn } from "./lane.js";
 
 export interface FanOutJob {
   origin: Origin;
@@ -21,15 +22,15 @@ export type FanOut = (event: CloudEvent, routes: string[], job: FanOutJob) => Pr
 /**
  * One job per route, each in the route's own queue, under an id derived from the event
  * id: BullMQ ignores a second add with the same id, so a store retried after a Redis
- * fault adds nothing twice. Reconciled events wait behind live ones (a lower priority).
+ * fault adds nothing twice. Late and reconciled events wait behind live ones (lane.ts).
  * An event too deep for BullMQ's `JSON.stringify` (nesting in the thousands, which
  * `JSON.parse` accepts) is added as its JSON text instead (`eventJson`, delivery-job.ts):
  * nothing is written before BullMQ serialises, so the second add is the only one.
  */
 export function createFanOut(queues: DeliveryQueues): FanOut {
   return async (event, routes, job) => {
-    const { jobId, data, priority } = deliveryJobFor(event, job);
-    await addDeep(data, (jobData) => Promise.all(routes.map((route) => queues.forRoute(route).add(event.type, jobData, { jobId, priority }))));
+    const { jobId, data } = deliveryJobFor(event, job);
+    await addDeep(data, (jobData) => Promise.all(routes.map((route) => queues.forRoute(route).add(event.type, jobData, { jobId, priority: priorityOnRoute(queues, route, event, job) }))));
   };
 }
 
@@ -43,12 +44,16 @@ export async function addDeep<T>(data: DeliveryJobData, add: (data: DeliveryJobD
   }
 }
 
-/** The job id, data and priority of an event's delivery jobs (one per route, the same for each). */
+/** An event's priority on one route: its lane there, by the route's live window (lane.ts). */
+export function priorityOnRoute(queues: DeliveryQueues, route: string, event: CloudEvent, job: FanOutJob): number | undefined {
+  return priorityOn(queues.liveWindowMs(route), event, job);
+}
+
+/** The job id and data of an event's delivery jobs (one per route, the same for each; the priority is per route: priorityOnRoute). */
 export function deliveryJobFor(event: CloudEvent, { origin, streamId, receivedAt, force = false, recheck = false }: FanOutJob) {
   const jobId = force ? replayJobIdFor(event.id, receivedAt) : jobIdFor(event.id);
   const data: DeliveryJobData = { event, origin, streamId, receivedAt, force: force || undefined, recheck: recheck || undefined };
-  const priority = origin === "reconcile" ? reconcilePriority : undefined;
-  return { jobId, data, priority };
+  return { jobId, data };
 }
 
 /** The job data of an event too deep for BullMQ's `JSON.stringify`: its envelope, and the whole as its JSON text. */

@@ -3,6 +3,8 @@ import type { Cluster, Redis } from "ioredis";
 import type { DeliveryJobData } from "./delivery-job.js";
 import type { DeliveryQueue } from "./delivery-queues.js";
 import { deliveryQueueBullPrefix, deliveryQueueName } from "./queue-names.js";
+import type { ArchiveOutbox } from "../archive/archive-outbox.js";
+import type { AttemptRecord } from "../archive/archive-record.js";
 
 /** The job states of a route that is gone whose events still wait: queued, retrying, dead letters. */
 const waitingStates = ["wait", "prioritized", "delayed", "active", "failed", "waiting-children"] as const;
@@ -32,7 +34,14 @@ export interface OrphanedRoutes {
  * says so, and hands them over or deletes them on the operator's word. The SCAN reads one
  * Redis: on a Redis Cluster it reads the node the client picks (docs/deploy.md).
  */
-export function createOrphanedRoutes(connection: Redis | Cluster, queuePrefix: string, configured: string[]): OrphanedRoutes {
+export function createOrphanedRoutes(connection: Redis | Cluster, queuePrefix: string, configured: string[], archive?: ArchiveOutbox): OrphanedRoutes {
+  // What became of each event on the route that is gone, for the archive: `moved` or
+  // `dropped`, so its outcome there never stays `pending` or `retry` once its job is gone.
+  const archived = async (route: string, jobs: Job<DeliveryJobData>[], outcome: "moved" | "dropped") => {
+    if (!archive || jobs.length === 0) return;
+    const at = Date.now();
+    await archive(jobs.map((job): AttemptRecord => ({ kind: "attempt", eventId: job.data.event.id, receivedAt: job.data.receivedAt, route, key: `${job.id}:${outcome}`, at, outcome })));
+  };
   const queues = new Map<string, Queue<DeliveryJobData>>();
   const queueOf = (route: string) => {
     let queue = queues.get(route);
@@ -71,6 +80,7 @@ export function createOrphanedRoutes(connection: Redis | Cluster, queuePrefix: s
       for (;;) {
         const jobs = (await source.getJobs([...waitingStates], 0, pageSize - 1, true)).filter(Boolean) as Job<DeliveryJobData>[];
         if (jobs.length === 0) return moved;
+        await archived(route, jobs, "moved");
         for (const job of jobs) {
           // `recheck`: the target may have delivered the event already and no longer keep its
           // job (COMPLETED_JOB_RETENTION_*): its first run reads the ledger's mark.
@@ -84,6 +94,11 @@ export function createOrphanedRoutes(connection: Redis | Cluster, queuePrefix: s
     },
     async drop(route) {
       const waiting = await count(route);
+      // Said to the archive a page at a time before they go (recorded twice after a stop in
+      // between: kept once, by the record's key).
+      for (let start = 0; archive && start < waiting; start += pageSize) {
+        await archived(route, (await queueOf(route).getJobs([...waitingStates], start, start + pageSize - 1, true)).filter(Boolean) as Job<DeliveryJobData>[], "dropped");
+      }
       await queueOf(route).obliterate({ force: true });
       return waiting;
     },

@@ -34,6 +34,8 @@ const routeSchema = z
     ratePerSecond: numberSchema({ above: 0, max: 100_000, unit: "deliveries per second", example: "10", note: "leave it out for no limit" }).optional(),
     // The route's freshness objective (docs/operating.md, "Freshness"); absent means none.
     freshnessSeconds: numberSchema({ above: 0, max: 86_400, unit: "seconds", example: "5", note: "99% of live events delivered within this many seconds of their time; leave it out for no objective" }).optional(),
+    // Absent: LIVE_WINDOW_SECONDS (loadRoutes fills it in).
+    liveWindowSeconds: numberSchema({ whole: true, min: 1, max: 31_536_000, unit: "seconds", example: "300", note: "events older than this when they arrive wait behind live ones; leave it out for LIVE_WINDOW_SECONDS" }).optional(),
   })
   .strict();
 
@@ -49,13 +51,26 @@ function headerProblem(name: string, value: string): string | undefined {
   return undefined;
 }
 
+/**
+ * The parser's message in one line: where (line and column), what is wrong, and the line as
+ * written. The parser's own message ends "at line 4, column 1:" and puts the excerpt on the
+ * lines after, which a one-line error would cut.
+ */
+function yamlProblem(error: Error & { linePos?: Array<{ line: number; col: number }> }, text: string): string {
+  const what = (error.message.split("\n")[0] ?? "").replace(/ at line \d+, column \d+:?$/, "");
+  const at = error.linePos?.[0];
+  if (!at) return what;
+  const written = text.split(/\r?\n/)[at.line - 1];
+  return `line ${at.line}, column ${at.col}: ${what}${written === undefined ? "" : ` (the line reads ${JSON.stringify(written.trimEnd())})`}; fix the indentation or brackets there`;
+}
+
 /** Parses routes from YAML or JSON text: a list of routes, or `{ routes: [...] }`. Errors name the route and the field. */
 export function parseRoutes(text: string, origin: string): Route[] {
   let raw: unknown;
   try {
     raw = parseYaml(text); // YAML is a superset of JSON: one parser for both.
   } catch (error) {
-    throw new ConfigError([`${origin}: not valid YAML or JSON: ${(error as Error).message.split("\n")[0]}`]);
+    throw new ConfigError([`${origin}: not valid YAML or JSON: ${yamlProblem(error as Error & { linePos?: Array<{ line: number; col: number }> }, text)}`]);
   }
   const list = listOf(raw, origin);
   const parsed = z.array(routeSchema).safeParse(list);
@@ -122,8 +137,13 @@ function listOf(raw: unknown, origin: string): unknown[] {
   throw new ConfigError([`${origin}: routes: expected a list of routes, or an object with a "routes" list`]);
 }
 
-/** Routes from ROUTES_FILE, or the DOWNSTREAM_URL shortcut (one route `default` for `*`). */
+/** Routes from ROUTES_FILE, or the DOWNSTREAM_URL shortcut (one route `default` for `*`), each with its live window (LIVE_WINDOW_SECONDS where it sets none). */
 export async function loadRoutes(config: Config): Promise<Route[]> {
+  const routes = await readRoutes(config);
+  return routes.map((route) => ({ ...route, liveWindowSeconds: route.liveWindowSeconds ?? config.env.LIVE_WINDOW_SECONDS }));
+}
+
+async function readRoutes(config: Config): Promise<Route[]> {
   const { ROUTES_FILE, DOWNSTREAM_URL } = config.env;
   if (ROUTES_FILE && DOWNSTREAM_URL) throw new ConfigError(["set ROUTES_FILE or DOWNSTREAM_URL, not both"]);
   if (DOWNSTREAM_URL) return parseRoutes(JSON.stringify([{ name: "default", match: "*", url: DOWNSTREAM_URL }]), "DOWNSTREAM_URL");

@@ -24,6 +24,12 @@ export interface Route {
    * of their `time` (README.md#routes; docs/operating.md, "Freshness").
    */
   freshnessSeconds?: number;
+  /**
+   * An event whose `time` is more than this many seconds before its arrival is late on this
+   * route: it waits in the route's late lane, behind live events (docs/operating.md, "Live
+   * and late lanes"). @defaultValue LIVE_WINDOW_SECONDS
+   */
+  liveWindowSeconds?: number;
 }
 
 /** `*` matches every type, `user.*` every type under `user.`, anything else itself. */

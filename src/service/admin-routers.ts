@@ -1,4 +1,5 @@
 import { describeOverview } from "../admin/describe-overview.js";
+import { forgetEntityJobs } from "../admin/forget-entity-jobs.js";
 import { readCircuits, readQueueFigures } from "../admin/read-overview-gauges.js";
 import { shareRecent } from "../admin/share-recent.js";
 import type { createReplayRunner } from "../archive/replay-runner.js";
@@ -23,6 +24,8 @@ import { createRoutesRouter } from "../http/routes-router.js";
 import { createSweepRouter } from "../http/sweep-router.js";
 import { routeOrphanedJobs } from "../metrics/register-orphaned-route-gauges.js";
 import type { OrphanedRoutes } from "../queue/orphaned-routes.js";
+import { parkWaiting } from "../queue/park-waiting.js";
+import { createArchiveOutbox } from "../archive/archive-outbox.js";
 import { createStreamConnector } from "../streams/create-stream-connector.js";
 import { createStreamHealthStore } from "../streams/stream-health-store.js";
 import { sweepPlan } from "../streams/swept-streams.js";
@@ -49,6 +52,8 @@ export interface AdminDeps {
   serviceConfig: ServiceConfig;
   /** The receiver's credentials, for a role that receives webhooks. */
   auth?: ResolvedWebhookAuth;
+  /** Where the admin token was generated, when ADMIN_TOKEN is unset (admin-token.ts). */
+  adminTokenFile?: string;
   ready(): Promise<boolean>;
 }
 
@@ -78,6 +83,8 @@ export function adminRouters(deps: AdminDeps & { orphans: OrphanedRoutes; orphan
     removedRoutes: () => Promise.all([...deps.orphaned].map(async (name) => ({ name, waiting: await deps.orphans.count(name) }))),
   };
   const queues = [...stores.queues.all(), stores.reconcileQueue.queue];
+  // Parked events go where every outcome goes: the archive's outbox (none with ARCHIVE=off).
+  const parkOutbox = archive && createArchiveOutbox(client, env.QUEUE_PREFIX);
   return [
     auditAdminWrites(logger),
     // Shared for a second: several open pages cost one overview (docs/benchmarks.md).
@@ -85,14 +92,14 @@ export function adminRouters(deps: AdminDeps & { orphans: OrphanedRoutes; orphan
     ...(archive && replayRunner
       ? [
           createSplitArchiveGuard(archive.writer.refusedBy),
-          createArchiveRouter({ archive, logger }),
+          createArchiveRouter({ archive, logger, forgetJobs: (entity) => forgetEntityJobs(stores.queues.all(), entity) }),
           createReplayRouter({ replays: createReplays({ pool: archive.pool, routes: routes.map((route) => route.name), retentionDays: archive.retentionDays }), logger, started: replayRunner.wake }),
         ]
       : []),
     createDashboardRouter(queues),
     createReconcileRouter(stores.reconcileQueue),
     createDeadLettersRouter(() => stores.queues),
-    createRoutesRouter({ routes, queues: stores.queues, orphans: deps.orphans, forget: (route) => (deps.orphaned.delete(route), routeOrphanedJobs.remove({ route })) }),
+    createRoutesRouter({ routes, queues: stores.queues, orphans: deps.orphans, forget: (route) => (deps.orphaned.delete(route), routeOrphanedJobs.remove({ route })), park: parkOutbox && ((route, before) => parkWaiting(stores.queues.forRoute(route), route, before, { archive: parkOutbox, logger })) }),
     createConfigRouter(deps.serviceConfig),
     // A worker has no receiver, but shares the receivers' explicit credentials (every role reads the same settings).
     createConnectRouter(createStreamConnector({ config, auth: deps.auth ?? ("generated" in config.webhookAuth ? undefined : config.webhookAuth), tenant, logger })),

@@ -1,6 +1,6 @@
 import { describeArchivedEvent } from "../admin/describe-archived-event.js";
 import { describeEvent } from "../admin/describe-event.js";
-import { archivedThrough } from "../archive/archive-outbox.js";
+import { archivedThrough, createArchiveOutbox } from "../archive/archive-outbox.js";
 import { createReplayRunner } from "../archive/replay-runner.js";
 import { waitingPerRoute } from "../admin/read-overview-gauges.js";
 import { startWaitingSampler } from "../freshness/create-waiting-sampler.js";
@@ -10,7 +10,7 @@ import { registerOrphanedRouteGauges } from "../metrics/register-orphaned-route-
 import { registerQueueGauges } from "../metrics/register-queue-gauges.js";
 import { registerRedisGauges } from "../metrics/register-redis-gauges.js";
 import { createOrphanedRoutes } from "../queue/orphaned-routes.js";
-import { circuitKey } from "../queue/queue-names.js";
+import { circuitKey, routeOfQueue } from "../queue/queue-names.js";
 import { reportOrphanedRoutes } from "../queue/report-orphaned-routes.js";
 import { adminRouters, type AdminDeps } from "./admin-routers.js";
 import { closeInOrder } from "./close-in-order.js";
@@ -25,11 +25,11 @@ export async function createAdmin(deps: AdminDeps): Promise<{ close(): Promise<v
   const { env } = config;
   const { client } = connections;
   // Routes renamed or removed whose events still wait (docs/operating.md, Removing a route).
-  const orphans = createOrphanedRoutes(client, env.QUEUE_PREFIX, routes.map((route) => route.name));
+  const orphans = createOrphanedRoutes(client, env.QUEUE_PREFIX, routes.map((route) => route.name), archive && createArchiveOutbox(client, env.QUEUE_PREFIX));
   const orphaned = new Set(connections.reachable ? await reportOrphanedRoutes(orphans, logger) : []);
   const unregisterGauges = [
     registerOrphanedRouteGauges(() => [...orphaned], orphans.count, (route) => orphaned.delete(route)),
-    registerQueueGauges(client, () => [...stores.queues.all(), stores.reconcileQueue.queue]),
+    registerQueueGauges(client, () => [...stores.queues.all(), stores.reconcileQueue.queue], routeOfQueue),
     registerRedisGauges(client, new Map(routes.map((route) => [route.name, circuitKey(env.QUEUE_PREFIX, route.name)]))),
   ];
   // The operator view's last-hour charts of waiting events (docs/operating.md, "The operator view").
@@ -49,6 +49,9 @@ export async function createAdmin(deps: AdminDeps): Promise<{ close(): Promise<v
   });
   deps.server.attach(app);
   logger.info({ url: deps.server.url, listening: boundAddress(deps.server) }, "admin surface (metrics, probes, admin API) listening");
+  // Where the login is, never the token itself.
+  const login = deps.adminTokenFile ? `the token in ${deps.adminTokenFile}` : "ADMIN_TOKEN";
+  logger.info({ url: `${deps.server.url}/admin/`, tokenFile: deps.adminTokenFile }, `operator view at ${deps.server.url}/admin/: log in with any user name and ${login} as the password`);
   return {
     close: () =>
       closeInOrder([

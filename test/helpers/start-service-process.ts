@@ -26,6 +26,9 @@ export function builtCli(): string {
 /** The built CLI, as an operator runs it (`npm run build` first): what the bench measures. */
 export const builtCliEntry = [resolve(import.meta.dirname, "../../dist/cli/main.js")];
 
+/** The ADMIN_TOKEN of every service process a test starts, unless its `env` says otherwise. */
+export const testAdminToken = "test-admin-token";
+
 export type ServiceRole = "all" | "receiver" | "worker";
 
 export interface ServiceProcessOptions {
@@ -68,7 +71,7 @@ export interface ServiceProcess {
  * `streamkeeper start --role <role>` in its own process, on free loopback ports, with
  * `env` on top of: PATH (or the caller's environment without settings), loopback hosts, a
  * route that answers nothing (connection refused) unless `env` names one (the service
- * refuses to start without), and the archive off (no embedded Postgres per process: set
+ * refuses to start without), the test-wide ADMIN_TOKEN, and the archive off (no embedded Postgres per process: set
  * ARCHIVE=on and ARCHIVE_DATABASE_URL to have it). Resolves once its admin /readyz
  * answers 200, i.e. Redis is reachable and writable. Shared by the chaos tests and the bench.
  */
@@ -92,6 +95,9 @@ async function startServiceProcessOnce(role: ServiceRole, env: Record<string, st
     ADMIN_HOST: "127.0.0.1",
     ...(env.ROUTES_FILE || env.DOWNSTREAM_URL ? {} : { DOWNSTREAM_URL: "http://127.0.0.1:9/" }),
     ARCHIVE: "off",
+    // Given, so no test's service generates one into the working directory's ./.streamkeeper;
+    // a test of the generated token sets ADMIN_TOKEN "" (blank is unset) and its own DATA_DIR.
+    ADMIN_TOKEN: testAdminToken,
     ...env,
     ADMIN_PORT: String(adminPort),
     PORT: String(port),

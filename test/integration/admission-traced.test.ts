@@ -78,7 +78,7 @@ describe("admission: traced stores", () => {
       for (const queue of queues.values()) await queue.obliterate({ force: true });
       await Promise.all([...unused, ...queues.values()].map((queue) => queue.close()));
     });
-    return { connection, forRoute: (name) => queues.get(name)!, all: () => [...queues.values()], close: async () => {} };
+    return { connection, forRoute: (name) => queues.get(name)!, liveWindowMs: () => 300_000, all: () => [...queues.values()], close: async () => {} };
   }
 
   function tracedStore(connection: RedisClient, { delayed = [], outbox = false, logger }: { delayed?: string[]; outbox?: boolean; logger?: ReturnType<typeof capturedLogger>["logger"] } = {}) {

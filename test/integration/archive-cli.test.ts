@@ -102,13 +102,52 @@ describe("archive commands: events search, events forget, replay", () => {
 
   it("when an entity is forgotten, then the command prints how many events it erased and a replay says it skips them", async () => {
     const run = await runCli(["events", "forget", "--entity", user], cliEnv);
-    expect(run.stdout).toBe(`erased the payloads of 4 archived events of ${user}; their ids, types, times and outcomes are kept\n`);
+    expect(run.stdout).toMatch(new RegExp(`^erased the payloads of 4 archived events of ${user.replace(/[|]/g, "\\|")}(, and removed \\d+ kept delivery jobs? holding them from Redis)?; their ids, types, times and outcomes are kept\n$`));
     expect((await runCli(["events", "search", "--entity", user], cliEnv)).stdout.trim().split("\n").every((line) => line.endsWith("(erased)"))).toBe(true);
     const replay = await runCli(["replay", "--route", "crm", "--since", "1h", "--entity", user], cliEnv);
     expect(replay.stdout).toContain("skipped 4 events whose payload was erased (events forget): not sent");
     // Asked again, as JSON: nothing left to erase.
     const again = await runCli(["events", "forget", "--entity", user, "--json"], cliEnv);
-    expect({ code: again.code, stdout: again.stdout }).toEqual({ code: 0, stdout: `${JSON.stringify({ entity: user, erased: 0 })}\n` });
+    expect({ code: again.code, stdout: again.stdout }).toEqual({ code: 0, stdout: `${JSON.stringify({ entity: user, erased: 0, jobs: 0 })}\n` });
+  });
+
+  it("when one event is shown, then its arrival and each route's outcome and attempts read one a line; --json prints the service's object", async () => {
+    await expect.poll(async () => (await runCli(["events", "show", ids[0]!], cliEnv)).stdout).toMatch(/^route audit: delivered$/m);
+    const shown = await runCli(["events", "show", ids[0]!], cliEnv);
+    expect(shown.code).toBe(0);
+    expect(shown.stdout.split("\n").slice(0, 2)).toEqual([`event ${ids[0]}  user.created`, expect.stringMatching(new RegExp(String.raw`^arrived \S+Z by webhook \(stream est_38ANnv8pQhqsZrX2VFbftv, entity ${user.replace("|", "\\|")}\)$`))]);
+    expect(shown.stdout).toMatch(/^route crm: delivered\n {2}\S+Z {2}delivered {2}status 200$/m);
+    const json = await runCli(["events", "show", ids[0]!, "--json"], cliEnv);
+    expect(JSON.parse(json.stdout)).toMatchObject({ eventId: ids[0], type: "user.created", timeline: { arrival: { origin: "webhook" } } });
+    const unknown = await runCli(["events", "show", "evt_neverseen000000000000"], cliEnv);
+    expect({ code: unknown.code, stdout: unknown.stdout }).toEqual({ code: 1, stdout: "" });
+    expect(unknown.stderr).toBe(
+      `error: no event evt_neverseen000000000000 is known to the service at ${service.adminUrl} (neither its archive nor the ids it remembers for DEDUPE_TTL_SECONDS): find ids with streamkeeper events search\n`,
+    );
+  });
+
+  it("when a command is typed as a new user would, then each mistake gets one line in our words: an empty entity, a mistyped flag, a wrong token", async () => {
+    const empty = await runCli(["events", "forget", "--entity", ""], cliEnv);
+    expect({ code: empty.code, stderr: empty.stderr }).toEqual({ code: 2, stderr: "error: --entity is empty: give the id of the user, organization or group whose payloads to erase\n" });
+    const mistyped = await runCli(["replay", "--route", "crm", "--from", "2h"], cliEnv);
+    expect(mistyped.code).toBe(2);
+    expect(mistyped.stderr).toMatch(/^error: unknown option '--from'/);
+    const missing = await runCli(["replay", "--route", "crm"], cliEnv);
+    expect({ code: missing.code, stderr: missing.stderr }).toEqual({ code: 2, stderr: "error: required option '--since <time>' not specified (run with --help for usage)\n" });
+    const outcome = await runCli(["events", "search", "--outcome", "bogus"], cliEnv);
+    expect({ code: outcome.code, stderr: outcome.stderr }).toEqual({ code: 2, stderr: "error: --outcome: must be one of delivered, dead_letter, stale, retry, pending, unrouted\n" });
+    const backwards = await runCli(["replay", "--route", "crm", "--since", "1h", "--until", "2h"], cliEnv);
+    expect(backwards.code).toBe(2);
+    expect(backwards.stderr).toMatch(/^error: until \(\S+Z\) must be after since \(\S+Z\): give a later until, or an earlier since\n$/);
+    const command = await runCli(["event", "search"], cliEnv);
+    expect({ code: command.code, stderr: command.stderr }).toEqual({ code: 2, stderr: "error: unknown command 'event' (Did you mean events?) (run with --help for usage)\n" });
+    for (const args of [["events", "search"], ["events", "show", ids[0]!], ["replay", "--route", "crm", "--since", "1h", "--dry-run"]]) {
+      const wrong = await runCli(args, { ...cliEnv, ADMIN_TOKEN: "not-the-token" });
+      expect({ code: wrong.code, stderr: wrong.stderr }, args.join(" ")).toEqual({
+        code: 2,
+        stderr: `error: the service at ${service.adminUrl} refused this shell's ADMIN_TOKEN: set ADMIN_TOKEN to the service's admin token, or unset it to use the one the service generated (DATA_DIR/admin-token) with its DATA_DIR\n`,
+      });
+    }
   });
 
   it("when the input is bad or no service answers, then one error line says what to change, with the exit code", async () => {
@@ -118,9 +157,14 @@ describe("archive commands: events search, events forget, replay", () => {
     expect(old.code).toBe(2);
     expect(old.stderr).toMatch(/^error: since \S+ is older than the archive keeps: it holds events from \S+ on \(ARCHIVE_RETENTION_DAYS=30\); give a later since\n$/);
     const date = await runCli(["events", "search", "--since", "yesterday"], cliEnv);
-    expect({ code: date.code, stderr: date.stderr }).toEqual({ code: 2, stderr: 'error: --since "yesterday": give a duration back from now (90m, 2h, 7d), a date (2026-12-07, midnight UTC) or an ISO 8601 time (2026-12-07T06:00:00Z)\n' });
+    expect({ code: date.code, stderr: date.stderr }).toEqual({ code: 2, stderr: 'error: --since "yesterday": give a duration back from now (90m, 6h, 7d), a date (2026-11-25: its midnight UTC) or a time in ISO 8601 (2026-11-25T06:35:17Z)\n' });
+    // A date is its midnight UTC, for every command: the day an event arrived finds it.
+    const arrived = (JSON.parse((await runCli(["events", "search", "--id", ids[0]!, "--json"], cliEnv)).stdout) as { time: string }).time;
+    const byDate = await runCli(["events", "search", "--id", ids[0]!, "--since", arrived.slice(0, 10)], cliEnv);
+    expect({ code: byDate.code, stderr: byDate.stderr }).toEqual({ code: 0, stderr: "" });
+    expect(byDate.stdout).toMatch(new RegExp(`^${ids[0]} {2}`));
     const nobody = await runCli(["events", "search", "--entity", user], { ...cliEnv, ADMIN_URL: refusedUrl });
     expect(nobody.code).toBe(1);
-    expect(nobody.stderr).toMatch(/^error: no Streamkeeper service answers at http:\/\/127\.0\.0\.1:\d+ \(ECONNREFUSED\): start it \(streamkeeper start\), or set ADMIN_URL to where it runs\n$/);
+    expect(nobody.stderr).toMatch(/^error: no service answers at http:\/\/127\.0\.0\.1:\d+ \(ECONNREFUSED\): start it with `streamkeeper start`, or set ADMIN_URL to where it runs\n$/);
   });
 });

@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import { createServer, type AddressInfo } from "node:net";
 import pg from "pg";
 import { afterAll, afterEach, beforeAll, describe, expect, inject, it } from "vitest";
-import { forgetEntity } from "../../src/archive/archive-queries.js";
+import { forgetEntity } from "../../src/archive/forget-entity.js";
 import { createReplayRunner } from "../../src/archive/replay-runner.js";
 import { createReplays } from "../../src/archive/replays.js";
 import { writeArchiveBatch } from "../../src/archive/write-archive-batch.js";
@@ -280,7 +280,7 @@ describe("archive: the replay runner", () => {
     const replays = await routeFor("erased");
     const forgotten = `auth0|${randomUUID().replaceAll("-", "")}`;
     const { stream, events, start } = await archived(9, (index) => (index % 2 === 1 && index < 6 ? userEvent({ data: { object: { user_id: forgotten } } }) : userEvent()));
-    expect(await forgetEntity(pool, forgotten)).toBe(3);
+    expect((await forgetEntity(pool, forgotten)).erased).toBe(3);
     const skippedBefore = (await replayDeliveries.get()).values.find((value) => value.labels.route === "erased" && value.labels.outcome === "skipped_erased")?.value ?? 0;
     harness!.startDispatcher();
     const logs = capturedLogger("info");

@@ -61,17 +61,20 @@ describe("archive writer, retention and search plans", () => {
     const outbox = createArchiveOutbox(producer, prefix);
     const poisonBefore = (await archiveWrites.get()).values.find((value) => value.labels.result === "poison")?.value ?? 0;
     const good = Array.from({ length: 20 }, () => userEvent());
+    // A NUL is archived (encoded: archive-text.ts); an arrival with no partition Postgres refuses on its own.
     const nul = userEvent({ type: "user.updated\u0000" });
+    const unplaceable = userEvent();
     await outbox(good.slice(0, 10).map((event) => ({ kind: "event", event, origin: "webhook", receivedAt: Date.now(), routes: ["crm"] })));
     await producer.xadd(archiveOutboxKey(prefix), "*", "r", "{not json");
     await outbox([{ kind: "event", event: nul, origin: "webhook", receivedAt: Date.now(), routes: [] }]);
+    await outbox([{ kind: "event", event: unplaceable, origin: "webhook", receivedAt: Date.now() + 10 * 86_400_000, routes: [] }]);
     // The same event twice (a store retried after a Redis fault): archived once.
     await outbox([...good.slice(10), good[0]!].map((event) => ({ kind: "event", event, origin: "reconcile", receivedAt: Date.now(), routes: ["crm"] })));
     const writer = createArchiveWriter({ redis, pool, queuePrefix: prefix, logger: createLogger("silent"), retentionDays: 30 });
     try {
       await expect.poll(async () => producer.xlen(archiveOutboxKey(prefix))).toBe(0);
-      const rows = await db.query<{ id: string; origin: string; failed_first: boolean }>("SELECT id, origin, failed_first FROM events WHERE id = ANY($1)", [[...good, nul].map((event) => event.id)]);
-      expect(rows.map((row) => row.id).sort()).toEqual(good.map((event) => event.id).sort());
+      const rows = await db.query<{ id: string; origin: string; failed_first: boolean }>("SELECT id, origin, failed_first FROM events WHERE id = ANY($1)", [[...good, nul, unplaceable].map((event) => event.id)]);
+      expect(rows.map((row) => row.id).sort()).toEqual([...good, nul].map((event) => event.id).sort());
       expect(rows.find((row) => row.id === good[15]!.id)).toMatchObject({ origin: "reconcile", failed_first: true });
       expect(rows.find((row) => row.id === good[0]!.id)).toMatchObject({ origin: "webhook", failed_first: false });
       const poisonAfter = (await archiveWrites.get()).values.find((value) => value.labels.result === "poison")?.value ?? 0;

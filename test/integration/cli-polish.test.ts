@@ -35,7 +35,7 @@ describe("the command line", () => {
   it("when a command's help is asked, then it lists the settings it reads, what it prints and its exit codes", async () => {
     const run = await runCli(["dead-letters", "replay", "--help"], {});
     expect(run.code).toBe(0);
-    expect(run.stdout).toContain("\nSettings read: ADMIN_URL (else ADMIN_HOST/ADMIN_PORT), ADMIN_TOKEN: the running service's admin API, never Redis\n");
+    expect(run.stdout).toContain("\nSettings read: ADMIN_URL (else ADMIN_HOST/ADMIN_PORT), ADMIN_TOKEN (else the one the service generated in DATA_DIR/admin-token): the running service's admin API, never Redis\n");
     expect(run.stdout).toContain("\nPrints: replayed <route>/<job-id>, one line each\n");
     expect(run.stdout).toContain("\nExit codes: 0 replayed; 1 an id is no dead letter (nothing replayed); 1 no service answers (one line says so) or it failed; 2 bad usage or settings (ADMIN_TOKEN refused)\n");
   });

@@ -91,7 +91,7 @@ describe("dispatch: each attempt recorded in the archive", () => {
     // Each attempt timed, the delivery counted and its lag observed; no replay counted for an event that came by webhook.
     expect(await observed(dispatchDuration, { route: "kept" })).toBe(3);
     expect((await dispatchTotal.get()).values.find((value) => value.labels.route === "kept" && value.labels.outcome === "delivered")?.value).toBe(1);
-    expect(await observed(deliveryLag, { route: "kept", origin: "webhook" })).toBe(1);
+    expect(await observed(deliveryLag, { route: "kept", origin: "webhook", lane: "live" })).toBe(1);
     expect((await replayDeliveries.get()).values.filter((value) => value.labels.route === "kept")).toEqual([]);
     await freshness.close();
   });

@@ -20,9 +20,9 @@ describe("freshness: the operator view's last hour per route, from the delivery 
     const now = Date.now();
     const route = { name: "crm" };
     // 40 minutes ago: 3 live deliveries 2 s after their time; now: 2, one a replay (counted, not in the freshness).
-    for (let i = 0; i < 3; i++) recorder.delivered(route, "webhook", new Date(now - 40 * 60_000 - 2000).toISOString(), now - 40 * 60_000);
-    recorder.delivered(route, "webhook", new Date(now - 500).toISOString(), now);
-    recorder.delivered(route, "replay", new Date(now - 86_400_000).toISOString(), now);
+    for (let i = 0; i < 3; i++) recorder.delivered(route, "webhook", "live", new Date(now - 40 * 60_000 - 2000).toISOString(), now - 40 * 60_000);
+    recorder.delivered(route, "webhook", "live", new Date(now - 500).toISOString(), now);
+    recorder.delivered(route, "replay", "late", new Date(now - 86_400_000).toISOString(), now);
     await recorder.close();
 
     const readLastHour = createLastHourReader(redis, prefix);

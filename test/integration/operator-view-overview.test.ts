@@ -89,7 +89,7 @@ describe("operator view: the overview endpoint and the page's files", () => {
 
     // The Prometheus side: the histogram per route and origin, and the misses counter.
     const metrics = await (await fetch(`${service.adminUrl}/metrics`)).text();
-    expect(metrics).toContain('streamkeeper_delivery_lag_seconds_count{route="crm",origin="webhook"} 10');
+    expect(metrics).toContain('streamkeeper_delivery_lag_seconds_count{route="crm",origin="webhook",lane="live"} 10');
     expect(metrics).toContain('streamkeeper_delivery_freshness_missed_total{route="crm"} 5');
     expect(metrics).not.toContain('streamkeeper_delivery_freshness_missed_total{route="audit"}');
   });

@@ -74,7 +74,7 @@ describe("reconcile --since (one window, from the command line)", () => {
   it("when --since is not a duration or a time, then exit 2 naming the accepted forms", async () => {
     const run = await runCli(["reconcile", "--since", "yesterday", "--dry-run"], cliEnv);
     expect(run.code).toBe(2);
-    expect(run.stderr).toMatch(/^error: --since "yesterday": give a duration back from now \(90m, 2h, 7d\), a date/);
+    expect(run.stderr).toMatch(/^error: --since "yesterday": give a duration back from now \(90m, 6h, 7d\), a date \(2026-11-25: its midnight UTC\) or a time in ISO 8601/);
     const ids = await runCli(["reconcile", "evt_7PhFNYbTW8At5NiLxgUn4D", "--since", "1h"], cliEnv);
     expect(ids.code).toBe(2);
   });

@@ -128,7 +128,8 @@ describe("streamkeeper start", () => {
 
   it.each([
     ["generated credentials", {}, "keep the generated webhook credentials (ENOTDIR): give a folder this user can write, or set WEBHOOK_USERNAME and WEBHOOK_PASSWORD"],
-    ["the embedded redis-server", { WEBHOOK_USERNAME: "tenant", WEBHOOK_PASSWORD: "s3cret-webhook-password" }, "run the embedded redis-server (ENOTDIR): give a folder this user can write, or set REDIS_URL to a Redis of your own"],
+    ["the generated admin token", { WEBHOOK_USERNAME: "tenant", WEBHOOK_PASSWORD: "s3cret-webhook-password" }, "keep the generated admin token (ENOTDIR): give a folder this user can write, or set ADMIN_TOKEN"],
+    ["the embedded redis-server", { WEBHOOK_USERNAME: "tenant", WEBHOOK_PASSWORD: "s3cret-webhook-password", ADMIN_TOKEN: "an-admin-token" }, "run the embedded redis-server (ENOTDIR): give a folder this user can write, or set REDIS_URL to a Redis of your own"],
   ])("when DATA_DIR cannot be written (%s), then it exits 2 naming DATA_DIR and what to set instead", async (_, env, problem) => {
     const file = join(await mkdtemp(join(tmpdir(), "sk-datadir-")), "a-file");
     await writeFile(file, "");

@@ -25,6 +25,6 @@ describe("parseTimeInput: the one reader of a time a person types", () => {
   it("when a date alone is given, then the CLI and PULL_START take it as the same time", () => {
     expect(parseCliTime("--since", "2026-12-07", now)).toBe("2026-12-07T00:00:00.000Z");
     expect(parsePullStart("2026-12-07")).toEqual({ kind: "at", time: new Date("2026-12-07T00:00:00Z") });
-    expect(() => parseCliTime("--since", "yesterday", now)).toThrow('--since "yesterday": give a duration back from now (90m, 2h, 7d), a date (2026-12-07, midnight UTC) or an ISO 8601 time (2026-12-07T06:00:00Z)');
+    expect(() => parseCliTime("--since", "yesterday", now)).toThrow('--since "yesterday": give a duration back from now (90m, 6h, 7d), a date (2026-11-25: its midnight UTC) or a time in ISO 8601 (2026-11-25T06:35:17Z)');
   });
 });

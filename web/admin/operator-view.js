@@ -140,7 +140,7 @@ function renderRoutes(overview) {
       { "data-route": route.name },
       el("th", { scope: "row" }, route.name),
       cell(route.deliveredPerMinute, "number"),
-      cell(route.backlog, "number"),
+      cell(route.lanes ? `${route.backlog} (live ${route.lanes.live}, late ${route.lanes.late})` : route.backlog, "number"),
       cell(route.oldestWaitingSeconds === 0 ? "none waiting" : seconds(route.oldestWaitingSeconds), route.oldestWaitingSeconds > 300 ? "number warn" : "number"),
       cell(route.circuit === "open" ? "open: not sending, probing" : route.circuit, route.circuit === "open" ? "bad circuit" : "circuit"),
       cell(route.ratePerSecond === null ? "none" : `${route.ratePerSecond}/s`),

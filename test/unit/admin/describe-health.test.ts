@@ -11,6 +11,7 @@ function route(name: string, changes: Partial<RouteOverview> = {}): RouteOvervie
     ratePerSecond: null,
     deliveredPerMinute: 10,
     backlog: 0,
+    lanes: { live: 0, late: 0 },
     oldestWaitingSeconds: 0,
     circuit: "closed",
     deadLetters: 0,

@@ -95,7 +95,7 @@ describe("parseRoutes", () => {
 
   it("when a route has a field close to none, then the error lists the fields", () => {
     expect(problemsOf(() => parseRoutes(`[{ name: a, match: "*", url: "http://127.0.0.1:1/", retries: 3 }]`, "f"))).toEqual([
-      "f: route a: unknown field retries; the fields are name, match, url, headers, secret, timeoutMs, maxAttemptsPerEvent, concurrency, dropStale, ratePerSecond, freshnessSeconds",
+      "f: route a: unknown field retries; the fields are name, match, url, headers, secret, timeoutMs, maxAttemptsPerEvent, concurrency, dropStale, ratePerSecond, freshnessSeconds, liveWindowSeconds",
     ]);
   });
 
@@ -133,6 +133,13 @@ describe("unmatchedPatternWarnings", () => {
     ]);
   });
 
+  it("when a line is badly indented, then the one-line error says which line, what is wrong and how the line reads", () => {
+    const text = 'routes:\n  - name: a\n    url: http://127.0.0.1:9/\n  match: ["*"]\n';
+    expect(problemsOf(() => parseRoutes(text, "ROUTES_FILE x.yaml"))).toEqual([
+      'ROUTES_FILE x.yaml: not valid YAML or JSON: line 4, column 1: All mapping items must start at the same column (the line reads "  match: [\\"*\\"]"); fix the indentation or brackets there',
+    ]);
+  });
+
   it("when the file is not a list of routes, then the error says routes", () => {
     expect(problemsOf(() => parseRoutes("just text", "f"))).toEqual([expect.stringMatching(/^f: routes: expected a list of routes/)]);
     expect(problemsOf(() => parseRoutes("{ routes: [], route: [] }", "f"))).toEqual(['f: unknown key route; only "routes" is allowed at the top']);
@@ -148,8 +155,15 @@ describe("loadRoutes", () => {
 
   it("when DOWNSTREAM_URL is set, then one route named default receives every event", async () => {
     await expect(loadRoutes(loadConfig({ DOWNSTREAM_URL: "http://127.0.0.1:7000/in" }))).resolves.toEqual([
-      { name: "default", match: ["*"], url: "http://127.0.0.1:7000/in", headers: {}, timeoutMs: 10_000, concurrency: 10 },
+      { name: "default", match: ["*"], url: "http://127.0.0.1:7000/in", headers: {}, timeoutMs: 10_000, concurrency: 10, liveWindowSeconds: 300 },
     ]);
+  });
+
+  it("when a route sets no liveWindowSeconds, then it gets LIVE_WINDOW_SECONDS; one that sets it keeps its own", async () => {
+    const file = join(dir, "windows.yaml");
+    await writeFile(file, "- { name: a, match: '*', url: 'http://127.0.0.1:1/' }\n- { name: b, match: '*', url: 'http://127.0.0.1:1/', liveWindowSeconds: 60 }\n");
+    await expect(loadRoutes(loadConfig({ ROUTES_FILE: file, LIVE_WINDOW_SECONDS: "900" }))).resolves.toMatchObject([{ name: "a", liveWindowSeconds: 900 }, { name: "b", liveWindowSeconds: 60 }]);
+    expect(() => parseRoutes("- { name: c, match: '*', url: 'http://127.0.0.1:1/', liveWindowSeconds: 0 }", "routes.yaml")).toThrow(/route c field liveWindowSeconds: /);
   });
 
   it("when ROUTES_FILE is set, then the routes come from the file", async () => {

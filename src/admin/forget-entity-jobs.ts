@@ -1,0 +1,41 @@
+import type { DeliveryQueue } from "../queue/delivery-queues.js";
+import type { DeliveryJobData } from "../queue/delivery-job.js";
+import { entityOf } from "../archive/entity-of.js";
+import type { CloudEvent } from "../events/cloud-event.js";
+
+/** Job states that hold a payload no delivery is waiting on now, or a replay's. */
+const states = ["completed", "failed", "waiting", "delayed", "prioritized"] as const;
+
+/**
+ * Erasure in Redis (README.md, Erasure): the delivery jobs that still hold one of the
+ * entity's payloads after its archive rows are erased: delivered jobs kept for the
+ * dashboard, dead letters, and replays' jobs not yet sent (a replay never sends an
+ * erased payload). Live deliveries still waiting are left to be delivered: the erasure is
+ * of what this service keeps, not of what the tenant sent for delivery; a job in flight is
+ * left too (its lock). Resolves with how many jobs it removed.
+ */
+export async function forgetEntityJobs(queues: DeliveryQueue[], entity: string): Promise<number> {
+  let removed = 0;
+  for (const queue of queues) {
+    for (const state of states) {
+      const jobs = await queue.getJobs([state]);
+      for (const job of jobs) {
+        if (!job?.id || entityOf(eventOf(job.data)) !== entity) continue;
+        const waitingLive = (state === "waiting" || state === "delayed" || state === "prioritized") && job.data.replayId === undefined;
+        if (waitingLive) continue;
+        // A job that became active meanwhile refuses removal: it is delivered, not kept.
+        if (await queue.remove(job.id).then((count) => count > 0, () => false)) removed += 1;
+      }
+    }
+  }
+  return removed;
+}
+
+function eventOf(data: DeliveryJobData): CloudEvent {
+  if (data.eventJson === undefined) return data.event;
+  try {
+    return JSON.parse(data.eventJson) as CloudEvent;
+  } catch {
+    return data.event;
+  }
+}

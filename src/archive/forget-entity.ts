@@ -1,0 +1,70 @@
+import type pg from "pg";
+import { checkOut } from "./check-out.js";
+import { fromArchiveText, toArchiveText } from "./archive-text.js";
+
+export interface Forgotten {
+  /** events whose payload this erasure dropped */
+  erased: number;
+  /** every archived event of the entity (erased now or before), for what else holds them (Redis jobs) */
+  eventIds: string[];
+}
+
+/**
+ * Erasure (an erasure request): drops the payloads of an entity's archived events and the
+ * downstream error texts of their attempts (a downstream may echo the request in its
+ * answer), keeping ids, types, times, statuses and outcomes. An UPDATE leaves the old row
+ * versions in the table files until they are reused, so every partition it touched is
+ * then rewritten (VACUUM FULL: new files holding live rows only; the old ones are
+ * deleted), and nothing of the payloads stays readable in Postgres but its write-ahead log
+ * and backups (README.md, Erasure). The rewrite locks each touched day a moment: the
+ * archive writer waits (the outbox holds its records), the ack path and deliveries never.
+ */
+export async function forgetEntity(pool: pg.Pool, entity: string, now = Date.now()): Promise<Forgotten> {
+  const stored = toArchiveText(entity);
+  const client = await checkOut(pool);
+  let touched: string[];
+  let erased: number;
+  let eventIds: string[];
+  try {
+    // Durable like the writer's batches (write-archive-batch.ts), and under its lock: no batch of the entity's events commits in between.
+    await client.query("BEGIN; SET LOCAL synchronous_commit = on; SELECT pg_advisory_xact_lock(hashtext('streamkeeper archive writer'))");
+    // Recorded first: an event of the entity still in the outbox is archived without its
+    // payload. Its arrival time is the receiving service's clock, not Postgres's: the erasure
+    // takes the later of Postgres's and this service's (the same clock when one process
+    // receives and erases; processes apart are assumed in step), never moving back.
+    const at = (await client.query<{ at: Date }>(
+      "INSERT INTO erasures (entity, erased_at) VALUES ($1, GREATEST(now(), $2)) ON CONFLICT (entity) DO UPDATE SET erased_at = GREATEST(erasures.erased_at, now(), $2) RETURNING erased_at AS at",
+      [stored, new Date(now)],
+    )).rows[0]!.at;
+    const events = await client.query<{ partition: string; payload_was: boolean; id: string }>(
+      `WITH erased AS (UPDATE events SET payload = NULL, erased_at = $2 WHERE entity = $1 AND payload IS NOT NULL RETURNING id)
+       SELECT e.tableoid::regclass::text AS partition, e.id, e.id IN (SELECT id FROM erased) AS payload_was FROM events e WHERE e.entity = $1`,
+      [stored, at],
+    );
+    const attempts = await client.query<{ partition: string }>(
+      `UPDATE attempts a SET error = NULL FROM events e
+       WHERE e.entity = $1 AND a.arrived_at = e.arrived_at AND a.event_id = e.id AND a.error IS NOT NULL
+       RETURNING a.tableoid::regclass::text AS partition`,
+      [stored],
+    );
+    await client.query("COMMIT");
+    erased = events.rows.filter((row) => row.payload_was).length;
+    eventIds = [...new Set(events.rows.map((row) => fromArchiveText(row.id)))];
+    touched = [...new Set([...events.rows.filter((row) => row.payload_was).map((row) => row.partition), ...attempts.rows.map((row) => row.partition)])];
+  } catch (error) {
+    client.release(error as Error);
+    throw error;
+  }
+  try {
+    // No time limit for the rewrite (ARCHIVE_STATEMENT_TIMEOUT_MS is for a statement of the
+    // writer or a search); a partition's name comes from Postgres itself.
+    await client.query("SET statement_timeout = 0");
+    for (const partition of touched) await client.query({ text: `VACUUM (FULL) ${partition}`, query_timeout: 3_600_000 } as pg.QueryConfig);
+    await client.query("RESET statement_timeout");
+    client.release();
+  } catch (error) {
+    client.release(error as Error);
+    throw error;
+  }
+  return { erased, eventIds };
+}
