@@ -111,6 +111,21 @@ const helps: Record<string, Help> = {
     outcomes: "progress on a TTY, then replay <id> done|cancelled|failed: matched, sent, delivered, failed, and how many erased events were skipped; --dry-run the count; --no-wait the replay id; --json one object",
     exitCodes: `0 every sent event delivered; 1 a delivery failed, the replay was cancelled or failed, another replay runs on the route, or no service answering; ${usage} (an unknown route, naming the routes; a window older than the archive keeps; bad dates)`,
   },
+  "replay list": {
+    settings: service,
+    outcomes: "a table of every replay, newest first, whoever started it: replay id, route, state, matched, sent, delivered, failed, started (with --json one object per line)",
+    exitCodes: `0 listed; ${noService} (or runs without the archive); ${usage} (ADMIN_TOKEN refused)`,
+  },
+  "replay status": {
+    settings: service,
+    outcomes: "replay <id> to <route> <state>: matched, sent, delivered, failed (with --json one object)",
+    exitCodes: `0 shown; 1 no replay has that id (replay list shows them), no service answers (one line says so) or it failed; ${usage} (ADMIN_TOKEN refused)`,
+  },
+  "replay cancel": {
+    settings: service,
+    outcomes: "the replay's line once cancelled (what it queued already is still delivered; with --json one object)",
+    exitCodes: `0 cancelled; 1 no replay has that id, it ended already, no service answers (one line says so) or it failed; ${usage} (ADMIN_TOKEN refused)`,
+  },
   settings: {
     settings: "none",
     outcomes: "every setting with its default and meaning, as a Markdown table",

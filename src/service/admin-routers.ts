@@ -5,7 +5,9 @@ import { shareRecent } from "../admin/share-recent.js";
 import type { createReplayRunner } from "../archive/replay-runner.js";
 import { createReplays } from "../archive/replays.js";
 import { createFreshnessReader } from "../freshness/create-freshness-reader.js";
+import { createLastHourReader } from "../freshness/read-last-hour.js";
 import { reuseRecentReads } from "../freshness/reuse-recent-reads.js";
+import { describeArchive } from "../admin/describe-archive.js";
 import type { AdminDeps as AdminAppDeps } from "../http/admin-app.js";
 import { createArchiveRouter } from "../http/archive-router.js";
 import { createSplitArchiveGuard } from "../http/split-archive-guard.js";
@@ -75,6 +77,10 @@ export function adminRouters(deps: AdminDeps & { orphans: OrphanedRoutes; orphan
     sweepStatus: (now: number) => stores.sweepState.describe(lookbackMs, now),
     streamHealth: () => streamHealth.read(),
     freshness,
+    lastHour: createLastHourReader(client, env.QUEUE_PREFIX),
+    pull: () => stores.pullState.describe(env.PULL === "on", 0),
+    archive: () => describeArchive(archive, client, env),
+    removedRoutes: () => Promise.all([...deps.orphaned].map(async (name) => ({ name, waiting: await deps.orphans.count(name) }))),
   };
   const queues = [...stores.queues.all(), stores.reconcileQueue.queue];
   // Parked events go where every outcome goes: the archive's outbox (none with ARCHIVE=off).

@@ -2,6 +2,8 @@ import { describeArchivedEvent } from "../admin/describe-archived-event.js";
 import { describeEvent } from "../admin/describe-event.js";
 import { archivedThrough, createArchiveOutbox } from "../archive/archive-outbox.js";
 import { createReplayRunner } from "../archive/replay-runner.js";
+import { waitingPerRoute } from "../admin/read-overview-gauges.js";
+import { startWaitingSampler } from "../freshness/create-waiting-sampler.js";
 import { createAdminApp } from "../http/admin-app.js";
 import { boundAddress } from "../http/bound-address.js";
 import { registerOrphanedRouteGauges } from "../metrics/register-orphaned-route-gauges.js";
@@ -30,6 +32,8 @@ export async function createAdmin(deps: AdminDeps): Promise<{ close(): Promise<v
     registerQueueGauges(client, () => [...stores.queues.all(), stores.reconcileQueue.queue], routeOfQueue),
     registerRedisGauges(client, new Map(routes.map((route) => [route.name, circuitKey(env.QUEUE_PREFIX, route.name)]))),
   ];
+  // The operator view's last-hour charts of waiting events (docs/operating.md, "The operator view").
+  const waitingSampler = startWaitingSampler({ redis: client, queuePrefix: env.QUEUE_PREFIX, logger, read: () => waitingPerRoute(routes.map((route) => route.name)) });
   // While this process's database is not the outbox's (a split archive), its replays wait: the
   // outbox's progress says nothing of what this database holds.
   const replayRunner =
@@ -51,6 +55,7 @@ export async function createAdmin(deps: AdminDeps): Promise<{ close(): Promise<v
   return {
     close: () =>
       closeInOrder([
+        () => waitingSampler.close(),
         async () => unregisterGauges.forEach((unregister) => unregister()),
         () => orphans.close(),
         () => deps.server.close(env.SHUTDOWN_TIMEOUT_MS),
