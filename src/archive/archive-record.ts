@@ -8,11 +8,13 @@ export interface EventRecord {
   streamId?: string;
   /** ms since epoch when this service stored it: the event's arrival */
   receivedAt: number;
-  /** the routes it was queued for; none: unrouted */
+  /** the routes its type matched; none: unrouted */
   routes: string[];
+  /** of those, the routes whose filter left it out (no job; archived as outcome `filtered`) */
+  filtered?: string[];
 }
 
-export type AttemptOutcome = "retry" | "delivered" | "dead_letter" | "stale";
+export type AttemptOutcome = "retry" | "delivered" | "dead_letter" | "stale" | "filtered";
 
 /** One delivery attempt of one route (create-delivery-processor.ts), with what became of it. */
 export interface AttemptRecord {

@@ -1,5 +1,5 @@
 import type pg from "pg";
-import type { ArchiveRecord } from "./archive-record.js";
+import type { ArchiveRecord, EventRecord } from "./archive-record.js";
 import { entityOf } from "./entity-of.js";
 import { encodePayload } from "./payload-codec.js";
 import { checkOut } from "./check-out.js";
@@ -36,7 +36,7 @@ export async function writeArchiveBatch(pool: pg.Pool, records: ArchiveRecord[])
   );
   const attempts = records.flatMap((record) =>
     record.kind !== "attempt"
-      ? []
+      ? filteredRows(record)
       : [{
           arrived_at: new Date(record.receivedAt).toISOString(),
           event_id: record.eventId,
@@ -71,6 +71,12 @@ export async function writeArchiveBatch(pool: pg.Pool, records: ArchiveRecord[])
   } finally {
     client.release();
   }
+}
+
+/** An event's routes that filtered it out, as one attempt row each with outcome `filtered`, at its arrival: no job ran for them. */
+function filteredRows(record: EventRecord): Array<{ arrived_at: string; event_id: string; route: string; attempt_key: string; at: string; status: number | null; error: string | null; outcome: string; replay_id: string | null }> {
+  const at = new Date(record.receivedAt).toISOString();
+  return (record.filtered ?? []).map((route) => ({ arrived_at: at, event_id: record.event.id, route, attempt_key: ":filtered", at, status: null, error: null, outcome: "filtered", replay_id: null }));
 }
 
 /** Archive the events of this batch that are not archived yet (the first arrival of an id in the batch); an entity erased since it arrived, without its payload. */

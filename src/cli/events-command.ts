@@ -42,7 +42,7 @@ export function registerEventsCommand(program: Command): void {
     .option("--since <time>", "arrived at or after: ISO 8601, or a duration back from now (30m, 2h, 7d)")
     .option("--until <time>", "arrived before: ISO 8601, or a duration back from now")
     .option("--route <name>", "events queued for or replayed to this route")
-    .option("--outcome <outcome>", "delivered, dead_letter, stale, retry, pending or unrouted (with --route: on that route)")
+    .option("--outcome <outcome>", "delivered, dead_letter, stale, filtered, retry, pending or unrouted (with --route: on that route)")
     .option("--limit <n>", "at most this many events", "50")
     .option("--json", "one JSON object per line")
     .action(
