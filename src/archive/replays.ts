@@ -28,6 +28,8 @@ export interface ReplayStatus {
   sent: number;
   /** erased payloads, never sent */
   skipped: number;
+  /** events the route as configured when the replay ran leaves out (its match, filter, testEvents), never sent */
+  filtered: number;
   delivered: number;
   failed: number;
   since: string;
@@ -119,8 +121,8 @@ export function createReplays(deps: { pool: pg.Pool; routes: string[]; retention
 
     /** A replay's state and counts; delivered and failed come from its archived attempts. */
     async get(replayId: string): Promise<ReplayStatus | undefined> {
-      const row = (await pool.query<{ id: string; route: string; state: ReplayState; matched: number; sent: number; skipped: number; filter: ReplayFilter; waiting_since: Date | null; delivered: string; failed: string }>(
-        `SELECT r.id, r.route, r.state, r.matched, r.sent, r.skipped, r.filter, r.waiting_since,
+      const row = (await pool.query<{ id: string; route: string; state: ReplayState; matched: number; sent: number; skipped: number; filtered: number; filter: ReplayFilter; waiting_since: Date | null; delivered: string; failed: string }>(
+        `SELECT r.id, r.route, r.state, r.matched, r.sent, r.skipped, r.filtered, r.filter, r.waiting_since,
            (SELECT count(DISTINCT a.event_id) FROM attempts a WHERE a.replay_id = r.id AND a.outcome = 'delivered') AS delivered,
            (SELECT count(DISTINCT a.event_id) FROM attempts a WHERE a.replay_id = r.id AND a.outcome IN ('dead_letter', 'stale')) AS failed
          FROM replays r WHERE r.id = $1`,
@@ -134,6 +136,7 @@ export function createReplays(deps: { pool: pg.Pool; routes: string[]; retention
         matched: row.matched,
         sent: row.sent,
         skipped: row.skipped,
+        filtered: row.filtered,
         delivered: Number(row.delivered),
         failed: Number(row.failed),
         since: row.filter.since,

@@ -3,6 +3,8 @@ import { readCircuits, readQueueFigures } from "../admin/read-overview-gauges.js
 import { shareRecent } from "../admin/share-recent.js";
 import type { createReplayRunner } from "../archive/replay-runner.js";
 import { createReplays } from "../archive/replays.js";
+import { archivedPayload } from "../archive/archived-payload.js";
+import { createRouteTrier } from "../routes/try-route.js";
 import { createFreshnessReader } from "../freshness/create-freshness-reader.js";
 import { reuseRecentReads } from "../freshness/reuse-recent-reads.js";
 import type { AdminDeps as AdminAppDeps } from "../http/admin-app.js";
@@ -86,7 +88,14 @@ export function adminRouters(deps: AdminDeps & { orphans: OrphanedRoutes; orphan
     createDashboardRouter(queues),
     createReconcileRouter(stores.reconcileQueue),
     createDeadLettersRouter(() => stores.queues),
-    createRoutesRouter({ routes, queues: stores.queues, orphans: deps.orphans, forget: (route) => (deps.orphaned.delete(route), routeOrphanedJobs.remove({ route })) }),
+    createRoutesRouter({
+      routes,
+      queues: stores.queues,
+      orphans: deps.orphans,
+      forget: (route) => (deps.orphaned.delete(route), routeOrphanedJobs.remove({ route })),
+      tryRoute: createRouteTrier(routes, env.TRANSFORM_TIMEOUT_MS),
+      archivedEvent: archive && ((eventId) => archivedPayload(archive.pool, eventId)),
+    }),
     createConfigRouter(deps.serviceConfig),
     // A worker has no receiver, but shares the receivers' explicit credentials (every role reads the same settings).
     createConnectRouter(createStreamConnector({ config, auth: deps.auth ?? ("generated" in config.webhookAuth ? undefined : config.webhookAuth), tenant, logger })),
