@@ -26,7 +26,8 @@ const schema = z.object({
   BENCH_SOAK_SAMPLE_S: z.coerce.number().positive().default(10).describe("seconds between the soak's samples of Redis memory and service RSS"),
   BENCH_ARCHIVE_SEARCH_ROWS: z.coerce.number().int().min(1).default(1_000_000).describe("archived events loaded by SQL for the archive scenario's search by entity"),
   BENCH_ARCHIVE_REPLAY_EVENTS: z.coerce.number().int().min(1).default(5000).describe("archived events replayed to the sink in the archive-pipeline scenario"),
-  BENCH_SCENARIOS: z.string().default("ingest,pipeline,worker-drain,reconcile,reconcile-pace,stale-guard,outage,memory,archive,archive-pipeline").describe("which scenarios to run, comma-separated; soak (6+ minutes) only when named"),
+  BENCH_ROUTE_SHAPE_ROUNDS: z.coerce.number().int().min(1).default(2).describe("times the route-shape scenario runs the pipeline with the plain route and then the filtered and transformed one, in turn"),
+  BENCH_SCENARIOS: z.string().default("ingest,pipeline,worker-drain,reconcile,reconcile-pace,stale-guard,route-shape,outage,memory,archive,archive-pipeline").describe("which scenarios to run, comma-separated; soak (6+ minutes) only when named"),
   BENCH_CPU_PROFILE: z.stringbool().default(false).describe("write a CPU profile of each service process into bench/results/"),
   BENCH_OUTPUT: z.string().default("latest").describe("results file name under bench/results/ (.json and .md)"),
 });
