@@ -92,7 +92,7 @@ describe("routes that choose and shape", () => {
     await harness.store.store(next, { origin: "webhook" });
 
     await crm.until((requests) => requests.length === 1);
-    await expect.poll(() => collectDeadLetters(harness!.queues)).toEqual([expect.objectContaining({ eventId: broken.id, route: "crm", failedReason: expect.stringContaining("no contact for a broken plan") })]);
+    await expect.poll(() => collectDeadLetters(harness!.queues)).toEqual([expect.objectContaining({ eventId: broken.id, route: "crm", failedReason: expect.stringContaining("no contact for a broken plan"), attempts: 1 })]);
     expect(JSON.parse(crm.requests[0]!.body)).toEqual({ email: "nick-testing-21@example.com" });
     expect(crm.requests[0]!.headers["webhook-id"]).toBe(next.id);
   });
