@@ -34,6 +34,10 @@ export interface RouteOverview {
   name: string;
   match: string[];
   ratePerSecond: number | null;
+  /** what the route chooses and how it shapes the body (docs/routes.md): null where it has none */
+  filter: Record<string, unknown> | null;
+  testEvents: "deliver" | "drop";
+  transform: string | null;
   deliveredPerMinute: number | null;
   /** jobs waiting, prioritized (recoveries, replays), delayed (retries) or in flight */
   backlog: number | null;
@@ -108,6 +112,9 @@ export async function describeOverview(deps: OverviewDeps, now = Date.now()): Pr
       name: route.name,
       match: route.match,
       ratePerSecond: route.ratePerSecond ?? null,
+      filter: route.filter ?? null,
+      testEvents: route.testEvents ?? "deliver",
+      transform: route.transform ?? null,
       deliveredPerMinute: act?.deliveredPerMinute ?? null,
       backlog: queue ? queue.waiting + queue.prioritized + queue.delayed + queue.active : null,
       oldestWaitingSeconds: queue?.oldestWaitingSeconds ?? null,

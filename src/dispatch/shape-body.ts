@@ -10,7 +10,7 @@ export interface ShapedBody {
 
 /**
  * A route's body for one job: the CloudEvent itself (structured mode), or where the route
- * has a `transform`, that expression's result as JSON (README.md#routes-that-choose-and-shape).
+ * has a `transform`, that expression's result as JSON (docs/routes.md).
  * A transform that fails or runs past `transformTimeoutMs` rejects with a TransformError
  * (route-transform.ts), which the processor makes a dead letter.
  */

@@ -1,7 +1,7 @@
 import { Query } from "mingo";
 
 /**
- * The operators a route's `filter` may use (README.md#routes-that-choose-and-shape), with
+ * The operators a route's `filter` may use (docs/routes.md), with
  * `$options`, `$regex`'s flags. mingo knows more (`$where` runs JavaScript, `$expr` the
  * aggregation language): a route file is configuration, not code, so those are refused.
  */

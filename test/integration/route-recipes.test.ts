@@ -110,13 +110,17 @@ describe("route recipes (docs/routes.md), tried through routes try", () => {
     expect(metrics).toMatch(/streamkeeper_dispatch_total\{route="paying-users",outcome="filtered"\} [1-9]/);
   });
 
-  it("when routes are listed, then each shows its filter, test-event rule and transform", async () => {
+  it("when routes are listed, then each shows its filter, test-event rule and transform, in the command and the operator view", async () => {
     const run = await runCli(["routes", "list", "--json"], cliEnv);
     const listed = JSON.parse(run.stdout) as Array<{ name: string; filter?: object; testEvents: string; transform?: string }>;
     expect(listed.find((route) => route.name === "paying-users")).toMatchObject({ filter: { "data.object.app_metadata.plan": { $in: ["pro", "enterprise"] } }, testEvents: "deliver" });
     expect(listed.find((route) => route.name === "warehouse")).toMatchObject({ testEvents: "drop" });
     expect(listed.find((route) => route.name === "slack-signups")?.transform).toContain("New sign-up");
     expect((await runCli(["routes", "list"], cliEnv)).stdout).toMatch(/warehouse .*drop tests/);
+    // The operator view's overview carries them too (its routes table shows them).
+    const overview = (await (await fetch(`${service.adminUrl}/admin/overview`, { headers: { authorization: `Bearer ${adminToken}` } })).json()) as { routes: Array<{ name: string; testEvents: string; filter: object | null; transform: string | null }> };
+    expect(overview.routes.find((route) => route.name === "warehouse")).toMatchObject({ testEvents: "drop", filter: null, transform: null });
+    expect(overview.routes.find((route) => route.name === "paying-users")?.filter).toEqual({ "data.object.app_metadata.plan": { $in: ["pro", "enterprise"] } });
   });
 
   it("when routes try is asked wrongly, then one error line says what to change, exit 2", async () => {
