@@ -56,8 +56,13 @@ export function createRoutesRouter(deps: RoutesRouterDeps): Router {
     if (!names.includes(name)) return sendProblem(res, 404, `no configured route ${name}: the routes are ${configuredNames()}`);
     const parsed = tryBody.safeParse(req.body ?? {});
     if (!parsed.success) return sendProblem(res, 400, tryUsage);
-    const event = "event" in parsed.data ? parsed.data.event : await archived(parsed.data.eventId);
-    if (typeof event === "string") return sendProblem(res, event.startsWith("no archived") ? 404 : 409, event);
+    let event: unknown;
+    if ("event" in parsed.data) event = parsed.data.event;
+    else {
+      const found = await archived(parsed.data.eventId);
+      if ("status" in found) return sendProblem(res, found.status, found.detail);
+      event = found.event;
+    }
     let checked: CloudEvent;
     try {
       checked = validateCloudEvent(event, "event.");
@@ -69,12 +74,12 @@ export function createRoutesRouter(deps: RoutesRouterDeps): Router {
   });
 
   /** The archived event, or why there is none, in words. */
-  const archived = async (eventId: string): Promise<CloudEvent | string> => {
-    if (!deps.archivedEvent) return 'the archive is off (ARCHIVE=off), so no event can be read by its id: send {"event":{...}} instead';
+  const archived = async (eventId: string): Promise<{ event: CloudEvent } | { status: 404 | 409; detail: string }> => {
+    if (!deps.archivedEvent) return { status: 409, detail: 'the archive is off (ARCHIVE=off), so no event can be read by its id: send {"event":{...}} instead' };
     const event = await deps.archivedEvent(eventId);
-    if (event === undefined) return `no archived event ${eventId}: check the id (streamkeeper events search --id), or send {"event":{...}}`;
-    if (event === "erased") return `the payload of event ${eventId} was erased (events forget): send {"event":{...}} instead`;
-    return event;
+    if (event === undefined) return { status: 404, detail: `no archived event ${eventId}: check the id (streamkeeper events search --id), or send {"event":{...}}` };
+    if (event === "erased") return { status: 409, detail: `the payload of event ${eventId} was erased (events forget): send {"event":{...}} instead` };
+    return { event };
   };
 
   router.post("/routes/:name/move", async (req, res) => {
