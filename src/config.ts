@@ -97,6 +97,7 @@ export const settings = {
   DISPATCH_BACKOFF_MAX_MS: [whole("milliseconds", 1).default(3_600_000), "longest retry delay, also the clamp on a downstream Retry-After"],
   DISPATCH_RETRY_WINDOW_SECONDS: [whole("seconds", 1).default(259_200), "how long a delivery keeps being retried after its first failure before it becomes a dead letter (a route's maxAttemptsPerEvent may end it sooner)"],
   LIVE_WINDOW_SECONDS: [whole("seconds", 1).default(defaultLiveWindowSeconds), "an event whose time is more than this before its arrival is late: it waits in its route's late lane, behind live events (a route's liveWindowSeconds wins; docs/operating.md, Live and late lanes)"],
+  TRANSFORM_TIMEOUT_MS: [whole("milliseconds", 1).default(100), "how long a route's transform may run for one event; one that runs past it (or fails) makes that delivery a dead letter naming the error, and the next event is delivered"],
   DISPATCH_CIRCUIT_FAILURES: [whole("failures", 0, "0 turns the circuit off").default(10), "consecutive failed deliveries after which a route stops sending and probes with one delivery at a time; 0 turns the circuit off"],
   DISPATCH_CIRCUIT_PROBE_MIN_MS: [whole("milliseconds", 10).default(5000), "first wait before an open circuit's probe; doubles after each failed probe"],
   DISPATCH_CIRCUIT_PROBE_MAX_MS: [whole("milliseconds", 10).default(30_000), "longest wait between two probes of an open circuit, so a recovered downstream is found within it"],

@@ -45,6 +45,10 @@ export interface RouteOverview {
   name: string;
   match: string[];
   ratePerSecond: number | null;
+  /** what the route chooses and how it shapes the body (docs/routes.md): null where it has none */
+  filter: Record<string, unknown> | null;
+  testEvents: "deliver" | "drop";
+  transform: string | null;
   deliveredPerMinute: number | null;
   /** jobs waiting, prioritized (recoveries, replays), delayed (retries) or in flight */
   backlog: number | null;

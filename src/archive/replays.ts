@@ -32,6 +32,8 @@ export interface ReplayStatus {
   sent: number;
   /** erased payloads, never sent */
   skipped: number;
+  /** events the route as configured when the replay ran leaves out (its match, filter, testEvents), never sent */
+  filtered: number;
   delivered: number;
   failed: number;
   since: string;
@@ -50,6 +52,7 @@ interface ReplayRow {
   matched: number;
   sent: number;
   skipped: number;
+  filtered: number;
   filter: ReplayFilter;
   waiting_since: Date | null;
   created_at: Date;
@@ -59,7 +62,7 @@ interface ReplayRow {
 }
 
 /** A replay's row with its delivered and failed counts, read from its archived attempts (the index attempts_by_replay). */
-const selectReplays = `SELECT r.id, r.route, r.state, r.matched, r.sent, r.skipped, r.filter, r.waiting_since, r.created_at, r.updated_at,
+const selectReplays = `SELECT r.id, r.route, r.state, r.matched, r.sent, r.skipped, r.filtered, r.filter, r.waiting_since, r.created_at, r.updated_at,
    (SELECT count(DISTINCT a.event_id) FROM attempts a WHERE a.replay_id = r.id AND a.outcome = 'delivered') AS delivered,
    (SELECT count(DISTINCT a.event_id) FROM attempts a WHERE a.replay_id = r.id AND a.outcome IN ('dead_letter', 'stale')) AS failed
  FROM replays r`;
@@ -72,6 +75,7 @@ function statusOf(row: ReplayRow): ReplayStatus {
     matched: row.matched,
     sent: row.sent,
     skipped: row.skipped,
+    filtered: row.filtered,
     delivered: Number(row.delivered),
     failed: Number(row.failed),
     since: row.filter.since,

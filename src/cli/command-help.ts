@@ -42,8 +42,13 @@ const helps: Record<string, Help> = {
   },
   "routes list": {
     settings: service,
-    outcomes: "a table: name, state (configured or removed), waiting, live and late (the queued ones by lane), dead letters, match, url (or one JSON array with --json: lanes {live, late})",
+    outcomes: "a table: name, state (configured or removed), waiting, live and late (the queued ones by lane), dead letters, match, url, shape (filter, drop tests, transform) (or one JSON array with --json: lanes {live, late}, filter, testEvents, transform)",
     exitCodes: `0 listed; ${noService}; ${usage} (ADMIN_TOKEN refused)`,
+  },
+  "routes try": {
+    settings: `${service}; the service tries its own routes (and its TRANSFORM_TIMEOUT_MS), reading --event from its archive`,
+    outcomes: "match, filter, testEvents, deliver (yes, no, or none for a filter the route lacks), then the error a transform would end in and the body it would send (with --json one object: match, filter, testEvents, deliver, body, error); nothing is sent",
+    exitCodes: `0 tried, whatever the route would do; ${noService}; ${usage} (an unknown route, an event not archived or not a CloudEvent, a file that is not JSON, ADMIN_TOKEN refused)`,
   },
   "routes move": {
     settings: service,

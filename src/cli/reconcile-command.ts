@@ -1,5 +1,3 @@
-import { readFile } from "node:fs/promises";
-import { text as readStream } from "node:stream/consumers";
 import type { Command } from "commander";
 import { loadClientConfig, tenantSettings } from "../config.js";
 import type { EnqueuedJob } from "../reconcile/create-reconcile-queue.js";
@@ -8,6 +6,7 @@ import { streamIdProblem } from "../tenant/stream-id.js";
 import { isFailure, type ReconcileResult } from "../reconcile/reconcile-job.js";
 import { serviceLabel } from "../service-config/service-config.js";
 import { CliError } from "./cli-error.js";
+import { readFileOption } from "./read-file-option.js";
 import { followReconcileJobsHint } from "./follow-reconcile-jobs-hint.js";
 import { isWindowMode, reconcileWindow, type WindowOptions } from "./reconcile-window.js";
 import { runAction } from "./run-action.js";
@@ -152,12 +151,7 @@ function print(line: string) {
 }
 
 async function idsFromFile(path: string): Promise<string[]> {
-  let text: string;
-  try {
-    text = path === "-" ? await readStream(process.stdin) : await readFile(path, "utf8");
-  } catch (error) {
-    throw new CliError(`--file ${path}: cannot read it (${(error as NodeJS.ErrnoException).code ?? (error as Error).message}); check the path`, 2);
-  }
+  const text = await readFileOption(path);
   try {
     return parseEventIdList(text, path === "-" ? "stdin" : path);
   } catch (error) {

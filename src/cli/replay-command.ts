@@ -76,7 +76,7 @@ export function registerReplayCommand(program: Command): void {
           const finished = status.state !== "running" && status.delivered + status.failed >= status.sent;
           const waiting = status.waitingForArchiveSince !== undefined;
           waitingSince = waiting ? (waitingSince ?? Date.now()) : undefined;
-          if (tty && !options.json) process.stdout.write(`\rreplay ${status.replayId}: ${status.sent}/${status.matched - status.skipped} sent, ${status.delivered} delivered, ${status.failed} failed${waiting ? ", waiting for the archive" : ""}   `);
+          if (tty && !options.json) process.stdout.write(`\rreplay ${status.replayId}: ${status.sent}/${status.matched - status.skipped - status.filtered} sent, ${status.delivered} delivered, ${status.failed} failed${waiting ? ", waiting for the archive" : ""}   `);
           else if (waitingSince !== undefined && Date.now() - waitingSince >= waitWorthSayingMs && !waitSaid && !options.json) {
             process.stdout.write(`replay ${status.replayId} waits for the archive to catch up with its window (events still in its outbox: archive_lag_seconds); it goes on once they are in\n`);
             waitSaid = true;
@@ -89,6 +89,7 @@ export function registerReplayCommand(program: Command): void {
         else {
           process.stdout.write(`replay ${status.replayId} ${status.state}: ${status.matched} matched, ${status.sent} sent, ${status.delivered} delivered, ${status.failed} failed\n`);
           if (status.skipped > 0) process.stdout.write(`skipped ${status.skipped} events whose payload was erased (events forget): not sent\n`);
+          if (status.filtered > 0) process.stdout.write(`filtered ${status.filtered} events the route leaves out now (its match, filter or testEvents): not sent\n`);
         }
         return status.state === "done" && status.failed === 0 ? 0 : 1;
       }),

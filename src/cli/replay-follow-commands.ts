@@ -12,6 +12,8 @@ export interface ReplayStatus {
   matched: number;
   sent: number;
   skipped: number;
+  /** left out by the route as it is now (its match, filter, testEvents) */
+  filtered: number;
   delivered: number;
   failed: number;
   startedAt: string;

@@ -13,6 +13,8 @@ import { createOrphanedRoutes } from "../queue/orphaned-routes.js";
 import { circuitKey, routeOfQueue } from "../queue/queue-names.js";
 import { reportOrphanedRoutes } from "../queue/report-orphaned-routes.js";
 import { adminRouters, type AdminDeps } from "./admin-routers.js";
+import { createRouteChooser } from "../routes/route-chooser.js";
+import type { Route } from "../routes/route.js";
 import { closeInOrder } from "./close-in-order.js";
 
 /**
@@ -37,7 +39,7 @@ export async function createAdmin(deps: AdminDeps): Promise<{ close(): Promise<v
   // While this process's database is not the outbox's (a split archive), its replays wait: the
   // outbox's progress says nothing of what this database holds.
   const replayRunner =
-    archive && createReplayRunner({ pool: archive.pool, queues: stores.queues, logger, archivedThrough: () => (archive.writer.refusedBy() ? Promise.resolve(0) : archivedThrough(client, env.QUEUE_PREFIX)) });
+    archive && createReplayRunner({ pool: archive.pool, queues: stores.queues, logger, selects: replaySelects(routes), archivedThrough: () => (archive.writer.refusedBy() ? Promise.resolve(0) : archivedThrough(client, env.QUEUE_PREFIX)) });
   const app = createAdminApp({
     ready: deps.ready,
     alive: connections.redis.healthy,
@@ -62,4 +64,10 @@ export async function createAdmin(deps: AdminDeps): Promise<{ close(): Promise<v
         replayRunner && (() => replayRunner.close()),
       ]),
   };
+}
+
+/** A replay goes through its route as configured now: its match, filter and testEvents (routes/route-chooser.ts). */
+function replaySelects(routes: Route[]) {
+  const chooser = createRouteChooser(routes);
+  return (route: string, event: { type: string }) => chooser.choose(route, event)?.deliver ?? true;
 }

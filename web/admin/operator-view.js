@@ -131,6 +131,12 @@ function objectiveText(route) {
   return [`${seconds(objectiveSeconds)}: no live events`, "muted"];
 }
 
+/** The route's filter, test-event rule and transform (docs/routes.md), as `streamkeeper routes list` shows them. */
+function shapeText(route) {
+  const parts = [route.filter && `filter ${JSON.stringify(route.filter)}`, route.testEvents === "drop" && "drop tests", route.transform && `transform ${route.transform.replace(/\s+/g, " ")}`];
+  return parts.filter(Boolean).join("; ") || "every event, as sent";
+}
+
 function renderRoutes(overview) {
   routes = overview.routes;
   const rows = overview.routes.map((route) => {
@@ -149,6 +155,7 @@ function renderRoutes(overview) {
       cell(freshnessText(route.freshness.last5m), "freshness-5m"),
       cell(freshnessText(route.freshness.lastDay), "freshness-day"),
       cell(objective, `${objectiveClass} objective`),
+      cell(shapeText(route), "shape"),
     );
   });
   document.querySelector("#routes tbody").replaceChildren(...rows);
