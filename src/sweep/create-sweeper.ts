@@ -121,7 +121,7 @@ export function createSweeper(options: SweeperOptions): Sweeper {
       // overlap after its event's time (the time its list filters on) is behind the
       // checkpoint for good. Its list calls go at the same pace as every other call.
       const deep = checkpoint !== undefined && deepIntervalMs > 0 && started - ((await state.deepPassAt(streamId)) ?? 0) >= deepIntervalMs && saidDeep(logger, streamId, lookbackMs);
-      let from = sweepStart({ logger, streamId, checkpoint, deep, end, lookbackMs, overlapMs, dedupeTtlMs });
+      let from = await sweepStart({ logger, state, streamId, checkpoint, deep, started, end, lookbackMs, overlapMs, dedupeTtlMs });
       let pages = 0;
       let found = 0;
       let recovered = 0;
@@ -138,7 +138,7 @@ export function createSweeper(options: SweeperOptions): Sweeper {
         if (!(await state.advance(owner, streamId, to))) throw new Interrupted("the lease was lost mid-sweep (another process sweeps now); stopped");
         from = to;
       }
-      if (deep || checkpoint === undefined) await state.noteDeepPass(streamId, started);
+      if (deep) await state.noteDeepPass(streamId, started);
       // Last, after the windows (the overlap reads a record set aside before once more).
       const arrivedSince = await state.dropArrived(streamId, options.arrived);
       if (arrivedSince > 0) logger.info({ streamId, arrivedSince }, "sweep: failed deliveries set aside earlier are here now (recovered by id, redelivered or pulled); no longer counted as unrecovered");
@@ -221,8 +221,10 @@ function wholeSecond(ms: number): number {
  * less the overlap; a deep pass, never later than the checkpoint says, so one after a
  * downtime longer than the lookback still reads all of it.
  */
-function sweepStart(at: { logger: Logger; streamId: string; checkpoint: number | undefined; deep: boolean; end: number; lookbackMs: number; overlapMs: number; dedupeTtlMs: number }): number {
+async function sweepStart(at: { logger: Logger; state: SweepState; streamId: string; checkpoint: number | undefined; deep: boolean; started: number; end: number; lookbackMs: number; overlapMs: number; dedupeTtlMs: number }): Promise<number> {
   const { checkpoint, end, lookbackMs, dedupeTtlMs } = at;
+  // A first sweep is a deep pass from its start: a process taking over midway reads on from the checkpoint.
+  if (checkpoint === undefined) await at.state.noteDeepPass(at.streamId, at.started);
   const resumed = checkpoint === undefined ? end - lookbackMs : resumeFrom(at.logger, dedupeTtlMs, at.streamId, checkpoint - at.overlapMs, end);
   return wholeSecond(at.deep ? Math.min(resumed, Math.max(end - lookbackMs, end - dedupeTtlMs)) : resumed);
 }

@@ -135,7 +135,7 @@ describe("archive commands: events search, events forget, replay", () => {
     const missing = await runCli(["replay", "--route", "crm"], cliEnv);
     expect({ code: missing.code, stderr: missing.stderr }).toEqual({ code: 2, stderr: "error: --since is required to start a replay (streamkeeper replay --route <name> --since <t>); replay list, status and cancel follow the replays\n" });
     const outcome = await runCli(["events", "search", "--outcome", "bogus"], cliEnv);
-    expect({ code: outcome.code, stderr: outcome.stderr }).toEqual({ code: 2, stderr: "error: --outcome: must be one of delivered, dead_letter, stale, retry, moved, dropped, parked, pending, unrouted\n" });
+    expect({ code: outcome.code, stderr: outcome.stderr }).toEqual({ code: 2, stderr: "error: --outcome: must be one of delivered, dead_letter, stale, filtered, retry, moved, dropped, parked, pending, unrouted\n" });
     const backwards = await runCli(["replay", "--route", "crm", "--since", "1h", "--until", "2h"], cliEnv);
     expect(backwards.code).toBe(2);
     expect(backwards.stderr).toMatch(/^error: until \(\S+Z\) must be after since \(\S+Z\): give a later until, or an earlier since\n$/);
