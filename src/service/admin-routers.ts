@@ -94,7 +94,7 @@ export function adminRouters(deps: AdminDeps & { orphans: OrphanedRoutes; orphan
     ...(archive && replayRunner
       ? [
           createSplitArchiveGuard(archive.writer.refusedBy),
-          createArchiveRouter({ archive, logger, forgetJobs: (entity) => forgetEntityJobs(stores.queues.all(), entity) }),
+          createArchiveRouter({ archive, logger, forgetJobs: (entity) => forgetEntityJobs(stores.queues, entity) }),
           createReplayRouter({ replays: createReplays({ pool: archive.pool, routes: routes.map((route) => route.name), retentionDays: archive.retentionDays }), logger, started: replayRunner.wake }),
         ]
       : []),

@@ -137,7 +137,7 @@ describe("archive: the promises it keeps", () => {
     }
   });
 
-  it("when an entity is forgotten, then no byte of its payloads stays in the database's files, its error texts, or Redis", async () => {
+  it("when an entity is forgotten, then no byte of its payloads stays in the database's files, its error texts, or Redis (jobs and their events)", async () => {
     const user = `auth0|${tenantId("evt")}`;
     const email = `erase-${tenantId("evt")}@example.com`;
     const events = Array.from({ length: 3 }, () => userEvent());
@@ -151,7 +151,7 @@ describe("archive: the promises it keeps", () => {
     const redisHolds = async (text: string) => {
       for (const key of await queueKeys()) {
         const type = await redis.type(key);
-        const values = type === "hash" ? Object.values(await redis.hgetall(key)) : type === "string" ? [await redis.get(key)] : type === "list" ? await redis.lrange(key, 0, -1) : type === "zset" ? await redis.zrange(key, "0", "-1") : type === "set" ? await redis.smembers(key) : [];
+        const values = type === "hash" ? Object.values(await redis.hgetall(key)) : type === "string" ? [await redis.get(key)] : type === "list" ? await redis.lrange(key, 0, -1) : type === "zset" ? await redis.zrange(key, "0", "-1") : type === "set" ? await redis.smembers(key) : type === "stream" ? (await redis.xrange(key, "-", "+")).flatMap(([, fields]) => fields) : [];
         if (values.some((value) => value?.includes(text))) return key;
       }
       return undefined;
