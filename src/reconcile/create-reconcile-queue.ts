@@ -72,7 +72,8 @@ export function createReconcileQueue(connection: Redis | Cluster, queuePrefix: s
       const job = await queue.getJob(jobId);
       if (!job || state === "unknown") return undefined;
       const result = resultOf(job, state);
-      const retrying = !result && job.attemptsMade > 0 ? { attempts: job.attemptsMade, reason: job.failedReason } : undefined;
+      // Failed attempts only: a job the tenant's pace held back (moved to delayed, no reason) is not failing.
+      const retrying = !result && job.attemptsMade > 0 && job.failedReason ? { attempts: job.attemptsMade, reason: job.failedReason } : undefined;
       return { state, result, ...(retrying && { retrying }) };
     },
     close: () => queue.close(),

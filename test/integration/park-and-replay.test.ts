@@ -111,7 +111,7 @@ describe("routes park, then replay --outcome parked", () => {
     expect(bad.stderr).toMatch(/^error: --older-than "yesterday": give /);
     const body = await fetch(`${service.adminUrl}/admin/routes/crm/park`, { method: "POST", headers: { ...adminHeaders(adminToken), "content-type": "application/json" }, body: JSON.stringify({ olderThan: 5 }) });
     expect(body.status).toBe(400);
-    expect(((await body.json()) as { detail: string }).detail).toMatch(/^olderThan: must be a time in ISO 8601/);
+    expect(((await body.json()) as { detail: string }).detail).toMatch(/^olderThan: must be /);
   });
 });
 
