@@ -11,7 +11,7 @@ import { changeEventsApi, emitWithOffsets, metricValue, metricsOf, pullEnv, pull
  * CONTRACT.md "Pulling events from the tenant": an expired offset resumes from the time the
  * last offset was kept less PULL_OVERLAP_SECONDS. The kept position is placed exactly one
  * overlap after the 5th of 8 events, so the overlap, and only it, decides that the 5th to
- * 8th are read again (and dropped as repeats) and the 1st to 4th are not. Shown failing by
+ * 8th are read again (and dropped as repeats) and the 3rd and 4th, still held, are not. Shown failing by
  * hand in src/pull/create-event-log-reader.ts resumeFromTime: the overlap left out (reading
  * resumes one overlap in the future: the marker never comes, the wait fails), doubled (6
  * repeats: the 3rd on), and one second short (`- deps.overlapMs + 1000`: 3).
