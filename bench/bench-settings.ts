@@ -29,7 +29,8 @@ const schema = z.object({
   BENCH_FLOOD_EVENTS: z.coerce.number().int().min(1).default(10_000).describe("day-old events stored behind the live ones in the flood scenario"),
   BENCH_FLOOD_LIVE_RATE: z.coerce.number().positive().default(20).describe("live events/s of the flood scenario, evenly paced, alone and with the flood"),
   BENCH_FLOOD_LIVE_S: z.coerce.number().positive().default(10).describe("length of each live phase of the flood scenario"),
-  BENCH_SCENARIOS: z.string().default("ingest,pipeline,worker-drain,reconcile,reconcile-pace,stale-guard,flood,outage,memory,archive,archive-pipeline").describe("which scenarios to run, comma-separated; soak (6+ minutes) only when named"),
+  BENCH_ROUTE_SHAPE_ROUNDS: z.coerce.number().int().min(1).default(2).describe("times the route-shape scenario runs the pipeline with the plain route and then the filtered and transformed one, in turn"),
+  BENCH_SCENARIOS: z.string().default("ingest,pipeline,worker-drain,reconcile,reconcile-pace,stale-guard,route-shape,flood,outage,memory,archive,archive-pipeline").describe("which scenarios to run, comma-separated; soak (6+ minutes) only when named"),
   BENCH_CPU_PROFILE: z.stringbool().default(false).describe("write a CPU profile of each service process into bench/results/"),
   BENCH_OUTPUT: z.string().default("latest").describe("results file name under bench/results/ (.json and .md)"),
 });

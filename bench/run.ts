@@ -23,6 +23,7 @@ import { runArchive, type ArchiveResults } from "./scenarios/run-archive.js";
 import { runArchivePipeline, type ArchivePipelineResults } from "./scenarios/run-archive-pipeline.js";
 import { runWorkerDrain, type WorkerDrainResults } from "./scenarios/run-worker-drain.js";
 import { runOperatorView, type OperatorViewResults } from "./scenarios/run-operator-view.js";
+import { runRouteShape, type RouteShapeResults } from "./scenarios/run-route-shape.js";
 
 export interface BenchResults {
   startedAt: string;
@@ -62,8 +63,10 @@ export interface BenchResults {
   soak?: SoakResults;
   /** the operator view's requests against 100 routes */
   operatorView?: OperatorViewResults;
+  /** the pipeline with its route plain and filtered and transformed, alternating */
+  routeShape?: RouteShapeResults;
   /** each target: true met, false missed, undefined not measured */
-  targets: { ingestRatio?: boolean; ackP99?: boolean; ackP99Paced?: boolean; pipeline: Partial<Record<Topology, boolean>>; workerCpu?: boolean; reconcile?: boolean; reconcilePace?: boolean; soak?: boolean; operatorView?: boolean; archiveBytesPerEvent?: boolean; archiveSearchP99?: boolean; archivePipelineCost?: boolean; flood?: boolean };
+  targets: { ingestRatio?: boolean; ackP99?: boolean; ackP99Paced?: boolean; pipeline: Partial<Record<Topology, boolean>>; workerCpu?: boolean; reconcile?: boolean; reconcilePace?: boolean; soak?: boolean; operatorView?: boolean; archiveBytesPerEvent?: boolean; archiveSearchP99?: boolean; archivePipelineCost?: boolean; flood?: boolean; routeShapeCost?: boolean };
 }
 
 const resultsDir = fileURLToPath(new URL("./results/", import.meta.url));
@@ -146,6 +149,12 @@ async function main() {
       results.operatorView = await runOperatorView({ redis, redisUrl: redisServer.url, dataDir: dir, sinkUrl: sink.info.url, log });
       const view = results.operatorView;
       results.targets.operatorView = view.status === "measured" ? Math.max(view.overview.p99Ms, view.overviewConcurrent.p99Ms, view.pageFiles.p99Ms) < 200 : undefined;
+    }
+    if (scenarios.has("route-shape")) {
+      results.routeShape = await runRouteShape({ settings, redis, redisUrl: redisServer.url, redisPid: redisServer.process.pid!, sinkPid: sink.process.pid!, dataDir: dir, sinkUrl: sink.info.url, cpuProfileDir, log }, settings.BENCH_ROUTE_SHAPE_ROUNDS);
+      const { ratio, rounds } = results.routeShape;
+      const nothingLost = rounds.every(({ plain, shaped }) => [plain, shaped].every((run) => run.status === "measured" && run.throughput.lost === 0));
+      results.targets.routeShapeCost = ratio === undefined ? undefined : ratio <= 1.1 && nothingLost;
     }
     if (scenarios.has("stale-guard")) {
       results.staleGuard = await runStaleGuard({ redis, redisUrl: redisServer.url, dataDir: dir, sinkUrl: sink.info.url, log });

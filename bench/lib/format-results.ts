@@ -138,6 +138,23 @@ export function formatResults(results: BenchResults): string {
     rows.push(["Live delivery with a flood", `pending: ${flood.reason}`, "-", "-", "-", "-", ""]);
   }
 
+  const shape = results.routeShape;
+  if (shape) {
+    for (const { round, plain, shaped } of shape.rounds) {
+      for (const [label, run] of [["plain route", plain], ["route with filter, testEvents drop and transform", shaped]] as const) {
+        const what = `Pipeline, one \`--role all\` process, round ${round}, ${label}: POST → sink, as fast as it goes`;
+        if (run.status !== "measured") {
+          rows.push([what, `pending: ${run.reason}`, "-", "-", "-", "-", ""]);
+          continue;
+        }
+        const t = run.throughput;
+        const last = label !== "plain route" && round === shape.rounds.length;
+        const target = last ? `service CPU per delivered event ≤ +10 % (shaped ÷ plain, medians: ${n(shape.ratio, 3)}), nothing lost: ${verdict(results.targets.routeShapeCost)}` : "";
+        rows.push([what, `${n(t.eventsPerSecond)} events/s; service **${n(t.costPerEvent.service?.cpuUs)} µs CPU per delivered event**`, ms(t.endToEndMs.p50), ms(t.endToEndMs.p99), `${n(t.load.errors)}; lost ${n(t.lost)}`, coresPerEvent(t.load, t.eventsPerSecond), target]);
+      }
+    }
+  }
+
   const view = results.operatorView;
   if (view?.status === "measured") {
     rows.push([

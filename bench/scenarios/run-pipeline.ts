@@ -76,13 +76,14 @@ const streamId = "est_38ANnv8pQhqsZrX2VFbftv";
  * load generator goes, then waiting until the sink has every event the ledger holds: the
  * sustained events/s from POST to downstream. Then a fixed moderate rate, evenly paced,
  * for the end-to-end latency (sink receive time minus the send time stamped in each event).
- * `extraEnv` adds settings to the service's (the archive scenario runs it with ARCHIVE on and off).
+ * `extraEnv` adds settings to the service's (the archive scenario runs it with ARCHIVE on and off);
+ * `routeFields` to its one route (the route-shape scenario adds a filter and a transform).
  */
-export async function runPipeline(context: PipelineContext, topology: Topology, extraEnv: Record<string, string> = {}): Promise<PipelineResults> {
+export async function runPipeline(context: PipelineContext, topology: Topology, extraEnv: Record<string, string> = {}, routeFields?: Record<string, unknown>): Promise<PipelineResults> {
   const { settings, log, redis } = context;
   await redis.flushall();
   const queuePrefix = `bench-pipeline-${topology}`;
-  const env = { ...(await routeEnv(context)), ...extraEnv };
+  const env = { ...(await routeEnv(context, routeFields)), ...extraEnv };
   const start = (role: "all" | "receiver" | "worker") =>
     startServiceProcess({ role, redisUrl: context.redisUrl, queuePrefix, dataDir: context.dataDir, env, cpuProfileDir: context.cpuProfileDir, entry: context.entry });
   const processes: Record<string, Pick<ServiceProcess, "pid" | "publicUrl" | "peakRssBytes" | "stop">> = {};
@@ -188,12 +189,12 @@ function perEvent(before: Record<string, { calls: number; usec: number }>, after
   return Object.fromEntries(rows);
 }
 
-/** One route `default` for every event to the sink: DOWNSTREAM_URL, or a routes file when BENCH_ROUTE_CONCURRENCY is set. */
-async function routeEnv(context: PipelineContext): Promise<Record<string, string>> {
+/** One route `default` for every event to the sink: DOWNSTREAM_URL, or a routes file when BENCH_ROUTE_CONCURRENCY or `routeFields` are set. */
+async function routeEnv(context: PipelineContext, routeFields?: Record<string, unknown>): Promise<Record<string, string>> {
   const url = `${context.sinkUrl}/deliver`;
   const concurrency = context.settings.BENCH_ROUTE_CONCURRENCY;
-  if (!concurrency) return { DOWNSTREAM_URL: url };
+  if (!concurrency && !routeFields) return { DOWNSTREAM_URL: url };
   const routesFile = join(context.dataDir, "bench-routes.json");
-  await writeFile(routesFile, JSON.stringify([{ name: "default", match: "*", url, concurrency }]));
+  await writeFile(routesFile, JSON.stringify([{ name: "default", match: "*", url, ...(concurrency ? { concurrency } : {}), ...routeFields }]));
   return { ROUTES_FILE: routesFile };
 }

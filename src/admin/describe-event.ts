@@ -9,7 +9,7 @@ import { jobIdFor } from "../queue/job-id.js";
 import { deliveryQueueName } from "../queue/queue-names.js";
 import { jobUnderLegacyId } from "../upgrade/legacy-job-id.js";
 
-export type DeliveryState = "waiting" | "delayed" | "active" | "delivered" | "stale" | "dead_letter" | "retrying" | "unknown";
+export type DeliveryState = "waiting" | "delayed" | "active" | "delivered" | "stale" | "filtered" | "dead_letter" | "retrying" | "unknown";
 
 export interface RouteDelivery {
   route: string;
@@ -34,7 +34,7 @@ export interface EventDescription {
     /** forced reconciles that queued it again */
     replays: number;
   };
-  /** true when no route matched the event's type: it was stored and is delivered nowhere */
+  /** true when no route matched the event's type: it was stored and is delivered nowhere (a route's filter leaving it out is `filtered` there instead) */
   unrouted: boolean;
   routes: RouteDelivery[];
 }
@@ -76,6 +76,8 @@ export async function describeEvent(
       return { route, state: stateOf(job, state), attempts, lastError: job.failedReason || undefined, deliveredAt };
     }),
   );
+  // A route's filter left it out: no job was ever added there (routes/route-chooser.ts).
+  const filtered = record.filtered.map((route): RouteDelivery => ({ route, state: "filtered", attempts: 0 }));
   return {
     eventId,
     type: record.type,
@@ -87,8 +89,8 @@ export async function describeEvent(
       lastDuplicateAt: record.lastDuplicateAt === undefined ? undefined : new Date(record.lastDuplicateAt).toISOString(),
       replays: record.replays,
     },
-    unrouted: record.routes.length === 0,
-    routes,
+    unrouted: record.routes.length === 0 && filtered.length === 0,
+    routes: [...routes, ...filtered],
   };
 }
 

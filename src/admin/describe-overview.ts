@@ -1,19 +1,14 @@
-import type { FreshnessReader, FreshnessWindow } from "../freshness/create-freshness-reader.js";
+import { describeHealth } from "./describe-health.js";
+import { waitingOf, type ArchiveOverview, type FreshnessVerdict, type Overview, type PullOverview, type QueueFigures, type RouteOverview, type StreamOverview } from "./overview.js";
 import { deliveryQueueName, reconcileQueueName } from "../queue/queue-names.js";
 import type { Route } from "../routes/route.js";
 import type { StreamHealth } from "../streams/stream-health-store.js";
 import type { SweepPlan } from "../streams/swept-streams.js";
 import type { StreamSweepStatus } from "../sweep/create-sweep-state.js";
+import type { FreshnessReader, FreshnessWindow } from "../freshness/create-freshness-reader.js";
+import type { LastHour } from "../freshness/read-last-hour.js";
 
-/** One queue's figures, as `streamkeeper_queue_jobs` and `_oldest_waiting_age_seconds` read them. */
-export interface QueueFigures {
-  waiting: number;
-  prioritized: number;
-  delayed: number;
-  active: number;
-  failed: number;
-  oldestWaitingSeconds: number;
-}
+export type { ArchiveOverview, FreshnessVerdict, Overview, QueueFigures, RouteOverview, StreamOverview } from "./overview.js";
 
 export interface OverviewDeps {
   routes: Route[];
@@ -25,53 +20,12 @@ export interface OverviewDeps {
   sweepStatus(now: number): Promise<StreamSweepStatus[]>;
   streamHealth(): Promise<Map<string, StreamHealth>>;
   freshness: FreshnessReader;
-}
-
-/** `met`: at most 1% of live events later than the objective; `missed`: more. */
-export type FreshnessVerdict = "met" | "missed" | "no_objective" | "no_events";
-
-export interface RouteOverview {
-  name: string;
-  match: string[];
-  ratePerSecond: number | null;
-  deliveredPerMinute: number | null;
-  /** jobs waiting, prioritized (recoveries, replays), delayed (retries) or in flight */
-  backlog: number | null;
-  /** the queued part of the backlog by lane (queue/lane.ts): live (no priority) and late (waiting behind live: late events, recoveries, replays) */
-  lanes: { live: number; late: number } | null;
-  oldestWaitingSeconds: number | null;
-  circuit: "open" | "closed" | null;
-  deadLetters: number | null;
-  staleLastDay: number | null;
-  freshness: {
-    objectiveSeconds: number | null;
-    last5m: (FreshnessWindow & { verdict: FreshnessVerdict }) | null;
-    lastDay: (FreshnessWindow & { verdict: FreshnessVerdict }) | null;
-  };
-}
-
-export interface StreamOverview {
-  streamId: string;
-  /** as last read from the tenant by the stream watch; null when not read (no watch, or not yet) */
-  status: "enabled" | "disabled" | null;
-  checkedAt: string | null;
-  /** now minus the end of the last window the sweep read completely */
-  sweepLagSeconds: number | null;
-  lastRunAt: string | null;
-  lastError: string | null;
-  found: number | null;
-  recovered: number | null;
-  unrecovered: number | null;
-}
-
-export interface Overview {
-  generatedAt: string;
-  sweep: { on: boolean; whyOff: string | null; streams: string[] | null; publicUrl: string | null };
-  streams: StreamOverview[];
-  routes: RouteOverview[];
-  recovery: { reconcile: Omit<QueueFigures, "prioritized"> | null };
-  /** the parts that could not be read now (Redis away): shown as unknown, not as zero */
-  unavailable: string[];
+  /** Each route's last hour, minute by minute (read-last-hour.ts). */
+  lastHour(routes: string[], now: number): Promise<Map<string, LastHour>>;
+  pull(): Promise<PullOverview>;
+  archive(): Promise<ArchiveOverview>;
+  /** Routes no longer configured whose events still wait (docs/operating.md, Removing a route). */
+  removedRoutes(): Promise<Array<{ name: string; waiting: number }>>;
 }
 
 /** Why the sweep is off, in words the page shows as they are. */
@@ -93,12 +47,17 @@ export async function describeOverview(deps: OverviewDeps, now = Date.now()): Pr
   const unavailable: string[] = [];
   const part = <T>(name: string, read: () => Promise<T>): Promise<T | undefined> =>
     read().catch(() => (unavailable.push(name), undefined));
-  const [queues, circuits, sweep, health, activity] = await Promise.all([
+  const names = deps.routes.map((route) => route.name);
+  const [queues, circuits, sweep, health, activity, lastHour, pull, archive, removedRoutes] = await Promise.all([
     part("queues", deps.queueFigures),
     part("circuits", deps.circuits),
     part("sweep", () => deps.sweepStatus(now)),
     part("streams", deps.streamHealth),
-    part("freshness", () => deps.freshness.read(deps.routes.map((route) => route.name), now)),
+    part("freshness", () => deps.freshness.read(names, now)),
+    part("charts", () => deps.lastHour(names, now)),
+    part("pull", deps.pull),
+    part("archive", deps.archive),
+    part("removed routes", deps.removedRoutes),
   ]);
 
   const routes = deps.routes.map((route): RouteOverview => {
@@ -110,6 +69,9 @@ export async function describeOverview(deps: OverviewDeps, now = Date.now()): Pr
       name: route.name,
       match: route.match,
       ratePerSecond: route.ratePerSecond ?? null,
+      filter: route.filter ?? null,
+      testEvents: route.testEvents ?? "deliver",
+      transform: route.transform ?? null,
       deliveredPerMinute: act?.deliveredPerMinute ?? null,
       backlog: queue ? queue.waiting + queue.prioritized + queue.delayed + queue.active : null,
       lanes: queue ? { live: queue.waiting, late: queue.prioritized } : null,
@@ -118,6 +80,7 @@ export async function describeOverview(deps: OverviewDeps, now = Date.now()): Pr
       deadLetters: queue?.failed ?? null,
       staleLastDay: act?.staleLastDay ?? null,
       freshness: { objectiveSeconds: objective, last5m: act ? judged(act.last5m) : null, lastDay: act ? judged(act.lastDay) : null },
+      lastHour: withWaitingNow(lastHour?.get(route.name), queue),
     };
   });
 
@@ -142,8 +105,13 @@ export async function describeOverview(deps: OverviewDeps, now = Date.now()): Pr
 
   const reconcile = queues?.get(reconcileQueueName);
   const plan = deps.sweepPlan;
+  const seen = { routes, streams, pull: pull ?? null, archive: archive ?? null, removedRoutes: removedRoutes ?? null, unavailable };
   return {
     generatedAt: new Date(now).toISOString(),
+    health: describeHealth(seen),
+    pull: seen.pull,
+    archive: seen.archive,
+    removedRoutes: seen.removedRoutes,
     sweep: {
       on: plan.on,
       whyOff: plan.on ? null : whyOffWords[plan.whyOff] ?? plan.whyOff,
@@ -159,6 +127,13 @@ export async function describeOverview(deps: OverviewDeps, now = Date.now()): Pr
     },
     unavailable,
   };
+}
+
+/** The chart's current minute shows the events waiting now, not the minute's last sample (up to 10 s old). */
+function withWaitingNow(hour: LastHour | undefined, queue: QueueFigures | undefined): LastHour | null {
+  if (!hour) return null;
+  if (!queue) return hour;
+  return { ...hour, waiting: { all: [...hour.waiting.all.slice(0, -1), waitingOf(queue)] } };
 }
 
 function verdict(window: FreshnessWindow, objective: number | null): FreshnessVerdict {

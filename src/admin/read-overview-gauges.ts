@@ -1,5 +1,6 @@
 import { queueJobs, queueOldestWaitingAge, routeCircuitOpen } from "../metrics/registry.js";
-import type { QueueFigures } from "./describe-overview.js";
+import { deliveryQueueName } from "../queue/queue-names.js";
+import { waitingOf, type QueueFigures } from "./overview.js";
 
 /**
  * Queue figures and circuits for the operator view, from the gauges a scrape fills
@@ -23,6 +24,17 @@ export async function readQueueFigures(): Promise<Map<string, QueueFigures>> {
   }
   if (figures.size === 0) throw new Error("no queue figures: Redis did not answer");
   return figures;
+}
+
+/** Route name → events waiting for it (queued, prioritized, retrying; not in flight), from the same gauges. */
+export async function waitingPerRoute(routes: string[]): Promise<Map<string, number>> {
+  const figures = await readQueueFigures();
+  return new Map(
+    routes.flatMap((route) => {
+      const queue = figures.get(deliveryQueueName(route));
+      return queue ? [[route, waitingOf(queue)] as const] : [];
+    }),
+  );
 }
 
 /** Route name → whether its circuit is open (route_circuit_open). Throws when Redis gave nothing. */

@@ -15,11 +15,11 @@ export interface EventFilter {
   /** arrival before (exclusive), ms */
   until?: number;
   route?: string;
-  /** delivered, dead_letter, stale, retry, moved, dropped, parked, pending (no outcome yet) or unrouted */
+  /** delivered, dead_letter, stale, filtered, retry, moved, dropped, parked, pending (no outcome yet) or unrouted */
   outcome?: string;
 }
 
-export const outcomes = ["delivered", "dead_letter", "stale", "retry", "moved", "dropped", "parked", "pending", "unrouted"] as const;
+export const outcomes = ["delivered", "dead_letter", "stale", "filtered", "retry", "moved", "dropped", "parked", "pending", "unrouted"] as const;
 
 export interface ArchivedEvent {
   id: string;

@@ -8,16 +8,19 @@ export interface EventRecord {
   streamId?: string;
   /** ms since epoch when this service stored it: the event's arrival */
   receivedAt: number;
-  /** the routes it was queued for; none: unrouted */
+  /** the routes its type matched; none: unrouted */
   routes: string[];
+  /** of those, the routes whose filter left it out (no job; archived as outcome `filtered`) */
+  filtered?: string[];
 }
 
 /**
  * What one attempt came to; `moved` and `dropped`: the route's job left it (routes move,
  * routes drop: orphaned-routes.ts); `parked`: taken off the route's queue by `routes park`
- * (queue/park-waiting.ts), sent later by a replay.
+ * (queue/park-waiting.ts), sent later by a replay; `filtered`: the route's filter or
+ * testEvents kept the event off it at fan-out (no job ran).
  */
-export type AttemptOutcome = "retry" | "delivered" | "dead_letter" | "stale" | "moved" | "dropped" | "parked";
+export type AttemptOutcome = "retry" | "delivered" | "dead_letter" | "stale" | "moved" | "dropped" | "parked" | "filtered";
 
 /** One delivery attempt of one route (create-delivery-processor.ts), with what became of it. */
 export interface AttemptRecord {

@@ -2,10 +2,10 @@ import type pg from "pg";
 import type { Logger } from "../logger.js";
 import { replayDeliveries, replaysRunning } from "../metrics/archive-metrics.js";
 import { replayPriority } from "../queue/delivery-job.js";
-import type { DeliveryQueues } from "../queue/delivery-queues.js";
+import type { DeliveryQueue, DeliveryQueues } from "../queue/delivery-queues.js";
 import { addDeep } from "../queue/fan-out.js";
 import { jobIdFor } from "../queue/job-id.js";
-import type { Origin } from "../events/cloud-event.js";
+import type { CloudEvent, Origin } from "../events/cloud-event.js";
 import { decodePayload } from "./payload-codec.js";
 import { fromArchiveText } from "./archive-text.js";
 import { replayWindowParams, replayWindowWhere, type ReplayFilter } from "./replays.js";
@@ -21,6 +21,8 @@ export interface ReplayRunnerDeps {
   pageSize?: number;
   /** Until when the archive holds every event (archive-outbox.ts `archivedThrough`): a replay reads no further until it moves. @defaultValue every event is archived (no outbox) */
   archivedThrough?(): Promise<number>;
+  /** Whether the route, as configured now, takes the event (its match, filter and testEvents: routes/route-chooser.ts). @defaultValue every event */
+  selects?(route: string, event: CloudEvent): boolean;
 }
 
 interface EventRow {
@@ -41,7 +43,9 @@ interface EventRow {
  * checkpoint is queued again and BullMQ ignores the jobs it has, so none is skipped nor
  * sent twice. What it does with an event it can never send, in one place: an erased
  * payload is counted `skipped` (`replay_deliveries_total{outcome="skipped_erased"}`) and
- * never sent; an unreadable one fails the replay, said in its `state` and the log.
+ * never sent; an unreadable one fails the replay, said in its `state` and the log. An event
+ * the route as configured now leaves out (`selects`) is counted `filtered` and not sent: a
+ * replay goes through the route as it is defined when it runs.
  * Events reach the archive out of order (a backlog after a Postgres outage), so a replay
  * reads only as far as the archive is complete (`archivedThrough`) and stops there, its
  * lock and connection released (the archive's writer needs the pool), to go on from its
@@ -107,33 +111,20 @@ export function createReplayRunner(deps: ReplayRunnerDeps) {
       if (page.length === 0 && !complete) return waitForArchive(client, replayId, route, through);
       if (page.length === 0) {
         // `matched` counted what the archive held at the start: it grows to what came in late.
-        await client.query("UPDATE replays SET state = 'done', matched = GREATEST(matched, sent + skipped), waiting_since = NULL, updated_at = now() WHERE id = $1 AND state = 'running'", [replayId]);
+        await client.query("UPDATE replays SET state = 'done', matched = GREATEST(matched, sent + skipped + filtered), waiting_since = NULL, updated_at = now() WHERE id = $1 AND state = 'running'", [replayId]);
         waitingSaid.delete(replayId);
         logger.info({ replayId, route }, "replay queued every event of its window");
         return;
       }
-      let sent = 0;
-      let skipped = 0;
-      await Promise.all(
-        page.map(async (row) => {
-          if (!row.payload) {
-            skipped += 1;
-            replayDeliveries.inc({ route, outcome: "skipped_erased" });
-            return;
-          }
-          const event = decodePayload(row.payload);
-          const data = { event, origin: row.origin as Origin, streamId: row.stream === null ? undefined : fromArchiveText(row.stream), receivedAt: row.arrived_at.getTime(), force: true, replayId };
-          await addDeep(data, (jobData) => queue.add(event.type, jobData, { jobId: `${jobIdFor(event.id)}-${replayId}`, priority: replayPriority }));
-          sent += 1;
-        }),
-      );
+      const { sent, skipped, filtered } = await queueRows(page, { queue, route, replayId, selects: deps.selects });
       const last = page.at(-1)!;
       checkpoint = { at: last.arrived_at, id: last.id };
       const updated = await client.query<{ state: string }>(
-        "UPDATE replays SET sent = sent + $2, skipped = skipped + $3, checkpoint_at = $4, checkpoint_id = $5, waiting_since = NULL, updated_at = now() WHERE id = $1 RETURNING state",
-        [replayId, sent, skipped, checkpoint.at, checkpoint.id],
+        "UPDATE replays SET sent = sent + $2, skipped = skipped + $3, filtered = filtered + $6, checkpoint_at = $4, checkpoint_id = $5, waiting_since = NULL, updated_at = now() WHERE id = $1 RETURNING state",
+        [replayId, sent, skipped, checkpoint.at, checkpoint.id, filtered],
       );
       if (skipped > 0) logger.info({ replayId, route, skipped }, "replay: events whose payload was erased are skipped, never sent");
+      if (filtered > 0) logger.info({ replayId, route, filtered }, "replay: events the route leaves out now (its match, filter or testEvents) are skipped as filtered, never sent");
       if (updated.rows[0]?.state !== "running") return cancelled(replayId, route);
       if (filter.rate) await new Promise((ok) => setTimeout(ok, (page.length / filter.rate!) * 1000));
     }
@@ -185,4 +176,32 @@ export function createReplayRunner(deps: ReplayRunnerDeps) {
 
 async function stillRunning(client: pg.PoolClient, replayId: string): Promise<boolean> {
   return (await client.query<{ state: string }>("SELECT state FROM replays WHERE id = $1", [replayId])).rows[0]?.state === "running";
+}
+
+/**
+ * One page of a replay queued on its route, each event as a forced job of the replay: what
+ * it can never send (an erased payload) and what the route leaves out now are counted, not
+ * queued.
+ */
+async function queueRows(page: EventRow[], { queue, route, replayId, selects }: { queue: DeliveryQueue; route: string; replayId: string; selects: ReplayRunnerDeps["selects"] }) {
+  const counts = { sent: 0, skipped: 0, filtered: 0 };
+  await Promise.all(
+    page.map(async (row) => {
+      if (!row.payload) {
+        counts.skipped += 1;
+        replayDeliveries.inc({ route, outcome: "skipped_erased" });
+        return;
+      }
+      const event = decodePayload(row.payload);
+      if (selects && !selects(route, event)) {
+        counts.filtered += 1;
+        replayDeliveries.inc({ route, outcome: "filtered" });
+        return;
+      }
+      const data = { event, origin: row.origin as Origin, streamId: row.stream === null ? undefined : fromArchiveText(row.stream), receivedAt: row.arrived_at.getTime(), force: true, replayId };
+      await addDeep(data, (jobData) => queue.add(event.type, jobData, { jobId: `${jobIdFor(event.id)}-${replayId}`, priority: replayPriority }));
+      counts.sent += 1;
+    }),
+  );
+  return counts;
 }

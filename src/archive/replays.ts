@@ -32,12 +32,58 @@ export interface ReplayStatus {
   sent: number;
   /** erased payloads, never sent */
   skipped: number;
+  /** events the route as configured when the replay ran leaves out (its match, filter, testEvents), never sent */
+  filtered: number;
   delivered: number;
   failed: number;
   since: string;
   until?: string;
+  startedAt: string;
+  /** when it ended (done, cancelled or failed) */
+  endedAt?: string;
   /** Running, but waiting since then for the archive to catch up with its window (events still in its outbox: archive_lag_seconds). */
   waitingForArchiveSince?: string;
+}
+
+interface ReplayRow {
+  id: string;
+  route: string;
+  state: ReplayState;
+  matched: number;
+  sent: number;
+  skipped: number;
+  filtered: number;
+  filter: ReplayFilter;
+  waiting_since: Date | null;
+  created_at: Date;
+  updated_at: Date;
+  delivered: string;
+  failed: string;
+}
+
+/** A replay's row with its delivered and failed counts, read from its archived attempts (the index attempts_by_replay). */
+const selectReplays = `SELECT r.id, r.route, r.state, r.matched, r.sent, r.skipped, r.filtered, r.filter, r.waiting_since, r.created_at, r.updated_at,
+   (SELECT count(DISTINCT a.event_id) FROM attempts a WHERE a.replay_id = r.id AND a.outcome = 'delivered') AS delivered,
+   (SELECT count(DISTINCT a.event_id) FROM attempts a WHERE a.replay_id = r.id AND a.outcome IN ('dead_letter', 'stale')) AS failed
+ FROM replays r`;
+
+function statusOf(row: ReplayRow): ReplayStatus {
+  return {
+    replayId: row.id,
+    route: row.route,
+    state: row.state,
+    matched: row.matched,
+    sent: row.sent,
+    skipped: row.skipped,
+    filtered: row.filtered,
+    delivered: Number(row.delivered),
+    failed: Number(row.failed),
+    since: row.filter.since,
+    ...(row.filter.until ? { until: row.filter.until } : {}),
+    startedAt: row.created_at.toISOString(),
+    ...(row.state === "running" ? {} : { endedAt: row.updated_at.toISOString() }),
+    ...(row.state === "running" && row.waiting_since ? { waitingForArchiveSince: row.waiting_since.toISOString() } : {}),
+  };
 }
 
 /** A request the caller must change (a 400), said in its words. */
@@ -127,27 +173,13 @@ export function createReplays(deps: { pool: pg.Pool; routes: string[]; retention
 
     /** A replay's state and counts; delivered and failed come from its archived attempts. */
     async get(replayId: string): Promise<ReplayStatus | undefined> {
-      const row = (await pool.query<{ id: string; route: string; state: ReplayState; matched: number; sent: number; skipped: number; filter: ReplayFilter; waiting_since: Date | null; delivered: string; failed: string }>(
-        `SELECT r.id, r.route, r.state, r.matched, r.sent, r.skipped, r.filter, r.waiting_since,
-           (SELECT count(DISTINCT a.event_id) FROM attempts a WHERE a.replay_id = r.id AND a.outcome = 'delivered') AS delivered,
-           (SELECT count(DISTINCT a.event_id) FROM attempts a WHERE a.replay_id = r.id AND a.outcome IN ('dead_letter', 'stale')) AS failed
-         FROM replays r WHERE r.id = $1`,
-        [replayId],
-      )).rows[0];
-      if (!row) return undefined;
-      return {
-        replayId: row.id,
-        route: row.route,
-        state: row.state,
-        matched: row.matched,
-        sent: row.sent,
-        skipped: row.skipped,
-        delivered: Number(row.delivered),
-        failed: Number(row.failed),
-        since: row.filter.since,
-        ...(row.filter.until ? { until: row.filter.until } : {}),
-        ...(row.state === "running" && row.waiting_since ? { waitingForArchiveSince: row.waiting_since.toISOString() } : {}),
-      };
+      const row = (await pool.query<ReplayRow>(`${selectReplays} WHERE r.id = $1`, [replayId])).rows[0];
+      return row && statusOf(row);
+    },
+
+    /** Every replay, whoever started it (the view, a command, the API), newest first: at most `limit`. */
+    async list(limit = 100): Promise<ReplayStatus[]> {
+      return (await pool.query<ReplayRow>(`${selectReplays} ORDER BY r.created_at DESC, r.id LIMIT $1`, [limit])).rows.map(statusOf);
     },
 
     /** Stops a running replay (what it queued already is still delivered); false when none runs under that id. */

@@ -1,5 +1,5 @@
 import type pg from "pg";
-import type { ArchiveRecord } from "./archive-record.js";
+import type { ArchiveRecord, EventRecord } from "./archive-record.js";
 import { entityOf } from "./entity-of.js";
 import { encodePayload } from "./payload-codec.js";
 import { checkOut } from "./check-out.js";
@@ -37,7 +37,7 @@ export async function writeArchiveBatch(pool: pg.Pool, records: ArchiveRecord[])
   );
   const attempts = records.flatMap((record) =>
     record.kind !== "attempt"
-      ? []
+      ? filteredRows(record)
       : [{
           arrived_at: new Date(record.receivedAt).toISOString(),
           event_id: toArchiveText(record.eventId),
@@ -81,6 +81,11 @@ export async function writeArchiveBatch(pool: pg.Pool, records: ArchiveRecord[])
  * the "archived already?" check of insertNewEvents cannot race another writer.
  */
 export const beginDurable = "BEGIN; SET LOCAL synchronous_commit = on; SELECT pg_advisory_xact_lock(hashtext('streamkeeper archive writer'))";
+/** An event's routes that filtered it out, as one attempt row each with outcome `filtered`, at its arrival: no job ran for them. */
+function filteredRows(record: EventRecord): Array<{ arrived_at: string; event_id: string; route: string; attempt_key: string; at: string; status: number | null; error: string | null; outcome: string; replay_id: string | null }> {
+  const at = new Date(record.receivedAt).toISOString();
+  return (record.filtered ?? []).map((route) => ({ arrived_at: at, event_id: toArchiveText(record.event.id), route: toArchiveText(route), attempt_key: ":filtered", at, status: null, error: null, outcome: "filtered", replay_id: null }));
+}
 
 /** Archive the events of this batch that are not archived yet (the first arrival of an id in the batch); an entity erased since it arrived, without its payload. */
 const insertNewEvents = `

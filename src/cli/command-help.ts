@@ -42,8 +42,13 @@ const helps: Record<string, Help> = {
   },
   "routes list": {
     settings: service,
-    outcomes: "a table: name, state (configured or removed), waiting, live and late (the queued ones by lane), dead letters, match, url (or one JSON array with --json: lanes {live, late})",
+    outcomes: "a table: name, state (configured or removed), waiting, live and late (the queued ones by lane), dead letters, match, url, shape (filter, drop tests, transform) (or one JSON array with --json: lanes {live, late}, filter, testEvents, transform)",
     exitCodes: `0 listed; ${noService}; ${usage} (ADMIN_TOKEN refused)`,
+  },
+  "routes try": {
+    settings: `${service}; the service tries its own routes (and its TRANSFORM_TIMEOUT_MS), reading --event from its archive`,
+    outcomes: "match, filter, testEvents, deliver (yes, no, or none for a filter the route lacks), then the error a transform would end in and the body it would send (with --json one object: match, filter, testEvents, deliver, body, error); nothing is sent",
+    exitCodes: `0 tried, whatever the route would do; ${noService}; ${usage} (an unknown route, an event not archived or not a CloudEvent, a file that is not JSON, ADMIN_TOKEN refused)`,
   },
   "routes move": {
     settings: service,
@@ -110,6 +115,21 @@ const helps: Record<string, Help> = {
     settings: `${archiveSettings}, and its routes`,
     outcomes: "progress on a TTY, then replay <id> done|cancelled|failed: matched, sent, delivered, failed, and how many erased events were skipped; --dry-run the count; --no-wait the replay id; --json one object",
     exitCodes: `0 every sent event delivered; 1 a delivery failed, the replay was cancelled or failed, another replay runs on the route, or no service answering; ${usage} (an unknown route, naming the routes; a window older than the archive keeps; bad dates)`,
+  },
+  "replay list": {
+    settings: service,
+    outcomes: "a table of every replay, newest first, whoever started it: replay id, route, state, matched, sent, delivered, failed, started (with --json one object per line)",
+    exitCodes: `0 listed; ${noService} (or runs without the archive); ${usage} (ADMIN_TOKEN refused)`,
+  },
+  "replay status": {
+    settings: service,
+    outcomes: "replay <id> to <route> <state>: matched, sent, delivered, failed (with --json one object)",
+    exitCodes: `0 shown; 1 no replay has that id (replay list shows them), no service answers (one line says so) or it failed; ${usage} (ADMIN_TOKEN refused)`,
+  },
+  "replay cancel": {
+    settings: service,
+    outcomes: "the replay's line once cancelled (what it queued already is still delivered; with --json one object)",
+    exitCodes: `0 cancelled; 1 no replay has that id, it ended already, no service answers (one line says so) or it failed; ${usage} (ADMIN_TOKEN refused)`,
   },
   settings: {
     settings: "none",

@@ -43,7 +43,7 @@ export function registerEventsCommand(program: Command): void {
     .option("--since <time>", "arrived at or after: a duration back from now (30m, 2h, 7d), a date (its midnight UTC) or an ISO 8601 time")
     .option("--until <time>", "arrived before: a duration back from now, a date or an ISO 8601 time")
     .option("--route <name>", "events queued for or replayed to this route")
-    .option("--outcome <outcome>", "delivered, dead_letter, stale, retry, parked, pending or unrouted (with --route: on that route)")
+    .option("--outcome <outcome>", "delivered, dead_letter, stale, filtered, retry, moved, dropped, parked, pending or unrouted (with --route: on that route)")
     .option("--limit <n>", "at most this many events", "50")
     .option("--json", "one JSON object per line")
     .action(

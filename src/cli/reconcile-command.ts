@@ -1,5 +1,3 @@
-import { readFile } from "node:fs/promises";
-import { text as readStream } from "node:stream/consumers";
 import type { Command } from "commander";
 import { loadClientConfig, tenantSettings } from "../config.js";
 import type { EnqueuedJob } from "../reconcile/create-reconcile-queue.js";
@@ -8,6 +6,7 @@ import { streamIdProblem } from "../tenant/stream-id.js";
 import { isFailure, type ReconcileResult } from "../reconcile/reconcile-job.js";
 import { serviceLabel } from "../service-config/service-config.js";
 import { CliError } from "./cli-error.js";
+import { readFileOption } from "./read-file-option.js";
 import { followReconcileJobsHint } from "./follow-reconcile-jobs-hint.js";
 import { isWindowMode, reconcileWindow, type WindowOptions } from "./reconcile-window.js";
 import { runAction } from "./run-action.js";
@@ -84,21 +83,26 @@ interface JobAnswer {
   jobId: string;
   state: string;
   result?: ReconcileResult;
+  /** Not done, its attempts failing so far (the tenant down): retried by the service for RECONCILE_RETRY_FOR_SECONDS. */
+  retrying?: { attempts: number; reason: string };
 }
 
 /** Asks the service for the outcomes of the unfinished jobs until every one has its own, printing each as it comes. */
 async function printOutcomes(service: ServiceClient, jobs: EnqueuedJob[], options: { json?: boolean }): Promise<number> {
   const progress = createProgress(jobs.length);
+  const notice = createRetryNotice();
   const pending = new Map(jobs.map((job) => [job.jobId, job]));
   let failures = 0;
   let pause = 100;
   while (pending.size > 0) {
     let finished = 0;
+    const retrying: Array<NonNullable<JobAnswer["retrying"]>> = [];
     for (const batch of chunks([...pending.keys()], 1000)) {
       const answer = await service.call<{ jobs: JobAnswer[] }>("POST", "/admin/reconcile/outcomes", { body: { jobIds: batch }, timeoutMs: 60_000 });
       for (const job of answer.jobs) {
         const asked = pending.get(job.jobId);
         if (!asked) continue;
+        if (job.retrying && pending.has(job.jobId)) retrying.push(job.retrying);
         const result = job.result ?? (job.state === "unknown" ? { eventId: asked.eventId, outcome: "error: the service no longer knows this reconcile job; reconcile this id again" as const } : undefined);
         if (!result) continue;
         pending.delete(job.jobId);
@@ -110,12 +114,30 @@ async function printOutcomes(service: ServiceClient, jobs: EnqueuedJob[], option
       }
     }
     if (pending.size === 0) break;
+    notice(retrying);
     // Quick while outcomes come, slower while they do not.
     pause = finished > 0 ? 100 : Math.min(pause * 2, 1000);
     await new Promise((ok) => setTimeout(ok, pause));
   }
   progress.end();
   return failures > 0 ? 1 : 0;
+}
+
+/**
+ * While jobs wait on a failing call (the tenant down), a note on stderr: how many, the last
+ * reason, and that the service retries them by itself. Said again when the reason changes,
+ * else at most once a minute; the outcome lines say when they are done.
+ */
+function createRetryNotice() {
+  let said: { reason: string; at: number } | undefined;
+  return (retrying: Array<{ attempts: number; reason: string }>) => {
+    if (retrying.length === 0) return void (said = undefined);
+    const reason = retrying[0]!.reason;
+    if (said && said.reason === reason && Date.now() - said.at < 60_000) return;
+    said = { reason, at: Date.now() };
+    const attempts = Math.max(...retrying.map((job) => job.attempts));
+    process.stderr.write(`note: ${retrying.length} of the ids wait on a failing call (${reason}; ${attempts} attempts so far); the service retries them with backoff for up to RECONCILE_RETRY_FOR_SECONDS, nothing to do but wait\n`);
+  };
 }
 
 function chunks<T>(items: T[], size: number): T[][] {
@@ -129,12 +151,7 @@ function print(line: string) {
 }
 
 async function idsFromFile(path: string): Promise<string[]> {
-  let text: string;
-  try {
-    text = path === "-" ? await readStream(process.stdin) : await readFile(path, "utf8");
-  } catch (error) {
-    throw new CliError(`--file ${path}: cannot read it (${(error as NodeJS.ErrnoException).code ?? (error as Error).message}); check the path`, 2);
-  }
+  const text = await readFileOption(path);
   try {
     return parseEventIdList(text, path === "-" ? "stdin" : path);
   } catch (error) {

@@ -3,6 +3,7 @@ import { loadClientConfig } from "../config.js";
 import { CliError } from "./cli-error.js";
 import { formatTable } from "./format-table.js";
 import { parseCliTime } from "./parse-cli-time.js";
+import { readFileOption } from "./read-file-option.js";
 import { runAction } from "./run-action.js";
 import { createServiceClient } from "./service-client.js";
 
@@ -11,6 +12,9 @@ interface ListedRoute {
   state: "configured" | "removed";
   match?: string[];
   url?: string;
+  filter?: Record<string, unknown>;
+  testEvents?: "deliver" | "drop";
+  transform?: string;
   waiting: number;
   /** the queued part of `waiting` by lane: live, and late (behind live: late events, recoveries, replays) */
   lanes?: { live: number; late: number };
@@ -18,7 +22,7 @@ interface ListedRoute {
 }
 
 /**
- * `streamkeeper routes list|move|drop` (docs/operating.md#removing-or-renaming-a-route), through the running
+ * `streamkeeper routes list|try|move|drop` (docs/operating.md#removing-or-renaming-a-route, docs/routes.md), through the running
  * service's admin API: a route renamed or removed keeps its waiting events until they are
  * moved to a configured route or dropped.
  */
@@ -27,7 +31,7 @@ export function registerRoutesCommand(program: Command): void {
 
   routes
     .command("list")
-    .description("every configured route, and every removed one with events waiting: NAME, STATE (configured or removed), WAITING (queued, retrying or in flight), LIVE and LATE (the queued ones by lane), DEAD LETTERS, MATCH, URL")
+    .description("every configured route, and every removed one with events waiting: NAME, STATE (configured or removed), WAITING (queued, retrying or in flight), LIVE and LATE (the queued ones by lane), DEAD LETTERS, MATCH, URL, SHAPE (filter, testEvents drop, transform)")
     .option("--json", "print one JSON array")
     .action(
       runAction(async (options: { json?: boolean }) => {
@@ -35,14 +39,22 @@ export function registerRoutesCommand(program: Command): void {
         if (options.json) return void process.stdout.write(`${JSON.stringify(listed, null, 2)}\n`);
         process.stdout.write(
           formatTable(
-            ["NAME", "STATE", "WAITING", "LIVE", "LATE", "DEAD LETTERS", "MATCH", "URL"],
-            listed.map((route) => [route.name, route.state, String(route.waiting), String(route.lanes?.live ?? ""), String(route.lanes?.late ?? ""), route.deadLetters === undefined ? "" : String(route.deadLetters), route.match?.join(",") ?? "", route.url ?? ""]),
+            ["NAME", "STATE", "WAITING", "LIVE", "LATE", "DEAD LETTERS", "MATCH", "URL", "SHAPE"],
+            listed.map((route) => [route.name, route.state, String(route.waiting), String(route.lanes?.live ?? ""), String(route.lanes?.late ?? ""), route.deadLetters === undefined ? "" : String(route.deadLetters), route.match?.join(",") ?? "", route.url ?? "", shapeOf(route)]),
           ),
         );
         const removed = listed.filter((route) => route.state === "removed");
         if (removed.length > 0) process.stderr.write(`note: removed route(s) ${removed.map((route) => route.name).join(", ")} still hold events: \`streamkeeper routes move <old> <route>\` or \`streamkeeper routes drop <old> --yes\`\n`);
       }),
     );
+
+  routes
+    .command("try <route>")
+    .description("what the route would do with one event (match, filter, testEvents, deliver, and the body it would send), sending nothing")
+    .option("--event <event-id>", "an archived event")
+    .option("--file <path>", "a CloudEvent as JSON (- for stdin)")
+    .option("--json", "print the answer as one JSON object")
+    .action(runAction(tryRoute));
 
   routes
     .command("move <old-route> <route>")
@@ -80,4 +92,39 @@ export function registerRoutesCommand(program: Command): void {
         if (answer.since) process.stdout.write(`send them with: streamkeeper replay --route ${route} --outcome parked --since ${answer.since}\n`);
       }),
     );
+}
+
+/** The route's filter, testEvents and transform in one column: `filter {...}; drop tests; transform ...`. */
+function shapeOf(route: ListedRoute): string {
+  return [route.filter && `filter ${JSON.stringify(route.filter)}`, route.testEvents === "drop" && "drop tests", route.transform && `transform ${route.transform.replace(/\s+/g, " ")}`].filter(Boolean).join("; ");
+}
+
+interface TryAnswer {
+  match: boolean;
+  filter: boolean | null;
+  testEvents: boolean;
+  deliver: boolean;
+  body: unknown;
+  error?: string;
+}
+
+/** `routes try <route> (--event <id> | --file <path>|-) [--json]`. */
+async function tryRoute(route: string, options: { event?: string; file?: string; json?: boolean }): Promise<void> {
+  if ((options.event === undefined) === (options.file === undefined)) throw new CliError("give --event <event-id> (an archived event) or --file <path> (a CloudEvent as JSON, - for stdin), one of them", 2);
+  const body = options.event !== undefined ? { eventId: options.event } : { event: parseEventFile(await readFileOption(options.file!), options.file!) };
+  const answer = await createServiceClient(loadClientConfig()).call<TryAnswer>("POST", `/admin/routes/${encodeURIComponent(route)}/try`, { body, timeoutMs: 60_000 });
+  if (options.json) return void process.stdout.write(`${JSON.stringify(answer)}\n`);
+  const step = (passes: boolean | null) => (passes === null ? "none" : passes ? "yes" : "no");
+  const lines = [`match       ${step(answer.match)}`, `filter      ${step(answer.filter)}`, `testEvents  ${step(answer.testEvents)}`, `deliver     ${step(answer.deliver)}`];
+  if (answer.error) lines.push(`error       ${answer.error}`);
+  if (answer.body !== null) lines.push(`body        ${JSON.stringify(answer.body, null, 2).replaceAll("\n", "\n            ")}`);
+  process.stdout.write(`${lines.join("\n")}\n`);
+}
+
+function parseEventFile(text: string, path: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch (error) {
+    throw new CliError(`--file ${path}: not JSON (${(error as Error).message}); give one CloudEvent as a JSON object`, 2);
+  }
 }

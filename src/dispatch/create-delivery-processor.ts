@@ -16,6 +16,8 @@ import type { Route } from "../routes/route.js";
 import { signWebhook } from "./sign-webhook.js";
 import { toWellFormed } from "../events/is-well-formed.js";
 import type { StaleGuard } from "./stale-guard.js";
+import { TransformError } from "../routes/route-transform.js";
+import { createBodyShaper, type ShapedBody } from "./shape-body.js";
 
 export interface DeliveryProcessorDeps {
   route: Route;
@@ -34,6 +36,8 @@ export interface DeliveryProcessorDeps {
   freshness?: FreshnessRecorder;
   /** The archive's outbox, when the archive is on: each attempt and outcome is recorded there (not awaited). */
   archive?(record: AttemptRecord): Promise<void>;
+  /** TRANSFORM_TIMEOUT_MS: how long the route's transform may run for one event. @defaultValue 100 */
+  transformTimeoutMs?: number;
 }
 
 export type DeliveryResult = { status: "delivered"; at: number } | { status: "already_delivered"; at: number } | { status: "stale"; at: number };
@@ -43,13 +47,14 @@ export type DeliveryResult = { status: "delivered"; at: number } | { status: "al
  * `RetryableDeliveryError` retries it with the worker's backoff, `UnrecoverableError`
  * fails it at once; a failed job is the dead letter.
  */
-export function createDeliveryProcessor({ route, client, ledger, logger, shutdown, staleGuard, circuit, retryWindowMs, freshness, archive }: DeliveryProcessorDeps) {
+export function createDeliveryProcessor({ route, client, ledger, logger, shutdown, staleGuard, circuit, retryWindowMs, freshness, archive, transformTimeoutMs = 100 }: DeliveryProcessorDeps) {
   // Lower-case once, so a route header cannot duplicate one of ours in another case.
   const routeHeaders = Object.fromEntries(Object.entries(route.headers).map(([name, value]) => [name.toLowerCase(), value]));
   const labels = { route: route.name };
   // Bound once: counting a delivery is an addition (docs/benchmarks.md, "The webhook's way through Express, and metrics on the per-event path").
   const duration = dispatchDuration.labels(route.name);
   const deliveredCount = dispatchTotal.labels(route.name, "delivered");
+  const shapeBody = createBodyShaper(route, transformTimeoutMs);
 
   return async (job: Job<DeliveryJobData>, token?: string): Promise<DeliveryResult> => {
     const { event, origin, force, recheck } = job.data;
@@ -88,15 +93,29 @@ export function createDeliveryProcessor({ route, client, ledger, logger, shutdow
       }
     }
 
+    // Before the circuit: a transform that fails is the route's fault, not the downstream's,
+    // and retrying it would fail the same way. A dead letter, replayable once the route is fixed.
+    let shaped: ShapedBody;
+    try {
+      shaped = await shapeBody(job.data);
+    } catch (error) {
+      if (!(error instanceof TransformError)) throw error;
+      const reason = `the route's transform ${error.message}`;
+      dispatchTotal.inc({ ...labels, outcome: "dead_letter" });
+      void recordAttempt("dead_letter", { error: reason });
+      logger.warn({ ...context, reason }, "delivery failed for good: the event is a dead letter of this route");
+      throw new UnrecoverableError(reason);
+    }
+    const { body } = shaped;
+
     // An open circuit sends one probe; every other job goes back to the queue, no attempt spent.
     const admission = circuit ? await circuit.admit() : "send";
     if (admission === "hold") throw Worker.RateLimitError();
 
-    const body = job.data.eventJson ?? JSON.stringify(event);
     const webhookId = headerSafe(event.id);
     const headers: Record<string, string> = {
       ...routeHeaders,
-      "content-type": "application/cloudevents+json",
+      "content-type": shaped.contentType,
       "user-agent": "streamkeeper",
       "x-streamkeeper-origin": job.data.replayId ? "replay" : origin,
       // The same on every attempt, so the downstream can drop a repeat (README.md#routes).

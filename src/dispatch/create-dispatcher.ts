@@ -64,6 +64,8 @@ export interface DispatcherOptions {
   freshness?: FreshnessRecorder;
   /** The archive's outbox for attempts and outcomes (archive/archive-outbox.ts); none: the archive is off. */
   archive?: DeliveryProcessorDeps["archive"];
+  /** TRANSFORM_TIMEOUT_MS. @defaultValue 100 */
+  transformTimeoutMs?: number;
 }
 
 export interface Dispatcher {
@@ -105,7 +107,7 @@ export function createDispatcher(options: DispatcherOptions): Dispatcher {
       hold: (ms) => worker.rateLimit(ms),
       logger,
     });
-    const processJob = inFlight.track(createDeliveryProcessor({ route, client: clients[index]!, ledger, logger, shutdown: shutdown.signal, staleGuard: staleGuards[index], circuit, retryWindowMs: options.retryWindowMs, freshness: options.freshness, archive: options.archive }));
+    const processJob = inFlight.track(createDeliveryProcessor({ route, client: clients[index]!, ledger, logger, shutdown: shutdown.signal, staleGuard: staleGuards[index], circuit, retryWindowMs: options.retryWindowMs, freshness: options.freshness, archive: options.archive, transformTimeoutMs: options.transformTimeoutMs }));
     const worker: Worker<DeliveryJobData, DeliveryResult> = new Worker<DeliveryJobData, DeliveryResult>(
       deliveryQueueName(route.name),
       options.drainPrefix !== undefined ? (job, token) => ((job.data = { ...job.data, recheck: true }), processJob(job, token)) : processJob,

@@ -9,6 +9,7 @@ export const allScopes = [
   "update:event_streams",
   "delete:event_streams",
   "read:events",
+  "create:event_stream_test_events",
   "create:token_exchange_profiles",
   "read:token_exchange_profiles",
   "update:token_exchange_profiles",

@@ -2,6 +2,7 @@ import express, { Router } from "express";
 import { z } from "zod";
 import { tenantEventTypes } from "../events/event-types.js";
 import { ApiError } from "./api-error.js";
+import { newId } from "./new-id.js";
 import type { CallLog } from "./call-log.js";
 import type { ClientQuotas } from "./client-quotas.js";
 import type { ClientRegistry } from "./client-registry.js";
@@ -13,7 +14,7 @@ import type { EventsApiState } from "./event-routes.js";
 import type { ProfileStore } from "./profile-store.js";
 import { streamCreateBody } from "./stream-schemas.js";
 import type { StreamStore } from "./stream-store.js";
-import { tenantBehaviourRoutes } from "./tenant-behaviour-routes.js";
+import { tenantBehaviourRoutes, type ApiOutage } from "./tenant-behaviour-routes.js";
 import { validationError } from "./validation-error.js";
 
 const eventBody = z.object({
@@ -55,6 +56,7 @@ export function controlRoutes(deps: {
   log: EventLog;
   eventsApi: EventsApiState;
   deliveryList: DeliveryListShape;
+  apiOutage: ApiOutage;
 }): Router {
   const router = Router();
   router.use((req, _res, next) => {
@@ -85,6 +87,20 @@ export function controlRoutes(deps: {
       .all()
       .filter((delivery) => (streamId === undefined || delivery.event_stream_id === streamId) && (eventId === undefined || delivery.id === eventId));
     res.json({ deliveries: deliveries.map((delivery) => ({ ...delivery, event_id: delivery.id })) });
+  });
+
+  // A delivery the tenant failed just now for an event of `time` (an hour ago, say): what a
+  // delivery that turned failed long after the time its list filters on looks like.
+  router.post("/deliveries", (req, res) => {
+    const body = z.strictObject({ stream_id: z.string().min(1), time: z.iso.datetime({ offset: true }), type: z.enum(tenantEventTypes).default("user.created") }).safeParse(req.body);
+    if (!body.success) throw validationError("Payload", body.error);
+    const { stream_id: streamId, time, type } = body.data;
+    if (!deps.streams.get(streamId)) throw new ApiError(404, `No stream ${streamId}; create it first with POST /emulator/streams.`);
+    const id = newId("evt_");
+    const event = { id, source: "urn:auth0:emulator", specversion: "1.0" as const, type, time, data: { object: { user_id: "auth0|late" } }, a0tenant: "emulator", a0stream: streamId };
+    const now = new Date().toISOString();
+    deps.deliveries.add({ id, event_stream_id: streamId, event_type: type, status: "failed", attempts: [{ status: "failed", timestamp: now, error_message: "placed through the control API" }], event, created_at: time });
+    res.status(201).json({ id });
   });
 
   router.use(tenantBehaviourRoutes(deps));

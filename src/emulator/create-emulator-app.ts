@@ -18,6 +18,7 @@ import { streamRoutes } from "./stream-routes.js";
 import type { StreamStore } from "./stream-store.js";
 import type { TokenIssuer } from "./token-issuer.js";
 import { tokenRoutes } from "./token-routes.js";
+import type { ApiOutage } from "./tenant-behaviour-routes.js";
 
 export interface EmulatorState {
   audience: string;
@@ -34,6 +35,8 @@ export interface EmulatorState {
   eventsApi: EventsApiState;
   eventsOptions: EventsApiOptions;
   deliveryList: DeliveryListShape;
+  /** Set through the control API: every management API call answers this status (an outage of the tenant). */
+  apiOutage: ApiOutage;
 }
 
 /** The emulator's HTTP surface: tokens and keys, `/api/v2`, and the `/emulator` control API. */
@@ -55,6 +58,10 @@ export function createEmulatorApp(state: EmulatorState): Express {
   app.use("/api/v2/events", eventsGate(state.eventsApi));
 
   const api = Router();
+  api.use((_req, _res, next) => {
+    if (state.apiOutage.status !== undefined) throw new ApiError(state.apiOutage.status, "The service is unavailable; please try again later.");
+    next();
+  });
   api.use(authenticate(state));
   // PATCH takes JSON or form-encoded bodies (docs/tenant.md#updating-a-stream); nested fields as destination[type]=webhook.
   api.use(express.json(), express.urlencoded({ extended: true }));

@@ -28,6 +28,11 @@ export interface DeliveryEngineOptions {
 export interface DeliveryEngine {
   /** Pushes one new event to every enabled stream subscribed to its type. */
   emit(type: string, data: Record<string, unknown>): { id: string; streams: string[] };
+  /**
+   * The tenant's "send a test event" (`POST /event-streams/{id}/test`): one event to that
+   * stream alone, marked `a0purpose: "test"`, kept out of the event log (GET /events).
+   */
+  sendTest(stream: StoredStream, type: string, data: Record<string, unknown>): Delivery;
   /** A new round of attempts for a failed delivery, after a `retrying` marker. */
   redeliver(delivery: Delivery): void;
   /** Stops every round: pending timers and requests in flight are abandoned. */
@@ -76,6 +81,14 @@ export function createDeliveryEngine(options: DeliveryEngineOptions): DeliveryEn
     }
   }
 
+  const source = `urn:auth0:${options.tenantName}.emulator`;
+  function deliver(stream: StoredStream, event: TenantEvent): Delivery {
+    const delivery: Delivery = { id: event.id, event_stream_id: stream.id, event_type: event.type, status: "pending", attempts: [], event, created_at: event.time };
+    options.deliveries.add(delivery);
+    start(delivery);
+    return delivery;
+  }
+
   function failForGood(delivery: Delivery, stream: StoredStream): void {
     delivery.status = "failed";
     stream.failures.consecutive += 1;
@@ -91,26 +104,16 @@ export function createDeliveryEngine(options: DeliveryEngineOptions): DeliveryEn
       const id = newId("evt_");
       const time = new Date().toISOString();
       // Every event emitted goes to the log, whatever the streams do (a disabled stream too).
-      options.log?.append({ id, source: `urn:auth0:${options.tenantName}.emulator`, specversion: "1.0", type, time, data, a0tenant: options.tenantName });
+      options.log?.append({ id, source, specversion: "1.0", type, time, data, a0tenant: options.tenantName });
       const targets = options.streams
         .all()
         .filter((stream) => stream.status === "enabled" && stream.subscriptions.some((subscription) => subscription.event_type === type));
-      for (const stream of targets) {
-        const event: TenantEvent = {
-          id,
-          source: `urn:auth0:${options.tenantName}.emulator`,
-          specversion: "1.0",
-          type,
-          time,
-          data,
-          a0tenant: options.tenantName,
-          a0stream: stream.id,
-        };
-        const delivery: Delivery = { id, event_stream_id: stream.id, event_type: type, status: "pending", attempts: [], event, created_at: time };
-        options.deliveries.add(delivery);
-        start(delivery);
-      }
+      for (const stream of targets) deliver(stream, { id, source, specversion: "1.0", type, time, data, a0tenant: options.tenantName, a0stream: stream.id });
       return { id, streams: targets.map((stream) => stream.id) };
+    },
+
+    sendTest(stream, type, data) {
+      return deliver(stream, { id: newId("evt_"), source, specversion: "1.0", type, time: new Date().toISOString(), data, a0tenant: options.tenantName, a0stream: stream.id, a0purpose: "test" });
     },
 
     redeliver(delivery) {

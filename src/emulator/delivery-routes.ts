@@ -33,6 +33,8 @@ const listQuery = z.object({
   take: z.coerce.number().int().min(1).max(100).default(50),
 });
 
+const testBody = z.strictObject({ event_type: eventType, data: z.record(z.string(), z.unknown()).optional() });
+
 const redeliverBody = z.strictObject({
   date_from: z.iso.datetime({ offset: true }).optional(),
   date_to: z.iso.datetime({ offset: true }).optional(),
@@ -88,6 +90,17 @@ export function deliveryRoutes(deps: { streams: StreamStore; deliveries: Deliver
     const page = paginate(recordsOf(stream.id, query.data, deps.deliveryList.dates), query.data.from, query.data.take);
     if (deps.deliveryList.shape === "array") return void res.json(page.items);
     res.json({ deliveries: page.items, ...(page.next ? { next: page.next } : {}) });
+  });
+
+  // "Send a test event" (the dashboard's test button): to this stream only, whatever its
+  // subscriptions, marked a0purpose "test"; answered with the delivery as it starts.
+  router.post("/event-streams/:id/test", requireScope("create:event_stream_test_events"), (req, res) => {
+    const stream = findStream(deps.streams, req.params.id);
+    const body = testBody.safeParse(req.body ?? {});
+    if (!body.success) throw validationError("Payload", body.error);
+    const delivery = deps.engine.sendTest(stream, body.data.event_type, body.data.data ?? { object: {} });
+    const { id, event_stream_id, status, event_type, attempts, event } = delivery;
+    res.json({ id, event_stream_id, status, event_type, attempts, event });
   });
 
   router.post("/event-streams/:id/redeliver/:event_id", requireScope("update:event_deliveries"), (req, res) => {

@@ -8,6 +8,8 @@ export interface TenantEvent {
   data: Record<string, unknown>;
   a0tenant: string;
   a0stream: string;
+  /** `test` on an event the tenant's "send a test event" made (POST /event-streams/{id}/test). */
+  a0purpose?: "test";
 }
 
 /**

@@ -13,6 +13,8 @@ export interface LoggedEvent {
   type: string;
   /** The SSE `data:` line as sent: `{"offset","event"}`, or a broken text the control API put there. */
   data: string;
+  /** A huge message: `data` is its start, then this many `x` of padding (Infinity: a line that never ends), then `tail`. */
+  padding?: { bytes: number; tail: string };
 }
 
 export interface EventLog {
@@ -20,6 +22,8 @@ export interface EventLog {
   append(event: LogEvent): void;
   /** A message whose data is `data` as given (a broken event, for tests of what a consumer does with one). */
   appendRaw(type: string, data: string): void;
+  /** An event whose data carries `padBytes` of padding (Infinity: never ends), written as it is sent, never held. */
+  appendPadded(event: LogEvent, padBytes: number): void;
   /** The events after `seq`, at most `limit`; those past retention are gone. */
   after(seq: number, limit: number): LoggedEvent[];
   /** The seq of the first event at or after `time` (ms), less one: where a `from_timestamp` read starts. */
@@ -75,6 +79,12 @@ export function createEventLog(options: { retentionMs?: number; now?: () => numb
     append(event) {
       const offset = offsetOf(head + 1);
       add({ seq: head + 1, offset, at: Date.parse(event.time) || now(), type: event.type, data: jsonText({ offset, event }) });
+    },
+    appendPadded(event, padBytes) {
+      const offset = offsetOf(head + 1);
+      const whole = jsonText({ offset, event: { ...event, data: { ...event.data, pad: "" } } });
+      const at = whole.lastIndexOf('"pad":""') + '"pad":"'.length;
+      add({ seq: head + 1, offset, at: now(), type: event.type, data: whole.slice(0, at), padding: { bytes: padBytes, tail: whole.slice(at) } });
     },
     appendRaw(type, data) {
       add({ seq: head + 1, offset: offsetOf(head + 1), at: now(), type, data });

@@ -3,7 +3,7 @@ import { isTenantEventType } from "../events/event-types.js";
 import { ApiError } from "./api-error.js";
 import { callerOf } from "./api-guard.js";
 import type { RequestHandler } from "express";
-import type { EventLog } from "./event-log.js";
+import type { EventLog, LoggedEvent } from "./event-log.js";
 
 export interface EventsApiOptions {
   /** `offset-only` markers this often while no event is due. */
@@ -30,6 +30,8 @@ export interface EventsApiState {
   down: boolean;
   /** The `Retry-After` (seconds) of a `429` past the connection limit. */
   retryAfterSeconds: number;
+  /** Bytes of padding written for huge messages since start (how far a reader has read one that never ends). */
+  paddingSent: number;
   /** False: a heartbeat is the `: heartbeat` comment alone, no `offset-only` marker (a quiet log shows only comments). */
   markers: boolean;
   /** Cuts every open stream (going down); with a message, each ends with `event: error` saying it. */
@@ -48,6 +50,7 @@ export function createEventsApiState(): EventsApiState {
     recent: [],
     down: false,
     retryAfterSeconds: 1,
+    paddingSent: 0,
     markers: true,
     cutters,
     cut: (error) => {
@@ -104,7 +107,8 @@ export function eventRoutes(log: EventLog, options: EventsApiOptions, state: Eve
         for (const entry of batch) {
           cursor = entry.seq;
           if (types && !types.has(entry.type)) continue;
-          wrote = res.write(`event: ${entry.type}\nid: ${entry.offset}\ndata: ${entry.data}\n\n`);
+          if (entry.padding) wrote = await writePadded(res, entry, entry.padding, stop.signal, state);
+          else wrote = res.write(`event: ${entry.type}\nid: ${entry.offset}\ndata: ${entry.data}\n\n`);
           lastSent = Date.now();
         }
         if (!wrote) await new Promise<void>((resolve) => (res.once("drain", resolve), stop.signal.addEventListener("abort", () => resolve(), { once: true })));
@@ -152,6 +156,31 @@ export function eventRoutes(log: EventLog, options: EventsApiOptions, state: Eve
   }
 
   return router;
+}
+
+/** A huge message, its padding written 64 KiB at a time as the reader takes it, until it ends or the stream is cut. */
+async function writePadded(res: Response, entry: LoggedEvent, padding: { bytes: number; tail: string }, stop: AbortSignal, state: EventsApiState): Promise<boolean> {
+  res.write(`event: ${entry.type}\nid: ${entry.offset}\ndata: ${entry.data}`);
+  const chunk = Buffer.alloc(65_536, "x");
+  for (let left = padding.bytes; left > 0 && !stop.aborted; left -= chunk.length) {
+    const part = left >= chunk.length ? chunk : chunk.subarray(0, left);
+    state.paddingSent += part.length;
+    if (!res.write(part)) await drained(res, stop);
+  }
+  return res.write(`${padding.tail}\n\n`);
+}
+
+/** Resolves once `res` takes more, or `stop` aborts; leaves no listener behind. */
+function drained(res: Response, stop: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      res.off("drain", done);
+      stop.removeEventListener("abort", done);
+      resolve();
+    };
+    res.once("drain", done);
+    stop.addEventListener("abort", done, { once: true });
+  });
 }
 
 /**

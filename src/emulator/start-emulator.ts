@@ -105,6 +105,7 @@ export async function startEmulator(options: EmulatorOptions = {}): Promise<Emul
     log,
     eventsApi,
     deliveryList: { shape: "object", dates: "event" },
+    apiOutage: {},
     eventsOptions: {
       heartbeatMs: (options.eventsHeartbeatSeconds ?? 15) * 1000,
       cycleMs: (options.eventsCycleSeconds ?? 300) * 1000,

@@ -31,9 +31,24 @@ export interface FreshnessReader {
 const minutesRead = 6;
 const hoursRead = 25;
 /** A period no longer changes once its last flushes landed (a second after it ends, with margin). */
-const settleMs = 10_000;
+export const settleMs = 10_000;
 
-type Tally = Map<string, { buckets: Map<number, number>; missed: number; delivered: number; stale: number }>;
+/** Per route: live deliveries per lag bucket, late ones, deliveries of any origin, stale skips, and the last waiting sample (create-waiting-sampler.ts). */
+export type Tally = Map<string, { buckets: Map<number, number>; missed: number; delivered: number; stale: number; waiting?: number }>;
+
+/** Hashes of the sketch (freshness-keys.ts) as their routes' figures, in one pipelined round trip. */
+export async function readTallies(redis: Redis | Cluster, keys: string[]): Promise<Tally[]> {
+  if (keys.length === 0) return [];
+  const pipeline = redis.pipeline();
+  for (const key of keys) pipeline.hgetall(key);
+  const replies = (await pipeline.exec()) ?? [];
+  return replies.map(([error, reply]) => {
+    if (error) throw error;
+    const tally: Tally = new Map();
+    for (const [field, value] of Object.entries(reply as Record<string, string>)) add(tally, field, Number(value));
+    return tally;
+  });
+}
 
 /** The current hour changes the day's figures little: read it again at most this often. */
 const currentHourMs = 10_000;
@@ -51,18 +66,7 @@ export function createFreshnessReader(redis: Redis | Cluster, queuePrefix: strin
   const hours = createPeriodSums(3_600_000, hoursRead - 1, (hour) => freshnessHourKey(queuePrefix, hour));
   let currentHour: { hour: number; at: number; day: Tally } | undefined;
 
-  const readKeys = async (keys: string[]): Promise<Tally[]> => {
-    if (keys.length === 0) return [];
-    const pipeline = redis.pipeline();
-    for (const key of keys) pipeline.hgetall(key);
-    const replies = (await pipeline.exec()) ?? [];
-    return replies.map(([error, reply]) => {
-      if (error) throw error;
-      const tally: Tally = new Map();
-      for (const [field, value] of Object.entries(reply as Record<string, string>)) add(tally, field, Number(value));
-      return tally;
-    });
-  };
+  const readKeys = (keys: string[]) => readTallies(redis, keys);
 
   return {
     async read(routes, now) {
@@ -147,13 +151,14 @@ function add(tally: Tally, field: string, value: number) {
   if (kind === "d") entry.delivered += value;
   else if (kind === "s") entry.stale += value;
   else if (kind === "m") entry.missed += value;
+  else if (kind === "w") entry.waiting = value;
   else if (kind.startsWith("b")) {
     const bucket = Number(kind.slice(1));
     entry.buckets.set(bucket, (entry.buckets.get(bucket) ?? 0) + value);
   }
 }
 
-function windowOf(entry: { buckets: Map<number, number>; missed: number } | undefined): FreshnessWindow {
+export function windowOf(entry: { buckets: Map<number, number>; missed: number } | undefined): FreshnessWindow {
   if (!entry) return { count: 0, p50: null, p99: null, missed: 0 };
   const count = [...entry.buckets.values()].reduce((sum, n) => sum + n, 0);
   return { count, p50: round(quantileSeconds(entry.buckets, 0.5)), p99: round(quantileSeconds(entry.buckets, 0.99)), missed: entry.missed };

@@ -21,7 +21,7 @@ export function adminAuth(adminToken: string | undefined, previousToken?: string
       if (decoded.includes(":") && isAdminToken(password)) return next();
     }
     // The pages a person opens (the operator view at /admin/, the queue dashboard) ask the browser for a login.
-    const browser = req.path.startsWith("/queues") || req.path === "/";
+    const browser = req.path.startsWith("/queues") || req.path === "/" || /^\/operator-view\.(css|js)$/.test(req.path);
     sendProblem(res, 401, "send Authorization: Bearer <ADMIN_TOKEN> (or HTTP Basic with ADMIN_TOKEN as the password)", {
       "WWW-Authenticate": browser ? 'Basic realm="streamkeeper admin", charset="UTF-8"' : 'Bearer realm="streamkeeper admin"',
     });

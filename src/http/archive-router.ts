@@ -5,13 +5,25 @@ import { forgetEntity } from "../archive/forget-entity.js";
 import type { RunningArchive } from "../archive/start-archive.js";
 import { windowProblem } from "../archive/window-problem.js";
 import type { Logger } from "../logger.js";
+import { parseTimeInput, timeInputForms } from "../parse-time-input.js";
 import { sendErrorProblem, sendProblem } from "./problem.js";
 
-/** A filter's time and event type, as search and replay take them. */
-export const time = z.iso
-  .datetime({ offset: true, error: "must be a time in ISO 8601, e.g. 2026-11-25T06:35:17Z" })
-  // Postgres has no year 0, and no arrival is older than 1970: a time before is a typo, said as one.
+/**
+ * A filter's time, as search and replay take it: the forms a person types in the CLI and in
+ * the operator view alike (parse-time-input.ts), durations counted back from the request's
+ * arrival; read as an ISO 8601 string. Postgres has no year 0, and no arrival is older than
+ * 1970: a time before is a typo, said as one.
+ */
+export const time = z
+  .string({ error: `must be ${timeInputForms}` })
+  .transform((value, context) => {
+    const at = parseTimeInput(value, Date.now());
+    if (at !== undefined) return new Date(at).toISOString();
+    context.addIssue({ code: "custom", message: `must be ${timeInputForms}` });
+    return z.NEVER;
+  })
   .refine((text) => Date.parse(text) >= 0, "must be a time from 1970 on, e.g. 2026-11-25T06:35:17Z");
+/** An event type, or a pattern such as user.*. */
 export const typePattern = z.string().regex(/^(\*|[A-Za-z0-9_.-]+(\.\*)?)$/, "must be an event type or a pattern such as user.*");
 /** No route name holds a NUL (routes are checked at start): one in a route is the caller's mistake (400). */
 export const nul = "must not hold a NUL character (\\u0000): no route name does";

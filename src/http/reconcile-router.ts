@@ -49,7 +49,7 @@ export function createReconcileRouter(reconcile: ReconcileQueue): Router {
     const jobs = await Promise.all(
       parsed.data.jobIds.map(async (jobId) => {
         const job = await reconcile.outcomeOf(jobId);
-        return { jobId, state: job?.state ?? "unknown", outcome: job?.result?.outcome ?? null, ...(job?.result ? { result: job.result } : {}) };
+        return { jobId, state: job?.state ?? "unknown", outcome: job?.result?.outcome ?? null, ...(job?.result ? { result: job.result } : {}), ...(job?.retrying ? { retrying: job.retrying } : {}) };
       }),
     );
     res.json({ jobs });
@@ -59,7 +59,7 @@ export function createReconcileRouter(reconcile: ReconcileQueue): Router {
     const jobId = req.params.jobId as string;
     const job = await reconcile.outcomeOf(jobId);
     if (!job) return sendProblem(res, 404, `no reconcile job ${jobId} (finished jobs are kept 7 days); check the jobId from POST /admin/reconcile`);
-    res.json({ state: job.state, outcome: job.result?.outcome ?? null, ...(job.result ? { result: job.result } : {}) });
+    res.json({ state: job.state, outcome: job.result?.outcome ?? null, ...(job.result ? { result: job.result } : {}), ...(job.retrying ? { retrying: job.retrying } : {}) });
   });
 
   return router;

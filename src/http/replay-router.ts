@@ -18,7 +18,7 @@ const replayBody = z.strictObject({
 });
 
 /**
- * `POST /admin/replays`, `GET /admin/replays/:id`, `DELETE /admin/replays/:id`
+ * `POST /admin/replays`, `GET /admin/replays` (every replay, newest first), `GET /admin/replays/:id`, `DELETE /admin/replays/:id`
  * (README.md#the-archive-search-timelines-replay-erasure); replay-runner.ts sends what they start.
  */
 export function createReplayRouter(deps: { replays: Replays; logger: Logger; started(): void }): Router {
@@ -37,6 +37,14 @@ export function createReplayRouter(deps: { replays: Replays; logger: Logger; sta
       res.status(202).json({ replayId: started.replayId, matched: started.matched, erased: started.erased });
     } catch (error) {
       if (sendErrorProblem(res, error)) return;
+      sendArchiveUnavailable(res, logger, error);
+    }
+  });
+
+  router.get("/replays", async (_req, res) => {
+    try {
+      res.json({ replays: await replays.list() });
+    } catch (error) {
       sendArchiveUnavailable(res, logger, error);
     }
   });

@@ -3,6 +3,10 @@ import { z } from "zod";
 import type { DeliveryQueues } from "../queue/delivery-queues.js";
 import type { OrphanedRoutes } from "../queue/orphaned-routes.js";
 import type { Route } from "../routes/route.js";
+import type { RouteTrier } from "../routes/try-route.js";
+import type { CloudEvent } from "../events/cloud-event.js";
+import { InvalidEventError } from "../events/invalid-event-error.js";
+import { validateCloudEvent } from "../events/validate-cloud-event.js";
 import { publishedRoute } from "../service-config/service-config.js";
 import { firstIssue, time } from "./archive-router.js";
 import { sendProblem } from "./problem.js";
@@ -15,7 +19,14 @@ export interface RoutesRouterDeps {
   forget(route: string): void;
   /** Parks the route's waiting events older than `before` (queue/park-waiting.ts); absent with the archive off (ARCHIVE=off). */
   park?(route: string, before: number): Promise<{ parked: number; firstArrival?: number }>;
+  /** What a route would do with an event (routes/try-route.ts), sending nothing. */
+  tryRoute: RouteTrier;
+  /** An archived event by id (archive/archived-payload.ts); none: the archive is off. */
+  archivedEvent?(eventId: string): Promise<CloudEvent | "erased" | undefined>;
 }
+
+const tryBody = z.union([z.strictObject({ eventId: z.string().min(1) }), z.strictObject({ event: z.unknown() })]);
+const tryUsage = 'send {"eventId":"<id>"} (an archived event) or {"event":{...}} (a CloudEvent as JSON)';
 
 const moveBody = z.strictObject({ to: z.string("must be the name of a configured route").min(1, "must be the name of a configured route") });
 const parkBody = z.strictObject({ olderThan: time.optional() });
@@ -23,9 +34,9 @@ const parkBody = z.strictObject({ olderThan: time.optional() });
 /**
  * `GET /admin/routes`, `POST /admin/routes/:name/move {"to"}`, `DELETE /admin/routes/:name`
  * (docs/operating.md#removing-or-renaming-a-route), `POST /admin/routes/:name/park {"olderThan"?}`
- * (docs/operating.md, "A stream came back with a day of events"), behind ADMIN_TOKEN: what
- * `streamkeeper routes` uses. A route renamed or removed keeps its waiting events until they
- * are moved or dropped here.
+ * (docs/operating.md, "A stream came back with a day of events"), `POST /admin/routes/:name/try
+ * {"eventId"}|{"event"}` (docs/routes.md), behind ADMIN_TOKEN: what `streamkeeper routes` uses.
+ * A route renamed or removed keeps its waiting events until they are moved or dropped here.
  */
 export function createRoutesRouter(deps: RoutesRouterDeps): Router {
   const router = express.Router();
@@ -38,12 +49,44 @@ export function createRoutesRouter(deps: RoutesRouterDeps): Router {
         const counts = await deps.queues.forRoute(route.name).getJobCounts("wait", "prioritized", "delayed", "active", "failed");
         const { url, match } = publishedRoute(route);
         // lanes: the queued part of `waiting`, live ones first (queue/lane.ts).
-        return { name: route.name, state: "configured", match, url, waiting: counts.wait! + counts.prioritized! + counts.delayed! + counts.active!, lanes: { live: counts.wait!, late: counts.prioritized! }, deadLetters: counts.failed! };
+        const { filter, testEvents = "deliver", transform } = route;
+        return { name: route.name, state: "configured", match, url, filter, testEvents, transform, waiting: counts.wait! + counts.prioritized! + counts.delayed! + counts.active!, lanes: { live: counts.wait!, late: counts.prioritized! }, deadLetters: counts.failed! };
       }),
     );
     const removed = await Promise.all((await deps.orphans.find()).map(async (name) => ({ name, state: "removed", waiting: await deps.orphans.count(name) })));
     res.json({ routes: [...configured, ...removed.filter((route) => route.waiting > 0)] });
   });
+
+  router.post("/routes/:name/try", async (req, res) => {
+    const name = req.params.name as string;
+    if (!names.includes(name)) return sendProblem(res, 404, `no configured route ${name}: the routes are ${configuredNames()}`);
+    const parsed = tryBody.safeParse(req.body ?? {});
+    if (!parsed.success) return sendProblem(res, 400, tryUsage);
+    let event: unknown;
+    if ("event" in parsed.data) event = parsed.data.event;
+    else {
+      const found = await archived(parsed.data.eventId);
+      if ("status" in found) return sendProblem(res, found.status, found.detail);
+      event = found.event;
+    }
+    let checked: CloudEvent;
+    try {
+      checked = validateCloudEvent(event, "event.");
+    } catch (error) {
+      if (!(error instanceof InvalidEventError)) throw error;
+      return sendProblem(res, 400, error.message);
+    }
+    res.json(await deps.tryRoute(name, checked));
+  });
+
+  /** The archived event, or why there is none, in words. */
+  const archived = async (eventId: string): Promise<{ event: CloudEvent } | { status: 404 | 409; detail: string }> => {
+    if (!deps.archivedEvent) return { status: 409, detail: 'the archive is off (ARCHIVE=off), so no event can be read by its id: send {"event":{...}} instead' };
+    const event = await deps.archivedEvent(eventId);
+    if (event === undefined) return { status: 404, detail: `no archived event ${eventId}: check the id (streamkeeper events search --id), or send {"event":{...}}` };
+    if (event === "erased") return { status: 409, detail: `the payload of event ${eventId} was erased (events forget): send {"event":{...}} instead` };
+    return { event };
+  };
 
   router.post("/routes/:name/move", async (req, res) => {
     const name = req.params.name as string;

@@ -124,7 +124,7 @@ export const queueOldestWaitingAge = new Gauge({
 
 export const dispatchTotal = createFastCounter({
   name: "streamkeeper_dispatch_total",
-  help: "Downstream delivery attempts by route and outcome (delivered, retry, dead_letter; stale: skipped by a dropStale route as older than what it has)",
+  help: "Downstream delivery attempts by route and outcome (delivered, retry, dead_letter; stale: skipped by a dropStale route as older than what it has; filtered: left out by the route's filter or testEvents, no job)",
   labelNames: ["route", "outcome"] as const,
   registers: [registry],
 });

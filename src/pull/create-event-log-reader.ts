@@ -2,7 +2,7 @@ import { InvalidEventError } from "../events/invalid-event-error.js";
 import { lastingFault } from "../events/lasting-fault.js";
 import { validateCloudEvent } from "../events/validate-cloud-event.js";
 import { notePullMessage, pullConnected, pullEvents } from "../metrics/pull-metrics.js";
-import { openEventLog, type EventLogQuery, type EventLogStream, type EventSourceMessage } from "../tenant/open-event-log.js";
+import { openEventLog, type EventLogQuery, type EventLogMessage, type EventLogStream } from "../tenant/open-event-log.js";
 import { TenantApiError } from "../tenant/tenant-api-error.js";
 import { startTime } from "./pull-start.js";
 import type { Logger } from "../logger.js";
@@ -22,6 +22,8 @@ export interface PullerDeps {
   eventTypes?: string[];
   start: PullStart;
   overlapMs: number;
+  /** WEBHOOK_MAX_BODY_BYTES: a message larger than this is never held whole; it is kept aside with its first bytes. */
+  maxMessageBytes: number;
   /** DEDUPE_TTL_SECONDS in ms: a resume never reads further back, where the ledger has forgotten the ids and would let repeats through. */
   dedupeTtlMs: number;
   /** Another worker takes over within this long of the holder's death. */
@@ -91,7 +93,8 @@ export function createEventLogReader(deps: PullerDeps, owner: string, setState: 
     };
     try {
       const onRetry = (ms: number) => void (retryMs = Math.min(ms, deps.backoffMaxMs ?? defaultBackoffMaxMs));
-      stream = await openEventLog({ apiBaseUrl: deps.apiBaseUrl, tenant: deps.tenant, query, signal, fetch: deps.fetch, onComment: watch, onRetry });
+      const onOversize = () => logger.warn({ maxMessageBytes: deps.maxMessageBytes }, "pull: a message of the Events API passed WEBHOOK_MAX_BODY_BYTES; the rest of it is read and dropped, and it is kept aside with its first bytes when it ends");
+      stream = await openEventLog({ apiBaseUrl: deps.apiBaseUrl, tenant: deps.tenant, query, signal, fetch: deps.fetch, onComment: watch, onRetry, maxMessageBytes: deps.maxMessageBytes, onOversize });
     } catch (error) {
       if (signal.aborted) return { reason: "error", waitMs: 0 };
       return await refused(error, query);
@@ -190,7 +193,11 @@ export function createEventLogReader(deps: PullerDeps, owner: string, setState: 
 }
 
 /** Stores one message's content (an event, or a poison kept aside); what its offset covers then. */
-async function storeMessage(deps: Pick<PullerDeps, "state" | "store" | "logger">, message: EventSourceMessage): Promise<{ offset?: string; lastEventAt?: string }> {
+async function storeMessage(deps: Pick<PullerDeps, "state" | "store" | "logger">, message: EventLogMessage): Promise<{ offset?: string; lastEventAt?: string }> {
+  if (message.oversize) {
+    const reason = `a message of ${message.oversize.bytes} bytes, larger than WEBHOOK_MAX_BODY_BYTES`;
+    return keepAside(deps, { ...message, data: message.oversize.head }, message.id || undefined, reason, "a message too large to store");
+  }
   let parsed: { offset?: unknown; event?: unknown } | undefined;
   try {
     parsed = JSON.parse(message.data) as typeof parsed;
@@ -217,7 +224,7 @@ async function storeMessage(deps: Pick<PullerDeps, "state" | "store" | "logger">
 }
 
 /** A message kept aside as a pull dead letter, counted and logged; its offset moves on. */
-async function keepAside(deps: Pick<PullerDeps, "state" | "logger">, message: EventSourceMessage, offset: string | undefined, reason: string, what: string): Promise<{ offset?: string }> {
+async function keepAside(deps: Pick<PullerDeps, "state" | "logger">, message: EventLogMessage, offset: string | undefined, reason: string, what: string): Promise<{ offset?: string }> {
   await deps.state.keepAside({ offset, reason, raw: message.data, at: new Date().toISOString() });
   pullEvents.inc({ result: "poison" });
   deps.logger.error({ offset, reason, type: message.event }, `pull: ${what} was kept aside as a pull dead letter (its raw body is in Redis); reading goes on past it`);
@@ -225,20 +232,14 @@ async function keepAside(deps: Pick<PullerDeps, "state" | "logger">, message: Ev
 }
 
 /**
- * An expired (or refused) offset: read again from the last stored event's time less the
- * overlap; with no event stored yet (a quiet log, or types that matched nothing: only
- * heartbeats kept), from when the offset was kept, so the gap since is read too.
+ * An expired (or refused) offset: read again from when the last offset was kept (our clock)
+ * less the overlap. Never from an event's own `time`: the tenant's word, which may be far in
+ * the past (a back-dated event would re-read the whole dedupe window and report a gap of
+ * years) or in the future (it would skip the events after it).
  */
 async function resumeFromTime(deps: Pick<PullerDeps, "state" | "overlapMs" | "dedupeTtlMs" | "logger">, offset: string | undefined, error: TenantApiError): Promise<{ offset: string | undefined; from: Date }> {
-  const position: { lastEventAt?: string; offsetAt?: string } = await deps.state.position().catch(() => ({}));
-  const keptAt = Date.parse(position.offsetAt ?? "");
-  // An event's time is the tenant's word: one ahead of when its offset was kept (a clock
-  // ahead, a time set by hand) would resume past the events after it. Never later than that.
-  const [since, what] = position.lastEventAt
-    ? [Math.min(Date.parse(position.lastEventAt), keptAt || Number.POSITIVE_INFINITY), "the last stored event's time, or when its offset was kept if earlier"]
-    : position.offsetAt
-      ? [keptAt, "when the offset was kept, no event stored since the start"]
-      : [Number.NaN, ""];
+  const position: { offsetAt?: string } = await deps.state.position().catch(() => ({}));
+  const since = Date.parse(position.offsetAt ?? "");
   const known = !Number.isNaN(since);
   const wanted = (known ? since : Date.now()) - deps.overlapMs;
   const remembered = Date.now() - deps.dedupeTtlMs;
@@ -253,7 +254,7 @@ async function resumeFromTime(deps: Pick<PullerDeps, "state" | "overlapMs" | "de
   const from = new Date(Math.max(wanted, remembered));
   deps.logger.warn(
     { offset, from: from.toISOString(), status: error.status },
-    `pull: the kept offset can no longer be read (${error.status} ${error.tenantMessage}); resuming from ${from.toISOString()} (${known ? what : "now, nothing kept to start from"}, less PULL_OVERLAP_SECONDS); the ledger drops the repeats`,
+    `pull: the kept offset can no longer be read (${error.status} ${error.tenantMessage}); resuming from ${from.toISOString()} (${known ? "when the offset was kept" : "now, nothing kept to start from"}, less PULL_OVERLAP_SECONDS); the ledger drops the repeats`,
   );
   return { offset, from };
 }

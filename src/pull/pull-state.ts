@@ -15,7 +15,7 @@ export interface PullPosition {
   offset?: string;
   /** When that offset was kept (ISO 8601). */
   offsetAt?: string;
-  /** The `time` of the last event stored by pull (ISO 8601): where an expired offset resumes from. */
+  /** The `time` of the last event stored by pull (ISO 8601), as the tenant dated it: shown, never resumed from. */
   lastEventAt?: string;
   /** Where reading first began with no offset kept (PULL_START, `now` included), fixed by the first attempt of any process (ISO 8601). */
   startAt?: string;

@@ -15,7 +15,8 @@ export function countStoredEvents(store: EventStore): EventStore {
       if (result.status === "duplicate") eventsDuplicate.inc({ origin: options.origin });
       else {
         eventsReceived.labels(type, options.origin).inc();
-        if (result.routes.length === 0) eventsUnrouted.inc({ type });
+        // Filtered out by every route it matched is not unrouted: dispatch_total{outcome="filtered"} counts it.
+        if (result.routes.length === 0 && !result.filtered?.length) eventsUnrouted.inc({ type });
       }
       return result;
     },

@@ -24,6 +24,8 @@ export interface EventRecord {
   deliveredAt: Record<string, number>;
   /** route name → ms since epoch when a `dropStale` route skipped it as older than what it had */
   staleAt: Record<string, number>;
+  /** the routes whose filter left it out (routes/route-chooser.ts): it had no job there (the mark keeps no time: the arrival is it) */
+  filtered: string[];
 }
 
 export interface Arrival {
@@ -76,6 +78,8 @@ export interface EventLedger {
   markDelivered(eventId: string, route: string, at: number): Promise<void>;
   /** Records that a `dropStale` route skipped the event as stale, for GET /admin/events once its job is gone. */
   markStale(eventId: string, route: string, at: number): Promise<void>;
+  /** Records that a route's filter left the stored event out, for GET /admin/events (it has no job there). */
+  markFiltered(eventId: string, route: string, at: number): Promise<void>;
   deliveredAt(eventId: string, route: string): Promise<number | undefined>;
   /**
    * A new id's whole store in one script, one round trip: the check, the jobs, the claim,
@@ -209,6 +213,7 @@ export function createEventLedger(redis: Redis | Cluster, queuePrefix: string, t
     },
     markDelivered: (eventId, route, at) => mark(eventId, route, at, routeMarks.delivered),
     markStale: (eventId, route, at) => mark(eventId, route, at, routeMarks.stale),
+    markFiltered: (eventId, route, at) => mark(eventId, route, at, routeMarks.filtered),
     async deliveredAt(eventId, route) {
       const at = Number(await call("deliveredAt", eventId, route));
       return at >= 0 ? at : undefined;
@@ -264,7 +269,7 @@ export function createEventLedger(redis: Redis | Cluster, queuePrefix: string, t
 }
 
 /** A route's marks in a record (ledger-core.lua). */
-const routeMarks = { matched: 1, delivered: 2, stale: 4 };
+const routeMarks = { matched: 1, delivered: 2, stale: 4, filtered: 8 };
 
 /** The `get` op's reply as a record: its fields, then per route its name, marks and the marks' time. */
 function recordOf(eventId: string, reply: Array<string | number>): EventRecord {
@@ -272,11 +277,13 @@ function recordOf(eventId: string, reply: Array<string | number>): EventRecord {
   const routes: string[] = [];
   const deliveredAt: Record<string, number> = {};
   const staleAt: Record<string, number> = {};
+  const filtered: string[] = [];
   for (let i = 0; i + 2 < perRoute.length; i += 3) {
     const [name, marks, at] = [String(perRoute[i]), Number(perRoute[i + 1]), Number(perRoute[i + 2])];
     if (marks & routeMarks.matched) routes.push(name);
     if (marks & routeMarks.delivered) deliveredAt[name] = at;
     if (marks & routeMarks.stale) staleAt[name] = at;
+    if (marks & routeMarks.filtered) filtered.push(name);
   }
   return {
     eventId,
@@ -290,5 +297,6 @@ function recordOf(eventId: string, reply: Array<string | number>): EventRecord {
     replays: Number(replays),
     deliveredAt,
     staleAt,
+    filtered,
   };
 }

@@ -15,6 +15,8 @@ export interface StoreResult {
   status: "stored" | "duplicate";
   /** the routes the event was queued for (none: stored, and delivered nowhere) */
   routes: string[];
+  /** routes its type matched whose filter left it out (routes/route-chooser.ts): no job, outcome `filtered` */
+  filtered?: string[];
 }
 
 export interface EventStore {
@@ -28,6 +30,10 @@ export interface EventStoreDeps {
   fanOut: FanOut;
   /** The routes an event type goes to (routes/route.ts `routesMatching`). */
   routesFor(type: string): string[];
+  /** Of those, the routes whose filters take the event (routes/route-chooser.ts `narrow`); none: every one. */
+  narrow?(event: CloudEvent, matched: string[]): { routes: string[]; filtered: string[] };
+  /** Told once an event is stored that some routes filtered out (never for a duplicate): counted and recorded there. */
+  onFiltered?(event: CloudEvent, routes: string[], receivedAt: number): void;
   /**
    * The archive's outbox (archive/archive-outbox.ts), when the archive is on: the event's
    * record is added beside its jobs, in the same round trip, so what is stored is archived
@@ -55,16 +61,22 @@ export interface EventStoreDeps {
  * Any Redis error rejects: the caller answers 503 and the tenant retries. Counting what
  * was stored is the caller's (count-stored-events.ts).
  */
-export function createEventStore({ ledger, fanOut, routesFor, archive, admit }: EventStoreDeps): EventStore {
+export function createEventStore({ ledger, fanOut, routesFor, narrow, onFiltered, archive, admit }: EventStoreDeps): EventStore {
+  const routesOf = chooseRoutes(routesFor, narrow);
   return {
     async store(event, { origin, streamId, force = false }) {
       const receivedAt = Date.now();
-      const routes = routesFor(event.type);
-      const record = archive && ({ kind: "event", event, origin, streamId, receivedAt, routes } as const);
+      const { routes, filtered, matched } = routesOf(event);
+      const record = archive && ({ kind: "event", event, origin, streamId, receivedAt, routes: matched, ...(filtered.length > 0 ? { filtered } : {}) } as const);
+      const stored = (): StoreResult => {
+        if (filtered.length === 0) return { status: "stored", routes };
+        onFiltered?.(event, filtered, receivedAt);
+        return { status: "stored", routes, filtered };
+      };
       let state: Awaited<ReturnType<EventLedger["lookup"]>> | undefined;
       if (admit && !force) {
         const admission = await admit(event, routes, { origin, streamId, receivedAt }, record);
-        if (admission === "stored") return { status: "stored", routes };
+        if (admission === "stored") return stored();
         if (admission === "duplicate") return { status: "duplicate", routes: [] };
         // Nothing was written: the long way, knowing what the ledger holds when it said so.
         if (admission === "recheck") state = "delivered_only";
@@ -81,7 +93,20 @@ export function createEventStore({ ledger, fanOut, routesFor, archive, admit }: 
       ]);
       const first = await ledger.claim(event.id, { receivedAt, origin, streamId, type: event.type, routes }, force);
       // Not first: another request with the same id won the race between our check and our claim.
-      return first ? { status: "stored", routes } : { status: "duplicate", routes: [] };
+      return first ? stored() : { status: "duplicate", routes: [] };
     },
+  };
+}
+
+/**
+ * The routes an event goes to, by type and then by each route's filter: a filtered route
+ * gets no job (its outcome is `filtered`), while the archive lists every route the type
+ * matched (`matched`), so search shows the filtered ones too.
+ */
+function chooseRoutes(routesFor: EventStoreDeps["routesFor"], narrow: EventStoreDeps["narrow"]) {
+  return (event: CloudEvent) => {
+    const matched = routesFor(event.type);
+    if (!narrow || matched.length === 0) return { routes: matched, filtered: [] as string[], matched };
+    return { ...narrow(event, matched), matched };
   };
 }

@@ -23,7 +23,7 @@
   16 pull), its time (6 bytes, ms: the arrival, or the first mark of a record without one),
   type and stream (1 byte each, indices into the bucket's dictionary, 0 none), when flagged
   duplicates and replays (1 byte each, saturating) and lastDuplicateAt (6 bytes), then per
-  route: its dictionary index, its marks (1 matched, 2 delivered, 4 stale) and, when
+  route: its dictionary index, its marks (1 matched, 2 delivered, 4 stale, 8 filtered: no time kept, the arrival is its time) and, when
   marked, the mark's time as ms after the record's (a varint: 2 bytes within 16 s). Route
   indices are per bucket and append-only, so a route renamed, added or removed later never
   changes what an older record means.
@@ -239,7 +239,7 @@ local function arrive(i, r, receivedAt, indices)
   write(i, r)
 end
 
--- ARGV: route, at, mark (2 delivered, 4 stale). Without a record, one without an arrival
+-- ARGV: route, at, mark (2 delivered, 4 stale, 8 filtered). Without a record, one without an arrival
 -- (a 'delivered_only' record) starts in the newest bucket. `newestOnly` (a 'markNewest'):
 -- sent the newest bucket alone, where a record of a recent event is, it answers 2, writing
 -- nothing, when the record is not there (then 'mark' is sent the whole window).

@@ -1,6 +1,7 @@
 import { Queue, type Job , type Telemetry } from "bullmq";
 import type { Cluster, Redis } from "ioredis";
 import { reconcileQueueBullPrefix, reconcileQueueName } from "../queue/queue-names.js";
+import { reconcileAttempts, reconcileBackoffType } from "./reconcile-backoff.js";
 import type { ReconcileJobData, ReconcileOutcome, ReconcileResult } from "./reconcile-job.js";
 
 export type ReconcileQueueHandle = Queue<ReconcileJobData, ReconcileResult>;
@@ -16,6 +17,8 @@ export interface JobOutcome {
   state: string;
   /** Undefined until the job is done. */
   result?: ReconcileResult;
+  /** A job not done whose attempts failed so far (the tenant down): how many, and the last one's reason. */
+  retrying?: { attempts: number; reason: string };
 }
 
 export interface ReconcileQueue {
@@ -31,9 +34,10 @@ const keepSeconds = 7 * 24 * 3600;
 
 /**
  * The producer side of the durable `reconcile` queue, on a connection the caller owns.
- * A job that throws (Redis down while storing) is retried with backoff; tenant API errors
- * are outcomes, not failures. Job ids are BullMQ's own, so reconciling an id twice makes
- * two jobs: the second reports `already_received`.
+ * A job that throws (the tenant down, Redis down while storing) is retried with backoff
+ * for RECONCILE_RETRY_FOR_SECONDS; other tenant API errors are outcomes, not failures. Job
+ * ids are BullMQ's own, so reconciling an id twice makes two jobs: the second reports
+ * `already_received`.
  */
 export function createReconcileQueue(connection: Redis | Cluster, queuePrefix: string, telemetry?: Telemetry): ReconcileQueue {
   const queue: ReconcileQueueHandle = new Queue<ReconcileJobData, ReconcileResult>(reconcileQueueName, {
@@ -42,8 +46,9 @@ export function createReconcileQueue(connection: Redis | Cluster, queuePrefix: s
     skipWaitingForReady: true,
     telemetry,
     defaultJobOptions: {
-      attempts: 5,
-      backoff: { type: "exponential", delay: 1000 },
+      // Retried for RECONCILE_RETRY_FOR_SECONDS, by the worker's backoff (reconcile-backoff.ts).
+      attempts: reconcileAttempts,
+      backoff: { type: reconcileBackoffType, delay: 1000 },
       removeOnComplete: { age: keepSeconds },
       removeOnFail: { age: keepSeconds },
     },
@@ -66,7 +71,9 @@ export function createReconcileQueue(connection: Redis | Cluster, queuePrefix: s
       const state = await queue.getJobState(jobId);
       const job = await queue.getJob(jobId);
       if (!job || state === "unknown") return undefined;
-      return { state, result: resultOf(job, state) };
+      const result = resultOf(job, state);
+      const retrying = !result && job.attemptsMade > 0 ? { attempts: job.attemptsMade, reason: job.failedReason } : undefined;
+      return { state, result, ...(retrying && { retrying }) };
     },
     close: () => queue.close(),
   };
@@ -76,6 +83,7 @@ export function createReconcileQueue(connection: Redis | Cluster, queuePrefix: s
 export function resultOf(job: ReconcileJob, state: string): ReconcileResult | undefined {
   if (state === "completed") return job.returnvalue;
   if (state !== "failed") return undefined;
-  const outcome: ReconcileOutcome = `error: the reconcile job failed after ${job.attemptsMade} attempts (${job.failedReason}); reconcile this id again once that is fixed`;
+  const seconds = Math.round(((job.finishedOn ?? Date.now()) - job.timestamp) / 1000);
+  const outcome: ReconcileOutcome = `error: the reconcile job failed after ${job.attemptsMade} attempts over ${seconds} s (${job.failedReason}); reconcile this id again once that is fixed (RECONCILE_RETRY_FOR_SECONDS says how long a job is retried)`;
   return { eventId: job.data.eventId, streamId: job.data.streamId, outcome };
 }

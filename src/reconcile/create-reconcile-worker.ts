@@ -10,13 +10,14 @@ import type { RedisClient } from "../redis/redis-connection.js";
 import { TenantRateLimitError } from "../tenant/tenant-api-error.js";
 import { createReconciler, type ReconcilerDeps } from "./create-reconciler.js";
 import type { PacedTenant } from "../pace/create-paced-tenant.js";
+import { reconcileBackoff } from "./reconcile-backoff.js";
 import { createStreamIdCache } from "./create-stream-id-cache.js";
 import { outcomeLabel, type ReconcileJobData, type ReconcileResult } from "./reconcile-job.js";
 import { closeWorkers } from "../shutdown/close-workers.js";
 import { createInFlight } from "../shutdown/in-flight.js";
 
 export interface ReconcileWorkerOptions {
-  env: Pick<Env, "QUEUE_PREFIX" | "SHUTDOWN_TIMEOUT_MS" | "DEFAULT_STREAM_ID" | "LOG_REPEAT_INTERVAL_SECONDS" | "RECONCILE_RATE_SHARE" | "RECONCILE_RATE_PER_SECOND">;
+  env: Pick<Env, "QUEUE_PREFIX" | "SHUTDOWN_TIMEOUT_MS" | "DEFAULT_STREAM_ID" | "LOG_REPEAT_INTERVAL_SECONDS" | "RECONCILE_RATE_SHARE" | "RECONCILE_RATE_PER_SECOND" | "RECONCILE_RETRY_FOR_SECONDS">;
   /** The process's one paced tenant client (create-paced-tenant.ts), or why there is none. */
   tenant: PacedTenant;
   /** A `worker` connection (`maxRetriesPerRequest: null`); the caller owns it and closes it after `close()`. */
@@ -30,6 +31,10 @@ export interface ReconcileWorkerOptions {
   telemetry?: Telemetry;
   /** Who answers, in an outcome that names the process: "the service (role all, pid 42 on host)". @defaultValue "this process" */
   serviceName?: string;
+  /** The first wait before a failed job's next attempt (doubling to `retryMaxMs`). @defaultValue 1000 */
+  retryBaseMs?: number;
+  /** The longest wait between a failed job's attempts. @defaultValue 60000 */
+  retryMaxMs?: number;
   /** Work the reconcile queue under this BullMQ prefix instead of its own: what another key layout left there is drained (upgrade/). */
   drainPrefix?: string;
 }
@@ -65,7 +70,7 @@ export function createReconcileWorker(options: ReconcileWorkerOptions): Reconcil
     reconcileQueueName,
     inFlight.track(async (job) => {
       try {
-        const result = await reconciler.reconcile(job.data);
+        const result = await reconciler.reconcile(job.data, job.timestamp);
         reconcileTotal.inc({ outcome: outcomeLabel(result.outcome) });
         // The caller sees the outcome; the service's log says it too (nothing silent).
         if (result.outcome.startsWith("error:")) logger.warn({ eventId: job.data.eventId, jobId: job.id, outcome: result.outcome }, "reconcile could not recover the event");
@@ -89,11 +94,13 @@ export function createReconcileWorker(options: ReconcileWorkerOptions): Reconcil
       // BullMQ honours worker.rateLimit() only with a limiter set. Jobs that make no call
       // (ids already received) may go faster than the call pace, hence a wide bound.
       limiter: { max: 1000, duration: 1000 },
+      settings: { backoffStrategy: reconcileBackoff({ retryForMs: env.RECONCILE_RETRY_FOR_SECONDS * 1000, baseMs: options.retryBaseMs, maxMs: options.retryMaxMs }) },
     },
   );
   worker.on("error", (error) => logRedisError({ err: error }, "worker"));
   worker.on("failed", (job, error) => {
-    if (job && job.attemptsMade >= (job.opts.attempts ?? 1)) {
+    // Set once the job failed for good (out of attempts or past RECONCILE_RETRY_FOR_SECONDS), not when it is retried.
+    if (job?.finishedOn !== undefined) {
       reconcileTotal.inc({ outcome: "error" });
       logger.error({ err: error, eventId: job.data.eventId, jobId: job.id }, "reconcile job failed for good");
     }

@@ -9,7 +9,8 @@ import type { ReconcileJobData, ReconcileResult } from "./reconcile-job.js";
 /** What the reconciler needs of the tenant: the delivery history and the stream ids to search. */
 export interface ReconcileTenant {
   getDelivery(streamId: string, eventId: string): Promise<DeliveryRecord | undefined>;
-  streamIds(): Promise<string[]>;
+  /** Every stream id; with `listedSince` (ms), from a listing begun then or later. */
+  streamIds(options?: { listedSince?: number }): Promise<string[]>;
 }
 
 export interface ReconcilerDeps {
@@ -28,9 +29,10 @@ export interface Reconciler {
   /**
    * One id to its outcome. Tenant API errors become `error: <reason>` outcomes; a 429
    * that outlasted the client's retries (TenantRateLimitError) and Redis errors are
-   * thrown, for the worker to pause or retry the job.
+   * thrown, for the worker to pause or retry the job. `queuedAt` (ms, default now): when
+   * the reconcile was asked; a stream created before it is searched for an id naming none.
    */
-  reconcile(job: ReconcileJobData): Promise<ReconcileResult>;
+  reconcile(job: ReconcileJobData, queuedAt?: number): Promise<ReconcileResult>;
   /**
    * One delivery record the tenant already gave us (a page of the failed-deliveries list
    * carries each event): the same outcomes as `reconcile`, with no tenant call.
@@ -44,25 +46,32 @@ export function createReconciler(deps: ReconcilerDeps): Reconciler {
   const { ledger, store, tenant } = deps;
 
   /** The record of the asked stream, else the first failed one with its event among every stream, else the first found. */
-  async function findRecord(api: ReconcileTenant, eventId: string, streamId: string | undefined) {
+  async function findRecord(api: ReconcileTenant, eventId: string, streamId: string | undefined, queuedAt: number) {
     if (streamId !== undefined) return { streamId, record: await api.getDelivery(streamId, eventId) };
     let first: { streamId: string; record: DeliveryRecord } | undefined;
-    for (const id of await api.streamIds()) {
-      const record = await api.getDelivery(id, eventId);
-      if (record?.status === "failed" && record.event) return { streamId: id, record };
-      if (record && !first) first = { streamId: id, record };
-    }
-    return first ?? { streamId: undefined, record: undefined };
+    const searched = new Set<string>();
+    const search = async (ids: string[]) => {
+      for (const id of ids.filter((one) => !searched.has(one))) {
+        searched.add(id);
+        const record = await api.getDelivery(id, eventId);
+        if (record?.status === "failed" && record.event) return { streamId: id, record };
+        if (record && !first) first = { streamId: id, record };
+      }
+      return undefined;
+    };
+    // In none of the streams known: one created before the reconcile was asked may hold it.
+    const found = (await search(await api.streamIds())) ?? (first ? undefined : await search(await api.streamIds({ listedSince: queuedAt })));
+    return found ?? first ?? { streamId: undefined, record: undefined };
   }
 
   return {
-    async reconcile({ eventId, streamId: asked, force }) {
+    async reconcile({ eventId, streamId: asked, force }, queuedAt = Date.now()) {
       // No tenant call for an id we have (unless forced): 1,000 known ids cost no quota.
       if (!force && (await ledger.has(eventId))) return { eventId, streamId: asked, outcome: "already_received" };
       if ("unavailable" in tenant) return { eventId, streamId: asked, outcome: `error: ${tenant.unavailable}` };
       let found: Awaited<ReturnType<typeof findRecord>>;
       try {
-        found = await findRecord(tenant, eventId, asked ?? deps.defaultStreamId);
+        found = await findRecord(tenant, eventId, asked ?? deps.defaultStreamId, queuedAt);
       } catch (error) {
         // Transient: the job goes back to the queue (its attempts and backoff), so a short
         // tenant outage delays a reconcile instead of ending it. A 429 pauses the queue.

@@ -7,6 +7,8 @@ import { nearestName } from "../nearest-name.js";
 import { numberSchema } from "../number-schema.js";
 import { headerFault } from "./header-fault.js";
 import { routeMatches, type Route } from "./route.js";
+import { compileFilter, FilterError } from "./route-filter.js";
+import { compileTransform, TransformError } from "./route-transform.js";
 
 const routeSchema = z
   .object({
@@ -36,6 +38,10 @@ const routeSchema = z
     freshnessSeconds: numberSchema({ above: 0, max: 86_400, unit: "seconds", example: "5", note: "99% of live events delivered within this many seconds of their time; leave it out for no objective" }).optional(),
     // Absent: LIVE_WINDOW_SECONDS (loadRoutes fills it in).
     liveWindowSeconds: numberSchema({ whole: true, min: 1, max: 31_536_000, unit: "seconds", example: "300", note: "events older than this when they arrive wait behind live ones; leave it out for LIVE_WINDOW_SECONDS" }).optional(),
+    // Checked further once parsed (shapeProblems): the operators, and that the expression parses.
+    filter: z.record(z.string(), z.unknown(), { error: 'give a query object, e.g. {"data.object.app_metadata.plan": "pro"}' }).optional(),
+    testEvents: z.enum(["deliver", "drop"], { error: "give deliver or drop" }).optional(),
+    transform: z.string({ error: "give a JSONata expression as text" }).min(1, "give a JSONata expression, or leave the field out to send the CloudEvent").optional(),
   })
   .strict();
 
@@ -96,7 +102,27 @@ export function parseRoutes(text: string, origin: string): Route[] {
     }
     first.set(route.name, index);
   });
+  const problems = parsed.data.flatMap((route) => shapeProblems(route).map((problem) => `${origin}: route ${route.name} ${problem}`));
+  if (problems.length > 0) throw new ConfigError(problems);
   return parsed.data;
+}
+
+/** What keeps a route's filter or transform from running, each as "field …: problem". */
+function shapeProblems(route: Route): string[] {
+  const problems: string[] = [];
+  for (const [field, check] of [
+    ["filter", () => route.filter && compileFilter(route.filter)],
+    // The time bound is the dispatcher's; parsing needs none.
+    ["transform", () => route.transform && compileTransform(route.transform, 1)],
+  ] as const) {
+    try {
+      check();
+    } catch (error) {
+      if (!(error instanceof FilterError || error instanceof TransformError)) throw error;
+      problems.push(`field ${field}: ${error.message}`);
+    }
+  }
+  return problems;
 }
 
 const routeFields = Object.keys(routeSchema.shape);

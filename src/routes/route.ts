@@ -30,6 +30,15 @@ export interface Route {
    * and late lanes"). @defaultValue LIVE_WINDOW_SECONDS
    */
   liveWindowSeconds?: number;
+  /**
+   * A MongoDB-style query over the whole CloudEvent (dotted paths, the operators of
+   * route-filter.ts): only the events it selects go to the route; the others are `filtered`.
+   */
+  filter?: Record<string, unknown>;
+  /** `drop` keeps the tenant's test events (`a0purpose: "test"`) off the route. @defaultValue "deliver" */
+  testEvents?: "deliver" | "drop";
+  /** A JSONata expression over the CloudEvent whose result is the JSON body sent (route-transform.ts). */
+  transform?: string;
 }
 
 /** `*` matches every type, `user.*` every type under `user.`, anything else itself. */

@@ -4,8 +4,12 @@ import { readCircuits, readQueueFigures } from "../admin/read-overview-gauges.js
 import { shareRecent } from "../admin/share-recent.js";
 import type { createReplayRunner } from "../archive/replay-runner.js";
 import { createReplays } from "../archive/replays.js";
+import { archivedPayload } from "../archive/archived-payload.js";
+import { createRouteTrier } from "../routes/try-route.js";
 import { createFreshnessReader } from "../freshness/create-freshness-reader.js";
+import { createLastHourReader } from "../freshness/read-last-hour.js";
 import { reuseRecentReads } from "../freshness/reuse-recent-reads.js";
+import { describeArchive } from "../admin/describe-archive.js";
 import type { AdminDeps as AdminAppDeps } from "../http/admin-app.js";
 import { createArchiveRouter } from "../http/archive-router.js";
 import { createSplitArchiveGuard } from "../http/split-archive-guard.js";
@@ -75,6 +79,10 @@ export function adminRouters(deps: AdminDeps & { orphans: OrphanedRoutes; orphan
     sweepStatus: (now: number) => stores.sweepState.describe(lookbackMs, now),
     streamHealth: () => streamHealth.read(),
     freshness,
+    lastHour: createLastHourReader(client, env.QUEUE_PREFIX),
+    pull: () => stores.pullState.describe(env.PULL === "on", 0),
+    archive: () => describeArchive(archive, client, env),
+    removedRoutes: () => Promise.all([...deps.orphaned].map(async (name) => ({ name, waiting: await deps.orphans.count(name) }))),
   };
   const queues = [...stores.queues.all(), stores.reconcileQueue.queue];
   // Parked events go where every outcome goes: the archive's outbox (none with ARCHIVE=off).
@@ -93,7 +101,15 @@ export function adminRouters(deps: AdminDeps & { orphans: OrphanedRoutes; orphan
     createDashboardRouter(queues),
     createReconcileRouter(stores.reconcileQueue),
     createDeadLettersRouter(() => stores.queues),
-    createRoutesRouter({ routes, queues: stores.queues, orphans: deps.orphans, forget: (route) => (deps.orphaned.delete(route), routeOrphanedJobs.remove({ route })), park: parkOutbox && ((route, before) => parkWaiting(stores.queues.forRoute(route), route, before, { archive: parkOutbox, logger })) }),
+    createRoutesRouter({
+      routes,
+      queues: stores.queues,
+      orphans: deps.orphans,
+      forget: (route) => (deps.orphaned.delete(route), routeOrphanedJobs.remove({ route })),
+      park: parkOutbox && ((route, before) => parkWaiting(stores.queues.forRoute(route), route, before, { archive: parkOutbox, logger })),
+      tryRoute: createRouteTrier(routes, env.TRANSFORM_TIMEOUT_MS),
+      archivedEvent: archive && ((eventId) => archivedPayload(archive.pool, eventId)),
+    }),
     createConfigRouter(deps.serviceConfig),
     // A worker has no receiver, but shares the receivers' explicit credentials (every role reads the same settings).
     createConnectRouter(createStreamConnector({ config, auth: deps.auth ?? ("generated" in config.webhookAuth ? undefined : config.webhookAuth), tenant, logger })),

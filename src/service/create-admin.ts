@@ -2,6 +2,8 @@ import { describeArchivedEvent } from "../admin/describe-archived-event.js";
 import { describeEvent } from "../admin/describe-event.js";
 import { archivedThrough, createArchiveOutbox } from "../archive/archive-outbox.js";
 import { createReplayRunner } from "../archive/replay-runner.js";
+import { waitingPerRoute } from "../admin/read-overview-gauges.js";
+import { startWaitingSampler } from "../freshness/create-waiting-sampler.js";
 import { createAdminApp } from "../http/admin-app.js";
 import { boundAddress } from "../http/bound-address.js";
 import { registerOrphanedRouteGauges } from "../metrics/register-orphaned-route-gauges.js";
@@ -11,6 +13,8 @@ import { createOrphanedRoutes } from "../queue/orphaned-routes.js";
 import { circuitKey, routeOfQueue } from "../queue/queue-names.js";
 import { reportOrphanedRoutes } from "../queue/report-orphaned-routes.js";
 import { adminRouters, type AdminDeps } from "./admin-routers.js";
+import { createRouteChooser } from "../routes/route-chooser.js";
+import type { Route } from "../routes/route.js";
 import { closeInOrder } from "./close-in-order.js";
 
 /**
@@ -30,10 +34,12 @@ export async function createAdmin(deps: AdminDeps): Promise<{ close(): Promise<v
     registerQueueGauges(client, () => [...stores.queues.all(), stores.reconcileQueue.queue], routeOfQueue),
     registerRedisGauges(client, new Map(routes.map((route) => [route.name, circuitKey(env.QUEUE_PREFIX, route.name)]))),
   ];
+  // The operator view's last-hour charts of waiting events (docs/operating.md, "The operator view").
+  const waitingSampler = startWaitingSampler({ redis: client, queuePrefix: env.QUEUE_PREFIX, logger, read: () => waitingPerRoute(routes.map((route) => route.name)) });
   // While this process's database is not the outbox's (a split archive), its replays wait: the
   // outbox's progress says nothing of what this database holds.
   const replayRunner =
-    archive && createReplayRunner({ pool: archive.pool, queues: stores.queues, logger, archivedThrough: () => (archive.writer.refusedBy() ? Promise.resolve(0) : archivedThrough(client, env.QUEUE_PREFIX)) });
+    archive && createReplayRunner({ pool: archive.pool, queues: stores.queues, logger, selects: replaySelects(routes), archivedThrough: () => (archive.writer.refusedBy() ? Promise.resolve(0) : archivedThrough(client, env.QUEUE_PREFIX)) });
   const app = createAdminApp({
     ready: deps.ready,
     alive: connections.redis.healthy,
@@ -51,10 +57,17 @@ export async function createAdmin(deps: AdminDeps): Promise<{ close(): Promise<v
   return {
     close: () =>
       closeInOrder([
+        () => waitingSampler.close(),
         async () => unregisterGauges.forEach((unregister) => unregister()),
         () => orphans.close(),
         () => deps.server.close(env.SHUTDOWN_TIMEOUT_MS),
         replayRunner && (() => replayRunner.close()),
       ]),
   };
+}
+
+/** A replay goes through its route as configured now: its match, filter and testEvents (routes/route-chooser.ts). */
+function replaySelects(routes: Route[]) {
+  const chooser = createRouteChooser(routes);
+  return (route: string, event: { type: string }) => chooser.choose(route, event)?.deliver ?? true;
 }

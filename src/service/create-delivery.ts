@@ -49,6 +49,7 @@ export function createDelivery(deps: { config: Config; logger: Logger; routes: R
     entityVersions: createEntityVersions(records, env.QUEUE_PREFIX, env.DEDUPE_TTL_SECONDS),
     logRepeatsEveryMs: env.LOG_REPEAT_INTERVAL_SECONDS * 1000,
     freshness,
+    transformTimeoutMs: env.TRANSFORM_TIMEOUT_MS,
   };
   const dispatcher = createDispatcher({ ...options, routes: deps.routes, logger: deps.logger });
   return {

@@ -12,6 +12,8 @@ import { createEventStore, type EventStore } from "../queue/event-store.js";
 import { createFanOut } from "../queue/fan-out.js";
 import { createReconcileQueue, type ReconcileQueue } from "../reconcile/create-reconcile-queue.js";
 import { routesMatching, type Route } from "../routes/route.js";
+import { createRouteChooser } from "../routes/route-chooser.js";
+import { createFilteredRecorder } from "../queue/record-filtered.js";
 import { createSweepState, type SweepState } from "../sweep/create-sweep-state.js";
 import type { Tracing } from "../telemetry/start-tracing.js";
 import { closeInOrder } from "./close-in-order.js";
@@ -44,7 +46,9 @@ export async function createStores(deps: { config: Config; logger: Logger; route
   const outbox = archive && createArchiveOutbox(client, env.QUEUE_PREFIX);
   // A new id is stored in one round trip (admission.ts), the archive's outbox entry with it.
   const admit = createAdmission({ ledger, queues, outboxKey: archive ? archiveOutboxKey(env.QUEUE_PREFIX) : undefined, logger });
-  const store = countStoredEvents(createEventStore({ ledger, fanOut: createFanOut(queues), routesFor: routesMatching(routes), archive: outbox && ((record) => outbox([record])), admit }));
+  const store = countStoredEvents(
+    createEventStore({ ledger, fanOut: createFanOut(queues), routesFor: routesMatching(routes), narrow: createRouteChooser(routes).narrow, onFiltered: createFilteredRecorder(ledger, logger), archive: outbox && ((record) => outbox([record])), admit }),
+  );
   const reconcileQueue = createReconcileQueue(client, env.QUEUE_PREFIX, tracing.bullmq);
   const logQueueError = createRedisErrorLog(logger, "queue: Redis error", env.LOG_REPEAT_INTERVAL_SECONDS * 1000);
   for (const queue of [...queues.all(), reconcileQueue.queue]) {

@@ -34,6 +34,7 @@ export function startFinders(deps: { config: Config; logger: Logger; tenant: Pac
       eventTypes: env.PULL_EVENT_TYPES,
       start: parsePullStart(env.PULL_START)!,
       overlapMs: env.PULL_OVERLAP_SECONDS * 1000,
+      maxMessageBytes: env.WEBHOOK_MAX_BODY_BYTES,
       dedupeTtlMs: env.DEDUPE_TTL_SECONDS * 1000,
       failoverMs: env.PULL_FAILOVER_SECONDS * 1000,
       logger,

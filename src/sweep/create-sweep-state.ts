@@ -38,6 +38,10 @@ export interface SweepState {
   checkpoint(streamId: string): Promise<number | undefined>;
   /** Moves the checkpoint forward, only while `owner` holds the lease (a fence against a sweeper that lost it). */
   advance(owner: string, streamId: string, endMs: number): Promise<boolean>;
+  /** When the last deep pass of the stream (or its first sweep) started: every window of the lookback read (ms). */
+  deepPassAt(streamId: string): Promise<number | undefined>;
+  /** A deep pass of the stream, started at `at`, read every window up to now. */
+  noteDeepPass(streamId: string, at: number): Promise<void>;
   /** The end of one run of the stream. */
   noteRun(streamId: string, at: number, error?: string): Promise<void>;
   /** Records outcomes: `recovered` ids leave the unrecovered set, `unrecovered` ones join it; answers how many were new findings. */
@@ -98,6 +102,11 @@ export function createSweepState(redis: Redis | Cluster, queuePrefix: string, op
       const value = await redis.hget(streamKey(streamId), "checkpoint");
       return value ? Number(value) : undefined;
     },
+    async deepPassAt(streamId) {
+      const value = await redis.hget(streamKey(streamId), "deepPassAt");
+      return value ? Number(value) : undefined;
+    },
+    noteDeepPass: async (streamId, at) => void (await redis.hset(streamKey(streamId), "deepPassAt", at)),
     advance: async (owner, streamId, endMs) => (await commands.streamkeeperSweepAdvance(leaseKey, streamKey(streamId), streamsKey, owner, endMs, streamId)) === 1,
     async noteRun(streamId, at, error) {
       await redis

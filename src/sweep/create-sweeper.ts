@@ -12,7 +12,7 @@ import { sweepWindow } from "./sweep-window.js";
 
 type SweepEnv = Pick<
   Env,
-  "RECONCILE_SWEEP_INTERVAL_SECONDS" | "RECONCILE_SWEEP_LOOKBACK_SECONDS" | "RECONCILE_SWEEP_OVERLAP_SECONDS" | "RECONCILE_SWEEP_STREAMS" | "PUBLIC_URL" | "DEDUPE_TTL_SECONDS"
+  "RECONCILE_SWEEP_INTERVAL_SECONDS" | "RECONCILE_SWEEP_LOOKBACK_SECONDS" | "RECONCILE_SWEEP_OVERLAP_SECONDS" | "RECONCILE_SWEEP_DEEP_INTERVAL_SECONDS" | "RECONCILE_SWEEP_STREAMS" | "PUBLIC_URL" | "DEDUPE_TTL_SECONDS"
 >;
 
 export interface SweeperOptions {
@@ -63,6 +63,7 @@ export function createSweeper(options: SweeperOptions): Sweeper {
   const leaseMs = Math.min(60_000, Math.max(5000, 3 * intervalMs));
   const lookbackMs = env.RECONCILE_SWEEP_LOOKBACK_SECONDS * 1000;
   const overlapMs = env.RECONCILE_SWEEP_OVERLAP_SECONDS * 1000;
+  const deepIntervalMs = env.RECONCILE_SWEEP_DEEP_INTERVAL_SECONDS * 1000;
   const dedupeTtlMs = env.DEDUPE_TTL_SECONDS * 1000;
   let closed = false;
   let running: Promise<void> | undefined;
@@ -116,7 +117,11 @@ export function createSweeper(options: SweeperOptions): Sweeper {
     const end = wholeSecond(started);
     try {
       const checkpoint = await state.checkpoint(streamId);
-      let from = wholeSecond(checkpoint === undefined ? end - lookbackMs : resumeFrom(logger, dedupeTtlMs, streamId, checkpoint - overlapMs, end));
+      // The whole lookback again now and then: a delivery the tenant fails later than the
+      // overlap after its event's time (the time its list filters on) is behind the
+      // checkpoint for good. Its list calls go at the same pace as every other call.
+      const deep = checkpoint !== undefined && deepIntervalMs > 0 && started - ((await state.deepPassAt(streamId)) ?? 0) >= deepIntervalMs && saidDeep(logger, streamId, lookbackMs);
+      let from = await sweepStart({ logger, state, streamId, checkpoint, deep, started, end, lookbackMs, overlapMs, dedupeTtlMs });
       let pages = 0;
       let found = 0;
       let recovered = 0;
@@ -133,13 +138,13 @@ export function createSweeper(options: SweeperOptions): Sweeper {
         if (!(await state.advance(owner, streamId, to))) throw new Interrupted("the lease was lost mid-sweep (another process sweeps now); stopped");
         from = to;
       }
+      if (deep) await state.noteDeepPass(streamId, started);
       // Last, after the windows (the overlap reads a record set aside before once more).
       const arrivedSince = await state.dropArrived(streamId, options.arrived);
       if (arrivedSince > 0) logger.info({ streamId, arrivedSince }, "sweep: failed deliveries set aside earlier are here now (recovered by id, redelivered or pulled); no longer counted as unrecovered");
       await state.noteRun(streamId, Date.now());
       sweepRuns.inc({ stream: streamId, result: "ok" });
-      const level = found > 0 || recovered > 0 ? "info" : "debug";
-      logger[level]({ streamId, pages, found, recovered, ms: Date.now() - started }, "sweep: stream read up to now");
+      logger[found > 0 || recovered > 0 ? "info" : "debug"]({ streamId, pages, found, recovered, deep, ms: Date.now() - started }, "sweep: stream read up to now");
     } catch (error) {
       if (error instanceof Interrupted) throw error;
       sweepRuns.inc({ stream: streamId, result: "error" });
@@ -209,4 +214,23 @@ function logSetAside(logger: Logger, streamId: string, figures: { unrecovered: s
 
 function wholeSecond(ms: number): number {
   return Math.floor(ms / 1000) * 1000;
+}
+
+/**
+ * Where a stream's sweep reads from: the lookback for a first sweep, else the checkpoint
+ * less the overlap; a deep pass, never later than the checkpoint says, so one after a
+ * downtime longer than the lookback still reads all of it.
+ */
+async function sweepStart(at: { logger: Logger; state: SweepState; streamId: string; checkpoint: number | undefined; deep: boolean; started: number; end: number; lookbackMs: number; overlapMs: number; dedupeTtlMs: number }): Promise<number> {
+  const { checkpoint, end, lookbackMs, dedupeTtlMs } = at;
+  // A first sweep is a deep pass from its start: a process taking over midway reads on from the checkpoint.
+  if (checkpoint === undefined) await at.state.noteDeepPass(at.streamId, at.started);
+  const resumed = checkpoint === undefined ? end - lookbackMs : resumeFrom(at.logger, dedupeTtlMs, at.streamId, checkpoint - at.overlapMs, end);
+  return wholeSecond(at.deep ? Math.min(resumed, Math.max(end - lookbackMs, end - dedupeTtlMs)) : resumed);
+}
+
+/** Says that a deep pass begins; true, so it reads as part of the decision. */
+function saidDeep(logger: Logger, streamId: string, lookbackMs: number): true {
+  logger.info({ streamId, lookbackSeconds: lookbackMs / 1000 }, "sweep: a deep pass reads the stream's whole lookback again (RECONCILE_SWEEP_DEEP_INTERVAL_SECONDS)");
+  return true;
 }

@@ -1,11 +1,11 @@
-import { EventSourceParserStream, type EventSourceMessage } from "eventsource-parser/stream";
 import { mgmtApiRequests } from "../metrics/registry.js";
 import { redactSecrets } from "../redact-secrets.js";
+import { createBoundedSseStream, type EventLogMessage } from "./bounded-sse-stream.js";
 import type { TenantClient } from "./create-tenant-client.js";
 import { TenantApiError, TenantNetworkError } from "./tenant-api-error.js";
 import { tenantErrorFromResponse } from "./tenant-error-from-response.js";
 
-export type { EventSourceMessage };
+export type { EventLogMessage };
 
 /** Where a read of the tenant's Events API begins (docs/tenant.md#pulling-events). */
 export interface EventLogQuery {
@@ -18,8 +18,8 @@ export interface EventLogQuery {
 }
 
 export interface EventLogStream {
-  /** Each message in order: events, `offset-only` markers, `error`. Ends when the tenant closes. */
-  messages: AsyncIterable<EventSourceMessage>;
+  /** Each message in order: events, `offset-only` markers, `error`, and those past the bound as `oversize`. Ends when the tenant closes. */
+  messages: AsyncIterable<EventLogMessage>;
   /** Drops the connection (a reader that stops early, a lost lease). */
   close(): void;
 }
@@ -37,6 +37,10 @@ export interface OpenEventLogOptions {
   onComment?(): void;
   /** The stream's `retry:`: how long the tenant asks a consumer to wait before reconnecting. */
   onRetry?(ms: number): void;
+  /** No message is held past this many bytes (WEBHOOK_MAX_BODY_BYTES): a larger one comes as `oversize`. */
+  maxMessageBytes: number;
+  /** A message just passed `maxMessageBytes`; it is read on and dropped until it ends (it may never). */
+  onOversize?(): void;
 }
 
 /**
@@ -90,12 +94,13 @@ export async function openEventLog(options: OpenEventLogOptions): Promise<EventL
     }
     throw tenantErrorFromResponse({ operation: "read_events", status: response.status, headers: response.headers, body, secrets: [...tenant.secrets(), token] });
   }
-  const messages = response.body.pipeThrough(new TextDecoderStream()).pipeThrough(new EventSourceParserStream({ onComment: options.onComment, onRetry: options.onRetry }));
+  const { maxMessageBytes, onComment, onRetry, onOversize } = options;
+  const messages = response.body.pipeThrough(createBoundedSseStream({ maxMessageBytes, onComment, onRetry, onOversize }));
   return {
     messages: {
       async *[Symbol.asyncIterator]() {
         try {
-          for await (const message of messages as unknown as AsyncIterable<EventSourceMessage>) yield message;
+          for await (const message of messages as unknown as AsyncIterable<EventLogMessage>) yield message;
         } finally {
           options.signal.removeEventListener("abort", stop);
           connection.abort();

@@ -2,9 +2,8 @@ import { existsSync } from "node:fs";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { chromium, type BrowserContext, type Page } from "playwright-core";
+import type { Page } from "playwright-core";
 import { beforeAll, describe, expect, it } from "vitest";
-import type { Overview } from "../../src/admin/describe-overview.js";
 import { startEmulator, type Emulator } from "../../src/emulator/start-emulator.js";
 import { createTestDatabase, type TestDatabase } from "../helpers/archive-database.js";
 import { capturedLogger } from "../helpers/captured-logger.js";
@@ -15,8 +14,9 @@ import { createStream, emit, settled, tenantEnv } from "../integration/emulator-
 import { useCleanup, type Cleanup } from "../helpers/cleanup.js";
 import { startFrontDoor } from "../helpers/start-front-door.js";
 import { adminHeaders } from "../helpers/credentials.js";
+import { chromiumPath, openChromium } from "../helpers/open-chromium.js";
+import { operatorViewProbe } from "../helpers/operator-view-page.js";
 
-const chromiumPath = "/usr/bin/chromium";
 const adminToken = "operator-view-archive-admin-token";
 const refreshSeconds = 2;
 const alice = "auth0|alice00000000000000000001";
@@ -31,27 +31,8 @@ function eventOf(user: string, type: string) {
 const webhookIds = (requests: SinkRequest[]) => requests.map((request) => request.headers["webhook-id"]);
 
 /** A headless Chromium logged in to the admin port, recording every console error and failed request of the page. */
-async function openBrowser(cleanup: Cleanup, consoleErrors: string[]): Promise<Page> {
-  const userDataDir = await mkdtemp(join(tmpdir(), "sk-chromium-"));
-  cleanup.push(() => rm(userDataDir, { recursive: true, force: true }));
-  const context: BrowserContext = await chromium.launchPersistentContext(userDataDir, {
-    executablePath: chromiumPath,
-    args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"],
-    httpCredentials: { username: "operator", password: adminToken },
-    viewport: { width: 1400, height: 1000 },
-  });
-  cleanup.push(() => context.close());
-  const page = await context.newPage();
-  page.on("console", (message) => {
-    if (message.type() === "error") consoleErrors.push(`${message.text()} (${message.location().url})`);
-  });
-  page.on("pageerror", (error) => consoleErrors.push(error.message));
-  page.on("response", (response) => {
-    if (response.status() >= 400) consoleErrors.push(`${response.status()} ${response.url()}`);
-  });
-  // A cold Chromium on a loaded 2-core machine can take a while.
-  page.setDefaultTimeout(30_000);
-  return page;
+function openBrowser(cleanup: Cleanup, consoleErrors: string[]): Promise<Page> {
+  return openChromium(cleanup, consoleErrors, { username: "operator", password: adminToken });
 }
 
 /**
@@ -77,17 +58,7 @@ describe.skipIf(!existsSync(chromiumPath))("operate: the operator view's search,
   let billingFixed = false;
   const log = capturedLogger();
 
-  async function overview(): Promise<Overview> {
-    return (await (await fetch(`${service.adminUrl}/admin/overview`, { headers: adminHeaders(adminToken) })).json()) as Overview;
-  }
-  const refreshes = async () => Number(await page.locator("body").getAttribute("data-refreshes"));
-  /** Once the service shows `holds`, the page shows it after at most one refresh started after it. */
-  async function withinOneRefresh(holds: (seen: Overview) => boolean) {
-    await expect.poll(async () => holds(await overview())).toBe(true);
-    const seen = await refreshes();
-    await expect.poll(refreshes).toBeGreaterThanOrEqual(seen + 2);
-  }
-  const text = async (selector: string) => (await page.locator(selector).textContent()) ?? "";
+  const { overview, refreshes, withinOneRefresh, text } = operatorViewProbe(() => ({ adminUrl: service.adminUrl, page }), adminToken);
   /**
    * A replay's row once the service counts all of it delivered (the archive records the
    * attempts shortly after the sink answered) and the page refreshed after that: "done"

@@ -177,7 +177,6 @@ describe.skipIf(!existsSync(chromiumPath))("operate: the operator view in a real
     expect(await page.locator('#routes tr[data-route="crm"] td.objective').textContent()).toBe("5 s: met");
 
     await page.screenshot({ path: "test-artifacts/operator-view.png", fullPage: true });
-    if (docsImages) await page.screenshot({ path: join(docsImages, "operator-view.png"), fullPage: true });
     expect(consoleErrors).toEqual([]);
   });
 

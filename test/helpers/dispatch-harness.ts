@@ -7,6 +7,8 @@ import { createDeliveryQueues, type DeliveryQueues } from "../../src/queue/deliv
 import { createEventLedger, type EventLedger } from "../../src/queue/event-ledger.js";
 import { createEventStore, type EventStore } from "../../src/queue/event-store.js";
 import { createFanOut } from "../../src/queue/fan-out.js";
+import { createFilteredRecorder } from "../../src/queue/record-filtered.js";
+import { createRouteChooser } from "../../src/routes/route-chooser.js";
 import { closeRedis, createRedis, untilReady } from "../../src/redis/redis-connection.js";
 
 /** A route for tests: quick to give up, with a small timeout. */
@@ -35,7 +37,7 @@ export async function createDispatchHarness(redisUrl: string, routes: Route[], p
   const queues = createDeliveryQueues(redis, prefix, routes, { ageSeconds: 60, count: 1000 });
   for (const queue of queues.all()) queue.on("error", () => {});
   const ledger = createEventLedger(redis, prefix, ledgerTtlSeconds, undefined, { gatherMarksMs });
-  const store = createEventStore({ ledger, fanOut: createFanOut(queues), routesFor: routesMatching(routes), admit: createAdmission({ ledger, queues }) });
+  const store = createEventStore({ ledger, fanOut: createFanOut(queues), routesFor: routesMatching(routes), narrow: createRouteChooser(routes).narrow, onFiltered: createFilteredRecorder(ledger, createLogger("silent")), admit: createAdmission({ ledger, queues }) });
   const dispatchers: Dispatcher[] = [];
   return {
     prefix,

@@ -66,6 +66,40 @@ describe("archive commands: events search, events forget, replay", () => {
     expect(dry.stdout).toBe("4 archived events match; nothing was sent (--dry-run)\n");
   });
 
+  it("when replays were started elsewhere, then replay list shows every one newest first, status prints its state and counts, cancel stops a running one, and an unknown id is exit 1", async () => {
+    // One started through the API (as the operator view does), slow enough (4 events at 0.2/s: 20 s) to be running while it is listed.
+    const started = await fetch(`${service.adminUrl}/admin/replays`, { method: "POST", headers: { authorization: `Bearer ${adminToken}`, "content-type": "application/json" }, body: JSON.stringify({ route: "crm", since: "1h", rate: 0.2 }) });
+    expect(started.status).toBe(202);
+    const { replayId } = (await started.json()) as { replayId: string };
+    const listed = (await (await fetch(`${service.adminUrl}/admin/replays`, { headers: { authorization: `Bearer ${adminToken}` } })).json()) as { replays: Array<{ replayId: string; route: string; state: string; startedAt: string }> };
+    expect(listed.replays.map((replay) => [replay.route, replay.state])).toEqual([["crm", "running"], ["audit", "done"]]);
+    expect(listed.replays[0]!.replayId).toBe(replayId);
+    expect(Date.parse(listed.replays[0]!.startedAt)).toBeGreaterThanOrEqual(Date.parse(listed.replays[1]!.startedAt));
+
+    const list = await runCli(["replay", "list"], cliEnv);
+    expect(list.stderr).toBe("");
+    const lines = list.stdout.trim().split("\n");
+    expect(lines).toHaveLength(3);
+    expect(lines[0]).toMatch(/^REPLAY\s+ROUTE\s+STATE\s+MATCHED\s+SENT\s+DELIVERED\s+FAILED\s+STARTED$/);
+    expect(lines[1]).toMatch(new RegExp(`^${replayId}\\s+crm\\s+running\\s+4\\s+\\d\\s+\\d\\s+0\\s+\\S+Z$`));
+    expect(lines[2]).toMatch(/^rpl_\w+\s+audit\s+done\s+1\s+1\s+1\s+0\s+\S+Z$/);
+    const json = await runCli(["replay", "list", "--json"], cliEnv);
+    expect(json.stdout.trim().split("\n").map((line) => (JSON.parse(line) as { replayId: string }).replayId)[0]).toBe(replayId);
+
+    const status = await runCli(["replay", "status", replayId], cliEnv);
+    expect(status).toMatchObject({ code: 0, stdout: expect.stringMatching(new RegExp(`^replay ${replayId} to crm running: 4 matched, \\d sent, \\d delivered, 0 failed\\n$`)) });
+    const cancel = await runCli(["replay", "cancel", replayId, "--json"], cliEnv);
+    expect(cancel.code).toBe(0);
+    expect(JSON.parse(cancel.stdout)).toMatchObject({ replayId, state: "cancelled" });
+    expect((await runCli(["replay", "status", replayId], cliEnv)).stdout).toMatch(/ cancelled: 4 matched/);
+
+    const unknown = await runCli(["replay", "status", "rpl_nothing"], cliEnv);
+    expect({ code: unknown.code, stdout: unknown.stdout, stderr: unknown.stderr }).toEqual({ code: 1, stdout: "", stderr: "error: no replay rpl_nothing: streamkeeper replay list shows every replay's id\n" });
+    expect((await runCli(["replay", "cancel", "rpl_nothing"], cliEnv)).code).toBe(1);
+    const bare = await runCli(["replay", "--since", "1h"], cliEnv);
+    expect({ code: bare.code, stderr: bare.stderr }).toEqual({ code: 2, stderr: "error: --route is required to start a replay (streamkeeper replay --route <name> --since <t>); replay list, status and cancel follow the replays\n" });
+  });
+
   it("when an entity is forgotten, then the command prints how many events it erased and a replay says it skips them", async () => {
     const run = await runCli(["events", "forget", "--entity", user], cliEnv);
     expect(run.stdout).toMatch(new RegExp(`^erased the payloads of 4 archived events of ${user.replace(/[|]/g, "\\|")}(, and removed \\d+ kept delivery jobs? holding them from Redis)?; their ids, types, times and outcomes are kept\n$`));
@@ -99,9 +133,9 @@ describe("archive commands: events search, events forget, replay", () => {
     expect(mistyped.code).toBe(2);
     expect(mistyped.stderr).toMatch(/^error: unknown option '--from'/);
     const missing = await runCli(["replay", "--route", "crm"], cliEnv);
-    expect({ code: missing.code, stderr: missing.stderr }).toEqual({ code: 2, stderr: "error: required option '--since <time>' not specified (run with --help for usage)\n" });
+    expect({ code: missing.code, stderr: missing.stderr }).toEqual({ code: 2, stderr: "error: --since is required to start a replay (streamkeeper replay --route <name> --since <t>); replay list, status and cancel follow the replays\n" });
     const outcome = await runCli(["events", "search", "--outcome", "bogus"], cliEnv);
-    expect({ code: outcome.code, stderr: outcome.stderr }).toEqual({ code: 2, stderr: "error: --outcome: must be one of delivered, dead_letter, stale, retry, pending, unrouted\n" });
+    expect({ code: outcome.code, stderr: outcome.stderr }).toEqual({ code: 2, stderr: "error: --outcome: must be one of delivered, dead_letter, stale, filtered, retry, moved, dropped, parked, pending, unrouted\n" });
     const backwards = await runCli(["replay", "--route", "crm", "--since", "1h", "--until", "2h"], cliEnv);
     expect(backwards.code).toBe(2);
     expect(backwards.stderr).toMatch(/^error: until \(\S+Z\) must be after since \(\S+Z\): give a later until, or an earlier since\n$/);

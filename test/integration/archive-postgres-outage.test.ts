@@ -46,7 +46,8 @@ describe("archive: Postgres away", () => {
     const { logger, lines } = capturedLogger("info");
     const sink = await startSinkServer();
     cleanup.push(() => sink.close());
-    const service = await startTestService({ ARCHIVE: "on", DATA_DIR: join(dir, "a-file", "data"), DOWNSTREAM_URL: sink.url }, "all", logger);
+    // ADMIN_TOKEN given: a DATA_DIR that cannot hold the generated token would stop the start first.
+    const service = await startTestService({ ARCHIVE: "on", DATA_DIR: join(dir, "a-file", "data"), DOWNSTREAM_URL: sink.url, ADMIN_TOKEN: "outage-admin-token" }, "all", logger);
     cleanup.push(() => service.close());
     expect(lines.filter((line) => line.level === 50 && String(line.msg).startsWith("the service runs WITHOUT its archive"))).toHaveLength(1);
     expect(await (await fetch(`${service.adminUrl}/metrics`)).text()).toMatch(/^streamkeeper_archive_not_started 1$/m);

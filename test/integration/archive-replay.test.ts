@@ -153,7 +153,7 @@ describe("archive: replay", () => {
     const old = await ask({ route: "crm", since: "2020-01-01T00:00:00Z" });
     expect(old.status).toBe(400);
     expect(old.detail).toMatch(/older than the archive keeps: it holds events from .* on \(ARCHIVE_RETENTION_DAYS=30\)/);
-    expect(await ask({ route: "crm", since: "last tuesday" })).toEqual({ status: 400, detail: "since: must be a time in ISO 8601, e.g. 2026-11-25T06:35:17Z" });
+    expect(await ask({ route: "crm", since: "last tuesday" })).toEqual({ status: 400, detail: "since: must be a duration back from now (90m, 6h, 7d), a date (2026-11-25: its midnight UTC) or a time in ISO 8601 (2026-11-25T06:35:17Z)" });
     expect((await ask({ route: "crm", since, until: since })).detail).toBe(`until (${since}) must be after since (${since}): give a later until, or an earlier since`);
     expect(await ask({ route: "crm\u0000", since })).toEqual({ status: 400, detail: "route: must not hold a NUL character (\\u0000): no route name does" });
     expect(await ask({ route: "crm", since: "1969-07-20T20:17:40Z" })).toEqual({ status: 400, detail: "since: must be a time from 1970 on, e.g. 2026-11-25T06:35:17Z" });

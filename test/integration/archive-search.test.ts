@@ -108,7 +108,7 @@ describe("archive: search, timeline and erasure", () => {
 
   it("when search gets bad input, then it answers 400 saying what to change", async () => {
     const cases: Array<[string, RegExp]> = [
-      ["since=yesterday", /since: must be a time in ISO 8601/],
+      ["since=yesterday", /since: must be a duration back from now \(90m, 6h, 7d\), a date/],
       ["limit=0", /limit: must be a whole number from 1 to 1000/],
       ["outcome=lost", /outcome: must be one of/],
       ["after=bm9wZQ", /after: give the `next` value/],

@@ -58,7 +58,12 @@ describe("event ledger: an admission in one step", () => {
       replays: 0,
       deliveredAt: {},
       staleAt: {},
+      filtered: [],
     });
+    // A route whose filter left it out (routes/route-chooser.ts): marked apart, never one of its routes.
+    await ledger.markFiltered(event.id, "c", receivedAt);
+    expect(await ledger.get(event.id)).toMatchObject({ routes: ["a", "b"], filtered: ["c"], deliveredAt: {} });
+    expect(await ledger.lookup(event.id)).toBe("arrived");
 
     await expect(admit(event, ["a", "b"], { origin: "webhook", receivedAt: receivedAt + 7 }, { ...record, receivedAt: receivedAt + 7 })).resolves.toBe("duplicate");
     expect([await waiting("a"), await waiting("b")]).toEqual([1, 1]);

@@ -82,6 +82,7 @@ describe("compact event ledger", () => {
       replays: 0,
       deliveredAt: { all: receivedAt + 1234 },
       staleAt: { guarded: receivedAt + 99_000 },
+      filtered: [],
     });
     expect(await ledger.deliveredAt("evt_1", "all")).toBe(receivedAt + 1234);
     expect(await ledger.deliveredAt("evt_1", "users")).toBeUndefined();

@@ -108,7 +108,7 @@ describe("routes park, then replay --outcome parked", () => {
     expect({ code: unknown.code, stderr: unknown.stderr }).toEqual({ code: 2, stderr: "error: no configured route nowhere: the routes are crm\n" });
     const bad = await runCli(["routes", "park", "crm", "--older-than", "yesterday"], cliEnv);
     expect(bad.code).toBe(2);
-    expect(bad.stderr).toMatch(/^error: --older-than "yesterday": give a time in ISO 8601/);
+    expect(bad.stderr).toMatch(/^error: --older-than "yesterday": give /);
     const body = await fetch(`${service.adminUrl}/admin/routes/crm/park`, { method: "POST", headers: { ...adminHeaders(adminToken), "content-type": "application/json" }, body: JSON.stringify({ olderThan: 5 }) });
     expect(body.status).toBe(400);
     expect(((await body.json()) as { detail: string }).detail).toMatch(/^olderThan: must be a time in ISO 8601/);

@@ -13,6 +13,7 @@ import { startSinkServer, type SinkServer } from "../helpers/sink-server.js";
 import { startTestService, testCredentials, type TestService } from "../helpers/start-test-service.js";
 import { call, createStream, emit, settled, tenantEnv } from "./emulator-test-kit.js";
 import { builtCli } from "../helpers/start-service-process.js";
+import { until } from "../helpers/until.js";
 
 /**
  * `streamkeeper reconcile` end to end: the emulator pushes to the real service, which
@@ -36,7 +37,8 @@ interface Run {
   stderr: string;
 }
 
-function cli(args: string[], env: Record<string, string> = {}, stdin = ""): Promise<Run> {
+/** Runs the built command; `watch` sees its stderr so far as it comes. */
+function cli(args: string[], env: Record<string, string> = {}, stdin = "", watch?: (stderr: string) => void): Promise<Run> {
   const child = spawn(process.execPath, [main, ...args], {
     env: {
       PATH: process.env.PATH ?? "",
@@ -57,7 +59,10 @@ function cli(args: string[], env: Record<string, string> = {}, stdin = ""): Prom
   let stdout = "";
   let stderr = "";
   child.stdout.on("data", (chunk: Buffer) => (stdout += chunk.toString()));
-  child.stderr.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
+  child.stderr.on("data", (chunk: Buffer) => {
+    stderr += chunk.toString();
+    watch?.(stderr);
+  });
   return new Promise((resolve) => child.on("close", (code) => resolve({ code: code ?? 1, stdout, stderr })));
 }
 
@@ -115,6 +120,37 @@ describe("streamkeeper reconcile", () => {
     expect(await deliveries.getJobCountByTypes("waiting", "prioritized", "active", "delayed")).toBe(0);
     await deliveries.close();
     expect(sink.requests).toHaveLength(1);
+  });
+
+  it("when the tenant's API is down while the command waits, then it says how many ids wait and on what, and once the tenant is back every id is recovered with no one acting", async () => {
+    const ids = [await failedEvent(), await failedEvent()];
+    const setDown = (status: number | null) => call(emulator, "PUT", "/emulator/api", { body: { down_status: status } });
+    expect((await setDown(503)).status).toBe(200);
+    let stderr = "";
+    const run = cli(["reconcile", ...ids, "--stream", streamId], {}, "", (text) => (stderr = text));
+    try {
+      await until("the command says the ids wait", () => stderr.includes("wait on a failing call"), { detail: () => stderr });
+    } finally {
+      await setDown(null);
+    }
+    const done = await run;
+    expect(done.code).toBe(0);
+    expect(done.stdout.split("\n").filter(Boolean).sort()).toEqual(ids.map((id) => `${id} recovered`).sort());
+    expect(done.stderr).toMatch(/^note: [12] of the ids wait on a failing call \(.*503.*; \d+ attempts so far\); the service retries them with backoff for up to RECONCILE_RETRY_FOR_SECONDS, nothing to do but wait$/m);
+  });
+
+  it("when a stream was created after the service last listed the streams, then reconcile <id> naming no stream finds the event there, not not_found", async () => {
+    // The service lists the streams for an id naming none, and keeps that list a minute.
+    expect((await cli(["reconcile", tenantId("evt")])).stdout).toMatch(/ not_found\n$/);
+    const newStream = await createStream(emulator, `${service.publicUrl}/webhooks`, {
+      auth: { method: "basic", username: testCredentials.username, password: "not-the-password" },
+      types: ["user.deleted"],
+    });
+    const id = await emit(emulator, "user.deleted", { object: { user_id: `auth0|${randomUUID()}` } });
+    expect((await settled(emulator, id)).status).toBe("failed");
+    const run = await cli(["reconcile", id, "--json"]);
+    expect(run.code).toBe(0);
+    expect(JSON.parse(run.stdout)).toMatchObject({ eventId: id, streamId: newStream, outcome: "recovered" });
   });
 
   it("when an id is unknown to the tenant, then it prints not_found and exits 1, other ids still reported", async () => {

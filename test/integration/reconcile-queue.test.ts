@@ -1,3 +1,4 @@
+import { reconcileAttempts, reconcileBackoffType } from "../../src/reconcile/reconcile-backoff.js";
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { closeRedis, createRedis, untilReady } from "../../src/redis/redis-connection.js";
@@ -44,10 +45,10 @@ describe("the reconcile queue, before any worker takes its jobs", () => {
     await expect(queue.outcomeOf("no-such-job")).resolves.toBeUndefined();
   });
 
-  it("when a job is queued, then it is tried 5 times with a backoff doubling from 1 s, and kept a week once finished so its outcome stays readable", async () => {
+  it("when a job is queued, then it is retried by the reconcile backoff (bounded by RECONCILE_RETRY_FOR_SECONDS, not a count), and kept a week once finished so its outcome stays readable", async () => {
     // A week has nothing else to observe it by: the options BullMQ keeps the job with.
     const [queued] = await queue.enqueue([tenantId("evt")]);
     const job = await queue.queue.getJob(queued!.jobId);
-    expect(job!.opts).toMatchObject({ attempts: 5, backoff: { type: "exponential", delay: 1000 }, removeOnComplete: { age: 7 * 24 * 3600 }, removeOnFail: { age: 7 * 24 * 3600 } });
+    expect(job!.opts).toMatchObject({ attempts: reconcileAttempts, backoff: { type: reconcileBackoffType, delay: 1000 }, removeOnComplete: { age: 7 * 24 * 3600 }, removeOnFail: { age: 7 * 24 * 3600 } });
   });
 });

@@ -1,12 +1,22 @@
-/* global document, window, fetch, URLSearchParams, sessionStorage, setTimeout */
-// The operator view (docs/operating.md, "Operator view"): polls GET /admin/overview every
-// few seconds and renders it; search, timeline, replay and dead letters call the admin
-// API as the README documents it, and say so plainly where this version lacks an endpoint.
+/* global document, window, fetch, URL, URLSearchParams, setTimeout */
+// The operator view (docs/operating.md, "The operator view"): polls GET /admin/overview and
+// GET /admin/replays every few seconds and renders them (the health line, pull, archive,
+// removed routes, streams, routes and their last hour, replays); search, timeline, replay
+// and dead letters call the admin API as the README documents it, and say so plainly where
+// this service lacks an endpoint (the archive off). Time fields are sent as typed: the
+// service reads them as the CLI does (90m, 2h, 7d, 2026-12-07, an ISO time).
 // Everything from the server is put in the page as text, never as HTML.
 
 const params = new URLSearchParams(window.location.search);
 const refreshSeconds = Math.min(60, Math.max(1, Number(params.get("refresh")) || 5));
-const api = ""; // relative to /admin/
+/**
+ * The admin API's base, /admin/, without the user name and password a URL such as
+ * http://ops:<token>@host/admin/ carries: fetch refuses a URL with credentials, and the
+ * page's relative paths would inherit them. The browser sends the login it keeps for the page.
+ */
+const api = new URL(".", window.location.href);
+api.username = "";
+api.password = "";
 let routes = [];
 
 // ---------- small helpers ----------
@@ -46,7 +56,7 @@ class Unavailable extends Error {}
 
 /** Calls the admin API; a 404 or 503 from an endpoint this version lacks is `Unavailable`. */
 async function call(method, path, body) {
-  const response = await fetch(`${api}${path}`, {
+  const response = await fetch(new URL(path, api), {
     method,
     headers: body === undefined ? { accept: "application/json" } : { accept: "application/json", "content-type": "application/json" },
     body: body === undefined ? undefined : JSON.stringify(body),
@@ -121,6 +131,12 @@ function objectiveText(route) {
   return [`${seconds(objectiveSeconds)}: no live events`, "muted"];
 }
 
+/** The route's filter, test-event rule and transform (docs/routes.md), as `streamkeeper routes list` shows them. */
+function shapeText(route) {
+  const parts = [route.filter && `filter ${JSON.stringify(route.filter)}`, route.testEvents === "drop" && "drop tests", route.transform && `transform ${route.transform.replace(/\s+/g, " ")}`];
+  return parts.filter(Boolean).join("; ") || "every event, as sent";
+}
+
 function renderRoutes(overview) {
   routes = overview.routes;
   const rows = overview.routes.map((route) => {
@@ -139,6 +155,7 @@ function renderRoutes(overview) {
       cell(freshnessText(route.freshness.last5m), "freshness-5m"),
       cell(freshnessText(route.freshness.lastDay), "freshness-day"),
       cell(objective, `${objectiveClass} objective`),
+      cell(shapeText(route), "shape"),
     );
   });
   document.querySelector("#routes tbody").replaceChildren(...rows);
@@ -159,13 +176,101 @@ function renderRecovery(overview) {
   );
 }
 
+function renderHealth(overview) {
+  const health = document.getElementById("health");
+  health.className = overview.health.length === 0 ? "health ok" : "health bad";
+  health.replaceChildren(overview.health.length === 0 ? "All well: nothing needs attention now." : `Needs attention: ${overview.health.join("; ")}.`);
+}
+
+function pullText(pull) {
+  if (pull === null) return ["unknown", "muted"];
+  if (pull.state === "off") return ["off (PULL=off): events arrive by push only", "muted"];
+  const last = pull.lastEventAt ? `, last event ${when(pull.lastEventAt)}` : "";
+  if (pull.lastError) return [`${pull.state}: ${pull.lastError}${last}`, "bad"];
+  return [`${pull.state}${last}`, pull.state === "connected" ? "ok" : "warn"];
+}
+
+function archiveText(archive) {
+  if (archive === null) return ["unknown", "muted"];
+  if (archive.state === "off") return [`off (${archive.detail}): no search or replay`, "muted"];
+  const lag = archive.lagSeconds === null ? "" : `, outbox ${archive.lagSeconds === 0 ? "empty" : `${seconds(archive.lagSeconds)} behind`}`;
+  return [`${archive.state}${archive.detail ? `: ${archive.detail}` : ""}${lag}`, archive.state === "up" ? "ok" : "bad"];
+}
+
+function renderService(overview) {
+  const removed = overview.removedRoutes;
+  const rows = [
+    ["Pull from the tenant", ...pullText(overview.pull)],
+    ["Archive", ...archiveText(overview.archive)],
+    [
+      "Removed routes holding events",
+      removed === null ? "unknown" : removed.length === 0 ? "none" : removed.map((route) => `${route.name}: ${route.waiting} waiting`).join(", "),
+      removed?.length ? "bad" : "muted",
+    ],
+  ];
+  document.querySelector("#service tbody").replaceChildren(...rows.map(([name, text, className]) => el("tr", {}, el("th", { scope: "row" }, name), cell(text, className))));
+}
+
+const svgNs = "http://www.w3.org/2000/svg";
+
+function svg(tag, attributes = {}, ...children) {
+  const node = document.createElementNS(svgNs, tag);
+  for (const [name, value] of Object.entries(attributes)) node.setAttribute(name, String(value));
+  node.append(...children);
+  return node;
+}
+
+/** One small chart of a route's last hour: a line per series (null: no figure that minute), scaled to the highest value. */
+function chart(title, series, format) {
+  const width = 300;
+  const height = 60;
+  const values = series.flatMap((line) => line.values).filter((value) => value !== null);
+  const top = values.length ? Math.max(...values) : 0;
+  const x = (index, count) => (index / Math.max(1, count - 1)) * (width - 4) + 2;
+  const y = (value) => height - 2 - (value / (top || 1)) * (height - 8);
+  const lines = series.flatMap((line) => {
+    // Split at the minutes with no figure, so a gap shows as a gap; a lone minute is a dot.
+    const segments = [[]];
+    line.values.forEach((value, index) => (value === null ? segments.push([]) : segments.at(-1).push([x(index, line.values.length), y(value)])));
+    return segments
+      .filter((points) => points.length > 0)
+      .map((points) => (points.length === 1 ? svg("circle", { cx: points[0][0], cy: points[0][1], r: 2, class: line.className }) : svg("polyline", { points: points.map(([px, py]) => `${px.toFixed(1)},${py.toFixed(1)}`).join(" "), class: line.className })));
+  });
+  const latest = series[0].values.findLast((value) => value !== null) ?? null;
+  const latestText = latest === null ? "none" : format(latest);
+  const topText = values.length ? format(top) : "none";
+  const label = `${title}, last hour: latest ${latestText}, highest ${topText}`;
+  const picture = svg("svg", { viewBox: `0 0 ${width} ${height}`, width, height, role: "img", "aria-label": label }, svg("line", { x1: 0, y1: height - 1, x2: width, y2: height - 1, class: "axis" }), ...lines);
+  return el("div", { class: "chart" }, el("span", { class: "chart-title" }, title), picture, el("span", { class: "chart-now" }, `latest ${latestText} · highest ${topText}`));
+}
+
+function renderCharts(overview) {
+  const cards = overview.routes.map((route) => {
+    const hour = route.lastHour;
+    if (!hour) return el("figure", { class: "route-charts", "data-route": route.name }, el("figcaption", {}, route.name), el("p", { class: "muted" }, "unknown right now"));
+    return el(
+      "figure",
+      { class: "route-charts", "data-route": route.name },
+      el("figcaption", {}, route.name),
+      chart("Delivered per minute", [{ values: hour.delivered, className: "delivered" }], (value) => String(value)),
+      chart("Freshness p99 (live events)", [{ values: hour.p99, className: "freshness" }], seconds),
+      // One line per lane (GET /admin/overview: lastHour.waiting by lane).
+      chart("Waiting", Object.entries(hour.waiting).map(([lane, values]) => ({ values, className: `waiting lane-${lane}` })), (value) => String(value)),
+    );
+  });
+  document.getElementById("charts").replaceChildren(...cards);
+}
+
 async function refresh() {
   try {
     const overview = await call("GET", "overview");
+    renderHealth(overview);
+    renderService(overview);
     renderStreams(overview);
     renderRoutes(overview);
+    renderCharts(overview);
     renderRecovery(overview);
-    await refreshReplays();
+    await refreshReplays(overview.archive);
     const problem = document.getElementById("problem");
     problem.hidden = overview.unavailable.length === 0;
     problem.textContent = overview.unavailable.length ? `Not readable right now (Redis unreachable?): ${overview.unavailable.join(", ")}. Shown as unknown.` : "";
@@ -180,46 +285,34 @@ async function refresh() {
   }
 }
 
-// ---------- replays started from this page ----------
+// ---------- every replay (GET /admin/replays) ----------
 
-function trackedReplays() {
+async function refreshReplays(archive) {
+  let replays;
+  if (archive?.state === "off") return document.querySelector("#replays tbody").replaceChildren(el("tr", {}, el("td", { colspan: 9, class: "muted" }, `No replays: the archive is off (${archive.detail}).`)));
   try {
-    return JSON.parse(sessionStorage.getItem("streamkeeper-replays") || "[]");
-  } catch {
-    return [];
+    ({ replays } = await call("GET", "replays"));
+  } catch (error) {
+    const why = error instanceof Unavailable ? "Replays need the archive (ARCHIVE=on, and its Postgres answering)." : `Replays could not be read: ${error.message}`;
+    return document.querySelector("#replays tbody").replaceChildren(el("tr", {}, el("td", { colspan: 9, class: "muted" }, why)));
   }
-}
-
-function track(replay) {
-  sessionStorage.setItem("streamkeeper-replays", JSON.stringify([replay, ...trackedReplays()].slice(0, 20)));
-}
-
-async function refreshReplays() {
-  const rows = [];
-  for (const replay of trackedReplays()) {
-    let state;
-    try {
-      state = await call("GET", `replays/${encodeURIComponent(replay.replayId)}`);
-    } catch (error) {
-      state = { state: error instanceof Unavailable ? "not available" : `error: ${error.message}` };
-    }
-    const cancel = state.state === "running" ? el("button", { type: "button", onclick: () => cancelReplay(replay.replayId) }, `Cancel replay ${replay.replayId}`) : "";
-    rows.push(
-      el(
-        "tr",
-        { "data-replay": replay.replayId },
-        el("th", { scope: "row" }, replay.replayId),
-        cell(replay.route),
-        cell(state.waitingForArchiveSince ? "running, waiting for the archive" : state.state, state.state === "done" ? "ok replay-state" : state.state === "failed" ? "bad replay-state" : "replay-state"),
-        cell(state.matched ?? replay.matched, "number"),
-        cell(state.sent, "number"),
-        cell(state.delivered, "number"),
-        cell(state.failed, "number"),
-        el("td", {}, cancel),
-      ),
+  const rows = replays.map((replay) => {
+    const cancel = replay.state === "running" ? el("button", { type: "button", onclick: () => cancelReplay(replay.replayId) }, `Cancel replay ${replay.replayId}`) : "";
+    return el(
+      "tr",
+      { "data-replay": replay.replayId },
+      el("th", { scope: "row" }, replay.replayId),
+      cell(replay.route),
+      cell(replay.waitingForArchiveSince ? "running, waiting for the archive" : replay.state, replay.state === "done" ? "ok replay-state" : replay.state === "failed" ? "bad replay-state" : "replay-state"),
+      cell(replay.matched, "number"),
+      cell(replay.sent, "number"),
+      cell(replay.delivered, "number"),
+      cell(replay.failed, "number"),
+      cell(when(replay.startedAt)),
+      el("td", {}, cancel),
     );
-  }
-  if (rows.length === 0) rows.push(el("tr", {}, el("td", { colspan: 8, class: "muted" }, "None started from this page in this tab.")));
+  });
+  if (rows.length === 0) rows.push(el("tr", {}, el("td", { colspan: 9, class: "muted" }, "No replay yet.")));
   document.querySelector("#replays tbody").replaceChildren(...rows);
 }
 
@@ -234,7 +327,6 @@ async function cancelReplay(replayId) {
 
 async function startReplay(request, messageId) {
   const answer = await call("POST", "replays", request);
-  track({ replayId: answer.replayId, route: request.route, matched: answer.matched });
   replaceChildren(messageId, `Replay ${answer.replayId} started: ${answer.matched} events to ${request.route}. Its progress is under Recovery and replays.`);
   await refreshReplays();
 }

@@ -1,23 +1,16 @@
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { describe, expect, it } from "vitest";
-import { startEmulator } from "../../../src/emulator/start-emulator.js";
-import { startSinkServer } from "../../helpers/sink-server.js";
-import { startTestService, testCredentials } from "../../helpers/start-test-service.js";
+import { testCredentials } from "../../helpers/start-test-service.js";
 import { call, control, createStream, getToken, type ControlDelivery } from "../emulator-test-kit.js";
-import { deliveriesById, emitMany, metricValue, metricsOf, pullEnv, pullStatus, setEventsApiDown } from "./pull-test-kit.js";
+import { deliveriesById, emitMany, metricValue, metricsOf, pullStatus, setEventsApiDown, startPulling } from "./pull-test-kit.js";
 import { useCleanup } from "../../helpers/cleanup.js";
 
 describe("pull beside push", () => {
   const cleanup = useCleanup("each", { quiet: true, timeoutMs: 180000 });
 
   it("when a stream is disabled for part of the run and 10% of pushes fail with a 4xx, then every event reaches the route once, and events_received_total{origin=pull} is what the push missed", async () => {
-    const emulator = await startEmulator({ eventsHeartbeatSeconds: 0.2 });
-    cleanup.push(() => emulator.close());
-    const sink = await startSinkServer();
-    cleanup.push(() => sink.close());
-    const service = await startTestService(pullEnv(emulator, sink.url));
-    cleanup.push(() => service.close());
+    const { emulator, sink, service } = await startPulling(cleanup);
 
     // Between the tenant and the service: every 10th push answered 400 (the tenant gives up on a 4xx at once).
     const pushedOk = new Set<string>();

@@ -30,7 +30,7 @@ describe("the pull when the tenant refuses, expires or goes away", () => {
   const delta = (before: string, after: string, name: string, labels: string) => metricValue(after, name, labels) - metricValue(before, name, labels);
   const said = (lines: Array<Record<string, unknown>>, level: number, text: string) => lines.filter((line) => line.level === level && String(line.msg).includes(text));
 
-  it("when the kept offset has expired (410), then reading resumes from the last stored event's time less the overlap: none skipped, the repeats dropped", async () => {
+  it("when the kept offset has expired (410), then reading resumes from when the last offset was kept less the overlap: none skipped, the repeats dropped", async () => {
     const { emulator, sink } = await emulatorAndSink();
     const first = await service(pullEnv(emulator, sink.url));
     const prefix = first.config.env.QUEUE_PREFIX;
@@ -50,7 +50,7 @@ describe("the pull when the tenant refuses, expires or goes away", () => {
 
     const second = await service(pullEnv(emulator, sink.url, { QUEUE_PREFIX: prefix }));
     await sink.until((requests) => late.every((id) => requests.some((request) => request.headers["webhook-id"] === id)));
-    // The 8th to 10th events come again (from the last stored event's time less 300 s) and are dropped as repeats.
+    // The 8th to 10th events come again (from when the 10th's offset was kept, less 300 s) and are dropped as repeats.
     await expect.poll(async () => delta(before, await metricsOf(second.adminUrl), "streamkeeper_pull_events_total", 'result="duplicate"')).toBe(3);
     const seen = deliveriesById(sink.requests);
     expect([...early.ids, ...late].map((id) => seen.get(id)?.length)).toEqual(new Array(15).fill(1));
@@ -79,7 +79,32 @@ describe("the pull when the tenant refuses, expires or goes away", () => {
     const second = await service(pullEnv(emulator, sink.url, { QUEUE_PREFIX: prefix, PULL_OVERLAP_SECONDS: "1" }));
     await sink.until((requests) => later.ids.slice(1).every((id) => requests.some((request) => request.headers["webhook-id"] === id)));
     expect(deliveriesById(sink.requests).get(ahead.id)).toHaveLength(1);
-    expect(said(second.lines, 40, "can no longer be read").map((line) => line.msg)).toEqual([expect.stringContaining("or when its offset was kept if earlier")]);
+    expect(said(second.lines, 40, "can no longer be read").map((line) => line.msg)).toEqual([expect.stringContaining("when the offset was kept")]);
+  });
+
+  it("when the last pulled event is back-dated (2001) and then the kept offset expires (410), then reading resumes from when that offset was kept less the overlap, and no gap is reported at error", async () => {
+    const { emulator, sink } = await emulatorAndSink();
+    const env = { PULL_OVERLAP_SECONDS: "1" };
+    const first = await service(pullEnv(emulator, sink.url, env));
+    const prefix = first.config.env.QUEUE_PREFIX;
+    await expect.poll(async () => (await pullStatus(first.adminUrl)).state).toBe("connected");
+    const old = { id: "evt_dated_2001", source: "urn:test", specversion: "1.0", type: "user.created", time: "2001-01-01T00:00:00.000Z", data: { object: { user_id: "auth0|old" } } };
+    const raw = await fetch(`${emulator.url}/emulator/events/raw`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ type: "user.created", data: JSON.stringify({ event: old }) }) });
+    const { offset } = (await raw.json()) as { offset: string };
+    await expect.poll(() => keptOffset(prefix)).toBe(offset);
+    await first.close();
+    const redis = new Redis(inject("redisUrl"));
+    cleanup.push(async () => void redis.disconnect());
+    const keptAt = Date.parse((await redis.hget(pullKey(prefix, "position"), "offsetAt"))!);
+    const later = await emitWithOffsets(emulator, 3);
+    await changeEventsApi(emulator, { expire_through: later.offsets[0]! });
+
+    const second = await service(pullEnv(emulator, sink.url, { ...env, QUEUE_PREFIX: prefix }));
+    await sink.until((requests) => later.ids.slice(1).every((id) => requests.some((request) => request.headers["webhook-id"] === id)));
+    const resumed = said(second.lines, 40, "can no longer be read");
+    expect(resumed.map((line) => line.from)).toEqual([new Date(keptAt - 1000).toISOString()]);
+    expect(second.lines.filter((line) => Number(line.level) >= 50)).toEqual([]);
+    expect(deliveriesById(sink.requests).get(old.id)).toHaveLength(1);
   });
 
   it("when the kept offset has expired and only heartbeats were kept (no event of the pulled types yet), then reading resumes from when that offset was kept: the events emitted while the pull was down arrive", async () => {

@@ -34,6 +34,7 @@ describe("pull: a connection that only its comments show alive", () => {
       apiBaseUrl: emulator.apiBaseUrl,
       start: { kind: "now" },
       overlapMs: 0,
+      maxMessageBytes: 1_048_576,
       dedupeTtlMs: 86_400_000,
       failoverMs: 2000,
       // Idle after 3 s without a message or a comment: only a stall of ~3 s could end it here.

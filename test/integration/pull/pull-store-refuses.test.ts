@@ -48,7 +48,7 @@ describe("pull: an event the store refuses, an offset older than the dedupe wind
     const state = createPullState(redis, prefix);
     const tenant = createTenantClient({ apiBaseUrl: emulator.apiBaseUrl, tokenUrl: emulator.tokenUrl, audience: emulator.audience, clientId: "emulator-client", clientSecret: "emulator-secret" });
     const logs = capturedLogger("info");
-    const puller = createPuller({ state, store, tenant, apiBaseUrl: emulator.apiBaseUrl, start: { kind: "ago", ms: 3_600_000 }, overlapMs: 0, dedupeTtlMs: 7 * 86_400_000, failoverMs: 2000, backoffBaseMs: 10, backoffMaxMs: 50, logger: logs.logger });
+    const puller = createPuller({ state, store, tenant, apiBaseUrl: emulator.apiBaseUrl, start: { kind: "ago", ms: 3_600_000 }, overlapMs: 0, maxMessageBytes: 1_048_576, dedupeTtlMs: 7 * 86_400_000, failoverMs: 2000, backoffBaseMs: 10, backoffMaxMs: 50, logger: logs.logger });
     try {
       // Stored a few at once (inFlight), so in any order; the flaky one after its retry.
       await until("every storable event stored", () => stored.includes(last) && stored.includes(flaky), { withinMs: 30_000, detail: () => JSON.stringify({ stored, flakyTries, logs: logs.lines.map((line) => line.msg) }) });
@@ -76,7 +76,7 @@ describe("pull: an event the store refuses, an offset older than the dedupe wind
       const fixed = await state.fixStart(new Date(Date.now() - 1000));
       expect(await state.fixStart(new Date())).toEqual(fixed);
       const [between] = await emitMany(emulator, 1);
-      const puller = createPuller({ state, store, tenant, apiBaseUrl: emulator.apiBaseUrl, start: { kind: "now" }, overlapMs: 0, dedupeTtlMs: 7 * 86_400_000, failoverMs: 2000, logger: capturedLogger("info").logger });
+      const puller = createPuller({ state, store, tenant, apiBaseUrl: emulator.apiBaseUrl, start: { kind: "now" }, overlapMs: 0, maxMessageBytes: 1_048_576, dedupeTtlMs: 7 * 86_400_000, failoverMs: 2000, logger: capturedLogger("info").logger });
       try {
         await until("the event emitted between the two starts stored", () => stored.includes(between!));
       } finally {
@@ -87,7 +87,7 @@ describe("pull: an event the store refuses, an offset older than the dedupe wind
     }
   });
 
-  it("when the kept offset expired (410) and the last stored event is older than DEDUPE_TTL_SECONDS, then reading resumes from the start of the dedupe window, not before it (those ids are forgotten: a re-read would deliver them twice), and says so at error", async () => {
+  it("when the kept offset expired (410) and was kept longer ago than DEDUPE_TTL_SECONDS, then reading resumes from the start of the dedupe window, not before it (those ids are forgotten: a re-read would deliver them twice), and says so at error", async () => {
     const statePrefix = `test-${randomUUID()}`;
     const state = createPullState(redis, statePrefix);
     const calls = new Map<string, number>();
@@ -100,7 +100,7 @@ describe("pull: an event the store refuses, an offset older than the dedupe wind
     const tenant = createTenantClient({ apiBaseUrl: emulator.apiBaseUrl, tokenUrl: emulator.tokenUrl, audience: emulator.audience, clientId: "emulator-client", clientSecret: "emulator-secret" });
     const dedupeTtlMs = 1000;
     const pull = (logger = capturedLogger("info")) =>
-      createPuller({ state, store, tenant, apiBaseUrl: emulator.apiBaseUrl, start: { kind: "now" }, overlapMs: 0, dedupeTtlMs, failoverMs: 2000, backoffBaseMs: 10, backoffMaxMs: 50, logger: logger.logger });
+      createPuller({ state, store, tenant, apiBaseUrl: emulator.apiBaseUrl, start: { kind: "now" }, overlapMs: 0, maxMessageBytes: 1_048_576, dedupeTtlMs, failoverMs: 2000, backoffBaseMs: 10, backoffMaxMs: 50, logger: logger.logger });
     try {
       const first = pull();
       await until("connected", async () => (await state.describe(true)).state === "connected");

@@ -1,8 +1,10 @@
 import { Redis } from "ioredis";
 import { expect, inject } from "vitest";
 import { pullKey } from "../../../src/pull/pull-state.js";
-import type { Emulator } from "../../../src/emulator/start-emulator.js";
-import type { SinkRequest } from "../../helpers/sink-server.js";
+import { startEmulator, type Emulator } from "../../../src/emulator/start-emulator.js";
+import { startSinkServer, type SinkRequest, type SinkServer } from "../../helpers/sink-server.js";
+import type { Cleanup } from "../../helpers/cleanup.js";
+import { startTestService, type TestService } from "../../helpers/start-test-service.js";
 import { tenantEnv } from "../emulator-test-kit.js";
 import { adminHeaders } from "../../helpers/credentials.js";
 
@@ -22,6 +24,17 @@ export function pullEnv(emulator: Emulator, sinkUrl: string, env: Record<string,
     PULL_FAILOVER_SECONDS: "2",
     ...env,
   };
+}
+
+/** An emulator (heartbeats every 0.2 s), a sink and a service pulling from the one to the other, each closed by `cleanup`. */
+export async function startPulling(cleanup: Pick<Cleanup, "push">): Promise<{ emulator: Emulator; sink: SinkServer; service: TestService }> {
+  const emulator = await startEmulator({ eventsHeartbeatSeconds: 0.2 });
+  cleanup.push(() => emulator.close());
+  const sink = await startSinkServer();
+  cleanup.push(() => sink.close());
+  const service = await startTestService(pullEnv(emulator, sink.url));
+  cleanup.push(() => service.close());
+  return { emulator, sink, service };
 }
 
 /** Emits `count` events of `type` in one call to the emulator's control API; their ids in order of emission. */

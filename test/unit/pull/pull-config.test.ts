@@ -19,7 +19,7 @@ describe("the pull's settings", () => {
     expect(problems).toEqual([
       'PULL: give on or off (got "yes")',
       expect.stringMatching(/^PULL_EVENT_TYPES.*: give the tenant's event types, such as user\.created, separated by commas \(got "user\.created,user\.exploded"\)$/),
-      'PULL_START: give now, a duration such as 90m, 6h or 7d, or a time in ISO 8601 such as 2025-09-08T06:35:17Z (got "last week")',
+      'PULL_START: give now, or a duration back from now (90m, 6h, 7d), a date (2026-11-25: its midnight UTC) or a time in ISO 8601 (2026-11-25T06:35:17Z) (got "last week")',
       expect.stringMatching(/^PULL_FAILOVER_SECONDS: .*seconds.* \(got "0"\)$/),
     ]);
   });

@@ -25,4 +25,17 @@ describe("createStreamIdCache", () => {
     await expect(cache.ids()).rejects.toThrow("503");
     expect(await cache.ids()).toEqual(["est_1"]);
   });
+
+  it("when asked for a listing begun since a time, then one begun before it is made again, and one begun since is reused", async () => {
+    let listings = 0;
+    const cache = createStreamIdCache(async function* () {
+      listings++;
+      yield { id: `est_${listings}` };
+    }, 60_000);
+    expect(await cache.ids()).toEqual(["est_1"]);
+    const asked = Date.now() + 1;
+    expect(await cache.ids({ listedSince: asked })).toEqual(["est_2"]);
+    expect(await cache.ids({ listedSince: asked - 1 })).toEqual(["est_2"]);
+    expect(listings).toBe(2);
+  });
 });

@@ -31,6 +31,13 @@ describe("routes file messages in the project's words", () => {
     ["headers: { Connection: close }", "routes.yaml: route users field headers.Connection: Connection is set per request by the HTTP client; remove it from the route's headers"],
     ['headers: { "X Key": abc }', "routes.yaml: route users field headers.X Key: is not a valid header name: use letters, digits and - (e.g. X-Api-Key)"],
     ['headers: { X-Key: "a\\nb" }', "routes.yaml: route users field headers.X-Key: has a character a header cannot carry (a line break, a control character, or one above U+00FF)"],
+    ["filter: pro", 'routes.yaml: route users field filter: give a query object, e.g. {"data.object.app_metadata.plan": "pro"}'],
+    ['filter: { data.object.plan: { $like: "pro%" } }', "routes.yaml: route users field filter: unknown operator $like; use $eq $ne $in $nin $exists $regex $gt $gte $lt $lte $and $or $nor $not $size $all $elemMatch"],
+    ['filter: { $where: "this.type" }', "routes.yaml: route users field filter: unknown operator $where; use $eq $ne $in $nin $exists $regex $gt $gte $lt $lte $and $or $nor $not $size $all $elemMatch"],
+    ["filter: { $and: { type: user.created } }", "routes.yaml: route users field filter: not a query: $and expects value to be an Array."],
+    ["testEvents: keep", "routes.yaml: route users field testEvents: give deliver or drop"],
+    ['transform: "{ \\"email\\": data.object.email"', 'routes.yaml: route users field transform: does not parse: Expected "}" before end of expression (S0203 at character 28)'],
+    ["transform: 42", "routes.yaml: route users field transform: give a JSONata expression as text"],
   ])("when a route has %s, then the problem reads word for word", (field, message) => {
     expect(problemsOf(field)).toEqual([message]);
   });

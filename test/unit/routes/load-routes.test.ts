@@ -95,7 +95,7 @@ describe("parseRoutes", () => {
 
   it("when a route has a field close to none, then the error lists the fields", () => {
     expect(problemsOf(() => parseRoutes(`[{ name: a, match: "*", url: "http://127.0.0.1:1/", retries: 3 }]`, "f"))).toEqual([
-      "f: route a: unknown field retries; the fields are name, match, url, headers, secret, timeoutMs, maxAttemptsPerEvent, concurrency, dropStale, ratePerSecond, freshnessSeconds, liveWindowSeconds",
+      "f: route a: unknown field retries; the fields are name, match, url, headers, secret, timeoutMs, maxAttemptsPerEvent, concurrency, dropStale, ratePerSecond, freshnessSeconds, liveWindowSeconds, filter, testEvents, transform",
     ]);
   });
 

@@ -1,0 +1,25 @@
+import type { DeliveryJobData } from "../queue/delivery-job.js";
+import { compileTransform } from "../routes/route-transform.js";
+import type { Route } from "../routes/route.js";
+
+/** What a delivery sends: its body and that body's content type. */
+export interface ShapedBody {
+  body: string;
+  contentType: string;
+}
+
+/**
+ * A route's body for one job: the CloudEvent itself (structured mode), or where the route
+ * has a `transform`, that expression's result as JSON (docs/routes.md).
+ * A transform that fails or runs past `transformTimeoutMs` rejects with a TransformError
+ * (route-transform.ts), which the processor makes a dead letter.
+ */
+export function createBodyShaper(route: Pick<Route, "transform">, transformTimeoutMs: number): (data: DeliveryJobData) => Promise<ShapedBody> | ShapedBody {
+  if (!route.transform) return (data) => ({ body: data.eventJson ?? JSON.stringify(data.event), contentType: "application/cloudevents+json" });
+  const transform = compileTransform(route.transform, transformTimeoutMs);
+  return async (data) => ({
+    // An event too deep for JSON.stringify (fan-out.ts) holds its payload as text only: JSON.parse takes any depth.
+    body: await transform(data.eventJson === undefined ? data.event : (JSON.parse(data.eventJson) as object)),
+    contentType: "application/json",
+  });
+}
