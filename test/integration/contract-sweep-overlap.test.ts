@@ -14,9 +14,9 @@ import { adminToken, byEventId, failedCount, sweepStatus } from "./sweep-test-ki
  * checkpoint. Two failed deliveries a second boundary apart, and the checkpoint placed one
  * overlap after that boundary: the overlap, and only it, decides that the later one is read
  * (and recovered) and the earlier one is not. Shown failing by hand in
- * src/sweep/create-sweeper.ts sweepStream: `checkpoint - overlapMs` made `checkpoint` (the
- * later one missed), `checkpoint - 2 * overlapMs` (the earlier one read too) and
- * `checkpoint - overlapMs + 1000` (a second short: the later one missed).
+ * src/sweep/create-sweeper.ts sweepStart: `checkpoint - at.overlapMs` made `checkpoint` (the
+ * later one missed), `checkpoint - 2 * at.overlapMs` (the earlier one read too) and
+ * `checkpoint - at.overlapMs + 1000` (a second short: the later one missed).
  */
 describe("contract: RECONCILE_SWEEP_OVERLAP_SECONDS", () => {
   let emulator: Emulator | undefined;
@@ -56,6 +56,8 @@ describe("contract: RECONCILE_SWEEP_OVERLAP_SECONDS", () => {
       ADMIN_TOKEN: adminToken,
       RECONCILE_SWEEP_STREAMS: streamId,
       RECONCILE_SWEEP_OVERLAP_SECONDS: String(overlapSeconds),
+      // No deep pass: it reads the whole lookback again, whatever the checkpoint (its own test: sweep-deep-pass).
+      RECONCILE_SWEEP_DEEP_INTERVAL_SECONDS: "0",
       RECONCILE_SWEEP_INTERVAL_SECONDS: "3600",
       STREAM_WATCH_INTERVAL_SECONDS: "0",
     });
