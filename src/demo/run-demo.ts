@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import { mkdtemp, rm } from "node:fs/promises";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { startService } from "../app.js";
@@ -38,6 +38,10 @@ export async function runDemo({ keepRunning, redisUrl, say }: DemoOptions): Prom
     cleanup.unshift(() => sink.close());
     say(`2. sample downstream listening on ${sink.url}`);
 
+    // Two routes on the one downstream: `default` gets every event; `audit` the user events
+    // but never the tenant's test events (testEvents: drop, step 13).
+    const routesFile = join(dataDir, "routes.yaml");
+    await writeFile(routesFile, `routes:\n  - name: default\n    match: ["*"]\n    url: ${sink.url}\n  - name: audit\n    match: ["user.*"]\n    url: ${sink.url}\n    testEvents: drop\n`);
     const secret = () => randomBytes(18).toString("base64url");
     const webhook = { username: "tenant", password: secret() };
     const adminToken = secret();
@@ -55,7 +59,7 @@ export async function runDemo({ keepRunning, redisUrl, say }: DemoOptions): Prom
       ADMIN_PORT: "0",
       WEBHOOK_USERNAME: webhook.username,
       WEBHOOK_PASSWORD: webhook.password,
-      DOWNSTREAM_URL: sink.url,
+      ROUTES_FILE: routesFile,
       MGMT_API_BASE_URL: emulator.apiBaseUrl,
       MGMT_TOKEN_URL: emulator.tokenUrl,
       MGMT_CLIENT_ID: "emulator-client",
@@ -112,6 +116,7 @@ export async function runDemo({ keepRunning, redisUrl, say }: DemoOptions): Prom
     const ok = swept && pulled.origin === "pull";
     say(`10. ${ok ? "done" : "NOT as expected"}: the event that failed at the tenant was recovered and delivered once (origin ${recovered[0]?.origin}), the one never pushed was pulled; the downstream has ${sink.received.length} events`);
     const archived = await showArchive({ adminUrl: service.adminUrl, admin, user: ada, since: startedAt, say });
+    const tested = await showTestEvent({ emulator, streamId: good, adminUrl: service.adminUrl, admin, sink, say });
     say(`   metrics:   ${service.adminUrl}/metrics`);
     say(`   dashboard: ${service.adminUrl}/admin/queues (any user name; the password is the demo's ADMIN_TOKEN, shown only with --keep-running)`);
     say(`   event:     ${service.adminUrl}/admin/events/${lost} (Authorization: Bearer <ADMIN_TOKEN>)`);
@@ -123,7 +128,7 @@ export async function runDemo({ keepRunning, redisUrl, say }: DemoOptions): Prom
         process.once("SIGTERM", () => ok());
       });
     }
-    return ok && archived;
+    return ok && archived && tested;
   } finally {
     for (const step of cleanup) await step().catch(() => {});
   }
@@ -158,6 +163,31 @@ async function showArchive({ adminUrl, admin, user, since, say }: { adminUrl: st
   }, 30_000);
   say(`   replay ${replayId}: ${matched} matched, ${status.sent} sent, ${status.delivered} delivered (X-Streamkeeper-Origin: replay, the original webhook-id)`);
   return status.delivered === matched;
+}
+
+/**
+ * The tenant's dashboard "test" button (POST /event-streams/{id}/test): a test event
+ * (`a0purpose: "test"`) that the `default` route delivers and the `audit` route, with
+ * `testEvents: drop`, leaves out (outcome `filtered`, in GET /admin/events/:id).
+ */
+async function showTestEvent({ emulator, streamId, adminUrl, admin, sink, say }: { emulator: { apiBaseUrl: string; tokenUrl: string; audience: string }; streamId: string; adminUrl: string; admin: Record<string, string>; sink: { received: Array<{ eventId: string }> }; say(line: string): void }): Promise<boolean> {
+  const token = (await (await fetch(emulator.tokenUrl, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ grant_type: "client_credentials", client_id: "emulator-client", client_secret: "emulator-secret", audience: emulator.audience }),
+  })).json()) as { access_token: string };
+  const res = await fetch(`${emulator.apiBaseUrl}/event-streams/${streamId}/test`, { method: "POST", headers: { authorization: `Bearer ${token.access_token}`, "content-type": "application/json" }, body: JSON.stringify({ event_type: "user.created" }) });
+  if (!res.ok) throw new Error(`the emulator refused the test event: ${res.status} ${await res.text()}`);
+  const testId = ((await res.json()) as { event: { id: string } }).event.id;
+  say(`13. the tenant's "send a test event" button (POST /api/v2/event-streams/${streamId}/test) sent ${testId}, marked a0purpose "test"`);
+  const outcomes = await until(async () => {
+    const described = (await (await fetch(`${adminUrl}/admin/events/${testId}`, { headers: admin })).json()) as { routes?: Array<{ route: string; state: string }> };
+    const states = Object.fromEntries((described.routes ?? []).map((route) => [route.route, route.state]));
+    return states.default === "delivered" && states.audit === "filtered" ? states : undefined;
+  }, 30_000);
+  const copies = sink.received.filter((delivery) => delivery.eventId === testId).length;
+  say(`    route default delivered it; route audit (testEvents: drop) left it out: ${outcomes.audit} (streamkeeper events show ${testId})`);
+  return copies === 1;
 }
 
 async function createStream(emulatorUrl: string, name: string, types: string[], endpoint: string, auth: { username: string; password: string }) {

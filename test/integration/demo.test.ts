@@ -32,5 +32,10 @@ describe("streamkeeper demo", () => {
     expect(stdout.match(/ {3}evt_\w{22} {2}\S+ {2}user\.(created|updated) {2}origin webhook {2}default=delivered/g)).toHaveLength(2);
     expect(stdout).toMatch(/replay rpl_\w+: 3 matched, 3 sent, 3 delivered/);
     expect(stdout.match(/origin replay\)/g)).toHaveLength(3);
+    // The tenant's test button: delivered on one route, left out on the route that drops test events.
+    const test = /13\. the tenant's "send a test event" button \(POST \/api\/v2\/event-streams\/est_\w+\/test\) sent (evt_\w+), marked a0purpose "test"/.exec(stdout)?.[1];
+    expect(test).toBeDefined();
+    expect(stdout).toContain("route default delivered it; route audit (testEvents: drop) left it out: filtered");
+    expect(stdout.match(new RegExp(`downstream received ${test}`, "g"))).toHaveLength(1);
   });
 });
