@@ -3,22 +3,10 @@ import { loadClientConfig } from "../config.js";
 import { askArchive } from "./ask-archive.js";
 import { formatTable } from "./format-table.js";
 import { runAction } from "./run-action.js";
+import type { ReplayStatus } from "../archive/replays.js";
 
 /** A replay as `GET /admin/replays` and `GET /admin/replays/:id` answer it (README.md#the-archive-search-timelines-replay-erasure). */
-export interface ReplayStatus {
-  replayId: string;
-  route: string;
-  state: "running" | "done" | "cancelled" | "failed";
-  matched: number;
-  sent: number;
-  skipped: number;
-  /** left out by the route as it is now (its match, filter, testEvents) */
-  filtered: number;
-  delivered: number;
-  failed: number;
-  startedAt: string;
-  waitingForArchiveSince?: string;
-}
+export type { ReplayStatus } from "../archive/replays.js";
 
 /** `--json` is the `replay` command's own option: commander gives it to the parent wherever it stands. */
 const json = (command: Command) => Boolean(command.optsWithGlobals().json);
