@@ -50,7 +50,9 @@ export async function forgetEntity(pool: pg.Pool, entity: string, now = Date.now
     await client.query("COMMIT");
     erased = events.rows.filter((row) => row.payload_was).length;
     eventIds = [...new Set(events.rows.map((row) => fromArchiveText(row.id)))];
-    touched = [...new Set([...events.rows.filter((row) => row.payload_was).map((row) => row.partition), ...attempts.rows.map((row) => row.partition)])];
+    // Every partition holding the entity's events, not only those erased now: a forget asked
+    // again after a rewrite failed (answered 503) rewrites them then.
+    touched = [...new Set([...events.rows.map((row) => row.partition), ...attempts.rows.map((row) => row.partition)])];
   } catch (error) {
     client.release(error as Error);
     throw error;
