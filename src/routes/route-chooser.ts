@@ -32,7 +32,7 @@ export interface RouteChooser {
   narrow?(event: { type: string }, matched: string[]): Narrowed;
 }
 
-/** The tenant marks the events its dashboard's "test" button sends (spec/real-world.md). */
+/** The tenant marks the events its dashboard's "test" button sends (docs/tenant.md#webhook-delivery). */
 export function isTestEvent(event: object): boolean {
   return (event as { a0purpose?: unknown }).a0purpose === "test";
 }
