@@ -1,7 +1,6 @@
 import type { DeliveryQueue, DeliveryQueues } from "../queue/delivery-queues.js";
-import type { DeliveryJobData } from "../queue/delivery-job.js";
+import { wholeEvent } from "../queue/delivery-job.js";
 import { entityOf } from "../archive/entity-of.js";
-import type { CloudEvent } from "../events/cloud-event.js";
 
 /** Job states that hold a payload no delivery is waiting on now, or a replay's. */
 const states = ["completed", "failed", "waiting", "delayed", "prioritized"] as const;
@@ -21,7 +20,7 @@ export async function forgetEntityJobs(queues: DeliveryQueues, entity: string): 
     for (const state of states) {
       const jobs = await queue.getJobs([state]);
       for (const job of jobs) {
-        if (!job?.id || entityOf(eventOf(job.data)) !== entity) continue;
+        if (!job?.id || entityOf(wholeEvent(job.data)) !== entity) continue;
         const waitingLive = (state === "waiting" || state === "delayed" || state === "prioritized") && job.data.replayId === undefined;
         if (waitingLive) continue;
         // A job that became active meanwhile refuses removal: it is delivered, not kept.
@@ -45,13 +44,4 @@ async function forgetQueueEvents(client: DeliveryQueues["connection"], queue: De
   const entries = (await client.xrange(key, "-", "+")) as Array<[string, string[]]>;
   const held = entries.filter(([, fields]) => fields.some((value, index) => index % 2 === 1 && fields[index - 1] === "jobId" && ids.has(value))).map(([id]) => id);
   for (let start = 0; start < held.length; start += 500) await client.xdel(key, ...held.slice(start, start + 500));
-}
-
-function eventOf(data: DeliveryJobData): CloudEvent {
-  if (data.eventJson === undefined) return data.event;
-  try {
-    return JSON.parse(data.eventJson) as CloudEvent;
-  } catch {
-    return data.event;
-  }
 }

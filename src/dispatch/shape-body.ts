@@ -1,4 +1,4 @@
-import type { DeliveryJobData } from "../queue/delivery-job.js";
+import { wholeEvent, type DeliveryJobData } from "../queue/delivery-job.js";
 import { compileTransform } from "../routes/route-transform.js";
 import type { Route } from "../routes/route.js";
 
@@ -18,8 +18,7 @@ export function createBodyShaper(route: Pick<Route, "transform">, transformTimeo
   if (!route.transform) return (data) => ({ body: data.eventJson ?? JSON.stringify(data.event), contentType: "application/cloudevents+json" });
   const transform = compileTransform(route.transform, transformTimeoutMs);
   return async (data) => ({
-    // An event too deep for JSON.stringify (fan-out.ts) holds its payload as text only: JSON.parse takes any depth.
-    body: await transform(data.eventJson === undefined ? data.event : (JSON.parse(data.eventJson) as object)),
+    body: await transform(wholeEvent(data)),
     contentType: "application/json",
   });
 }

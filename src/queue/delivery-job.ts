@@ -27,6 +27,11 @@ export interface DeliveryJobData {
   failingSince?: number;
 }
 
+/** The job's whole event: from `eventJson` for one too deep for `JSON.stringify` (JSON.parse takes any depth), else `event`. */
+export function wholeEvent(data: DeliveryJobData): CloudEvent {
+  return data.eventJson === undefined ? data.event : (JSON.parse(data.eventJson) as CloudEvent);
+}
+
 /*
  * The lanes of a route's queue (docs/operating.md, "Live and late lanes"). BullMQ serves a
  * queue's jobs without a priority first, then prioritized ones, the lower number first and
