@@ -144,11 +144,10 @@ function parseCursor(after: string): { at: number; id: string } {
 }
 
 function toArchivedEvent(row: EventRow): ArchivedEvent {
+  // Each route named as sent (archive-text.ts): `pending` until its first attempt.
   const outcomes: Record<string, string> = {};
-  for (const route of row.routes) outcomes[route] = "pending";
-  Object.assign(outcomes, row.outcomes ?? {});
-  const named: Record<string, string> = {};
-  for (const [route, outcome] of Object.entries(outcomes)) named[fromArchiveText(route)] = outcome;
+  for (const route of row.routes) outcomes[fromArchiveText(route)] = "pending";
+  for (const [route, outcome] of Object.entries(row.outcomes ?? {})) outcomes[fromArchiveText(route)] = outcome;
   return {
     id: fromArchiveText(row.id),
     time: row.arrived_at.toISOString(),
@@ -158,7 +157,7 @@ function toArchivedEvent(row: EventRow): ArchivedEvent {
     origin: row.origin,
     failedFirst: row.failed_first,
     erased: row.erased_at !== null,
-    outcomes: row.routes.length === 0 && Object.keys(outcomes).length === 0 ? { "": "unrouted" } : named,
+    outcomes: row.routes.length === 0 && Object.keys(outcomes).length === 0 ? { "": "unrouted" } : outcomes,
   };
 }
 

@@ -1,12 +1,11 @@
 import type pg from "pg";
 import { checkOut } from "./check-out.js";
-import { fromArchiveText, toArchiveText } from "./archive-text.js";
+import { toArchiveText } from "./archive-text.js";
+import { beginDurable } from "./write-archive-batch.js";
 
 export interface Forgotten {
   /** events whose payload this erasure dropped */
   erased: number;
-  /** every archived event of the entity (erased now or before), for what else holds them (Redis jobs) */
-  eventIds: string[];
 }
 
 /**
@@ -24,10 +23,9 @@ export async function forgetEntity(pool: pg.Pool, entity: string, now = Date.now
   const client = await checkOut(pool);
   let touched: string[];
   let erased: number;
-  let eventIds: string[];
   try {
     // Durable like the writer's batches (write-archive-batch.ts), and under its lock: no batch of the entity's events commits in between.
-    await client.query("BEGIN; SET LOCAL synchronous_commit = on; SELECT pg_advisory_xact_lock(hashtext('streamkeeper archive writer'))");
+    await client.query(beginDurable);
     // Recorded first: an event of the entity still in the outbox is archived without its
     // payload. Its arrival time is the receiving service's clock, not Postgres's: the erasure
     // takes the later of Postgres's and this service's (the same clock when one process
@@ -36,9 +34,9 @@ export async function forgetEntity(pool: pg.Pool, entity: string, now = Date.now
       "INSERT INTO erasures (entity, erased_at) VALUES ($1, GREATEST(now(), $2)) ON CONFLICT (entity) DO UPDATE SET erased_at = GREATEST(erasures.erased_at, now(), $2) RETURNING erased_at AS at",
       [stored, new Date(now)],
     )).rows[0]!.at;
-    const events = await client.query<{ partition: string; payload_was: boolean; id: string }>(
+    const events = await client.query<{ partition: string; payload_was: boolean }>(
       `WITH erased AS (UPDATE events SET payload = NULL, erased_at = $2 WHERE entity = $1 AND payload IS NOT NULL RETURNING id)
-       SELECT e.tableoid::regclass::text AS partition, e.id, e.id IN (SELECT id FROM erased) AS payload_was FROM events e WHERE e.entity = $1`,
+       SELECT e.tableoid::regclass::text AS partition, e.id IN (SELECT id FROM erased) AS payload_was FROM events e WHERE e.entity = $1`,
       [stored, at],
     );
     const attempts = await client.query<{ partition: string }>(
@@ -49,7 +47,6 @@ export async function forgetEntity(pool: pg.Pool, entity: string, now = Date.now
     );
     await client.query("COMMIT");
     erased = events.rows.filter((row) => row.payload_was).length;
-    eventIds = [...new Set(events.rows.map((row) => fromArchiveText(row.id)))];
     // Every partition holding the entity's events, not only those erased now: a forget asked
     // again after a rewrite failed (answered 503) rewrites them then.
     touched = [...new Set([...events.rows.map((row) => row.partition), ...attempts.rows.map((row) => row.partition)])];
@@ -68,5 +65,5 @@ export async function forgetEntity(pool: pg.Pool, entity: string, now = Date.now
     client.release(error as Error);
     throw error;
   }
-  return { erased, eventIds };
+  return { erased };
 }

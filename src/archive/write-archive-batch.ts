@@ -81,6 +81,7 @@ export async function writeArchiveBatch(pool: pg.Pool, records: ArchiveRecord[])
  * the "archived already?" check of insertNewEvents cannot race another writer.
  */
 export const beginDurable = "BEGIN; SET LOCAL synchronous_commit = on; SELECT pg_advisory_xact_lock(hashtext('streamkeeper archive writer'))";
+
 /** An event's routes that filtered it out, as one attempt row each with outcome `filtered`, at its arrival: no job ran for them. */
 function filteredRows(record: EventRecord): Array<{ arrived_at: string; event_id: string; route: string; attempt_key: string; at: string; status: number | null; error: string | null; outcome: string; replay_id: string | null }> {
   const at = new Date(record.receivedAt).toISOString();
