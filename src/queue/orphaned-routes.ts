@@ -4,7 +4,7 @@ import type { DeliveryJobData } from "./delivery-job.js";
 import type { DeliveryQueue } from "./delivery-queues.js";
 import { deliveryQueueBullPrefix, deliveryQueueName } from "./queue-names.js";
 import type { ArchiveOutbox } from "../archive/archive-outbox.js";
-import type { AttemptRecord } from "../archive/archive-record.js";
+import { leftRouteRecord } from "./left-route-record.js";
 
 /** The job states of a route that is gone whose events still wait: queued, retrying, dead letters. */
 const waitingStates = ["wait", "prioritized", "delayed", "active", "failed", "waiting-children"] as const;
@@ -40,7 +40,7 @@ export function createOrphanedRoutes(connection: Redis | Cluster, queuePrefix: s
   const archived = async (route: string, jobs: Job<DeliveryJobData>[], outcome: "moved" | "dropped") => {
     if (!archive || jobs.length === 0) return;
     const at = Date.now();
-    await archive(jobs.map((job): AttemptRecord => ({ kind: "attempt", eventId: job.data.event.id, receivedAt: job.data.receivedAt, route, key: `${job.id}:${outcome}`, at, outcome })));
+    await archive(jobs.map((job) => leftRouteRecord(job, route, outcome, at)));
   };
   const queues = new Map<string, Queue<DeliveryJobData>>();
   const queueOf = (route: string) => {

@@ -4,6 +4,7 @@ import type { Logger } from "../logger.js";
 import { dispatchTotal } from "../metrics/registry.js";
 import type { DeliveryJobData } from "./delivery-job.js";
 import type { DeliveryQueue } from "./delivery-queues.js";
+import { leftRouteRecord } from "./left-route-record.js";
 
 /** The states of a waiting job: queued (either lane) or retrying; never one in flight (`active`) or a dead letter. */
 const waitingStates = ["wait", "prioritized", "delayed"] as const;
@@ -56,7 +57,7 @@ async function archiveParked(queue: DeliveryQueue, route: string, jobs: Job<Deli
   if (jobs.length === 0) return 0;
   const at = Date.now();
   try {
-    await archive(jobs.map((job) => ({ kind: "attempt", eventId: job.data.event.id, receivedAt: job.data.receivedAt, route, key: `${job.id}:parked`, at, outcome: "parked", ...(job.data.replayId ? { replayId: job.data.replayId } : {}) })));
+    await archive(jobs.map((job) => ({ ...leftRouteRecord(job, route, "parked", at), ...(job.data.replayId ? { replayId: job.data.replayId } : {}) })));
     return jobs.length;
   } catch (error) {
     logger.error({ err: error, route, jobs: jobs.length }, "parking: the archive's outbox did not take these events; they go back to the route's queue");
