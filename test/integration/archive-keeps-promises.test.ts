@@ -112,6 +112,10 @@ describe("archive: the promises it keeps", () => {
     expect(byUser.events).toMatchObject([{ id: odd[3]!.id, entity: nulUser }]);
     const timeline = (await (await admin(`/admin/events/${encodeURIComponent(odd[0]!.id)}`)).json()) as { timeline?: { type: string } };
     expect(timeline.timeline?.type).toBe("user.updated");
+    // routes try reads the archived event by the same exact id.
+    const tried = await admin("/admin/routes/default/try", { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ eventId: odd[0]!.id }) });
+    expect(tried.status).toBe(200);
+    expect(await tried.json()).toMatchObject({ match: true });
     // A lone surrogate cannot travel in a URL: read back as stored, it decodes to the exact text.
     const streams = (await db.query<{ stream: string }>("SELECT stream FROM events WHERE stream LIKE '~sk:%'")).map((row) => fromArchiveText(row.stream));
     expect(streams).toContain(odd[2]!.a0stream);
