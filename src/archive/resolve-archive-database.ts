@@ -5,7 +5,7 @@ import type { Logger } from "../logger.js";
 import { joinEmbeddedRedis, type EmbeddedRedisUse } from "../redis/embedded-redis-users.js";
 import { socketPort, startPostgresServer } from "./postgres-server.js";
 import { isAlive } from "../is-alive.js";
-import { postgresBinaries } from "./postgres-binaries.js";
+import { runnableBinDir } from "./postgres-binaries.js";
 import { embeddedPostgresOptions, keepEmbeddedPostgres, postmasterPid } from "./keep-embedded-postgres.js";
 
 export interface ResolvedArchiveDatabase {
@@ -41,11 +41,9 @@ export async function resolveArchiveDatabase(config: Config, logger: Logger, who
     while (isAlive(pid) && Date.now() < deadline) await new Promise((ok) => setTimeout(ok, 25));
   };
   let started = false;
-  const { binDir, problem } = await postgresBinaries(logger);
   if (!(await answers(dir))) {
-    if (!binDir) throw new Error(`${problem}. Run npm ci again (its install script makes the binaries' library links), or set ARCHIVE_DATABASE_URL to a Postgres of your own, or ARCHIVE=off`);
     const begun = Date.now();
-    await startPostgresServer(embeddedPostgresOptions(dir, dataDir, binDir));
+    await startPostgresServer(embeddedPostgresOptions(dir, dataDir, await runnableBinDir(logger)));
     started = true;
     logger.info({ dir, startMs: Date.now() - begun }, "started the embedded Postgres of the archive (data and log in DATA_DIR/postgres)");
   }
@@ -54,13 +52,13 @@ export async function resolveArchiveDatabase(config: Config, logger: Logger, who
   const use: EmbeddedRedisUse = await joinEmbeddedRedis(redisUrl, `${who} (archive)`, logger, undefined, { usersKey: "streamkeeper:embedded-postgres:users", stop });
   if (!started) logger.info({ dir, users: use.others }, use.others > 0 ? "reusing the embedded Postgres already running in DATA_DIR" : "adopted the embedded Postgres left running in DATA_DIR; it stops when the last process using it does");
   // Every process using it watches it; one restarts it when it dies (README.md, The archive).
-  const keeper = binDir ? keepEmbeddedPostgres({ dir, dataDir, binDir, logger, answers: () => answers(dir) }) : undefined;
+  const keeper = keepEmbeddedPostgres({ dir, dataDir, logger, answers: () => answers(dir) });
   let releasing: Promise<void> | undefined;
   return {
     url,
     release() {
       releasing ??= (async () => {
-        keeper?.close();
+        keeper.close();
         if ((await use.leave()) && (await use.stopServer())) logger.info("stopped the embedded Postgres: no other Streamkeeper process uses it");
       })();
       return releasing;
