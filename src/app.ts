@@ -57,7 +57,7 @@ export async function startService(given: Config, logger: Logger, role: Role): P
   });
   const tracing = await startTracing(env.OTEL_EXPORTER_OTLP_ENDPOINT, logger);
   // Off the acknowledgement path: its outbox is in Redis, Postgres is read by its writer alone (docs/architecture.md).
-  const archive = await startArchive({ config, logger, redisUrl: connections.redis.url, client: connections.client, who: `start --role ${role}` });
+  const archive = await startArchive({ config, logger, redisUrl: connections.redis.url, client: connections.client, who: `start --role ${role}`, drains: role !== "receiver" });
   const stores = await createStores({ config, logger, routes, connections, archive, tracing });
   const ready = createReadiness(connections.client, env.QUEUE_PREFIX, routes);
   const upgrade = createUpgrade({ queuePrefix: env.QUEUE_PREFIX, logger, routes, client: connections.client });

@@ -22,6 +22,12 @@ export interface ArchiveWriterDeps {
   now?: () => number;
   /** Records per transaction. @defaultValue 500 */
   batchSize?: number;
+  /**
+   * False: this process takes no record from the outbox (a receiver: the writers of the
+   * worker processes do); it keeps the schema, the outbox's claim and `available()`, asking
+   * Postgres every `claimTiming.everyMs`. @defaultValue true
+   */
+  drains?: boolean;
   /** After a batch smaller than `batchSize`, the wait before reading the next. @defaultValue 200 */
   gatherMs?: number;
   /** The wait before trying Postgres again after it failed. @defaultValue 2000 */
@@ -155,6 +161,13 @@ export function createArchiveWriter(deps: ArchiveWriterDeps): ArchiveWriter {
         }
         if (now() - maintainedAt >= maintainEveryMs) await maintain();
         if (!(await holdsOutbox())) {
+          await pause(claimTiming.everyMs);
+          continue;
+        }
+        if (deps.drains === false) {
+          // Postgres asked now and then, so a database gone is seen (archive_up) without a batch to fail.
+          await pool.query("SELECT 1");
+          recovered();
           await pause(claimTiming.everyMs);
           continue;
         }
