@@ -22,6 +22,8 @@ export interface ArchiveWriterDeps {
   now?: () => number;
   /** Records per transaction. @defaultValue 500 */
   batchSize?: number;
+  /** After a batch smaller than `batchSize`, the wait before reading the next. @defaultValue 200 */
+  gatherMs?: number;
   /** The wait before trying Postgres again after it failed. @defaultValue 2000 */
   retryMs?: number;
   /** This process's name in the consumer group. @defaultValue host:pid */
@@ -67,6 +69,7 @@ export function createArchiveWriter(deps: ArchiveWriterDeps): ArchiveWriter {
   const now = deps.now ?? Date.now;
   const batchSize = deps.batchSize ?? 500;
   const retryMs = deps.retryMs ?? 2000;
+  const gatherMs = deps.gatherMs ?? 200;
   const consumer = deps.consumer ?? `${hostname()}:${process.pid}`;
   let closing = false;
   let ready = false;
@@ -164,6 +167,10 @@ export function createArchiveWriter(deps: ArchiveWriterDeps): ArchiveWriter {
         if (entries.length > 0) {
           await handle(entries);
           recovered();
+          // A part batch: the next read waits for more, so a steady flow is written in a few
+          // large transactions rather than many small ones (each a durable commit and seven
+          // round trips; docs/benchmarks.md, "The archive's cost").
+          if (entries.length < batchSize) await pause(gatherMs);
         }
       } catch (error) {
         if (closing) break;

@@ -93,7 +93,7 @@ const insertNewEvents = `
 INSERT INTO events (arrived_at, id, type, origin, stream, entity, failed_first, routes, payload)
 SELECT DISTINCT ON (x.id) x.arrived_at, x.id, x.type, x.origin, x.stream, x.entity, x.failed_first, x.routes,
   CASE WHEN EXISTS (SELECT 1 FROM erasures r WHERE r.entity = x.entity AND r.erased_at >= x.arrived_at) THEN NULL ELSE decode(x.payload, 'base64') END
-FROM jsonb_to_recordset($1::jsonb) AS x(arrived_at timestamptz, id text, type text, origin text, stream text, entity text, failed_first boolean, routes text[], payload text)
+FROM json_to_recordset($1::json) AS x(arrived_at timestamptz, id text, type text, origin text, stream text, entity text, failed_first boolean, routes text[], payload text)
 WHERE NOT EXISTS (SELECT 1 FROM events e WHERE e.id = x.id)
 ORDER BY x.id, x.arrived_at
 ON CONFLICT DO NOTHING`;
@@ -104,5 +104,5 @@ INSERT INTO attempts (arrived_at, event_id, route, attempt_key, at, status, erro
 SELECT x.arrived_at, x.event_id, x.route, x.attempt_key, x.at, x.status,
   CASE WHEN x.error IS NOT NULL AND EXISTS (SELECT 1 FROM events e JOIN erasures r ON r.entity = e.entity WHERE e.arrived_at = x.arrived_at AND e.id = x.event_id) THEN NULL ELSE x.error END,
   x.outcome, x.replay_id
-FROM jsonb_to_recordset($1::jsonb) AS x(arrived_at timestamptz, event_id text, route text, attempt_key text, at timestamptz, status integer, error text, outcome text, replay_id text)
+FROM json_to_recordset($1::json) AS x(arrived_at timestamptz, event_id text, route text, attempt_key text, at timestamptz, status integer, error text, outcome text, replay_id text)
 ON CONFLICT DO NOTHING`;
