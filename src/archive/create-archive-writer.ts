@@ -1,6 +1,6 @@
 import { hostname } from "node:os";
 import type pg from "pg";
-import type { Logger } from "../logger.js";
+import type { Logger } from "../logging/logger.js";
 import { archiveWriterRefused, archiveWrites } from "../metrics/archive-metrics.js";
 import type { RedisClient } from "../redis/redis-connection.js";
 import { maintainPartitions, oldestKept } from "./archive-partitions.js";

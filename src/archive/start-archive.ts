@@ -1,10 +1,10 @@
 import pg from "pg";
-import type { Config } from "../config.js";
-import type { Logger } from "../logger.js";
+import type { Config } from "../config/config.js";
+import type { Logger } from "../logging/logger.js";
 import { archiveLag, archiveNotStarted, archiveUp, registerArchiveUp } from "../metrics/archive-metrics.js";
 import { onScrape } from "../metrics/registry.js";
 import { closeRedis, createRedis, type RedisClient } from "../redis/redis-connection.js";
-import { redactUrlCredentials } from "../redact-secrets.js";
+import { redactUrlCredentials } from "../logging/redact-secrets.js";
 import { oldestInOutbox } from "./archive-outbox.js";
 import { createArchiveWriter, type ArchiveWriter } from "./create-archive-writer.js";
 import { resolveArchiveDatabase } from "./resolve-archive-database.js";

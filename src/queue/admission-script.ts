@@ -1,5 +1,5 @@
 import { addPrioritizedJob, addStandardJob } from "bullmq/dist/cjs/scripts/index.js";
-import { loadLua } from "../load-lua.js";
+import { loadLua } from "../redis/load-lua.js";
 import { ledgerCore, ledgerDispatch } from "./ledger-script.js";
 
 const admitOp = loadLua(new URL("./admission-admit.lua", import.meta.url));

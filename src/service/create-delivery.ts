@@ -1,11 +1,11 @@
-import type { Config } from "../config.js";
+import type { Config } from "../config/config.js";
 import { createArchiveOutbox } from "../archive/archive-outbox.js";
 import { createDispatcher, type DispatcherOptions } from "../dispatch/create-dispatcher.js";
 import { createFreshnessRecorder } from "../freshness/create-freshness-recorder.js";
-import type { Logger } from "../logger.js";
+import type { Logger } from "../logging/logger.js";
 import { createEntityVersions } from "../queue/entity-versions.js";
 import { deliveryMarkGatherMs } from "../queue/event-ledger.js";
-import { settlesWithin } from "../settles-within.js";
+import { settlesWithin } from "../time/settles-within.js";
 import type { Route } from "../routes/route.js";
 import type { Tracing } from "../telemetry/start-tracing.js";
 import type { Connections } from "./create-connections.js";

@@ -1,5 +1,5 @@
-import type { Config } from "../config.js";
-import type { Logger } from "../logger.js";
+import type { Config } from "../config/config.js";
+import type { Logger } from "../logging/logger.js";
 import { archiveOutboxKey, createArchiveOutbox } from "../archive/archive-outbox.js";
 import type { RunningArchive } from "../archive/start-archive.js";
 import { createPullState, type PullState } from "../pull/pull-state.js";
