@@ -105,7 +105,7 @@ export function createArchiveWriter(deps: ArchiveWriterDeps): ArchiveWriter {
     if (dropped.length > 0) logger.info({ partitions: dropped, retentionDays }, "archive: dropped the days older than ARCHIVE_RETENTION_DAYS");
   };
 
-  const { read, claimStalled, done } = outboxConsumer(redis, key, consumer, batchSize);
+  const { next, readPendingAgain, done } = outboxConsumer(redis, key, consumer, batchSize);
   const claimTiming = deps.claimTiming ?? defaultClaimTiming;
   const outboxClaim = claimSaying(createOutboxDatabaseClaim(redis, key, `${deps.database ?? "a database"} (${consumer})`, claimTiming), deps.database, logger);
   const holdsOutbox = () => outboxClaim.check(identity!);
@@ -150,8 +150,6 @@ export function createArchiveWriter(deps: ArchiveWriterDeps): ArchiveWriter {
   };
 
   const loop = (async () => {
-    let pendingFirst = true;
-    let claimedAt = 0;
     while (!closing) {
       try {
         if (!ready) {
@@ -171,12 +169,7 @@ export function createArchiveWriter(deps: ArchiveWriterDeps): ArchiveWriter {
           await pause(claimTiming.everyMs);
           continue;
         }
-        let entries = await read(pendingFirst ? "0" : ">");
-        if (pendingFirst && entries.length === 0) pendingFirst = false;
-        if (entries.length === 0 && Date.now() - claimedAt >= claimIdleMs / 2) {
-          claimedAt = Date.now();
-          entries = await claimStalled();
-        }
+        const entries = await next();
         if (entries.length > 0) {
           await handle(entries);
           recovered();
@@ -188,7 +181,7 @@ export function createArchiveWriter(deps: ArchiveWriterDeps): ArchiveWriter {
       } catch (error) {
         if (closing) break;
         archiveWrites.inc({ result: "error" });
-        pendingFirst = true;
+        readPendingAgain();
         if (isUnreachable(error)) ready = false;
         if (!unavailableSaid) {
           logger.error({ err: error }, "archive unavailable: events are kept in the Redis outbox and archived when Postgres answers again (archive_lag_seconds grows meanwhile); retrying");
@@ -267,17 +260,32 @@ function claimSaying(claim: OutboxDatabaseClaim, database: string | undefined, l
   };
 }
 
-/** This process's reads of the outbox as one consumer of the writers' group, and the removal of what is archived. */
+/**
+ * This process's reads of the outbox as one consumer of the writers' group, and the removal
+ * of what is archived. `next()`: its own pending records first (a batch Postgres refused,
+ * or held when its process stopped), then new ones; with none, now and then those a stopped
+ * writer left. `readPendingAgain()` after a failed batch.
+ */
 function outboxConsumer(redis: ArchiveWriterDeps["redis"], key: string, consumer: string, batchSize: number) {
+  let pendingFirst = true;
+  let claimedAt = 0;
+  const read = async (from: "0" | ">"): Promise<Entry[]> => {
+    const reply = (await redis.call("XREADGROUP", "GROUP", archiveWriterGroup, consumer, "COUNT", batchSize, ...(from === ">" ? ["BLOCK", 1000] : []), "STREAMS", key, from)) as unknown;
+    return entriesOf(reply, key);
+  };
+  const claimStalled = async (): Promise<Entry[]> => {
+    const reply = (await redis.call("XAUTOCLAIM", key, archiveWriterGroup, consumer, claimIdleMs, "0-0", "COUNT", batchSize)) as unknown[];
+    return ((reply?.[1] ?? []) as Entry[]).filter((entry) => Array.isArray(entry));
+  };
   return {
-    async read(from: "0" | ">"): Promise<Entry[]> {
-      const reply = (await redis.call("XREADGROUP", "GROUP", archiveWriterGroup, consumer, "COUNT", batchSize, ...(from === ">" ? ["BLOCK", 1000] : []), "STREAMS", key, from)) as unknown;
-      return entriesOf(reply, key);
+    async next(): Promise<Entry[]> {
+      const entries = await read(pendingFirst ? "0" : ">");
+      if (pendingFirst && entries.length === 0) pendingFirst = false;
+      if (entries.length > 0 || Date.now() - claimedAt < claimIdleMs / 2) return entries;
+      claimedAt = Date.now();
+      return claimStalled();
     },
-    async claimStalled(): Promise<Entry[]> {
-      const reply = (await redis.call("XAUTOCLAIM", key, archiveWriterGroup, consumer, claimIdleMs, "0-0", "COUNT", batchSize)) as unknown[];
-      return ((reply?.[1] ?? []) as Entry[]).filter((entry) => Array.isArray(entry));
-    },
+    readPendingAgain: () => void (pendingFirst = true),
     async done(ids: string[]) {
       if (ids.length === 0) return;
       // Removed, then acknowledged: stopped in between, an entry stays pending without its
