@@ -1,7 +1,6 @@
-import { jsonText } from "../events/json-text.js";
 import { createCallBatcher } from "../queue/call-batcher.js";
 import type { RedisClient } from "../redis/redis-connection.js";
-import type { ArchiveRecord } from "./archive-record.js";
+import { outboxFields, type ArchiveRecord } from "./archive-record.js";
 
 /**
  * The Redis Stream the archive's records wait in until the archive writer has them in
@@ -19,8 +18,9 @@ export const archiveWriterGroup = "archive-writer";
 export type ArchiveOutbox = (records: ArchiveRecord[]) => Promise<void>;
 
 /**
- * XADD per record, on the connection the caller already uses for the same work (the
- * store's, the dispatcher's records connection), the records of one call in one write.
+ * XADD per record (its fields: `outboxFields`), on the connection the caller already uses
+ * for the same work (the store's, the dispatcher's records connection), the records of one
+ * call in one write.
  * With `gatherMs`, the records of that many milliseconds from the first go together in one
  * write (a delivery's attempt records: one a job, each a write and a system call of its
  * own was most of what the archive cost a worker, docs/benchmarks.md); `flush()` sends
@@ -30,7 +30,7 @@ export function createArchiveOutbox(redis: RedisClient, queuePrefix: string, { g
   const key = archiveOutboxKey(queuePrefix);
   const send = async (records: ArchiveRecord[]): Promise<Array<undefined | Error>> => {
     const pipeline = redis.pipeline();
-    for (const record of records) pipeline.xadd(key, "*", "r", jsonText(record));
+    for (const record of records) pipeline.xadd(key, "*", ...outboxFields(record));
     const replies = (await pipeline.exec()) ?? [];
     return records.map((_, index) => replies[index]?.[0] ?? undefined);
   };

@@ -5,7 +5,7 @@ import { archiveWriterRefused, archiveWrites } from "../metrics/archive-metrics.
 import type { RedisClient } from "../redis/redis-connection.js";
 import { maintainPartitions, oldestKept } from "./archive-partitions.js";
 import { archiveOutboxKey, archiveWriterGroup } from "./archive-outbox.js";
-import { parseArchiveRecord, type ArchiveRecord } from "./archive-record.js";
+import { parseArchiveRecord, type WritableRecord } from "./archive-record.js";
 import { migrateArchive } from "./migrate-archive.js";
 import { archiveIdentity, createOutboxDatabaseClaim, defaultClaimTiming, type ClaimTiming, type OutboxDatabaseClaim } from "./outbox-database-claim.js";
 import { writeArchiveBatch } from "./write-archive-batch.js";
@@ -115,7 +115,7 @@ export function createArchiveWriter(deps: ArchiveWriterDeps): ArchiveWriter {
 
   /** Sets aside what can never be archived, writes the rest; true when a batch was handled. */
   const handle = async (entries: Entry[]) => {
-    const records: Array<{ id: string; record: ArchiveRecord }> = [];
+    const records: Array<{ id: string; record: WritableRecord }> = [];
     const setAside: string[] = [];
     for (const [id, fields] of entries) {
       if (fields === null) {
@@ -124,14 +124,14 @@ export function createArchiveWriter(deps: ArchiveWriterDeps): ArchiveWriter {
         setAside.push(id);
         continue;
       }
-      const parsed = parseArchiveRecord(fieldOf(fields, "r"));
+      const parsed = parseArchiveRecord(fieldOf(fields, "r"), fieldOf(fields, "e"));
       if ("poison" in parsed) {
         archiveWrites.inc({ result: "poison" });
         logger.error({ outboxId: id, why: parsed.poison }, "archive: an outbox record cannot be read; set aside (removed from the outbox), the writer goes on");
         setAside.push(id);
       } else if (parsed.receivedAt < oldestKept(now(), retentionDays)) {
         archiveWrites.inc({ result: "expired" });
-        logger.warn({ outboxId: id, eventId: parsed.kind === "event" ? parsed.event.id : parsed.eventId }, "archive: a record older than ARCHIVE_RETENTION_DAYS reached the writer; not archived");
+        logger.warn({ outboxId: id, eventId: parsed.kind === "event" ? parsed.id : parsed.eventId }, "archive: a record older than ARCHIVE_RETENTION_DAYS reached the writer; not archived");
         setAside.push(id);
       } else {
         records.push({ id, record: parsed });
@@ -298,7 +298,7 @@ function outboxConsumer(redis: ArchiveWriterDeps["redis"], key: string, consumer
 }
 
 /** The batch at once; when Postgres refuses it for its data, each record alone, the refused ones set aside. */
-async function writeOrSplit(pool: ArchiveWriterDeps["pool"], records: Array<{ id: string; record: ArchiveRecord }>, logger: ArchiveWriterDeps["logger"]) {
+async function writeOrSplit(pool: ArchiveWriterDeps["pool"], records: Array<{ id: string; record: WritableRecord }>, logger: ArchiveWriterDeps["logger"]) {
   if (records.length === 0) return;
   try {
     count(await writeArchiveBatch(pool, records.map((entry) => entry.record)));

@@ -8,7 +8,7 @@
   script's), then the outbox stream when the archive is on; ARGV: admit, field, now, ttl,
   bucket length, receivedAt, origin, type, stream, the route count m, the m route names,
   then per job its script (`s` standard, `p` prioritized) and BullMQ's 3 arguments, then
-  the outbox entry if any. It answers 0 stored; 1 a duplicate
+  the outbox entry's fields and values if any (archive-record.ts `outboxFields`). It answers 0 stored; 1 a duplicate
   (counted in its record, nothing else written); 2 the record holds route deliveries but
   no arrival (nothing written: the caller stores the event the long way with `recheck`).
 ]]
@@ -37,7 +37,7 @@ local function admit()
     if type(added) == 'number' and added < 0 then error('BullMQ refused a job: ' .. added) end
     nextKey, nextArg = nextKey + 9, nextArg + 4
   end
-  if nextKey <= kc then redis.call('XADD', KEYS[kb + nextKey], '*', 'r', ARGV[ab + nextArg]) end
+  if nextKey <= kc then redis.call('XADD', KEYS[kb + nextKey], '*', unpack(ARGV, ab + nextArg, ab + ac)) end
   -- The claim last, as in the long way: should a step above fail (Redis does not undo a
   -- script's writes on an error), the id is still unknown and the tenant's retry stores it,
   -- its jobs then already there under their ids (docs/architecture.md, "Admission").
