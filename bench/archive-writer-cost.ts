@@ -33,7 +33,7 @@ const pool = new pg.Pool({ connectionString: server.url, max: 2 });
 try {
   await migrateArchive(pool);
   const now = Date.now();
-  await maintainPartitions(pool, now, 30);
+  await maintainPartitions(pool, now, Number(process.env.RETENTION_DAYS ?? 30));
   const day = new Date(now).toISOString().slice(0, 10).replaceAll("-", "");
   const firstArrival = Math.floor(now / 86_400_000) * 86_400_000 + 3_600_000;
   const figures: Array<{ nodeUs: number; postgresUs: number; bytes: number }> = [];
