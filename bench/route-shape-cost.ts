@@ -1,0 +1,78 @@
+/**
+ * What a route's filter and transform cost per event, in this process, beside the plain
+ * route's body:
+ *   nice -n 5 node --import tsx bench/route-shape-cost.ts [events] [rounds] [concurrency]
+ * Each event is a ~1 KB `user.updated` (event-source.ts) stored as the job's JSON text, so
+ * every variant starts, as the worker does, from BullMQ's JSON.parse of it (`job parse`
+ * alone is that common part). The route is the route-shape scenario's (run-route-shape.ts).
+ * Variants run one after another in each round, `concurrency` events in flight at a time;
+ * the first round runs cold (the JIT) and is left out of the medians. Also printed: the
+ * young-generation collections per 1,000 events, the garbage each variant leaves.
+ * In-process figures, not the pipeline's (docs/benchmarks.md, "What a filter and a
+ * transform cost").
+ */
+import jsonata from "jsonata";
+import { PerformanceObserver } from "node:perf_hooks";
+import { createBodyShaper } from "../src/dispatch/shape-body.js";
+import { wholeEvent, type DeliveryJobData } from "../src/queue/delivery-job.js";
+import { createRouteChooser } from "../src/routes/route-chooser.js";
+import type { Route } from "../src/routes/route.js";
+import { createEventSource } from "./lib/event-source.js";
+import { median } from "./lib/percentile.js";
+import { shapedRoute } from "./scenarios/run-route-shape.js";
+
+const [events = 20_000, rounds = 6, concurrency = 1] = process.argv.slice(2).map(Number);
+const source = createEventSource();
+const jobTexts = Array.from({ length: events }, () => JSON.stringify({ event: source.event("es_bench"), origin: "webhook", receivedAt: Date.now() }));
+const timeoutMs = 100;
+
+const plain = createBodyShaper({}, timeoutMs);
+const shaped = createBodyShaper({ transform: shapedRoute.transform }, timeoutMs);
+const chooser = createRouteChooser([{ name: "crm", match: ["*"], filter: shapedRoute.filter, testEvents: shapedRoute.testEvents } as unknown as Route]);
+// Before: every transform through jsonata, with its guardrails as route-transform.ts sets them; and without them.
+const guarded = jsonata(shapedRoute.transform, { timeout: timeoutMs, stack: 1000 });
+const unguarded = jsonata(shapedRoute.transform);
+const viaJsonata = (expression: jsonata.Expression) => async (data: DeliveryJobData) => ({ body: JSON.stringify(await expression.evaluate(wholeEvent(data))) });
+const filter = (data: DeliveryJobData) => chooser.narrow!(data.event, ["crm"]);
+
+// Each variant is one route's work for one event: the filter at fan-out (none, or the
+// scenario's with testEvents: drop), then the body it sends.
+const variants: Record<string, (data: DeliveryJobData) => unknown> = {
+  "job parse only": () => undefined,
+  plain,
+  "filter only": (data) => (filter(data), plain(data)),
+  "transform only, jsonata (before)": viaJsonata(guarded),
+  "transform only, jsonata unguarded": viaJsonata(unguarded),
+  "transform only (now)": shaped,
+  "filter + transform, jsonata (before)": (data) => (filter(data), viaJsonata(guarded)(data)),
+  "filter + transform (now)": (data) => (filter(data), shaped(data)),
+};
+
+let collections = 0;
+new PerformanceObserver((list) => (collections += list.getEntries().length)).observe({ entryTypes: ["gc"] });
+const perEvent = new Map<string, number[]>();
+const garbage = new Map<string, number[]>();
+for (let round = 1; round <= rounds; round++) {
+  for (const [name, run] of Object.entries(variants)) {
+    const collectionsBefore = collections;
+    const before = process.cpuUsage();
+    for (let index = 0; index < events; index += concurrency) {
+      const batch: unknown[] = [];
+      for (let inFlight = index; inFlight < Math.min(index + concurrency, events); inFlight++) batch.push(run(JSON.parse(jobTexts[inFlight]!) as DeliveryJobData));
+      await Promise.all(batch);
+    }
+    const cpu = process.cpuUsage(before);
+    // The observer is told some ticks after the fact: let it catch up before reading.
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    if (round === 1) continue;
+    perEvent.set(name, [...(perEvent.get(name) ?? []), (cpu.user + cpu.system) / events]);
+    garbage.set(name, [...(garbage.get(name) ?? []), ((collections - collectionsBefore) * 1000) / events]);
+  }
+}
+const plainUs = median(perEvent.get("plain")!);
+process.stdout.write(`${events} events a round, ${rounds} rounds (the first left out), ${concurrency} in flight; µs CPU per event (medians, each round's in brackets)\n`);
+for (const [name, values] of perEvent) {
+  const us = median(values);
+  const overPlain = `${us - plainUs >= 0 ? "+" : ""}${(us - plainUs).toFixed(1)}`;
+  process.stdout.write(`${name.padEnd(38)} ${us.toFixed(1).padStart(5)} µs  ${overPlain.padStart(6)} over plain  ${median(garbage.get(name)!).toFixed(2)} collections per 1,000 events  (${values.map((value) => value.toFixed(1)).join(", ")})\n`);
+}
