@@ -5,14 +5,14 @@ import type jsonata from "jsonata";
  * {"user": data.object.user_id}, "kind": "contact"}`), evaluated without jsonata's
  * interpreter. jsonata 2.x evaluates every step of an expression as an async function (a
  * Promise, a frame lookup and its guardrail check per step), which for such an object
- * costs ~20 µs and ~30 KB of garbage per event: several times the rest of a delivery's
- * own work once the collector runs in a busy process (docs/benchmarks.md, "What a filter
- * and a transform cost"). This is jsonata's own evaluation of those four node kinds
- * (jsonata.js 2.x: evaluatePath, evaluateStep, fn.lookup, evaluateGroupExpression and the
- * unwrapping of singleton sequences at the end of `evaluate`) written out synchronously,
- * so the result is the one jsonata gives; test/unit/routes/object-of-paths.test.ts checks
- * it against jsonata on generated events. Nothing in it loops but over the event, so it
- * needs no timeout.
+ * costs ~20 µs and ~13 times the garbage of the plain route's body per event, several
+ * times that once the collector runs in a busy process (docs/benchmarks.md, "What a filter
+ * and a transform cost"). This is jsonata's own evaluation of those node kinds (jsonata.js
+ * 2.2: evaluatePath, evaluateStep, fn.lookup, evaluateGroupExpression and the unwrapping
+ * of singleton sequences at the end of `evaluate`) written out synchronously, so the result
+ * is the one jsonata gives; test/unit/routes/object-of-paths.test.ts checks it against the
+ * installed jsonata on generated events, so an upgrade that changes them fails there.
+ * Nothing in it loops but over the event, so it needs no timeout.
  */
 export type ObjectOfPaths = (event: object) => unknown;
 
