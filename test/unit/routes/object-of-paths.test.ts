@@ -90,17 +90,3 @@ describe("compileObjectOfPaths", () => {
     await expect(Promise.resolve().then(() => compileTransform(expression, 1_000)({}))).rejects.toThrow(/failed: .*D1011/);
   });
 });
-
-describe("compileTransform with an object of paths", () => {
-  it("when the event is an object, then the body is there at once, as jsonata's result would be", async () => {
-    const expression = '{"email": data.object.email, "ids": data.object.identities.user_id, "data": {"context": data.context}}';
-    const event = { data: { object: { email: "a@example.com", identities: [{ user_id: "1" }, { user_id: "2" }] }, context: { sent: 1 } } };
-    const body = compileTransform(expression, 100)(event);
-    expect(body).toBe(JSON.stringify(await jsonata(expression).evaluate(event)));
-    expect(body).toBe('{"email":"a@example.com","ids":["1","2"],"data":{"context":{"sent":1}}}');
-  });
-
-  it("when it selects nothing, then it is the same TransformError jsonata's result gives", () => {
-    expect(() => compileTransform("data.missing", 100)({ data: {} })).toThrow("gave no JSON value to send");
-  });
-});
