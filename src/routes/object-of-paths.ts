@@ -5,9 +5,9 @@ import type jsonata from "jsonata";
  * {"user": data.object.user_id}, "kind": "contact"}`), evaluated without jsonata's
  * interpreter. jsonata 2.x evaluates every step of an expression as an async function (a
  * Promise, a frame lookup and its guardrail check per step), which for such an object
- * costs ~20 µs and ~13 times the garbage of the plain route's body per event, several
- * times that once the collector runs in a busy process (docs/benchmarks.md, "What a filter
- * and a transform cost"). This is jsonata's own evaluation of those node kinds (jsonata.js
+ * costs ~20 µs and ~13 times the garbage of the plain route's body per event measured
+ * apart, and several times that in the pipeline (docs/benchmarks.md, "What a filter and a
+ * transform cost"). This is jsonata's own evaluation of those node kinds (jsonata.js
  * 2.2: evaluatePath, evaluateStep, fn.lookup, evaluateGroupExpression and the unwrapping
  * of singleton sequences at the end of `evaluate`) written out synchronously, so the result
  * is the one jsonata gives; test/unit/routes/object-of-paths.test.ts checks it against the
