@@ -18,8 +18,8 @@ export type Transform = (event: object) => Promise<string> | string;
  * begins, they stop a runaway expression from the inside, so it does not keep the CPU
  * after its time is up as a timer raced against it would. Their clock is the wall's: an
  * evaluation that spent less than a quarter of its time on the CPU was paused, not running
- * away, and is evaluated once more before it counts as past its time. An object of field paths, the
- * common transform, is evaluated as jsonata would without its interpreter
+ * away, and is evaluated once more before it counts as past its time. An object of field
+ * paths, the common transform, is evaluated as jsonata would without its interpreter
  * (object-of-paths.ts): it cannot run away. A result that is not JSON (none, or a
  * function) is a TransformError too.
  */
@@ -39,9 +39,9 @@ export function compileTransform(expression: string, timeoutMs: number): Transfo
       const code = (error as { code?: string }).code;
       if (code !== "D1012") throw new TransformError(`failed: ${jsonataMessage(error)}`);
       // jsonata's limit is wall time. Where the process spent less than a quarter of it on
-      // the CPU, it was paused (a machine or container starved of CPU), and the expression ran
-      // away from nothing: evaluated once more rather than a dead letter. A runaway one is
-      // on the CPU all along, so it is stopped at the limit, or at twice it on such a machine.
+      // the CPU, it was paused (a machine or container starved of CPU), not running away:
+      // evaluated once more rather than made a dead letter. A runaway expression is on the
+      // CPU all along, so it is stopped at the limit, or at twice it on such a machine.
       const { user, system } = process.cpuUsage(cpuBefore);
       if (again && (user + system) / 1000 < timeoutMs / 4) return evaluate(event, false);
       throw new TransformError(`ran past TRANSFORM_TIMEOUT_MS (${timeoutMs} ms)`);
