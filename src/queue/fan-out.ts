@@ -41,7 +41,7 @@ export function createFanOut(queues: DeliveryQueues, logger?: Logger): FanOut {
   return async (event, routes, job) => {
     const { jobId, data } = deliveryJobFor(event, job);
     // A forced store's id is its own already.
-    const held = job.force ? [] : await heldJobIds(routes.map((route) => queues.forRoute(route)), jobId);
+    const held = job.force ? [] : await heldJobIds(queues, routes, jobId);
     const ownJobId = replayJobIdFor(event.id, job.receivedAt);
     await addDeep(data, (jobData) =>
       Promise.all(

@@ -20,6 +20,7 @@ const redisUrl = inject("redisUrl");
 // Below the schema's hour (startTestService's `beyondSchema`): the test waits the TTL out.
 const ttlSeconds = 2;
 const said = "event id seen again after DEDUPE_TTL_SECONDS";
+const adminToken = "dedupe-past-ttl-token";
 
 /** Waits until the ledger has forgotten the id, as it does DEDUPE_TTL_SECONDS after its arrival. */
 const untilForgotten = (ledger: EventLedger, eventId: string) => expect.poll(() => ledger.lookup(eventId), { interval: 100 }).toBe("absent");
@@ -33,7 +34,7 @@ describe("an id that comes again after DEDUPE_TTL_SECONDS, its earlier job still
   async function serviceWithShortTtl(sink: SinkServer) {
     const prefix = `test-${randomUUID()}`;
     const logs = capturedLogger();
-    const service = await startTestService({ QUEUE_PREFIX: prefix, DOWNSTREAM_URL: sink.url }, "all", logs.logger, { DEDUPE_TTL_SECONDS: ttlSeconds });
+    const service = await startTestService({ QUEUE_PREFIX: prefix, DOWNSTREAM_URL: sink.url, ADMIN_TOKEN: adminToken }, "all", logs.logger, { DEDUPE_TTL_SECONDS: ttlSeconds });
     const redis = createRedis(redisUrl, "client");
     await untilReady(redis);
     const queues = createDeliveryQueues(redis, prefix, [testRoute("default", sink.url)], { ageSeconds: 60, count: 1000 });
@@ -43,18 +44,20 @@ describe("an id that comes again after DEDUPE_TTL_SECONDS, its earlier job still
       () => queues.close(),
     );
     const post = async (body: unknown) => (await service.post("/webhooks", JSON.stringify(body))).json() as Promise<unknown>;
-    return { service, logs, queues, ledger: createEventLedger(redis, prefix, ttlSeconds), post };
+    const described = async (eventId: string) => (await fetch(`${service.adminUrl}/admin/events/${eventId}`, { headers: { authorization: `Bearer ${adminToken}` } })).json() as Promise<{ routes: unknown[] }>;
+    return { logs, queues, ledger: createEventLedger(redis, prefix, ttlSeconds), post, described };
   }
 
   it("when its earlier arrival is a dead letter of the route, then the new arrival is delivered under a job id of its own, the dead letter stays, and it is counted and said; within the TTL a repeat is still a duplicate", async () => {
     // The downstream refuses (a 4xx: a dead letter at once).
     const sink = await startSinkServer(() => ({ status: 400 }));
     cleanup.push(() => sink.close());
-    const { logs, queues, ledger, post } = await serviceWithShortTtl(sink);
+    const { logs, queues, ledger, post, described } = await serviceWithShortTtl(sink);
     const event = userEvent();
 
     expect(await post(event)).toEqual({ accepted: 1, duplicates: 0 });
     await expect.poll(async () => (await collectDeadLetters(queues)).map((letter) => letter.jobId)).toEqual([jobIdFor(event.id)]);
+    expect((await described(event.id)).routes).toEqual([expect.objectContaining({ route: "default", state: "dead_letter" })]);
     await untilForgotten(ledger, event.id);
 
     // The downstream is fixed; the tenant sends the same id again.
@@ -69,6 +72,8 @@ describe("an id that comes again after DEDUPE_TTL_SECONDS, its earlier job still
     const ownJob = await queues.forRoute("default").getJob(String(lines[0]!.jobId));
     expect(ownJob?.id).toMatch(new RegExp(`^${event.id}-replay-`));
     await expect.poll(() => ownJob!.getState()).toBe("completed");
+    // What GET /admin/events says of this arrival is its own job's, not the dead letter's.
+    await expect.poll(async () => (await described(event.id)).routes).toEqual([expect.objectContaining({ route: "default", state: "delivered", attempts: 1 })]);
     expect(await registry.metrics()).toMatch(/^streamkeeper_events_own_job_id_total\{route="default",old="dead_letter"\} 1$/m);
 
     // Within the TTL of that arrival the ledger still answers a repeat as a duplicate.
