@@ -1,12 +1,9 @@
-import { randomUUID } from "node:crypto";
 import { describe, expect, it, inject } from "vitest";
 import { registry } from "../../src/metrics/registry.js";
-import { createDeliveryQueues } from "../../src/queue/delivery-queues.js";
-import { createEventLedger, type EventLedger } from "../../src/queue/event-ledger.js";
+import type { EventLedger } from "../../src/queue/event-ledger.js";
 import { createEventStore } from "../../src/queue/event-store.js";
 import { createFanOut } from "../../src/queue/fan-out.js";
 import { jobIdFor } from "../../src/queue/job-id.js";
-import { closeRedis, createRedis, untilReady } from "../../src/redis/redis-connection.js";
 import { routesMatching } from "../../src/routes/route.js";
 import { capturedLogger } from "../helpers/captured-logger.js";
 import { useCleanup } from "../helpers/cleanup.js";
@@ -14,6 +11,8 @@ import { collectDeadLetters } from "../helpers/collect-dead-letters.js";
 import { createDispatchHarness, testRoute } from "../helpers/dispatch-harness.js";
 import { userEvent } from "../helpers/fixtures.js";
 import { startSinkServer, type SinkServer } from "../helpers/sink-server.js";
+import { inspectStore } from "../helpers/inspect-store.js";
+import { startRedisCluster } from "../helpers/redis-cluster.js";
 import { startTestService } from "../helpers/start-test-service.js";
 
 const redisUrl = inject("redisUrl");
@@ -30,29 +29,25 @@ const delivered = (sink: SinkServer, eventId: string) => sink.requests.filter((r
 describe("an id that comes again after DEDUPE_TTL_SECONDS, its earlier job still kept", () => {
   const cleanup = useCleanup("each");
 
-  /** The real service (webhook, admission, dispatcher) with a 2 s dedupe TTL, its route `default` the sink. */
-  async function serviceWithShortTtl(sink: SinkServer) {
-    const prefix = `test-${randomUUID()}`;
+  /** The real service (webhook, admission, dispatcher) with a 2 s dedupe TTL, its route `default` the sink; on the run's Redis unless given another. */
+  async function serviceWithShortTtl(sink: SinkServer, redis?: string) {
     const logs = capturedLogger();
-    const service = await startTestService({ QUEUE_PREFIX: prefix, DOWNSTREAM_URL: sink.url, ADMIN_TOKEN: adminToken }, "all", logs.logger, { DEDUPE_TTL_SECONDS: ttlSeconds });
-    const redis = createRedis(redisUrl, "client");
-    await untilReady(redis);
-    const queues = createDeliveryQueues(redis, prefix, [testRoute("default", sink.url)], { ageSeconds: 60, count: 1000 });
-    cleanup.push(
-      () => service.close(),
-      () => closeRedis(redis),
-      () => queues.close(),
-    );
+    const service = await startTestService({ DOWNSTREAM_URL: sink.url, ADMIN_TOKEN: adminToken, ...(redis ? { REDIS_URL: redis } : {}) }, "all", logs.logger, { DEDUPE_TTL_SECONDS: ttlSeconds });
+    cleanup.push(() => service.close());
+    const store = await inspectStore(service.config);
+    cleanup.push(() => store.close());
     const post = async (body: unknown) => (await service.post("/webhooks", JSON.stringify(body))).json() as Promise<unknown>;
     const described = async (eventId: string) => (await fetch(`${service.adminUrl}/admin/events/${eventId}`, { headers: { authorization: `Bearer ${adminToken}` } })).json() as Promise<{ routes: unknown[] }>;
-    return { logs, queues, ledger: createEventLedger(redis, prefix, ttlSeconds), post, described };
+    return { logs, queues: store.queues, ledger: store.ledger, post, described };
   }
 
-  it("when its earlier arrival is a dead letter of the route, then the new arrival is delivered under a job id of its own, the dead letter stays, and it is counted and said; within the TTL a repeat is still a duplicate", async () => {
+  /** A dead letter of the event on route `default`, then the same id past the TTL, the downstream fixed: delivered, the dead letter kept. */
+  async function deadLetterThenAgain(redis?: string) {
     // The downstream refuses (a 4xx: a dead letter at once).
     const sink = await startSinkServer(() => ({ status: 400 }));
     cleanup.push(() => sink.close());
-    const { logs, queues, ledger, post, described } = await serviceWithShortTtl(sink);
+    const service = await serviceWithShortTtl(sink, redis);
+    const { queues, ledger, post, described } = service;
     const event = userEvent();
 
     expect(await post(event)).toEqual({ accepted: 1, duplicates: 0 });
@@ -67,6 +62,11 @@ describe("an id that comes again after DEDUPE_TTL_SECONDS, its earlier job still
 
     // The dead letter is still there to replay; the new job has its own id.
     expect((await collectDeadLetters(queues)).map((letter) => letter.jobId)).toEqual([jobIdFor(event.id)]);
+    return { ...service, event };
+  }
+
+  it("when its earlier arrival is a dead letter of the route, then the new arrival is delivered under a job id of its own, the dead letter stays, and it is counted and said; within the TTL a repeat is still a duplicate", async () => {
+    const { logs, queues, ledger, post, described, event } = await deadLetterThenAgain();
     const lines = logs.lines.filter((line) => String(line.msg).startsWith(said));
     expect(lines).toEqual([expect.objectContaining({ level: 30, eventId: event.id, route: "default", heldBy: jobIdFor(event.id), old: "dead_letter" })]);
     const ownJob = await queues.forRoute("default").getJob(String(lines[0]!.jobId));
@@ -118,5 +118,12 @@ describe("an id that comes again after DEDUPE_TTL_SECONDS, its earlier job still
     await sink.until(() => delivered(sink, event.id).length === 1);
     expect((await collectDeadLetters(harness.queues)).map((letter) => letter.jobId)).toEqual([jobIdFor(event.id)]);
     await expect(longWay.store(event, { origin: "webhook" })).resolves.toEqual({ status: "duplicate", routes: [] });
+  });
+
+  it("when the service runs on a three-master Redis Cluster (the long way for every store), then an id past the TTL whose earlier arrival is a dead letter is delivered too", async () => {
+    const cluster = await startRedisCluster(3);
+    cleanup.push(() => cluster.stop());
+    const { logs, event } = await deadLetterThenAgain(cluster.url);
+    expect(logs.lines.filter((line) => String(line.msg).startsWith(said))).toEqual([expect.objectContaining({ eventId: event.id, old: "dead_letter" })]);
   });
 });
