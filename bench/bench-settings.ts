@@ -25,6 +25,7 @@ const schema = z.object({
   BENCH_SOAK_S: z.coerce.number().positive().default(300).describe("length of the soak's measured run"),
   BENCH_SOAK_SAMPLE_S: z.coerce.number().positive().default(10).describe("seconds between the soak's samples of Redis memory and service RSS"),
   BENCH_ARCHIVE_SEARCH_ROWS: z.coerce.number().int().min(1).default(1_000_000).describe("archived events loaded by SQL for the archive scenario's search by entity"),
+  BENCH_ARCHIVE_ROUNDS: z.coerce.number().int().min(1).default(2).describe("rounds of the archive-pipeline scenario, each the split pipeline and the ingest with the archive off then on"),
   BENCH_ARCHIVE_REPLAY_EVENTS: z.coerce.number().int().min(1).default(5000).describe("archived events replayed to the sink in the archive-pipeline scenario"),
   BENCH_FLOOD_EVENTS: z.coerce.number().int().min(1).default(10_000).describe("day-old events stored behind the live ones in the flood scenario"),
   BENCH_FLOOD_LIVE_RATE: z.coerce.number().positive().default(20).describe("live events/s of the flood scenario, evenly paced, alone and with the flood"),

@@ -27,7 +27,7 @@ import { createDispatcher } from "../src/dispatch/create-dispatcher.js";
 import { rateLimiter } from "../src/dispatch/rate-limiter.js";
 import { createDownstreamClient } from "../src/dispatch/downstream-client.js";
 import { createFreshnessRecorder } from "../src/freshness/create-freshness-recorder.js";
-import { createLogger } from "../src/logger.js";
+import { createLogger } from "../src/logging/logger.js";
 import type { DeliveryJobData } from "../src/queue/delivery-job.js";
 import { createEventLedger, deliveryMarkGatherMs } from "../src/queue/event-ledger.js";
 import { deliveryQueueBullPrefix, deliveryQueueName } from "../src/queue/queue-names.js";

@@ -140,15 +140,13 @@ function cyclesOf(graph: Map<string, string[]>): string[][] {
 }
 
 /**
- * The part of src/ a file belongs to: its top folder, or the file itself at the top.
- * Top-level modules other than app.ts are leaves (docs/architecture.md, "Who imports
- * whom"): any part may import them, and they need an arrow only to import a part.
+ * The part of src/ a file belongs to: its top folder, or the file itself at the top (only
+ * app.ts, the composition root, is there: docs/architecture.md, "Who imports whom"). Every
+ * part needs an arrow to be imported, whatever it holds: there are no leaves.
  */
 export function partOf(file: string): string {
   return file.includes("/") ? file.slice(0, file.indexOf("/")) : file;
 }
-
-const isLeaf = (part: string) => part.endsWith(".ts") && part !== "app.ts";
 
 /** One arrow's kind: "value" (any import) or "types" (type-only imports only). */
 export type ArrowKind = "value" | "types";
@@ -180,7 +178,7 @@ export function readArrows(doc: string): Arrows {
   return arrows;
 }
 
-/** The arrows the code draws: every import from one part into another (leaves excluded as targets). */
+/** The arrows the code draws: every import from one part into another. */
 export function arrowsOfCode(graph: Map<string, Import[]>): Arrows {
   const arrows: Arrows = new Map();
   for (const [file, imports] of graph) {
@@ -190,11 +188,10 @@ export function arrowsOfCode(graph: Map<string, Import[]>): Arrows {
     for (const { target, typeOnly } of imports) {
       if (!graph.has(target)) continue;
       const to = partOf(target);
-      if (to === from || isLeaf(to)) continue;
+      if (to === from) continue;
       targets.set(to, typeOnly && targets.get(to) !== "value" ? "types" : "value");
     }
   }
-  for (const [part, targets] of arrows) if (isLeaf(part) && targets.size === 0) arrows.delete(part);
   return arrows;
 }
 
@@ -216,7 +213,7 @@ export function arrowProblems(documented: Arrows, graph: Map<string, Import[]>):
     for (const { target, typeOnly } of imports) {
       if (!graph.has(target)) continue;
       const to = partOf(target);
-      if (to === from || isLeaf(to)) continue;
+      if (to === from) continue;
       const allowed = documented.get(from)?.get(to);
       if (!documented.has(from)) forbidden.push(`src/${file} imports ${target}: src/${from}${from.endsWith(".ts") ? "" : "/"} has no arrow line in docs/architecture.md ("Who imports whom"); add one: ${arrowText(from, to, typeOnly ? "types" : "value")}`);
       else if (allowed === undefined) forbidden.push(`src/${file} imports ${target}: docs/architecture.md draws no arrow ${from} -> ${to} ("Who imports whom")`);
@@ -224,7 +221,7 @@ export function arrowProblems(documented: Arrows, graph: Map<string, Import[]>):
     }
   }
   for (const [from, targets] of documented) {
-    if (!code.has(from) && !(isLeaf(from) && targets.size === 0)) {
+    if (!code.has(from)) {
       stale.push(`docs/architecture.md draws ${from}, which is not in src/ or imports no part`);
       continue;
     }
@@ -241,7 +238,7 @@ export function arrowProblems(documented: Arrows, graph: Map<string, Import[]>):
   return { forbidden: [...new Set(forbidden)], stale };
 }
 
-/** The arrows and leaves of the real tree against the real document: what the unit test compares. */
+/** The arrows of the real tree against the real document: what the unit test compares. */
 export function compareArchitecture(root: string, doc: string): { forbidden: string[]; stale: string[] } {
   return arrowProblems(readArrows(doc), importGraph(root));
 }

@@ -1,7 +1,7 @@
-import type { Config } from "./config.js";
-import type { Logger } from "./logger.js";
+import type { Config } from "./config/config.js";
+import type { Logger } from "./logging/logger.js";
 import { startArchive } from "./archive/start-archive.js";
-import { reportRotation } from "./report-rotation.js";
+import { reportRotation } from "./credentials/report-rotation.js";
 import { reportWhatIsOff } from "./service-config/report-what-is-off.js";
 import { describeServiceConfig, serviceLabel } from "./service-config/service-config.js";
 import { bindPorts } from "./service/bind-ports.js";
@@ -17,8 +17,8 @@ import { loadServiceRoutes } from "./service/load-service-routes.js";
 import type { Role } from "./service/role.js";
 import { startTracing } from "./telemetry/start-tracing.js";
 import { createUpgrade } from "./upgrade/create-upgrade.js";
-import { resolveWebhookAuth } from "./webhook-credentials.js";
-import { resolveAdminToken } from "./admin-token.js";
+import { resolveWebhookAuth } from "./credentials/webhook-credentials.js";
+import { resolveAdminToken } from "./credentials/admin-token.js";
 
 export type { Role } from "./service/role.js";
 
@@ -57,7 +57,7 @@ export async function startService(given: Config, logger: Logger, role: Role): P
   });
   const tracing = await startTracing(env.OTEL_EXPORTER_OTLP_ENDPOINT, logger);
   // Off the acknowledgement path: its outbox is in Redis, Postgres is read by its writer alone (docs/architecture.md).
-  const archive = await startArchive({ config, logger, redisUrl: connections.redis.url, client: connections.client, who: `start --role ${role}` });
+  const archive = await startArchive({ config, logger, redisUrl: connections.redis.url, client: connections.client, who: `start --role ${role}`, drains: role !== "receiver" });
   const stores = await createStores({ config, logger, routes, connections, archive, tracing });
   const ready = createReadiness(connections.client, env.QUEUE_PREFIX, routes);
   const upgrade = createUpgrade({ queuePrefix: env.QUEUE_PREFIX, logger, routes, client: connections.client });

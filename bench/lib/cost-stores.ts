@@ -1,4 +1,4 @@
-import { settings } from "../../src/config.js";
+import { settings } from "../../src/config/config.js";
 import type { RedisClient } from "../../src/redis/redis-connection.js";
 import { createAdmission } from "../../src/queue/admission.js";
 import { createDeliveryQueues } from "../../src/queue/delivery-queues.js";

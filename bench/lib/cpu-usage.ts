@@ -1,4 +1,4 @@
-import { readFileSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
 
 /** Linux clock ticks per second (USER_HZ): 100 on every mainstream kernel build. */
 const ticksPerSecond = 100;
@@ -28,18 +28,50 @@ export function syscalls(pid: number): number | undefined {
 }
 
 /**
+ * CPU seconds a process and its children have used so far: its own, its waited-for
+ * children's (cutime, cstime: a backend that exited), and each live child's with theirs.
+ * For a server that forks a process per connection (Postgres).
+ */
+export function treeCpuSeconds(pid: number): number | undefined {
+  const withChildren = (stat: string[]) => (Number(stat[11]) + Number(stat[12]) + Number(stat[13]) + Number(stat[14])) / ticksPerSecond;
+  const own = statFields(pid);
+  if (!own) return undefined;
+  let total = withChildren(own);
+  for (const entry of readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    const child = statFields(Number(entry));
+    if (child && Number(child[1]) === pid) total += withChildren(child);
+  }
+  return total;
+}
+
+/** /proc/<pid>/stat's fields after the command name (index 0: state, 1: ppid, 11: utime, ...). */
+function statFields(pid: number): string[] | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    return stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  } catch {
+    return undefined;
+  }
+}
+
+/**
  * What each process spent from now until `per(events)`: CPU microseconds and read/write
  * system calls per event. Calls are counted, not timed, so they hold still on a busy machine,
  * and show what batching saves (each is a trip through the kernel, on loopback also the
  * other end's wakeup).
  */
-export function startCostMeter(pids: Record<string, number>): { per(events: number): Record<string, { cpuUs: number; syscalls: number }> } {
-  const before = Object.entries(pids).map(([name, pid]) => [name, pid, cpuSeconds(pid), syscalls(pid)] as const);
+export function startCostMeter(pids: Record<string, number>, trees: Record<string, number> = {}): { per(events: number): Record<string, { cpuUs: number; syscalls: number }> } {
+  const before = [
+    ...Object.entries(pids).map(([name, pid]) => [name, pid, cpuSeconds, cpuSeconds(pid), syscalls(pid)] as const),
+    // A tree's system calls are its main process's alone: a figure of the CPU only.
+    ...Object.entries(trees).map(([name, pid]) => [name, pid, treeCpuSeconds, treeCpuSeconds(pid), syscalls(pid)] as const),
+  ];
   return {
     per(events) {
       const costs: Record<string, { cpuUs: number; syscalls: number }> = {};
-      for (const [name, pid, cpuFrom, callsFrom] of before) {
-        const [cpuTo, callsTo] = [cpuSeconds(pid), syscalls(pid)];
+      for (const [name, pid, cpu, cpuFrom, callsFrom] of before) {
+        const [cpuTo, callsTo] = [cpu(pid), syscalls(pid)];
         if (cpuFrom === undefined || cpuTo === undefined || callsFrom === undefined || callsTo === undefined || events === 0) continue;
         costs[name] = { cpuUs: Math.round(((cpuTo - cpuFrom) / events) * 1e6), syscalls: Math.round(((callsTo - callsFrom) / events) * 100) / 100 };
       }

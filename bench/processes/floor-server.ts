@@ -1,6 +1,6 @@
 import express from "express";
 import { createServer } from "node:http";
-import { settings } from "../../src/config.js";
+import { settings } from "../../src/config/config.js";
 import type { CloudEvent } from "../../src/events/cloud-event.js";
 import type { Route } from "../../src/routes/route.js";
 import { createDeliveryQueues } from "../../src/queue/delivery-queues.js";

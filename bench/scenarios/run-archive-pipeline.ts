@@ -4,8 +4,12 @@ import pg from "pg";
 import { startPostgresServer, systemPostgresBinDir } from "../../src/archive/postgres-server.js";
 import { freePort } from "../../src/redis/redis-server.js";
 import { countLedgerIds } from "../lib/redis-figures.js";
-import { round } from "../lib/percentile.js";
-import { startServiceProcess } from "../lib/start-service-process.js";
+import { median, round } from "../lib/percentile.js";
+import { benchAuthorization, startServiceProcess } from "../lib/start-service-process.js";
+import type { LoadOptions, LoadResult } from "../lib/load-types.js";
+import { runLoad } from "../lib/run-load.js";
+import { startChild, tsxArgs } from "../lib/start-child.js";
+import { archiveOutboxKey } from "../../src/archive/archive-outbox.js";
 import { runPipeline, type PipelineContext, type PipelineResults } from "./run-pipeline.js";
 import { adminHeaders } from "../../test/helpers/credentials.js";
 
@@ -21,25 +25,44 @@ export interface ReplayResults {
   eventsPerSecond: number;
 }
 
-export interface ArchivePipelineResults {
-  /** the pipeline scenario, one `--role all` process, ARCHIVE=off then ARCHIVE=on, same run */
+export interface ArchiveRound {
+  round: number;
+  /** the split pipeline (a `--role receiver` and a `--role worker` process), ARCHIVE=off then on */
   off: PipelineResults;
   on: PipelineResults;
-  /** on ÷ off of the as-fast-as-it-goes events/s (the target: ≥ 0.9) */
-  ratio?: number;
-  /** events the ledger held after the on run, and how many the archive held: once the sink had them all, and after the outbox drained */
-  archived: { stored: number; atDrain: number; complete: number };
+  /** single events as fast as they go, one process each: the floor server, the receiver with the archive off, then on */
+  ingest: { floor: LoadResult; off: LoadResult; on: LoadResult };
+  /** the ARCHIVE=on pipeline run's events once the sink had them all: stored (the ledger), archived, still in the outbox */
+  archive: { stored: number; archived: number; inOutbox: number };
+}
+
+export interface ArchivePipelineResults {
+  rounds: ArchiveRound[];
+  /**
+   * Medians over the rounds of each round's ratio (the targets: each ≥ 0.9, or ≤ 1.11 for
+   * CPU): on ÷ off of the pipeline's events/s; on ÷ off of the CPU all of its processes
+   * (receiver, worker, Redis, Postgres) spent per delivered event; the receiver's ingest,
+   * archive on, over the floor server's.
+   */
+  ratios: { eventsPerSecond?: number; cpuPerEvent?: number; ingestOnToFloor?: number; ingestOffToFloor?: number };
+  /** after the last round: events the ledger held, and how many the archive held once the outbox drained */
+  archived: { stored: number; complete: number };
   replay: ReplayResults | { status: "pending"; reason: string };
 }
 
 const adminToken = "bench-archive-admin-token";
+const floorScript = new URL("../processes/floor-server.ts", import.meta.url).pathname;
+const streamId = "est_38ANnv8pQhqsZrX2VFbftv";
 
 /**
- * The archive's cost to the pipeline: the pipeline scenario (run-pipeline.ts) with the
- * archive off and on in the same run, against a throwaway Postgres; then the replay of
- * `replayEvents` of the events the on run archived to a route added afterwards, to the sink.
+ * The archive's cost to the pipeline (docs/benchmarks.md, "The archive's cost"): rounds of
+ * the split pipeline (run-pipeline.ts) with the archive off then on, and of the ingest
+ * (the floor server, the receiver with the archive off, then on), alternating in one run so
+ * a machine's drift falls on both alike; Postgres's CPU (every backend) counted with the
+ * service's processes. Then the replay of `replayEvents` of the archived events to a route
+ * added afterwards, to the sink.
  */
-export async function runArchivePipeline(context: PipelineContext, options: { replayEvents: number }): Promise<ArchivePipelineResults> {
+export async function runArchivePipeline(context: PipelineContext, options: { rounds: number; replayEvents: number }): Promise<ArchivePipelineResults> {
   const { log } = context;
   const binDir = systemPostgresBinDir();
   if (!binDir) throw new Error("the archive bench needs initdb and postgres: apt-get install -y postgresql");
@@ -47,38 +70,95 @@ export async function runArchivePipeline(context: PipelineContext, options: { re
   const server = await startPostgresServer({ binDir, dataDir: join(postgresDir, "data"), port: await freePort(), socketDir: postgresDir });
   const pool = new pg.Pool({ connectionString: server.url, max: 2 });
   const archivedCount = async () => Number((await pool.query<{ n: string }>("SELECT count(*) AS n FROM events").catch(() => ({ rows: [{ n: "0" }] }))).rows[0]!.n);
+  const archiveEnv = { ARCHIVE: "on", ARCHIVE_DATABASE_URL: server.url };
+  const trees = { postgres: server.process.pid! };
+  const queuePrefix = "bench-pipeline-split";
   try {
-    log("archive pipeline: ARCHIVE=off");
-    const off = await runPipeline(context, "all", { ARCHIVE: "off" });
-    log("archive pipeline: ARCHIVE=on");
-    const on = await runPipeline(context, "all", { ARCHIVE: "on", ARCHIVE_DATABASE_URL: server.url });
-    const atDrain = await archivedCount();
-    const queuePrefix = "bench-pipeline-all";
-    const stored = await countLedgerIds(context.redis, queuePrefix);
+    const rounds: ArchiveRound[] = [];
+    for (let round = 1; round <= options.rounds; round++) {
+      log(`archive pipeline, round ${round}: ARCHIVE=off`);
+      const off = await runPipeline(context, "split", { ARCHIVE: "off" }, undefined, trees);
+      await pool.query("TRUNCATE events, attempts").catch(() => undefined);
+      log(`archive pipeline, round ${round}: ARCHIVE=on`);
+      const on = await runPipeline(context, "split", archiveEnv, undefined, trees);
+      const archive = { stored: await countLedgerIds(context.redis, queuePrefix), archived: await archivedCount(), inOutbox: await context.redis.xlen(archiveOutboxKey(queuePrefix)) };
+      log(`archive ingest, round ${round}: the floor server, then the receiver with ARCHIVE=off, then on`);
+      const ingest = { floor: await ingestFloor(context), off: await ingestReceiver(context, { ARCHIVE: "off" }), on: await ingestReceiver(context, archiveEnv) };
+      rounds.push({ round, off, on, ingest, archive });
+    }
 
-    // A service on the same Redis and archive with a route added afterwards: it drains what
-    // the on run left in the outbox, then replays the oldest `replayEvents` to the sink.
+    // The last round's pipeline again, on the same Redis and archive, with a route added
+    // afterwards: it drains what that run left in the outbox, then replays the oldest
+    // `replayEvents` to the sink.
+    await pool.query("TRUNCATE events, attempts");
+    await runPipeline(context, "split", archiveEnv);
+    const stored = await countLedgerIds(context.redis, queuePrefix);
     const routesFile = join(context.dataDir, "bench-archive-routes.json");
     await writeFile(routesFile, JSON.stringify([{ name: "backfill", match: "*", url: `${context.sinkUrl}/deliver` }]));
-    const service = await startServiceProcess({
-      role: "all",
-      redisUrl: context.redisUrl,
-      queuePrefix,
-      dataDir: context.dataDir,
-      env: { ARCHIVE: "on", ARCHIVE_DATABASE_URL: server.url, ROUTES_FILE: routesFile, ADMIN_TOKEN: adminToken },
-    });
+    const service = await startServiceProcess({ role: "all", redisUrl: context.redisUrl, queuePrefix, dataDir: context.dataDir, env: { ...archiveEnv, ROUTES_FILE: routesFile, ADMIN_TOKEN: adminToken } });
     try {
       const complete = await until(async () => ((await archivedCount()) >= stored ? archivedCount() : undefined), 120_000).catch(archivedCount);
       const replay = await runReplay(pool, service.adminUrl, options.replayEvents, log);
-      const offRate = off.status === "measured" ? off.throughput.eventsPerSecond : undefined;
-      const onRate = on.status === "measured" ? on.throughput.eventsPerSecond : undefined;
-      return { off, on, ratio: offRate && onRate ? round(onRate / offRate, 3) : undefined, archived: { stored, atDrain, complete }, replay };
+      return { rounds, ratios: archiveRatios(rounds), archived: { stored, complete }, replay };
     } finally {
       await service.stop();
     }
   } finally {
     await pool.end();
     await server.stop();
+  }
+}
+
+/** Each round's ratios, then their medians. */
+function archiveRatios(rounds: ArchiveRound[]): ArchivePipelineResults["ratios"] {
+  const each = (of: (round: ArchiveRound) => number | undefined) => {
+    const values = rounds.map(of).filter((value): value is number => value !== undefined && Number.isFinite(value));
+    return values.length === 0 ? undefined : round(median(values), 3);
+  };
+  const measured = (run: PipelineResults) => (run.status === "measured" ? run.throughput : undefined);
+  const totalCpu = (run: PipelineResults) => {
+    const costs = measured(run)?.costPerEvent;
+    return costs ? ["receiver", "worker", "redis", "postgres"].reduce((sum, name) => sum + (costs[name]?.cpuUs ?? 0), 0) : undefined;
+  };
+  return {
+    eventsPerSecond: each((r) => ratioOf(measured(r.on)?.eventsPerSecond, measured(r.off)?.eventsPerSecond)),
+    cpuPerEvent: each((r) => ratioOf(totalCpu(r.on), totalCpu(r.off))),
+    ingestOnToFloor: each((r) => ratioOf(r.ingest.on.requestsPerSecond, r.ingest.floor.requestsPerSecond)),
+    ingestOffToFloor: each((r) => ratioOf(r.ingest.off.requestsPerSecond, r.ingest.floor.requestsPerSecond)),
+  };
+}
+
+const ratioOf = (a: number | undefined, b: number | undefined) => (a === undefined || !b ? undefined : a / b);
+
+function ingestLoad(context: PipelineContext, url: string, watch: Record<string, number>): LoadOptions {
+  return { url: `${url}/webhooks/${streamId}`, connections: context.settings.BENCH_CONNECTIONS, durationS: context.settings.BENCH_DURATION_S, batchSize: 1, authorization: benchAuthorization, streamId, watch };
+}
+
+async function warmUp(context: PipelineContext, url: string) {
+  if (context.settings.BENCH_WARMUP_S > 0) await runLoad({ ...ingestLoad(context, url, {}), durationS: context.settings.BENCH_WARMUP_S });
+}
+
+/** The floor server (Express + one BullMQ add per event) as run-ingest.ts loads it. */
+async function ingestFloor(context: PipelineContext): Promise<LoadResult> {
+  await context.redis.flushall();
+  const server = await startChild<{ url: string }>(tsxArgs(floorScript, [context.redisUrl, "bench-floor"]));
+  try {
+    await warmUp(context, server.info.url);
+    return await runLoad(ingestLoad(context, server.info.url, { floor: server.process.pid!, redis: context.redisPid }));
+  } finally {
+    await server.stop();
+  }
+}
+
+/** A `--role receiver` process with one route (no worker: it only stores), as run-ingest.ts loads it. */
+async function ingestReceiver(context: PipelineContext, env: Record<string, string>): Promise<LoadResult> {
+  await context.redis.flushall();
+  const service = await startServiceProcess({ role: "receiver", redisUrl: context.redisUrl, queuePrefix: "bench-archive-ingest", dataDir: context.dataDir, env: { DOWNSTREAM_URL: `${context.sinkUrl}/deliver`, ...env }, cpuProfileDir: context.cpuProfileDir });
+  try {
+    await warmUp(context, service.publicUrl);
+    return await runLoad(ingestLoad(context, service.publicUrl, { service: service.pid, redis: context.redisPid }));
+  } finally {
+    await service.stop();
   }
 }
 

@@ -27,7 +27,7 @@ export interface ArchiveResults {
 }
 
 /** A real-shaped `user.updated` as the tenant pushes it (docs/tenant.md#webhook-delivery), one per user. */
-function userUpdated(index: number, at: string): CloudEvent {
+export function userUpdated(index: number, at: string): CloudEvent {
   const id = `evt_${index.toString(36).padStart(22, "0")}`;
   const user = `auth0|${(index % 100_000).toString(16).padStart(24, "0")}`;
   return {

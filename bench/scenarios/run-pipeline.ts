@@ -77,9 +77,10 @@ const streamId = "est_38ANnv8pQhqsZrX2VFbftv";
  * sustained events/s from POST to downstream. Then a fixed moderate rate, evenly paced,
  * for the end-to-end latency (sink receive time minus the send time stamped in each event).
  * `extraEnv` adds settings to the service's (the archive scenario runs it with ARCHIVE on and off);
- * `routeFields` to its one route (the route-shape scenario adds a filter and a transform).
+ * `routeFields` to its one route (the route-shape scenario adds a filter and a transform);
+ * `trees`: processes measured with their children (Postgres's backends) in `costPerEvent`.
  */
-export async function runPipeline(context: PipelineContext, topology: Topology, extraEnv: Record<string, string> = {}, routeFields?: Record<string, unknown>): Promise<PipelineResults> {
+export async function runPipeline(context: PipelineContext, topology: Topology, extraEnv: Record<string, string> = {}, routeFields?: Record<string, unknown>, trees: Record<string, number> = {}): Promise<PipelineResults> {
   const { settings, log, redis } = context;
   await redis.flushall();
   const queuePrefix = `bench-pipeline-${topology}`;
@@ -128,7 +129,7 @@ export async function runPipeline(context: PipelineContext, topology: Topology, 
       await sink.mark();
       const before = await sink.stats();
       const callsBefore = await commandCalls(redis);
-      const costs = startCostMeter(watch);
+      const costs = startCostMeter(watch, trees);
       const result = await runLoadCounted(options);
       await drainAll();
       const after = await sink.stats();

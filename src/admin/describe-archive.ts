@@ -1,6 +1,6 @@
 import { oldestInOutbox } from "../archive/archive-outbox.js";
 import type { RunningArchive } from "../archive/start-archive.js";
-import type { Config } from "../config.js";
+import type { Config } from "../config/config.js";
 import type { Cluster, Redis } from "ioredis";
 import type { ArchiveOverview } from "./overview.js";
 

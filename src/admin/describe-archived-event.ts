@@ -1,6 +1,6 @@
 import { timelineOfEvent, type Timeline } from "../archive/archive-queries.js";
 import type { RunningArchive } from "../archive/start-archive.js";
-import type { Logger } from "../logger.js";
+import type { Logger } from "../logging/logger.js";
 import { describeEvent, type EventDescription } from "./describe-event.js";
 
 export type ArchivedEventDescription = (EventDescription | { eventId: string; type: string }) & {

@@ -1,4 +1,4 @@
-import { plainProblem } from "../http-answer.js";
+import { plainProblem } from "../errors/http-answer.js";
 import type { DeliveryQueues } from "../queue/delivery-queues.js";
 import { deadLetterOf, routeOf, type DeadLetter } from "./list-dead-letters.js";
 

@@ -1,6 +1,6 @@
-import { jsonText } from "../events/json-text.js";
+import { createCallBatcher } from "../queue/call-batcher.js";
 import type { RedisClient } from "../redis/redis-connection.js";
-import type { ArchiveRecord } from "./archive-record.js";
+import { outboxFields, type ArchiveRecord } from "./archive-record.js";
 
 /**
  * The Redis Stream the archive's records wait in until the archive writer has them in
@@ -18,15 +18,32 @@ export const archiveWriterGroup = "archive-writer";
 export type ArchiveOutbox = (records: ArchiveRecord[]) => Promise<void>;
 
 /**
- * XADD per record, on the connection the caller already uses for the same work (the
- * store's, the dispatcher's ledger connection): ioredis pipelines commands sent in the
- * same tick on one socket, so an event's outbox entry travels with its queue writes.
+ * XADD per record (its fields: `outboxFields`), on the connection the caller already uses
+ * for the same work (the store's, the dispatcher's records connection), the records of one
+ * call in one write.
+ * With `gatherMs`, the records of that many milliseconds from the first go together in one
+ * write (a delivery's attempt records: one a job, each a write and a system call of its
+ * own was most of what the archive cost a worker, docs/benchmarks.md); `flush()` sends
+ * what waits and resolves once Redis has every record sent.
  */
-export function createArchiveOutbox(redis: RedisClient, queuePrefix: string): ArchiveOutbox {
+export function createArchiveOutbox(redis: RedisClient, queuePrefix: string, { gatherMs = 0 } = {}): ArchiveOutbox & { flush(): Promise<void> } {
   const key = archiveOutboxKey(queuePrefix);
-  return async (records) => {
-    await Promise.all(records.map((record) => redis.xadd(key, "*", "r", jsonText(record))));
+  const send = async (records: ArchiveRecord[]): Promise<Array<undefined | Error>> => {
+    const pipeline = redis.pipeline();
+    for (const record of records) pipeline.xadd(key, "*", ...outboxFields(record));
+    const replies = (await pipeline.exec()) ?? [];
+    return records.map((_, index) => replies[index]?.[0] ?? undefined);
   };
+  const batched = createCallBatcher<ArchiveRecord, undefined>(send, { gatherMs, maxBatch: 256 });
+  const add: ArchiveOutbox = async (records) => {
+    await (gatherMs > 0 ? Promise.all(records.map(batched)) : send(records).then(firstError));
+  };
+  return Object.assign(add, { flush: () => batched.flush() });
+}
+
+function firstError(replies: Array<undefined | Error>) {
+  const error = replies.find((reply) => reply !== undefined);
+  if (error) throw error;
 }
 
 /** The oldest record still in the outbox (not yet in Postgres): its entry id's time (Redis's clock) and its own receivedAt (the service's), or undefined when none waits. */

@@ -1,4 +1,4 @@
-import { plainProblem } from "../http-answer.js";
+import { plainProblem } from "../errors/http-answer.js";
 import type pg from "pg";
 import { fromArchiveText, toArchiveText, toArchiveTextOrNull } from "./archive-text.js";
 

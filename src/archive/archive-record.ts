@@ -1,4 +1,6 @@
 import type { CloudEvent, Origin } from "../events/cloud-event.js";
+import { jsonText } from "../events/json-text.js";
+import { entityOf } from "./entity-of.js";
 
 /** An event stored (event-store.ts): archived once, with how and when it came. */
 export interface EventRecord {
@@ -38,14 +40,64 @@ export interface AttemptRecord {
   replayId?: string;
 }
 
-/** A record of the archive's outbox (archive-outbox.ts): a tagged union, one JSON field per stream entry. */
+/** A record of the archive's outbox (archive-outbox.ts): a tagged union. */
 export type ArchiveRecord = EventRecord | AttemptRecord;
 
 /**
- * A record read back from the outbox, or why it cannot be one: a record the writer can
- * never handle is set aside (create-archive-writer.ts), never retried forever.
+ * An event record as the outbox holds it and the writer reads it: what the archive's row
+ * needs, read from the event once by the process that stores it, and the event as JSON
+ * text (`eventText`), which the writer compresses as it is, never parsing it again (the
+ * parse and the second stringify were a tenth of the writer's work, docs/benchmarks.md).
  */
-export function parseArchiveRecord(text: string | undefined): ArchiveRecord | { poison: string } {
+export interface OutboxEvent {
+  kind: "event";
+  id: string;
+  type: string;
+  stream: string | null;
+  entity: string | null;
+  origin: Origin;
+  receivedAt: number;
+  routes: string[];
+  filtered?: string[];
+  eventText: string;
+}
+
+/** What the writer archives: an event read from the outbox, or an attempt. */
+export type WritableRecord = OutboxEvent | AttemptRecord;
+
+/** An event record as the outbox holds it (`outboxFields`) and the writer reads it. */
+export function outboxEventOf(record: EventRecord): OutboxEvent {
+  const { event } = record;
+  return {
+    kind: "event",
+    id: event.id,
+    type: event.type,
+    stream: record.streamId ?? (typeof event.a0stream === "string" ? event.a0stream : null),
+    entity: entityOf(event) ?? null,
+    origin: record.origin,
+    receivedAt: record.receivedAt,
+    routes: record.routes,
+    ...(record.filtered ? { filtered: record.filtered } : {}),
+    eventText: jsonText(event),
+  };
+}
+
+/**
+ * A record's fields in its outbox entry: `r`, the record as JSON, and for an event `e`, the
+ * event's JSON text apart (the record in `r` then without it).
+ */
+export function outboxFields(record: ArchiveRecord): string[] {
+  if (record.kind !== "event") return ["r", jsonText(record)];
+  const { eventText, ...fields } = outboxEventOf(record);
+  return ["r", jsonText(fields), "e", eventText];
+}
+
+/**
+ * A record read back from the outbox (its `r` and `e` fields), or why it cannot be one: a
+ * record the writer can never handle is set aside (create-archive-writer.ts), never
+ * retried forever. An event record of an earlier version (the event inside `r`) is read too.
+ */
+export function parseArchiveRecord(text: string | undefined, eventText?: string): WritableRecord | { poison: string } {
   if (text === undefined) return { poison: "the entry has no record field" };
   let value: unknown;
   try {
@@ -53,12 +105,16 @@ export function parseArchiveRecord(text: string | undefined): ArchiveRecord | { 
   } catch {
     return { poison: "the record is not JSON" };
   }
-  const record = value as Partial<ArchiveRecord> | null;
+  const record = value as (Partial<Omit<EventRecord, "kind">> & Partial<Omit<OutboxEvent, "kind">> & Partial<Omit<AttemptRecord, "kind">> & { kind?: string }) | null;
   if (record?.kind === "event") {
+    if (typeof record.receivedAt !== "number" || !Array.isArray(record.routes) || typeof record.origin !== "string") return { poison: "an event record without its arrival, origin or routes" };
+    if (eventText !== undefined) {
+      if (typeof record.id !== "string" || typeof record.type !== "string") return { poison: "an event record without an event id and type" };
+      return { ...(record as Omit<OutboxEvent, "eventText">), eventText };
+    }
     const event = record.event as Partial<CloudEvent> | undefined;
     if (typeof event?.id !== "string" || typeof event.type !== "string") return { poison: "an event record without an event id and type" };
-    if (typeof record.receivedAt !== "number" || !Array.isArray(record.routes) || typeof record.origin !== "string") return { poison: "an event record without its arrival, origin or routes" };
-    return record as EventRecord;
+    return outboxEventOf(record as EventRecord);
   }
   if (record?.kind === "attempt") {
     if (typeof record.eventId !== "string" || typeof record.route !== "string" || typeof record.key !== "string") return { poison: "an attempt record without its event id, route or key" };

@@ -1,11 +1,11 @@
 import { hostname } from "node:os";
 import type pg from "pg";
-import type { Logger } from "../logger.js";
+import type { Logger } from "../logging/logger.js";
 import { archiveWriterRefused, archiveWrites } from "../metrics/archive-metrics.js";
 import type { RedisClient } from "../redis/redis-connection.js";
 import { maintainPartitions, oldestKept } from "./archive-partitions.js";
 import { archiveOutboxKey, archiveWriterGroup } from "./archive-outbox.js";
-import { parseArchiveRecord, type ArchiveRecord } from "./archive-record.js";
+import { parseArchiveRecord, type WritableRecord } from "./archive-record.js";
 import { migrateArchive } from "./migrate-archive.js";
 import { archiveIdentity, createOutboxDatabaseClaim, defaultClaimTiming, type ClaimTiming, type OutboxDatabaseClaim } from "./outbox-database-claim.js";
 import { writeArchiveBatch } from "./write-archive-batch.js";
@@ -22,6 +22,14 @@ export interface ArchiveWriterDeps {
   now?: () => number;
   /** Records per transaction. @defaultValue 500 */
   batchSize?: number;
+  /**
+   * False: this process takes no record from the outbox (a receiver: the writers of the
+   * worker processes do); it keeps the schema, the outbox's claim and `available()`, asking
+   * Postgres every `claimTiming.everyMs`. @defaultValue true
+   */
+  drains?: boolean;
+  /** After a batch smaller than `batchSize`, the wait before reading the next. @defaultValue 200 */
+  gatherMs?: number;
   /** The wait before trying Postgres again after it failed. @defaultValue 2000 */
   retryMs?: number;
   /** This process's name in the consumer group. @defaultValue host:pid */
@@ -67,6 +75,7 @@ export function createArchiveWriter(deps: ArchiveWriterDeps): ArchiveWriter {
   const now = deps.now ?? Date.now;
   const batchSize = deps.batchSize ?? 500;
   const retryMs = deps.retryMs ?? 2000;
+  const gatherMs = deps.gatherMs ?? 200;
   const consumer = deps.consumer ?? `${hostname()}:${process.pid}`;
   let closing = false;
   let ready = false;
@@ -96,7 +105,7 @@ export function createArchiveWriter(deps: ArchiveWriterDeps): ArchiveWriter {
     if (dropped.length > 0) logger.info({ partitions: dropped, retentionDays }, "archive: dropped the days older than ARCHIVE_RETENTION_DAYS");
   };
 
-  const { read, claimStalled, done } = outboxConsumer(redis, key, consumer, batchSize);
+  const { next, readPendingAgain, done } = outboxConsumer(redis, key, consumer, batchSize);
   const claimTiming = deps.claimTiming ?? defaultClaimTiming;
   const outboxClaim = claimSaying(createOutboxDatabaseClaim(redis, key, `${deps.database ?? "a database"} (${consumer})`, claimTiming), deps.database, logger);
   const holdsOutbox = () => outboxClaim.check(identity!);
@@ -106,7 +115,7 @@ export function createArchiveWriter(deps: ArchiveWriterDeps): ArchiveWriter {
 
   /** Sets aside what can never be archived, writes the rest; true when a batch was handled. */
   const handle = async (entries: Entry[]) => {
-    const records: Array<{ id: string; record: ArchiveRecord }> = [];
+    const records: Array<{ id: string; record: WritableRecord }> = [];
     const setAside: string[] = [];
     for (const [id, fields] of entries) {
       if (fields === null) {
@@ -115,14 +124,14 @@ export function createArchiveWriter(deps: ArchiveWriterDeps): ArchiveWriter {
         setAside.push(id);
         continue;
       }
-      const parsed = parseArchiveRecord(fieldOf(fields, "r"));
+      const parsed = parseArchiveRecord(fieldOf(fields, "r"), fieldOf(fields, "e"));
       if ("poison" in parsed) {
         archiveWrites.inc({ result: "poison" });
         logger.error({ outboxId: id, why: parsed.poison }, "archive: an outbox record cannot be read; set aside (removed from the outbox), the writer goes on");
         setAside.push(id);
       } else if (parsed.receivedAt < oldestKept(now(), retentionDays)) {
         archiveWrites.inc({ result: "expired" });
-        logger.warn({ outboxId: id, eventId: parsed.kind === "event" ? parsed.event.id : parsed.eventId }, "archive: a record older than ARCHIVE_RETENTION_DAYS reached the writer; not archived");
+        logger.warn({ outboxId: id, eventId: parsed.kind === "event" ? parsed.id : parsed.eventId }, "archive: a record older than ARCHIVE_RETENTION_DAYS reached the writer; not archived");
         setAside.push(id);
       } else {
         records.push({ id, record: parsed });
@@ -141,8 +150,6 @@ export function createArchiveWriter(deps: ArchiveWriterDeps): ArchiveWriter {
   };
 
   const loop = (async () => {
-    let pendingFirst = true;
-    let claimedAt = 0;
     while (!closing) {
       try {
         if (!ready) {
@@ -155,20 +162,26 @@ export function createArchiveWriter(deps: ArchiveWriterDeps): ArchiveWriter {
           await pause(claimTiming.everyMs);
           continue;
         }
-        let entries = await read(pendingFirst ? "0" : ">");
-        if (pendingFirst && entries.length === 0) pendingFirst = false;
-        if (entries.length === 0 && Date.now() - claimedAt >= claimIdleMs / 2) {
-          claimedAt = Date.now();
-          entries = await claimStalled();
+        if (deps.drains === false) {
+          // Postgres asked now and then, so a database gone is seen (archive_up) without a batch to fail.
+          await pool.query("SELECT 1");
+          recovered();
+          await pause(claimTiming.everyMs);
+          continue;
         }
+        const entries = await next();
         if (entries.length > 0) {
           await handle(entries);
           recovered();
+          // A part batch: the next read waits for more, so a steady flow is written in a few
+          // large transactions rather than many small ones (each a durable commit and seven
+          // round trips; docs/benchmarks.md, "The archive's cost").
+          if (entries.length < batchSize) await pause(gatherMs);
         }
       } catch (error) {
         if (closing) break;
         archiveWrites.inc({ result: "error" });
-        pendingFirst = true;
+        readPendingAgain();
         if (isUnreachable(error)) ready = false;
         if (!unavailableSaid) {
           logger.error({ err: error }, "archive unavailable: events are kept in the Redis outbox and archived when Postgres answers again (archive_lag_seconds grows meanwhile); retrying");
@@ -247,17 +260,32 @@ function claimSaying(claim: OutboxDatabaseClaim, database: string | undefined, l
   };
 }
 
-/** This process's reads of the outbox as one consumer of the writers' group, and the removal of what is archived. */
+/**
+ * This process's reads of the outbox as one consumer of the writers' group, and the removal
+ * of what is archived. `next()`: its own pending records first (a batch Postgres refused,
+ * or held when its process stopped), then new ones; with none, now and then those a stopped
+ * writer left. `readPendingAgain()` after a failed batch.
+ */
 function outboxConsumer(redis: ArchiveWriterDeps["redis"], key: string, consumer: string, batchSize: number) {
+  let pendingFirst = true;
+  let claimedAt = 0;
+  const read = async (from: "0" | ">"): Promise<Entry[]> => {
+    const reply = (await redis.call("XREADGROUP", "GROUP", archiveWriterGroup, consumer, "COUNT", batchSize, ...(from === ">" ? ["BLOCK", 1000] : []), "STREAMS", key, from)) as unknown;
+    return entriesOf(reply, key);
+  };
+  const claimStalled = async (): Promise<Entry[]> => {
+    const reply = (await redis.call("XAUTOCLAIM", key, archiveWriterGroup, consumer, claimIdleMs, "0-0", "COUNT", batchSize)) as unknown[];
+    return ((reply?.[1] ?? []) as Entry[]).filter((entry) => Array.isArray(entry));
+  };
   return {
-    async read(from: "0" | ">"): Promise<Entry[]> {
-      const reply = (await redis.call("XREADGROUP", "GROUP", archiveWriterGroup, consumer, "COUNT", batchSize, ...(from === ">" ? ["BLOCK", 1000] : []), "STREAMS", key, from)) as unknown;
-      return entriesOf(reply, key);
+    async next(): Promise<Entry[]> {
+      const entries = await read(pendingFirst ? "0" : ">");
+      if (pendingFirst && entries.length === 0) pendingFirst = false;
+      if (entries.length > 0 || Date.now() - claimedAt < claimIdleMs / 2) return entries;
+      claimedAt = Date.now();
+      return claimStalled();
     },
-    async claimStalled(): Promise<Entry[]> {
-      const reply = (await redis.call("XAUTOCLAIM", key, archiveWriterGroup, consumer, claimIdleMs, "0-0", "COUNT", batchSize)) as unknown[];
-      return ((reply?.[1] ?? []) as Entry[]).filter((entry) => Array.isArray(entry));
-    },
+    readPendingAgain: () => void (pendingFirst = true),
     async done(ids: string[]) {
       if (ids.length === 0) return;
       // Removed, then acknowledged: stopped in between, an entry stays pending without its
@@ -270,7 +298,7 @@ function outboxConsumer(redis: ArchiveWriterDeps["redis"], key: string, consumer
 }
 
 /** The batch at once; when Postgres refuses it for its data, each record alone, the refused ones set aside. */
-async function writeOrSplit(pool: ArchiveWriterDeps["pool"], records: Array<{ id: string; record: ArchiveRecord }>, logger: ArchiveWriterDeps["logger"]) {
+async function writeOrSplit(pool: ArchiveWriterDeps["pool"], records: Array<{ id: string; record: WritableRecord }>, logger: ArchiveWriterDeps["logger"]) {
   if (records.length === 0) return;
   try {
     count(await writeArchiveBatch(pool, records.map((entry) => entry.record)));

@@ -23,6 +23,7 @@ export async function forgetEntity(pool: pg.Pool, entity: string, now = Date.now
   const client = await checkOut(pool);
   let touched: string[];
   let erased: number;
+  let erasure: string;
   try {
     // Durable like the writer's batches (write-archive-batch.ts), and under its lock: no batch of the entity's events commits in between.
     await client.query(beginDurable);
@@ -45,7 +46,9 @@ export async function forgetEntity(pool: pg.Pool, entity: string, now = Date.now
        RETURNING a.tableoid::regclass::text AS partition`,
       [stored],
     );
+    const { xid } = (await client.query<{ xid: string }>("SELECT (pg_current_xact_id()::text::bigint % 4294967296)::text AS xid")).rows[0]!;
     await client.query("COMMIT");
+    erasure = xid;
     erased = events.rows.filter((row) => row.payload_was).length;
     // Every partition holding the entity's events, not only those erased now: a forget asked
     // again after a rewrite failed (answered 503) rewrites them then.
@@ -58,6 +61,7 @@ export async function forgetEntity(pool: pg.Pool, entity: string, now = Date.now
     // No time limit for the rewrite (ARCHIVE_STATEMENT_TIMEOUT_MS is for a statement of the
     // writer or a search); a partition's name comes from Postgres itself.
     await client.query("SET statement_timeout = 0");
+    await untilNoSnapshotBefore(client, erasure);
     for (const partition of touched) await client.query({ text: `VACUUM (FULL) ${partition}`, query_timeout: 3_600_000 } as pg.QueryConfig);
     await client.query("RESET statement_timeout");
     client.release();
@@ -66,4 +70,22 @@ export async function forgetEntity(pool: pg.Pool, entity: string, now = Date.now
     throw error;
   }
   return { erased };
+}
+
+/**
+ * Waits (up to `maxWaitMs`) until no other session of this database holds a snapshot taken
+ * before the erasure committed: VACUUM FULL copies the row versions such a snapshot can still
+ * see, the payloads among them (a writer's batch that began as the erasure held its lock
+ * holds one). Sessions are short (a batch, a search under ARCHIVE_STATEMENT_TIMEOUT_MS).
+ */
+async function untilNoSnapshotBefore(client: pg.PoolClient, erasureXid: string, maxWaitMs = 10_000): Promise<void> {
+  const deadline = Date.now() + maxWaitMs;
+  for (;;) {
+    const { older } = (await client.query<{ older: number }>(
+      "SELECT count(*)::int AS older FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid() AND backend_xmin IS NOT NULL AND age(backend_xmin) >= age($1::xid)",
+      [erasureXid],
+    )).rows[0]!;
+    if (older === 0 || Date.now() >= deadline) return;
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
 }

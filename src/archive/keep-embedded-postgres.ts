@@ -1,9 +1,9 @@
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
-import type { Logger } from "../logger.js";
+import type { Logger } from "../logging/logger.js";
 import { embeddedPostgresRestarts } from "../metrics/archive-metrics.js";
 import { keepEmbeddedServer, type EmbeddedServerKeeper } from "../redis/keep-embedded-server.js";
-import { isAlive } from "../is-alive.js";
+import { isAlive } from "../process/is-alive.js";
 import { startPostgresServer } from "./postgres-server.js";
 import { runnableBinDir } from "./postgres-binaries.js";
 

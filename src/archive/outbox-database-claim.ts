@@ -1,5 +1,5 @@
 import type pg from "pg";
-import { loadLua } from "../load-lua.js";
+import { loadLua } from "../redis/load-lua.js";
 import type { RedisClient } from "../redis/redis-connection.js";
 
 const claimScript = loadLua(new URL("./outbox-database-claim.lua", import.meta.url));

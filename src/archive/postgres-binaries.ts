@@ -2,7 +2,7 @@ import { spawnSync } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
 import { lstat, symlink } from "node:fs/promises";
 import { dirname, join, relative, resolve } from "node:path";
-import type { Logger } from "../logger.js";
+import type { Logger } from "../logging/logger.js";
 import { systemPostgresBinDir } from "./postgres-server.js";
 
 /**

@@ -1,5 +1,5 @@
 import type pg from "pg";
-import type { Logger } from "../logger.js";
+import type { Logger } from "../logging/logger.js";
 import { replayDeliveries, replaysRunning } from "../metrics/archive-metrics.js";
 import { replayPriority } from "../queue/delivery-job.js";
 import type { DeliveryQueue, DeliveryQueues } from "../queue/delivery-queues.js";

@@ -1,4 +1,4 @@
-import { plainProblem } from "../http-answer.js";
+import { plainProblem } from "../errors/http-answer.js";
 import { randomUUID } from "node:crypto";
 import { windowProblem } from "./window-problem.js";
 import type pg from "pg";

@@ -1,10 +1,10 @@
 import { join, resolve } from "node:path";
 import pg from "pg";
-import type { Config } from "../config.js";
-import type { Logger } from "../logger.js";
+import type { Config } from "../config/config.js";
+import type { Logger } from "../logging/logger.js";
 import { joinEmbeddedRedis, type EmbeddedRedisUse } from "../redis/embedded-redis-users.js";
 import { socketPort, startPostgresServer } from "./postgres-server.js";
-import { isAlive } from "../is-alive.js";
+import { isAlive } from "../process/is-alive.js";
 import { runnableBinDir } from "./postgres-binaries.js";
 import { embeddedPostgresOptions, keepEmbeddedPostgres, postmasterPid } from "./keep-embedded-postgres.js";
 

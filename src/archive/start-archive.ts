@@ -1,10 +1,10 @@
 import pg from "pg";
-import type { Config } from "../config.js";
-import type { Logger } from "../logger.js";
+import type { Config } from "../config/config.js";
+import type { Logger } from "../logging/logger.js";
 import { archiveLag, archiveNotStarted, archiveUp, registerArchiveUp } from "../metrics/archive-metrics.js";
 import { onScrape } from "../metrics/registry.js";
 import { closeRedis, createRedis, type RedisClient } from "../redis/redis-connection.js";
-import { redactUrlCredentials } from "../redact-secrets.js";
+import { redactUrlCredentials } from "../logging/redact-secrets.js";
 import { oldestInOutbox } from "./archive-outbox.js";
 import { createArchiveWriter, type ArchiveWriter } from "./create-archive-writer.js";
 import { resolveArchiveDatabase } from "./resolve-archive-database.js";
@@ -21,8 +21,11 @@ export interface RunningArchive {
  * The archive of this process, or undefined when ARCHIVE=off (said once here). Never
  * fails the start for Postgres: an unreachable database is said by the writer, which
  * keeps trying while events wait in the Redis outbox (docs/operating.md, The archive).
+ * `drains`: this process writes the outbox into Postgres (a role with a worker); a
+ * receiver's writer only keeps the schema, the claim and `archive_up`, so the archive's
+ * work never shares a thread with the acknowledgements (docs/architecture.md, "The archive").
  */
-export async function startArchive(deps: { config: Config; logger: Logger; redisUrl: string; client: RedisClient; who: string; now?: () => number }): Promise<RunningArchive | undefined> {
+export async function startArchive(deps: { config: Config; logger: Logger; redisUrl: string; client: RedisClient; who: string; drains: boolean; now?: () => number }): Promise<RunningArchive | undefined> {
   const { env } = deps.config;
   const { logger } = deps;
   if (env.ARCHIVE === "off") {
@@ -45,7 +48,7 @@ export async function startArchive(deps: { config: Config; logger: Logger; redis
   pool.on("error", (error) => logger.debug({ err: error }, "archive: idle Postgres connection lost"));
   const writerConnection = createRedis(deps.redisUrl, "worker", "streamkeeper-archive");
   writerConnection.on("error", (error) => logger.debug({ err: error }, "redis connection error"));
-  const writer = createArchiveWriter({ redis: writerConnection, pool, queuePrefix: env.QUEUE_PREFIX, logger, retentionDays: env.ARCHIVE_RETENTION_DAYS, now: deps.now, database: redactUrlCredentials(database.url) });
+  const writer = createArchiveWriter({ redis: writerConnection, pool, queuePrefix: env.QUEUE_PREFIX, logger, retentionDays: env.ARCHIVE_RETENTION_DAYS, now: deps.now, database: redactUrlCredentials(database.url), drains: deps.drains });
   logger.info({ database: redactUrlCredentials(database.url), retentionDays: env.ARCHIVE_RETENTION_DAYS }, "archive on: every stored event and its outcomes are kept in PostgreSQL");
   const unregister = onScrape(async () => {
     archiveUp.set(writer.available() ? 1 : 0);

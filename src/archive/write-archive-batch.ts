@@ -1,7 +1,6 @@
 import type pg from "pg";
-import type { ArchiveRecord, EventRecord } from "./archive-record.js";
-import { entityOf } from "./entity-of.js";
-import { encodePayload } from "./payload-codec.js";
+import { outboxEventOf, type ArchiveRecord, type OutboxEvent, type WritableRecord } from "./archive-record.js";
+import { encodePayloadText } from "./payload-codec.js";
 import { checkOut } from "./check-out.js";
 import { toArchiveText, toArchiveTextOrNull } from "./archive-text.js";
 
@@ -18,21 +17,22 @@ export interface BatchResult {
  * writers take one advisory lock per transaction, so the check cannot race), and an
  * attempt's key is its primary key (ON CONFLICT DO NOTHING).
  */
-export async function writeArchiveBatch(pool: pg.Pool, records: ArchiveRecord[]): Promise<BatchResult> {
+export async function writeArchiveBatch(pool: pg.Pool, given: Array<ArchiveRecord | WritableRecord>): Promise<BatchResult> {
+  const records = given.map((record) => (record.kind === "event" && "event" in record ? outboxEventOf(record) : record) as WritableRecord);
   const events = records.flatMap((record) =>
     record.kind !== "event"
       ? []
       : [{
           arrived_at: new Date(record.receivedAt).toISOString(),
-          id: toArchiveText(record.event.id),
-          type: toArchiveText(record.event.type),
+          id: toArchiveText(record.id),
+          type: toArchiveText(record.type),
           origin: record.origin,
-          stream: toArchiveTextOrNull(record.streamId ?? (typeof record.event.a0stream === "string" ? record.event.a0stream : null)),
-          entity: toArchiveTextOrNull(entityOf(record.event)),
+          stream: toArchiveTextOrNull(record.stream),
+          entity: toArchiveTextOrNull(record.entity),
           // Recovered from the tenant's failed deliveries (reconcile, the sweep): it had failed it first.
           failed_first: record.origin === "reconcile",
           routes: record.routes.map(toArchiveText),
-          payload: encodePayload(record.event).toString("base64"),
+          payload: encodePayloadText(record.eventText).toString("base64"),
         }],
   );
   const attempts = records.flatMap((record) =>
@@ -83,9 +83,9 @@ export async function writeArchiveBatch(pool: pg.Pool, records: ArchiveRecord[])
 export const beginDurable = "BEGIN; SET LOCAL synchronous_commit = on; SELECT pg_advisory_xact_lock(hashtext('streamkeeper archive writer'))";
 
 /** An event's routes that filtered it out, as one attempt row each with outcome `filtered`, at its arrival: no job ran for them. */
-function filteredRows(record: EventRecord): Array<{ arrived_at: string; event_id: string; route: string; attempt_key: string; at: string; status: number | null; error: string | null; outcome: string; replay_id: string | null }> {
+function filteredRows(record: OutboxEvent): Array<{ arrived_at: string; event_id: string; route: string; attempt_key: string; at: string; status: number | null; error: string | null; outcome: string; replay_id: string | null }> {
   const at = new Date(record.receivedAt).toISOString();
-  return (record.filtered ?? []).map((route) => ({ arrived_at: at, event_id: toArchiveText(record.event.id), route: toArchiveText(route), attempt_key: ":filtered", at, status: null, error: null, outcome: "filtered", replay_id: null }));
+  return (record.filtered ?? []).map((route) => ({ arrived_at: at, event_id: toArchiveText(record.id), route: toArchiveText(route), attempt_key: ":filtered", at, status: null, error: null, outcome: "filtered", replay_id: null }));
 }
 
 /** Archive the events of this batch that are not archived yet (the first arrival of an id in the batch); an entity erased since it arrived, without its payload. */
@@ -93,7 +93,7 @@ const insertNewEvents = `
 INSERT INTO events (arrived_at, id, type, origin, stream, entity, failed_first, routes, payload)
 SELECT DISTINCT ON (x.id) x.arrived_at, x.id, x.type, x.origin, x.stream, x.entity, x.failed_first, x.routes,
   CASE WHEN EXISTS (SELECT 1 FROM erasures r WHERE r.entity = x.entity AND r.erased_at >= x.arrived_at) THEN NULL ELSE decode(x.payload, 'base64') END
-FROM jsonb_to_recordset($1::jsonb) AS x(arrived_at timestamptz, id text, type text, origin text, stream text, entity text, failed_first boolean, routes text[], payload text)
+FROM json_to_recordset($1::json) AS x(arrived_at timestamptz, id text, type text, origin text, stream text, entity text, failed_first boolean, routes text[], payload text)
 WHERE NOT EXISTS (SELECT 1 FROM events e WHERE e.id = x.id)
 ORDER BY x.id, x.arrived_at
 ON CONFLICT DO NOTHING`;
@@ -104,5 +104,5 @@ INSERT INTO attempts (arrived_at, event_id, route, attempt_key, at, status, erro
 SELECT x.arrived_at, x.event_id, x.route, x.attempt_key, x.at, x.status,
   CASE WHEN x.error IS NOT NULL AND EXISTS (SELECT 1 FROM events e JOIN erasures r ON r.entity = e.entity WHERE e.arrived_at = x.arrived_at AND e.id = x.event_id) THEN NULL ELSE x.error END,
   x.outcome, x.replay_id
-FROM jsonb_to_recordset($1::jsonb) AS x(arrived_at timestamptz, event_id text, route text, attempt_key text, at timestamptz, status integer, error text, outcome text, replay_id text)
+FROM json_to_recordset($1::json) AS x(arrived_at timestamptz, event_id text, route text, attempt_key text, at timestamptz, status integer, error text, outcome text, replay_id text)
 ON CONFLICT DO NOTHING`;

@@ -1,4 +1,4 @@
-import type { ClientEnv } from "../config.js";
+import type { ClientEnv } from "../config/config.js";
 import { createServiceClient, noService, problemDetail } from "./service-client.js";
 import { CliError } from "./cli-error.js";
 

@@ -1,5 +1,5 @@
 import { pino } from "pino";
-import { createLogger, type Logger } from "../logger.js";
+import { createLogger, type Logger } from "../logging/logger.js";
 
 let verbose = false;
 

@@ -1,5 +1,5 @@
 import type { Command } from "commander";
-import { tenantSettings } from "../config.js";
+import { tenantSettings } from "../config/config.js";
 
 interface Help {
   settings: string;

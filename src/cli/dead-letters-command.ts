@@ -2,7 +2,7 @@ import type { Command } from "commander";
 import type { DeadLetter } from "../admin/list-dead-letters.js";
 import type { DeadLetterPage } from "../admin/page-dead-letters.js";
 import type { Replayed } from "../admin/replay-dead-letters.js";
-import { loadClientConfig } from "../config.js";
+import { loadClientConfig } from "../config/config.js";
 import { CliError } from "./cli-error.js";
 import { formatTable } from "./format-table.js";
 import { runAction } from "./run-action.js";

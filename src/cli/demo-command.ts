@@ -1,5 +1,5 @@
 import type { Command } from "commander";
-import { loadConfig } from "../config.js";
+import { loadConfig } from "../config/config.js";
 import { runAction } from "./run-action.js";
 
 export function registerDemoCommand(program: Command) {

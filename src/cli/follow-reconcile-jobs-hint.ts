@@ -1,5 +1,5 @@
-import { adminTokenFile } from "../admin-token.js";
-import type { ClientEnv } from "../config.js";
+import { adminTokenFile } from "../credentials/admin-token.js";
+import type { ClientEnv } from "../config/config.js";
 import { adminUrlOf } from "./service-client.js";
 
 /** After `reconcile --no-wait`: the one line that says how to follow the printed job ids, with the token where this shell has it. */

@@ -15,7 +15,7 @@ import { registerRoutesCommand } from "./routes-command.js";
 import { showLogs } from "./cli-logger.js";
 import { addCommandHelp } from "./command-help.js";
 import { unknownOptionsFirst } from "./unknown-options-first.js";
-import { version } from "../version.js";
+import { version } from "../process/version.js";
 
 /**
  * The `streamkeeper` binary. Each command lives in its own module and registers itself;

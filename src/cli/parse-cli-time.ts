@@ -1,4 +1,4 @@
-import { parseTimeInput, timeInputForms } from "../parse-time-input.js";
+import { parseTimeInput, timeInputForms } from "../time/parse-time-input.js";
 import { CliError } from "./cli-error.js";
 
 /** The forms every command's time flags take, as their errors name them. */

@@ -1,5 +1,5 @@
 import type { Command } from "commander";
-import { loadClientConfig } from "../config.js";
+import { loadClientConfig } from "../config/config.js";
 import type { PullStatus } from "../pull/pull-state.js";
 import { createServiceClient } from "./service-client.js";
 import { runAction } from "./run-action.js";

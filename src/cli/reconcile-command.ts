@@ -1,5 +1,5 @@
 import type { Command } from "commander";
-import { loadClientConfig, tenantSettings } from "../config.js";
+import { loadClientConfig, tenantSettings } from "../config/config.js";
 import type { EnqueuedJob } from "../reconcile/create-reconcile-queue.js";
 import { parseEventIdList } from "../reconcile/parse-event-id-list.js";
 import { streamIdProblem } from "../tenant/stream-id.js";

@@ -1,4 +1,4 @@
-import { loadClientConfig } from "../config.js";
+import { loadClientConfig } from "../config/config.js";
 import { isFailure, type ReconcileOutcome } from "../reconcile/reconcile-job.js";
 import { createServiceClient, problemDetail } from "./service-client.js";
 import { streamIdProblem } from "../tenant/stream-id.js";

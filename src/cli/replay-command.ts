@@ -1,5 +1,5 @@
 import type { Command } from "commander";
-import { loadClientConfig } from "../config.js";
+import { loadClientConfig } from "../config/config.js";
 import { askArchive } from "./ask-archive.js";
 import { parseCliTime } from "./parse-cli-time.js";
 import { CliError } from "./cli-error.js";

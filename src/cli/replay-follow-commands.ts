@@ -1,5 +1,5 @@
 import type { Command } from "commander";
-import { loadClientConfig } from "../config.js";
+import { loadClientConfig } from "../config/config.js";
 import { askArchive } from "./ask-archive.js";
 import { formatTable } from "./format-table.js";
 import { runAction } from "./run-action.js";

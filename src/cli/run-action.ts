@@ -1,4 +1,4 @@
-import { ConfigError } from "../config.js";
+import { ConfigError } from "../config/config.js";
 import { CliError } from "./cli-error.js";
 
 /**

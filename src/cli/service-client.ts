@@ -1,6 +1,6 @@
-import { adminTokenFile, readAdminTokenFile } from "../admin-token.js";
-import type { ClientEnv, Env } from "../config.js";
-import { dataDirProblem } from "../data-dir-problem.js";
+import { adminTokenFile, readAdminTokenFile } from "../credentials/admin-token.js";
+import type { ClientEnv, Env } from "../config/config.js";
+import { dataDirProblem } from "../config/data-dir-problem.js";
 import type { ServiceConfig } from "../service-config/service-config.js";
 import { CliError } from "./cli-error.js";
 

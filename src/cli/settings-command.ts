@@ -1,5 +1,5 @@
 import type { Command } from "commander";
-import { settingsTable } from "../settings-table.js";
+import { settingsTable } from "../config/settings-table.js";
 
 export function registerSettingsCommand(program: Command) {
   program

@@ -1,6 +1,6 @@
 import type { ArchivedEventDescription } from "../admin/describe-archived-event.js";
 import type { EventDescription } from "../admin/describe-event.js";
-import type { ClientEnv } from "../config.js";
+import type { ClientEnv } from "../config/config.js";
 import { CliError } from "./cli-error.js";
 import { createServiceClient, noService } from "./service-client.js";
 

@@ -1,7 +1,7 @@
 import { Option, type Command } from "commander";
 import type { Role } from "../app.js";
-import { loadConfig } from "../config.js";
-import { createLogger, logFormatOf } from "../logger.js";
+import { loadConfig } from "../config/config.js";
+import { createLogger, logFormatOf } from "../logging/logger.js";
 import { runAction } from "./run-action.js";
 
 export function registerStartCommand(program: Command) {

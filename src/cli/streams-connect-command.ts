@@ -1,5 +1,5 @@
 import type { Command } from "commander";
-import { loadConfig, type Config } from "../config.js";
+import { loadConfig, type Config } from "../config/config.js";
 import { ConnectStreamError, connectStream, describeConnection, webhookUrl } from "../streams/connect-stream.js";
 import { eventStreamSchema, type EventStream } from "../tenant/event-stream.js";
 import { CliError } from "./cli-error.js";

@@ -1,4 +1,4 @@
-import { loadConfig, requireTenant, type Config } from "../config.js";
+import { loadConfig, requireTenant, type Config } from "../config/config.js";
 import { createTenantClient, type TenantClient } from "../tenant/create-tenant-client.js";
 import { TenantValidationError } from "../tenant/tenant-api-error.js";
 import { CliError } from "./cli-error.js";

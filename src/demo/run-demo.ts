@@ -3,9 +3,9 @@ import { mkdtemp, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { startService } from "../app.js";
-import { loadConfig } from "../config.js";
+import { loadConfig } from "../config/config.js";
 import { startEmulator } from "../emulator/start-emulator.js";
-import { createLogger } from "../logger.js";
+import { createLogger } from "../logging/logger.js";
 import { freePort } from "../redis/redis-server.js";
 import { startDemoSink } from "./start-demo-sink.js";
 

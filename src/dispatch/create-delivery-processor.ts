@@ -1,6 +1,6 @@
 import { DelayedError, UnrecoverableError, Worker, type Job } from "bullmq";
 import type { AttemptOutcome, AttemptRecord } from "../archive/archive-record.js";
-import type { Logger } from "../logger.js";
+import type { Logger } from "../logging/logger.js";
 import { replayDeliveries } from "../metrics/archive-metrics.js";
 import { dispatchDuration, dispatchTotal } from "../metrics/registry.js";
 import type { DeliveryJobData } from "../queue/delivery-job.js";

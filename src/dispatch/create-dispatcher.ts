@@ -1,5 +1,5 @@
 import { DelayedError, UnrecoverableError, Worker, type Telemetry } from "bullmq";
-import type { Logger } from "../logger.js";
+import type { Logger } from "../logging/logger.js";
 import { createRedisErrorLog } from "../redis/redis-error-log.js";
 import type { DeliveryJobData } from "../queue/delivery-job.js";
 import type { EntityVersions } from "../queue/entity-versions.js";

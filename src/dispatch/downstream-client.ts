@@ -1,6 +1,6 @@
 import type { IncomingHttpHeaders } from "node:http";
 import { Pool } from "undici";
-import { redactSecrets } from "../redact-secrets.js";
+import { redactSecrets } from "../logging/redact-secrets.js";
 import type { AttemptResult } from "./retry-policy.js";
 import { headerFault } from "../routes/header-fault.js";
 import type { Route } from "../routes/route.js";

@@ -1,6 +1,6 @@
 import { createRedisBackend, raw2NextJobData, type BackendFactory, type MinimalJob, type RedisQueueBackend } from "bullmq";
-import type { Logger } from "../logger.js";
-import { createRepeatLog } from "../repeat-log.js";
+import type { Logger } from "../logging/logger.js";
+import { createRepeatLog } from "../logging/repeat-log.js";
 import type { DeliveryJobData } from "../queue/delivery-job.js";
 import type { EventLedger } from "../queue/event-ledger.js";
 import type { DeliveryResult } from "./create-delivery-processor.js";

@@ -1,4 +1,4 @@
-import { jitteredBackoff, parseRetryAfter } from "../retry-after.js";
+import { jitteredBackoff, parseRetryAfter } from "../time/retry-after.js";
 
 /**
  * What one delivery attempt came back with: an HTTP answer, or none (network error,

@@ -1,6 +1,6 @@
 import type { Cluster, Redis } from "ioredis";
-import { loadLua } from "../load-lua.js";
-import type { Logger } from "../logger.js";
+import { loadLua } from "../redis/load-lua.js";
+import type { Logger } from "../logging/logger.js";
 
 export interface CircuitSettings {
   /** DISPATCH_CIRCUIT_FAILURES: consecutive failed deliveries that open the circuit; 0 off. */

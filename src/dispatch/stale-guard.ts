@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { DelayedError, type Job } from "bullmq";
-import type { Logger } from "../logger.js";
+import type { Logger } from "../logging/logger.js";
 import { dispatchEntityLeaseExpired, dispatchEntityWaits, dispatchTotal } from "../metrics/registry.js";
 import type { DeliveryJobData } from "../queue/delivery-job.js";
 import type { EntityVersions } from "../queue/entity-versions.js";

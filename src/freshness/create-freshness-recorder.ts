@@ -1,5 +1,5 @@
 import type { Cluster, Redis } from "ioredis";
-import type { Logger } from "../logger.js";
+import type { Logger } from "../logging/logger.js";
 import { deliveryLag, freshnessMissed } from "../metrics/delivery-lag.js";
 import { bucketOf } from "./lag-buckets.js";
 import { freshnessHourKey, freshnessMinuteKey, hourKeyTtlMs, minuteKeyTtlMs } from "./freshness-keys.js";

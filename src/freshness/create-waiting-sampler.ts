@@ -1,5 +1,5 @@
 import type { Cluster, Redis } from "ioredis";
-import type { Logger } from "../logger.js";
+import type { Logger } from "../logging/logger.js";
 import { freshnessMinuteKey, minuteKeyTtlMs } from "./freshness-keys.js";
 
 export interface WaitingSamplerDeps {

@@ -1,5 +1,5 @@
 import express, { type NextFunction, type Request, type Response, type Router } from "express";
-import type { Logger } from "../logger.js";
+import type { Logger } from "../logging/logger.js";
 import { registry } from "../metrics/registry.js";
 import { adminAuth } from "./admin-auth.js";
 import { createDashboardAssets } from "./dashboard-assets.js";

@@ -4,8 +4,8 @@ import { eventsMatching, outcomes } from "../archive/archive-queries.js";
 import { forgetEntity } from "../archive/forget-entity.js";
 import type { RunningArchive } from "../archive/start-archive.js";
 import { windowProblem } from "../archive/window-problem.js";
-import type { Logger } from "../logger.js";
-import { parseTimeInput, timeInputForms } from "../parse-time-input.js";
+import type { Logger } from "../logging/logger.js";
+import { parseTimeInput, timeInputForms } from "../time/parse-time-input.js";
 import { sendErrorProblem, sendProblem } from "./problem.js";
 
 /**

@@ -1,5 +1,5 @@
 import express, { type Router } from "express";
-import type { Logger } from "../logger.js";
+import type { Logger } from "../logging/logger.js";
 
 /**
  * Logs every write asked of the admin API (retry, replay, reconcile, connect, from the

@@ -1,5 +1,5 @@
 import { hash, timingSafeEqual } from "node:crypto";
-import type { ResolvedWebhookAuth } from "../webhook-credentials.js";
+import type { ResolvedWebhookAuth } from "../credentials/webhook-credentials.js";
 
 type Headers = Record<string, string | string[] | undefined>;
 

@@ -1,6 +1,6 @@
 import type { Response } from "express";
 import { STATUS_CODES } from "node:http";
-import { carriesHttpAnswer, plainProblem } from "../http-answer.js";
+import { carriesHttpAnswer, plainProblem } from "../errors/http-answer.js";
 
 /** An RFC 9457 problem document; `detail` says what to change. */
 export interface Problem {

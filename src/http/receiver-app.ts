@@ -3,17 +3,17 @@ import type { CloudEvent } from "../events/cloud-event.js";
 import { InvalidEventError } from "../events/invalid-event-error.js";
 import { parseCloudEvents } from "../events/parse-cloud-events.js";
 import { brokenTenantRules } from "../events/tenant-rules.js";
-import type { Logger } from "../logger.js";
-import { createRepeatLog, type RepeatLog } from "../repeat-log.js";
+import type { Logger } from "../logging/logger.js";
+import { createRepeatLog, type RepeatLog } from "../logging/repeat-log.js";
 import { eventsNonconforming, eventsRejected, webhookRequestDuration, webhookRequests } from "../metrics/registry.js";
 import type { EventStore } from "../queue/event-store.js";
-import { isRedisUnreachable } from "../redis-unreachable.js";
+import { isRedisUnreachable } from "../errors/redis-unreachable.js";
 import { challengeFor, createCredentialCheck } from "./check-credentials.js";
 import { webhookAuthPrevious } from "../metrics/previous-credential-uses.js";
 import { createHealthRouter } from "./health-router.js";
 import { rememberAnswer } from "./remember-answer.js";
 import { sendProblem } from "./problem.js";
-import type { ResolvedWebhookAuth } from "../webhook-credentials.js";
+import type { ResolvedWebhookAuth } from "../credentials/webhook-credentials.js";
 
 export interface ReceiverDeps {
   auth: ResolvedWebhookAuth;

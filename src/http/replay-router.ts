@@ -1,7 +1,7 @@
 import express, { type Router } from "express";
 import { z } from "zod";
 import type { Replays } from "../archive/replays.js";
-import type { Logger } from "../logger.js";
+import type { Logger } from "../logging/logger.js";
 import { archiveText, firstIssue, nul, nulFree, outcome, sendArchiveUnavailable, time, typePattern } from "./archive-router.js";
 import { sendErrorProblem, sendProblem } from "./problem.js";
 

@@ -1,5 +1,5 @@
 import type { Cluster, Redis } from "ioredis";
-import { infoField } from "../info-field.js";
+import { infoField } from "../redis/info-field.js";
 import { onScrape, redisMemoryMax, redisMemoryUsed, routeCircuitOpen } from "./registry.js";
 
 /**

@@ -1,5 +1,5 @@
 import type { Cluster, Redis } from "ioredis";
-import { loadLua } from "../load-lua.js";
+import { loadLua } from "../redis/load-lua.js";
 import type { PaceEvidence } from "./read-pace-evidence.js";
 
 /** The shared pace after one answer: calls per second, and whether that answer grew it, cut it or left it. */

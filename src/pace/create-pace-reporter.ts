@@ -1,4 +1,4 @@
-import type { Logger } from "../logger.js";
+import type { Logger } from "../logging/logger.js";
 import { mgmtApiPaceCuts, mgmtApiPacePerSecond } from "../metrics/pace-metrics.js";
 import type { PaceStep } from "./create-call-pacer.js";
 import type { PaceEvidence, PaceLimit } from "./read-pace-evidence.js";

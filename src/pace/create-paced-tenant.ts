@@ -1,6 +1,6 @@
 import type { Cluster, Redis } from "ioredis";
-import { ConfigError, requireTenant, type Config } from "../config.js";
-import type { Logger } from "../logger.js";
+import { ConfigError, requireTenant, type Config } from "../config/config.js";
+import type { Logger } from "../logging/logger.js";
 import { reconcilePaceKey } from "../queue/queue-names.js";
 import { createTenantClient, type TenantClient } from "../tenant/create-tenant-client.js";
 import { createCallPacer } from "./create-call-pacer.js";

@@ -5,7 +5,7 @@ import { notePullMessage, pullConnected, pullEvents } from "../metrics/pull-metr
 import { openEventLog, type EventLogQuery, type EventLogMessage, type EventLogStream } from "../tenant/open-event-log.js";
 import { TenantApiError } from "../tenant/tenant-api-error.js";
 import { startTime } from "./pull-start.js";
-import type { Logger } from "../logger.js";
+import type { Logger } from "../logging/logger.js";
 import type { EventStore } from "../queue/event-store.js";
 import type { TenantClient } from "../tenant/create-tenant-client.js";
 import type { PullState, PullStateName } from "./pull-state.js";

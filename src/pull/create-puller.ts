@@ -2,7 +2,7 @@ import { hostname } from "node:os";
 import { randomBytes } from "node:crypto";
 import { setTimeout as sleep } from "node:timers/promises";
 import { forgetPullMessages, notePullMessage, pullConnected, pullReconnects } from "../metrics/pull-metrics.js";
-import { jitteredBackoff } from "../retry-after.js";
+import { jitteredBackoff } from "../time/retry-after.js";
 import { createEventLogReader, defaultBackoffMaxMs, type PullerDeps } from "./create-event-log-reader.js";
 import type { PullStateName } from "./pull-state.js";
 

@@ -1,4 +1,4 @@
-import { readTimeInput, timeInputForms } from "../parse-time-input.js";
+import { readTimeInput, timeInputForms } from "../time/parse-time-input.js";
 
 /** Where a service with no stored offset begins reading the tenant's log (PULL_START). */
 export type PullStart = { kind: "now" } | { kind: "ago"; ms: number } | { kind: "at"; time: Date };

@@ -1,5 +1,5 @@
 import type { Cluster, Redis } from "ioredis";
-import { loadLua } from "../load-lua.js";
+import { loadLua } from "../redis/load-lua.js";
 import { createRedisLease, type RedisLease } from "../redis/redis-lease.js";
 
 /** One hash tag for the pull's keys: its offset write checks the lease in the same script. */

@@ -8,7 +8,7 @@
   script's), then the outbox stream when the archive is on; ARGV: admit, field, now, ttl,
   bucket length, receivedAt, origin, type, stream, the route count m, the m route names,
   then per job its script (`s` standard, `p` prioritized) and BullMQ's 3 arguments, then
-  the outbox entry if any. It answers 0 stored; 1 a duplicate
+  the outbox entry's fields and values if any (archive-record.ts `outboxFields`). It answers 0 stored; 1 a duplicate
   (counted in its record, nothing else written); 2 the record holds route deliveries but
   no arrival (nothing written: the caller stores the event the long way with `recheck`);
   3 a finished job holds a job's id (nothing written: the caller stores the event the long
@@ -35,13 +35,12 @@ local function admit()
   end
   if r then return 2 end
   local m = tonumber(ARGV[ab + 10])
-  -- Before any write, as the refusal below: answering 3 leaves everything as it was. A job's
-  -- BullMQ arguments follow its script's letter; a call with fewer jobs than routes (the
-  -- ledger's tests) checks those it has.
-  for j = 0, m - 1 do
-    local packed = ARGV[ab + 12 + m + 4 * j]
-    if not packed then break end
-    if finishedJobHolds(packed) then return 3 end
+  -- Before any write, as the refusal below: answering 3 leaves everything as it was. The
+  -- jobs counted by their keys (9 each; the outbox's one key makes no job), so a call with
+  -- fewer jobs than routes (the ledger's tests) checks those it has. A job's BullMQ
+  -- arguments follow its script's letter.
+  for j = 0, math.floor((kc - n) / 9) - 1 do
+    if finishedJobHolds(ARGV[ab + 12 + m + 4 * j]) then return 3 end
   end
   local fields = { 's' .. ARGV[ab + 8], 's' .. ARGV[ab + 9] }
   for k = 11, 10 + m do fields[#fields + 1] = 'r' .. ARGV[ab + k] end
@@ -57,7 +56,7 @@ local function admit()
     if type(added) == 'number' and added < 0 then error('BullMQ refused a job: ' .. added) end
     nextKey, nextArg = nextKey + 9, nextArg + 4
   end
-  if nextKey <= kc then redis.call('XADD', KEYS[kb + nextKey], '*', 'r', ARGV[ab + nextArg]) end
+  if nextKey <= kc then redis.call('XADD', KEYS[kb + nextKey], '*', unpack(ARGV, ab + nextArg, ab + ac)) end
   -- The claim last, as in the long way: should a step above fail (Redis does not undo a
   -- script's writes on an error), the id is still unknown and the tenant's retry stores it,
   -- its jobs then already there under their ids (docs/architecture.md, "Admission").

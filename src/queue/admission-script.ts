@@ -1,5 +1,5 @@
 import { addPrioritizedJob, addStandardJob } from "bullmq/dist/cjs/scripts/index.js";
-import { loadLua } from "../load-lua.js";
+import { loadLua } from "../redis/load-lua.js";
 import { ledgerCore, ledgerDispatch } from "./ledger-script.js";
 
 const admitOp = loadLua(new URL("./admission-admit.lua", import.meta.url));
@@ -24,7 +24,7 @@ export function asFunction(name: string, lua: string): string {
  * per job (BullMQ's add script's), then the outbox stream when the archive is on.
  * ARGV: admit, field, now, ttl, bucket length (as every ledger op), receivedAt, origin,
  * type, stream, the route count m, the m route names, then per job its script (`s`
- * standard, `p` prioritized) and BullMQ's 3 arguments, then the outbox entry if any.
+ * standard, `p` prioritized) and BullMQ's 3 arguments, then the outbox entry's fields and values if any.
  * Reply: 0 stored; 1 a duplicate (counted in its record, nothing else written); 2 the
  * record holds route deliveries but no arrival: nothing written, the caller stores the
  * event the long way with `recheck` (event-store.ts); 3 no record, but a finished job of an

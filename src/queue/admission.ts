@@ -1,7 +1,6 @@
 import type { EventRecord as ArchiveEventRecord } from "../archive/archive-record.js";
 import type { CloudEvent } from "../events/cloud-event.js";
-import type { Logger } from "../logger.js";
-import { jsonText } from "../events/json-text.js";
+import type { Logger } from "../logging/logger.js";
 import { isStackOverflow } from "../events/stringify-deep.js";
 import { captureJobAdd, type CapturedJobAdd } from "./capture-job-add.js";
 import type { DeliveryQueues } from "./delivery-queues.js";
@@ -19,13 +18,13 @@ export type Admit = (event: CloudEvent, routes: string[], job: Omit<FanOutJob, "
 export interface AdmissionDeps {
   ledger: EventLedger;
   queues: DeliveryQueues;
-  /** The archive outbox's stream (archive/archive-outbox.ts `archiveOutboxKey`), when the archive is on. */
-  outboxKey?: string;
+  /** The archive outbox's stream (archive/archive-outbox.ts `archiveOutboxKey`) and an event record's fields there (`outboxFields`), when the archive is on. */
+  outbox?: { key: string; fieldsOf(record: ArchiveEventRecord): string[] };
   /** Told once when the installed BullMQ's add cannot be run inside the admission. */
   logger?: Logger;
 }
 
-export function createAdmission({ ledger, queues, outboxKey, logger }: AdmissionDeps): Admit {
+export function createAdmission({ ledger, queues, outbox, logger }: AdmissionDeps): Admit {
   // A cluster, or an endpoint that answered CROSSSLOT once: the long way from then on,
   // without building jobs for nothing first.
   let unsupported = "isCluster" in queues.connection && queues.connection.isCluster;
@@ -52,9 +51,9 @@ export function createAdmission({ ledger, queues, outboxKey, logger }: Admission
       }
       return "unsupported";
     }
-    const outbox = outboxKey && record ? { key: outboxKey, entry: jsonText(record) } : undefined;
+    const entry = outbox && record ? { key: outbox.key, fields: outbox.fieldsOf(record) } : undefined;
     try {
-      const admission = await ledger.admit(event.id, { receivedAt: job.receivedAt, origin: job.origin, streamId: job.streamId, type: event.type, routes }, jobs, outbox);
+      const admission = await ledger.admit(event.id, { receivedAt: job.receivedAt, origin: job.origin, streamId: job.streamId, type: event.type, routes }, jobs, entry);
       if (admission === "unsupported") unsupported = true;
       const added = admission === "stored" || admission === "duplicate";
       for (const add of jobs) add.settle(added ? undefined : new Error(`not added: ${admission}`));

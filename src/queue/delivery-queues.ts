@@ -1,6 +1,6 @@
 import { Queue, type Telemetry } from "bullmq";
 import type { Cluster, Redis } from "ioredis";
-import { defaultLiveWindowSeconds } from "../config.js";
+import { defaultLiveWindowSeconds } from "../config/config.js";
 import type { Route } from "../routes/route.js";
 import type { DeliveryJobData } from "./delivery-job.js";
 import { deliveryQueueBullPrefix, deliveryQueueName } from "./queue-names.js";

@@ -1,7 +1,7 @@
 import { hash } from "node:crypto";
 import type { Cluster, Redis } from "ioredis";
 import type { EntityVersion } from "../events/entity-version.js";
-import { loadLua } from "../load-lua.js";
+import { loadLua } from "../redis/load-lua.js";
 
 /** What became of the attempt `leave` ends. */
 export type LeaveOutcome = "delivered" | "unanswered" | "refused";

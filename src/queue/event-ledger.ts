@@ -86,10 +86,10 @@ export interface EventLedger {
   deliveredAt(eventId: string, route: string): Promise<number | undefined>;
   /**
    * A new id's whole store in one script, one round trip: the check, the jobs, the claim,
-   * and the outbox entry (an XADD of field `r`) when given (admission-script.ts). Atomic:
+   * and the outbox entry (an XADD of its fields and values) when given (admission-script.ts). Atomic:
    * it happens whole or not at all. Only for an unforced store.
    */
-  admit(eventId: string, arrival: Arrival, jobs: AdmittedJob[], outbox?: { key: string; entry: string }): Promise<Admission>;
+  admit(eventId: string, arrival: Arrival, jobs: AdmittedJob[], outbox?: { key: string; fields: string[] }): Promise<Admission>;
   /**
    * A delivered job's completion and the route's delivered mark in one script, one round
    * trip, atomic (finish-script.ts): moveToFinished's reply. `unsupported` where one script
@@ -231,7 +231,7 @@ export function createEventLedger(redis: Redis | Cluster, queuePrefix: string, t
       }
       if (outbox) {
         keys.push(outbox.key);
-        args.push(outbox.entry);
+        args.push(...outbox.fields);
       }
       const prepared = await prepareLater("admit", eventId, args);
       prepared.keys = [...prepared.keys, ...keys];

@@ -2,7 +2,7 @@ import type { CloudEvent, Origin } from "../events/cloud-event.js";
 import { isStackOverflow, stringifyDeep } from "../events/stringify-deep.js";
 import type { DeliveryJobData } from "./delivery-job.js";
 import type { DeliveryQueues } from "./delivery-queues.js";
-import type { Logger } from "../logger.js";
+import type { Logger } from "../logging/logger.js";
 import { eventsOwnJobId } from "../metrics/registry.js";
 import { heldJobIds } from "./held-job-ids.js";
 import { jobIdFor, replayJobIdFor } from "./job-id.js";

@@ -1,5 +1,5 @@
 import { moveToFinished } from "bullmq/dist/cjs/scripts/index.js";
-import { loadLua } from "../load-lua.js";
+import { loadLua } from "../redis/load-lua.js";
 import { asFunction } from "./admission-script.js";
 import { ledgerCore, ledgerDispatch } from "./ledger-script.js";
 

@@ -1,4 +1,4 @@
-import { loadLua } from "../load-lua.js";
+import { loadLua } from "../redis/load-lua.js";
 
 /** The ledger's ops and the functions they share (ledger-core.lua: keys, arguments, the record's layout). */
 export const ledgerCore = loadLua(new URL("./ledger-core.lua", import.meta.url));

@@ -1,6 +1,6 @@
 import type { Job } from "bullmq";
 import type { AttemptRecord } from "../archive/archive-record.js";
-import type { Logger } from "../logger.js";
+import type { Logger } from "../logging/logger.js";
 import { dispatchTotal } from "../metrics/registry.js";
 import type { DeliveryJobData } from "./delivery-job.js";
 import type { DeliveryQueue } from "./delivery-queues.js";

@@ -1,5 +1,5 @@
 import type { CloudEvent } from "../events/cloud-event.js";
-import type { Logger } from "../logger.js";
+import type { Logger } from "../logging/logger.js";
 import { dispatchTotal } from "../metrics/registry.js";
 import type { EventLedger } from "./event-ledger.js";
 

@@ -1,4 +1,4 @@
-import type { Logger } from "../logger.js";
+import type { Logger } from "../logging/logger.js";
 import type { OrphanedRoutes } from "./orphaned-routes.js";
 
 /**

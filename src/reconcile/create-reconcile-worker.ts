@@ -1,6 +1,6 @@
 import { Worker, type Telemetry } from "bullmq";
-import { type Env, tenantSettings } from "../config.js";
-import type { Logger } from "../logger.js";
+import { type Env, tenantSettings } from "../config/config.js";
+import type { Logger } from "../logging/logger.js";
 import { createRedisErrorLog } from "../redis/redis-error-log.js";
 import { reconcileTotal } from "../metrics/registry.js";
 import type { EventLedger } from "../queue/event-ledger.js";

@@ -1,9 +1,9 @@
 import { hostname } from "node:os";
-import { loadLua } from "../load-lua.js";
-import type { Logger } from "../logger.js";
-import { infoField } from "../info-field.js";
+import { loadLua } from "./load-lua.js";
+import type { Logger } from "../logging/logger.js";
+import { infoField } from "./info-field.js";
 import { closeRedis, createRedis, untilReady } from "./redis-connection.js";
-import { isAlive } from "../is-alive.js";
+import { isAlive } from "../process/is-alive.js";
 
 /** One field per process using the embedded Redis: `<host>:<pid>` -> `{pid, host, who, heartbeatAt}`. */
 export const usersKey = "streamkeeper:embedded-redis:users";

@@ -1,9 +1,9 @@
 import { readFile, rm } from "node:fs/promises";
 import { join } from "node:path";
-import type { Logger } from "../logger.js";
+import type { Logger } from "../logging/logger.js";
 import { embeddedRedisRestarts } from "../metrics/registry.js";
 import { answers, startRedisServer } from "./redis-server.js";
-import { isAlive } from "../is-alive.js";
+import { isAlive } from "../process/is-alive.js";
 import { keepEmbeddedServer, type EmbeddedServerKeeper } from "./keep-embedded-server.js";
 
 export type EmbeddedRedisKeeper = EmbeddedServerKeeper;

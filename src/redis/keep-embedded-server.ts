@@ -1,8 +1,8 @@
 import { open, readFile, unlink } from "node:fs/promises";
 import { join } from "node:path";
-import type { Logger } from "../logger.js";
-import { createRepeatLog } from "../repeat-log.js";
-import { isAlive } from "../is-alive.js";
+import type { Logger } from "../logging/logger.js";
+import { createRepeatLog } from "../logging/repeat-log.js";
+import { isAlive } from "../process/is-alive.js";
 
 export interface EmbeddedServerKeeper {
   /** False once the server has been down for `giveUpAfterMs` (no one could restart it). */

@@ -1,6 +1,6 @@
 import { Cluster, Redis, type ClusterOptions, type RedisOptions } from "ioredis";
-import { redactUrlCredentials } from "../redact-secrets.js";
-import { settlesWithin } from "../settles-within.js";
+import { redactUrlCredentials } from "../logging/redact-secrets.js";
+import { settlesWithin } from "../time/settles-within.js";
 
 /**
  * `worker`: BullMQ workers and queue-events block and must retry forever

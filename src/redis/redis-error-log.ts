@@ -1,6 +1,6 @@
-import type { Logger } from "../logger.js";
-import { createRepeatLog, type RepeatLog } from "../repeat-log.js";
-import { isRedisUnreachable } from "../redis-unreachable.js";
+import type { Logger } from "../logging/logger.js";
+import { createRepeatLog, type RepeatLog } from "../logging/repeat-log.js";
+import { isRedisUnreachable } from "../errors/redis-unreachable.js";
 
 /**
  * The error log of a part with Redis connections of its own (workers, queues): an error

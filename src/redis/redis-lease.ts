@@ -1,5 +1,5 @@
 import type { Cluster, Redis } from "ioredis";
-import { loadLua } from "../load-lua.js";
+import { loadLua } from "./load-lua.js";
 
 /**
  * A lease in Redis: one key holding its holder's token for a while. It is taken only when

@@ -1,5 +1,5 @@
-import { ConfigError } from "../config.js";
-import { infoField } from "../info-field.js";
+import { ConfigError } from "../config/config.js";
+import { infoField } from "./info-field.js";
 import type { RedisClient } from "./redis-connection.js";
 
 /**

@@ -1,8 +1,8 @@
 import { rm } from "node:fs/promises";
 import { join, resolve } from "node:path";
-import type { Config } from "../config.js";
-import { dataDirProblem } from "../data-dir-problem.js";
-import type { Logger } from "../logger.js";
+import type { Config } from "../config/config.js";
+import { dataDirProblem } from "../config/data-dir-problem.js";
+import type { Logger } from "../logging/logger.js";
 import { joinEmbeddedRedis, type EmbeddedRedisUse } from "./embedded-redis-users.js";
 import { embeddedRedisServerOptions, keepEmbeddedRedis } from "./keep-embedded-redis.js";
 import { answers, startRedisServer } from "./redis-server.js";

@@ -1,6 +1,6 @@
-import type { Logger } from "../logger.js";
+import type { Logger } from "../logging/logger.js";
 import type { RedisClient } from "./redis-connection.js";
-import { isRedisUnreachable } from "../redis-unreachable.js";
+import { isRedisUnreachable } from "../errors/redis-unreachable.js";
 
 /**
  * One log line each time Redis stops or starts answering this process, read from its

@@ -1,10 +1,10 @@
 import { readFile } from "node:fs/promises";
 import { parse as parseYaml } from "yaml";
 import { z } from "zod";
-import { ConfigError, type Config } from "../config.js";
+import { ConfigError, type Config } from "../config/config.js";
 import { tenantEventTypes } from "../events/event-types.js";
-import { nearestName } from "../nearest-name.js";
-import { numberSchema } from "../number-schema.js";
+import { nearestName } from "./nearest-name.js";
+import { numberSchema } from "../config/number-schema.js";
 import { headerFault } from "./header-fault.js";
 import { routeMatches, type Route } from "./route.js";
 import { compileFilter, FilterError } from "./route-filter.js";

@@ -1,5 +1,5 @@
-import { tenantSettings, type Env } from "../config.js";
-import type { Logger } from "../logger.js";
+import { tenantSettings, type Env } from "../config/config.js";
+import type { Logger } from "../logging/logger.js";
 import { publishedSweepPlan, type ServiceConfig } from "./service-config.js";
 
 type OffEnv = Pick<Env, "STREAM_WATCH_INTERVAL_SECONDS" | "STREAM_AUTO_ENABLE" | "RECONCILE_SWEEP_OVERLAP_SECONDS">;

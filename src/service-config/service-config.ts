@@ -1,9 +1,9 @@
 import { createHash } from "node:crypto";
 import { hostname } from "node:os";
-import { tenantConfigured, type Config } from "../config.js";
+import { tenantConfigured, type Config } from "../config/config.js";
 import type { Route } from "../routes/route.js";
 import { sweepPlan, type SweepPlan } from "../streams/swept-streams.js";
-import { version } from "../version.js";
+import { version } from "../process/version.js";
 
 /**
  * A route as the service publishes it: no headers' values, no secret, and of its URL only

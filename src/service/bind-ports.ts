@@ -1,4 +1,4 @@
-import { ConfigError, type Env } from "../config.js";
+import { ConfigError, type Env } from "../config/config.js";
 import { serveLater, type LateServing } from "../http/serve-later.js";
 
 export interface Ports {

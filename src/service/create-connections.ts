@@ -1,5 +1,5 @@
-import type { Config } from "../config.js";
-import type { Logger } from "../logger.js";
+import type { Config } from "../config/config.js";
+import type { Logger } from "../logging/logger.js";
 import { closeRedis, createRedis, untilReady, type ConnectionPurpose, type RedisClient } from "../redis/redis-connection.js";
 import { checkRedisVersion } from "../redis/redis-version.js";
 import { watchRedisReachability } from "../redis/watch-redis-reachability.js";

@@ -1,10 +1,11 @@
-import type { Config } from "../config.js";
+import type { Config } from "../config/config.js";
 import { createArchiveOutbox } from "../archive/archive-outbox.js";
 import { createDispatcher, type DispatcherOptions } from "../dispatch/create-dispatcher.js";
 import { createFreshnessRecorder } from "../freshness/create-freshness-recorder.js";
-import type { Logger } from "../logger.js";
+import type { Logger } from "../logging/logger.js";
 import { createEntityVersions } from "../queue/entity-versions.js";
-import { settlesWithin } from "../settles-within.js";
+import { deliveryMarkGatherMs } from "../queue/event-ledger.js";
+import { settlesWithin } from "../time/settles-within.js";
 import type { Route } from "../routes/route.js";
 import type { Tracing } from "../telemetry/start-tracing.js";
 import type { Connections } from "./create-connections.js";
@@ -32,7 +33,8 @@ export function createDelivery(deps: { config: Config; logger: Logger; routes: R
   const { records, dispatch } = deps.connections;
   // The operator view's freshness and delivery_lag_seconds (docs/operating.md, "Freshness").
   const freshness = createFreshnessRecorder({ redis: records, queuePrefix: env.QUEUE_PREFIX, logger: deps.logger });
-  const attemptOutbox = deps.archive ? createArchiveOutbox(records, env.QUEUE_PREFIX) : undefined;
+  // Gathered as the ledger's marks are (deliveryMarkGatherMs), and lost alike with a crash in that time: the archive then lacks those attempts' records, never their deliveries.
+  const attemptOutbox = deps.archive ? createArchiveOutbox(records, env.QUEUE_PREFIX, { gatherMs: deliveryMarkGatherMs }) : undefined;
   const options: Omit<DispatcherOptions, "routes" | "logger"> = {
     archive: attemptOutbox && ((record) => attemptOutbox([record])),
     connection: dispatch,
@@ -57,6 +59,6 @@ export function createDelivery(deps: { config: Config; logger: Logger; routes: R
     close: () => dispatcher.close(),
     hurry: () => dispatcher.hurry(),
     // Bounded: with Redis away the records connection waits forever, and the stop must not (docs/operating.md).
-    flush: async () => void (await settlesWithin(Promise.all([freshness.close(), options.ledger.flush()]), flushWithinMs)),
+    flush: async () => void (await settlesWithin(Promise.all([freshness.close(), options.ledger.flush(), attemptOutbox?.flush()]), flushWithinMs)),
   };
 }

@@ -1,12 +1,12 @@
-import type { Config } from "../config.js";
+import type { Config } from "../config/config.js";
 import { boundAddress } from "../http/bound-address.js";
 import { createReceiverApp } from "../http/receiver-app.js";
 import type { LateServing } from "../http/serve-later.js";
-import type { Logger } from "../logger.js";
+import type { Logger } from "../logging/logger.js";
 import { createReplicaAcks } from "../redis/replica-acks.js";
 import type { Route } from "../routes/route.js";
 import type { Tracing } from "../telemetry/start-tracing.js";
-import type { ResolvedWebhookAuth } from "../webhook-credentials.js";
+import type { ResolvedWebhookAuth } from "../credentials/webhook-credentials.js";
 import type { Connections } from "./create-connections.js";
 import type { Stores } from "./create-stores.js";
 

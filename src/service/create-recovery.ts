@@ -1,5 +1,5 @@
-import type { Config } from "../config.js";
-import type { Logger } from "../logger.js";
+import type { Config } from "../config/config.js";
+import type { Logger } from "../logging/logger.js";
 import { createPacedTenant, type PacedTenant } from "../pace/create-paced-tenant.js";
 import { createReconcileWorker, reconcileTenantOf, type ReconcileWorkerOptions } from "../reconcile/create-reconcile-worker.js";
 import { createReconciler } from "../reconcile/create-reconciler.js";

@@ -1,6 +1,7 @@
-import type { Config } from "../config.js";
-import type { Logger } from "../logger.js";
+import type { Config } from "../config/config.js";
+import type { Logger } from "../logging/logger.js";
 import { archiveOutboxKey, createArchiveOutbox } from "../archive/archive-outbox.js";
+import { outboxFields } from "../archive/archive-record.js";
 import type { RunningArchive } from "../archive/start-archive.js";
 import { createPullState, type PullState } from "../pull/pull-state.js";
 import { createAdmission } from "../queue/admission.js";
@@ -45,7 +46,7 @@ export async function createStores(deps: { config: Config; logger: Logger; route
   // Off the acknowledgement path: the outbox is in Redis, Postgres is read by its writer alone (docs/architecture.md).
   const outbox = archive && createArchiveOutbox(client, env.QUEUE_PREFIX);
   // A new id is stored in one round trip (admission.ts), the archive's outbox entry with it.
-  const admit = createAdmission({ ledger, queues, outboxKey: archive ? archiveOutboxKey(env.QUEUE_PREFIX) : undefined, logger });
+  const admit = createAdmission({ ledger, queues, outbox: archive ? { key: archiveOutboxKey(env.QUEUE_PREFIX), fieldsOf: outboxFields } : undefined, logger });
   const store = countStoredEvents(
     createEventStore({ ledger, fanOut: createFanOut(queues, logger), routesFor: routesMatching(routes), narrow: createRouteChooser(routes).narrow, onFiltered: createFilteredRecorder(ledger, logger), archive: outbox && ((record) => outbox([record])), admit }),
   );

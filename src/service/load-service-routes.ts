@@ -1,5 +1,5 @@
-import { ConfigError, type Config } from "../config.js";
-import type { Logger } from "../logger.js";
+import { ConfigError, type Config } from "../config/config.js";
+import type { Logger } from "../logging/logger.js";
 import { loadRoutes, unmatchedPatternWarnings } from "../routes/load-routes.js";
 import type { Route } from "../routes/route.js";
 

@@ -1,5 +1,5 @@
-import type { Config } from "../config.js";
-import type { Logger } from "../logger.js";
+import type { Config } from "../config/config.js";
+import type { Logger } from "../logging/logger.js";
 import { createPuller } from "../pull/create-puller.js";
 import { parsePullStart } from "../pull/pull-start.js";
 import type { RedisClient } from "../redis/redis-connection.js";

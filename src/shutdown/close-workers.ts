@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from "node:timers/promises";
-import type { Logger } from "../logger.js";
+import type { Logger } from "../logging/logger.js";
 import type { RedisClient } from "../redis/redis-connection.js";
-import { settlesWithin } from "../settles-within.js";
+import { settlesWithin } from "../time/settles-within.js";
 
 /** The part of a BullMQ worker a shutdown uses. */
 export interface StoppableWorker {

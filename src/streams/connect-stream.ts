@@ -1,9 +1,9 @@
-import { plainProblem } from "../http-answer.js";
+import { plainProblem } from "../errors/http-answer.js";
 import type { TenantClient } from "../tenant/create-tenant-client.js";
 import type { EventStream } from "../tenant/event-stream.js";
 import { isTenantEndpoint } from "../tenant/is-tenant-endpoint.js";
 import type { WebhookAuthorization } from "../tenant/stream-patch.js";
-import type { ResolvedWebhookAuth } from "../webhook-credentials.js";
+import type { ResolvedWebhookAuth } from "../credentials/webhook-credentials.js";
 
 /** Why a stream cannot be connected: the message says what to change, `reason` lets the caller pick a status or exit code. */
 export class ConnectStreamError extends Error {

@@ -1,8 +1,8 @@
-import { type Config, tenantSettings } from "../config.js";
-import type { Logger } from "../logger.js";
+import { type Config, tenantSettings } from "../config/config.js";
+import type { Logger } from "../logging/logger.js";
 import type { TenantClient } from "../tenant/create-tenant-client.js";
 import type { EventStream } from "../tenant/event-stream.js";
-import type { ResolvedWebhookAuth } from "../webhook-credentials.js";
+import type { ResolvedWebhookAuth } from "../credentials/webhook-credentials.js";
 import { ConnectStreamError, connectStream, webhookUrl } from "./connect-stream.js";
 
 export interface StreamConnector {

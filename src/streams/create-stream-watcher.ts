@@ -1,9 +1,9 @@
 import type { Cluster, Redis } from "ioredis";
 import { setTimeout as sleep } from "node:timers/promises";
-import type { Logger } from "../logger.js";
+import type { Logger } from "../logging/logger.js";
 import { streamAutoEnables, streamWatchRuns } from "../metrics/registry.js";
-import { createRepeatLog, type RepeatLog } from "../repeat-log.js";
-import { settlesWithin } from "../settles-within.js";
+import { createRepeatLog, type RepeatLog } from "../logging/repeat-log.js";
+import { settlesWithin } from "../time/settles-within.js";
 import type { EventStream } from "../tenant/event-stream.js";
 import { nextAutoEnableAt, streakAfterEnabledCheck } from "./auto-enable-backoff.js";
 import { registerStreamGauges } from "./register-stream-gauges.js";

@@ -1,4 +1,4 @@
-import type { Env } from "../config.js";
+import type { Env } from "../config/config.js";
 import type { EventStream } from "../tenant/event-stream.js";
 
 /**

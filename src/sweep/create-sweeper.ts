@@ -1,10 +1,10 @@
 import { randomUUID } from "node:crypto";
-import type { Env } from "../config.js";
-import type { Logger } from "../logger.js";
+import type { Env } from "../config/config.js";
+import type { Logger } from "../logging/logger.js";
 import { sweepFailedDeliveries, sweepRuns } from "../metrics/registry.js";
 import type { PacedTenant } from "../pace/create-paced-tenant.js";
 import type { Reconciler } from "../reconcile/create-reconciler.js";
-import { settlesWithin } from "../settles-within.js";
+import { settlesWithin } from "../time/settles-within.js";
 import { sweepPlan } from "../streams/swept-streams.js";
 import type { SweepState } from "./create-sweep-state.js";
 import { listSweptStreams } from "./list-swept-streams.js";

@@ -1,5 +1,5 @@
-import type { Env } from "../config.js";
-import { plainProblem } from "../http-answer.js";
+import type { Env } from "../config/config.js";
+import { plainProblem } from "../errors/http-answer.js";
 import type { PacedTenant } from "../pace/create-paced-tenant.js";
 import type { Reconciler } from "../reconcile/create-reconciler.js";
 import { sweepScopeOf } from "../streams/swept-streams.js";

@@ -1,6 +1,6 @@
 import type { RequestListener } from "node:http";
 import type { Telemetry } from "bullmq";
-import type { Logger } from "../logger.js";
+import type { Logger } from "../logging/logger.js";
 
 export interface Tracing {
   /**

@@ -1,8 +1,8 @@
 import { setTimeout as delay } from "node:timers/promises";
 import { z } from "zod";
 import { mgmtApiRateLimitRemaining, mgmtApiRequests } from "../metrics/registry.js";
-import { redactSecrets } from "../redact-secrets.js";
-import type { Logger } from "../logger.js";
+import { redactSecrets } from "../logging/redact-secrets.js";
+import type { Logger } from "../logging/logger.js";
 import { issuePath } from "./issue-path.js";
 import { readRateLimit, type RateLimitState } from "./rate-limit-state.js";
 import { defaultRetryPolicy, retryDecision } from "./retry-decision.js";

@@ -1,5 +1,5 @@
 import { mgmtApiRequests } from "../metrics/registry.js";
-import { redactSecrets } from "../redact-secrets.js";
+import { redactSecrets } from "../logging/redact-secrets.js";
 import { createBoundedSseStream, type EventLogMessage } from "./bounded-sse-stream.js";
 import type { TenantClient } from "./create-tenant-client.js";
 import { TenantApiError, TenantNetworkError } from "./tenant-api-error.js";

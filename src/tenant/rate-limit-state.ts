@@ -1,4 +1,4 @@
-import { parseRetryAfter } from "../retry-after.js";
+import { parseRetryAfter } from "../time/retry-after.js";
 
 /**
  * The last `X-RateLimit-*` headers the tenant sent (docs/tenant.md#rate-limits: `Limit` is the bucket

@@ -1,4 +1,4 @@
-import { jitteredBackoff } from "../retry-after.js";
+import { jitteredBackoff } from "../time/retry-after.js";
 import { serverWaitMs } from "./rate-limit-state.js";
 
 export interface RetryPolicy {

@@ -1,4 +1,4 @@
-import { plainProblem } from "../http-answer.js";
+import { plainProblem } from "../errors/http-answer.js";
 
 /**
  * The errors of the tenant client, as values the caller can branch on (`instanceof` or

@@ -1,5 +1,5 @@
 import { serverWaitMs } from "./rate-limit-state.js";
-import { redactSecrets } from "../redact-secrets.js";
+import { redactSecrets } from "../logging/redact-secrets.js";
 import {
   TenantApiError,
   TenantForbiddenError,

@@ -1,5 +1,5 @@
 import type { Cluster, Redis } from "ioredis";
-import { loadLua } from "../load-lua.js";
+import { loadLua } from "../redis/load-lua.js";
 import { sweepKey } from "../queue/queue-names.js";
 import { legacyBullPrefix } from "./legacy-queue-layout.js";
 

@@ -1,4 +1,4 @@
-import type { Logger } from "../logger.js";
+import type { Logger } from "../logging/logger.js";
 import type { RedisClient } from "../redis/redis-connection.js";
 import type { Route } from "../routes/route.js";
 import { adoptLegacySweepState } from "./adopt-legacy-sweep-state.js";

@@ -1,7 +1,7 @@
 import type { Cluster, Redis } from "ioredis";
-import type { Logger } from "../logger.js";
+import type { Logger } from "../logging/logger.js";
 import { deliveryQueueName, reconcileQueueName } from "../queue/queue-names.js";
-import { createRepeatLog } from "../repeat-log.js";
+import { createRepeatLog } from "../logging/repeat-log.js";
 import { legacyDeliveryJobsGauge } from "./legacy-delivery-jobs-gauge.js";
 import { adoptLegacyReconcileJobIds, legacyJobs, moveLegacyDeadLetters } from "./legacy-queue-layout.js";
 

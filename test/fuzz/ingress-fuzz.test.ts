@@ -5,7 +5,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { loadConfig } from "../../src/config.js";
+import { loadConfig } from "../../src/config/config.js";
 import { startServiceProcess, type ServiceProcess } from "../helpers/start-service-process.js";
 import { inspectStore } from "../helpers/inspect-store.js";
 import { startSinkServer, type SinkServer } from "../helpers/sink-server.js";

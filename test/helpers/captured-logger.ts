@@ -1,5 +1,5 @@
 import { Writable } from "node:stream";
-import { createLogger, type Logger } from "../../src/logger.js";
+import { createLogger, type Logger } from "../../src/logging/logger.js";
 
 export interface CapturedLogger {
   logger: Logger;

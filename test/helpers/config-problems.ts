@@ -1,4 +1,4 @@
-import { ConfigError, loadConfig } from "../../src/config.js";
+import { ConfigError, loadConfig } from "../../src/config/config.js";
 
 /** The problems loadConfig names for `env`; fails the test when it accepts it. */
 export function problemsOf(env: Record<string, string>): string[] {

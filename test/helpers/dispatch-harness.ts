@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { createDispatcher, type Dispatcher, type DispatcherOptions } from "../../src/dispatch/create-dispatcher.js";
 import { routesMatching, type Route } from "../../src/routes/route.js";
-import { createLogger } from "../../src/logger.js";
+import { createLogger } from "../../src/logging/logger.js";
 import { createAdmission } from "../../src/queue/admission.js";
 import { createDeliveryQueues, type DeliveryQueues } from "../../src/queue/delivery-queues.js";
 import { createEventLedger, type EventLedger } from "../../src/queue/event-ledger.js";

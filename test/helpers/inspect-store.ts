@@ -1,5 +1,5 @@
 import { inject } from "vitest";
-import type { Config } from "../../src/config.js";
+import type { Config } from "../../src/config/config.js";
 import { loadRoutes } from "../../src/routes/load-routes.js";
 import { createDeliveryQueues } from "../../src/queue/delivery-queues.js";
 import { createEventLedger } from "../../src/queue/event-ledger.js";

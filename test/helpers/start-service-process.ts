@@ -3,7 +3,7 @@ import { once } from "node:events";
 import { closeSync, openSync, readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { inject } from "vitest";
-import { settings } from "../../src/config.js";
+import { settings } from "../../src/config/config.js";
 import { freePort } from "../../src/redis/redis-server.js";
 import { listensOn } from "./listens-on.js";
 import { retryOnTakenPort } from "./retry-on-taken-port.js";

@@ -2,8 +2,8 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { startService, type Role, type Service } from "../../src/app.js";
-import { loadConfig, type Config } from "../../src/config.js";
-import { createLogger, type Logger } from "../../src/logger.js";
+import { loadConfig, type Config } from "../../src/config/config.js";
+import { createLogger, type Logger } from "../../src/logging/logger.js";
 import { serviceProcessEnv, testCredentials } from "./service-process-env.js";
 import { webhookAuthorization } from "./credentials.js";
 

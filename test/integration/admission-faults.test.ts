@@ -1,4 +1,5 @@
 import { mkdtemp } from "node:fs/promises";
+import { outboxFields } from "../../src/archive/archive-record.js";
 import { connect, createServer, type AddressInfo, type Socket } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -46,7 +47,7 @@ describe("admission: faults between its steps", () => {
         fanOut: createFanOut(queues),
         routesFor: routesMatching([testRoute("a", a.url), testRoute("b", b.url)]),
         archive: async (record) => void (await connection.xadd(outboxKey, "*", "r", JSON.stringify(record))),
-        admit: createAdmission({ ledger, queues, outboxKey }),
+        admit: createAdmission({ ledger, queues, outbox: outboxKey ? { key: outboxKey, fieldsOf: outboxFields } : undefined }),
       });
     };
     return { a, b, harness, redis, outboxKey, store: storeOn(), storeOn };
@@ -106,7 +107,7 @@ describe("admission: faults between its steps", () => {
     await expect(store.store(event, { origin: "webhook" })).resolves.toEqual({ status: "stored", routes: ["a", "b"] });
     for (const route of ["a", "b"]) expect(await harness.queues.forRoute(route).getJobCounts("wait")).toEqual({ wait: 1 });
     const entries = await redis.xrange(outboxKey, "-", "+");
-    expect(entries.map(([, fields]) => (JSON.parse(fields[1]!) as { event: { id: string } }).event.id)).toEqual([event.id]);
+    expect(entries.map(([, fields]) => (JSON.parse(fields[1]!) as { id: string }).id)).toEqual([event.id]);
     await deliveredOnce(harness, store, [a, b], event.id);
   });
 

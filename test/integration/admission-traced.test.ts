@@ -1,4 +1,5 @@
 import { randomUUID } from "node:crypto";
+import { outboxFields } from "../../src/archive/archive-record.js";
 import { context, propagation, trace } from "@opentelemetry/api";
 import { AsyncLocalStorageContextManager } from "@opentelemetry/context-async-hooks";
 import { W3CTraceContextPropagator } from "@opentelemetry/core";
@@ -92,7 +93,7 @@ describe("admission: traced stores", () => {
       fanOut: createFanOut(queues),
       routesFor: routesMatching(routes),
       archive: outboxKey ? async (record) => void (await connection.xadd(outboxKey, "*", "r", JSON.stringify(record))) : undefined,
-      admit: createAdmission({ ledger, queues, outboxKey, logger }),
+      admit: createAdmission({ ledger, queues, outbox: outboxKey ? { key: outboxKey, fieldsOf: outboxFields } : undefined, logger }),
     });
     /** A store inside a span of its own (as the receiver's request span), and the add spans under it once `count` have ended. */
     async function traced(event: ReturnType<typeof userEvent>, count: number) {

@@ -241,6 +241,38 @@ describe("archive writer: the outbox it reads and the schema it keeps", () => {
     expect(transactions.map((transaction) => transaction.rows).sort()).toEqual([2, 4, 4]);
   });
 
+  it("when records keep coming after a part batch, then the writer waits gatherMs and writes what came meanwhile in one transaction, not one per arrival", async () => {
+    const { prefix, outbox, drained } = outboxOfItsOwn();
+    const first = eventRecords(1);
+    await outbox(first.records);
+    startWriter(prefix, { gatherMs: 60_000 });
+    await drained();
+    // Within the writer's wait after its first part batch: ten arrivals, one at a time.
+    const later = eventRecords(10);
+    for (const record of later.records) await outbox([record]);
+    expect(await db.query("SELECT id FROM events WHERE id = ANY($1)", [later.ids])).toEqual([]);
+    const { writer } = startWriter(prefix, { gatherMs: 0, consumer: `other-${randomUUID()}` });
+    await drained();
+    const transactions = await db.query<{ rows: number }>("SELECT count(*)::int AS rows FROM events WHERE id = ANY($1) GROUP BY xmin::text", [later.ids]);
+    expect(transactions.map((transaction) => transaction.rows)).toEqual([10]);
+    await writer.close();
+  });
+
+  it("when a process does not drain the outbox (a receiver), then it takes no record, is no consumer of the writers' group, and still says the archive is available", async () => {
+    const { prefix, key, producer, outbox, drained } = outboxOfItsOwn();
+    const waiting = eventRecords(3);
+    await outbox(waiting.records);
+    const { writer } = startWriter(prefix, { drains: false, consumer: "receiver" });
+    await expect.poll(() => writer.available()).toBe(true);
+    // A worker's writer, started after it, archives them all.
+    startWriter(prefix, { consumer: "worker" });
+    await drained();
+    expect(await db.query("SELECT id FROM events WHERE id = ANY($1)", [waiting.ids])).toHaveLength(3);
+    const consumers = (await producer.xinfo("CONSUMERS", key, archiveWriterGroup)) as unknown[][];
+    expect(consumers.map((consumer) => consumer[1])).toEqual(["worker"]);
+    expect(writer.available()).toBe(true);
+  });
+
   it("when the outbox is empty, then the writer waits in a blocking read on Redis, not in a loop of reads", async () => {
     const { prefix } = outboxOfItsOwn();
     const name = `test-archive-writer-${randomUUID()}`;

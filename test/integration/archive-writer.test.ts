@@ -8,7 +8,7 @@ import { eventsMatchingParams, eventsMatchingSql, type EventFilter } from "../..
 import { createArchiveWriter } from "../../src/archive/create-archive-writer.js";
 import { migrateArchive } from "../../src/archive/migrate-archive.js";
 import { archiveWrites } from "../../src/metrics/archive-metrics.js";
-import { createLogger } from "../../src/logger.js";
+import { createLogger } from "../../src/logging/logger.js";
 import { closeRedis, createRedis } from "../../src/redis/redis-connection.js";
 import { createTestDatabase, type TestDatabase } from "../helpers/archive-database.js";
 import { userEvent } from "../helpers/fixtures.js";

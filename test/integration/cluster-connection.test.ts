@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ConfigError, loadConfig } from "../../src/config.js";
+import { ConfigError, loadConfig } from "../../src/config/config.js";
 import { bullPrefix, deliveryQueueBullPrefix } from "../../src/queue/queue-names.js";
 import { createRedis, parseClusterUrl } from "../../src/redis/redis-connection.js";
 import { userEvent } from "../helpers/fixtures.js";

@@ -58,7 +58,7 @@ describe("contract: webhook credentials set in the environment and generated in 
     await rm(dataDir, { recursive: true, force: true });
   });
 
-  // Shown failing by hand: src/webhook-credentials.ts resolveWebhookAuth reading the file before the configured credentials.
+  // Shown failing by hand: src/credentials/webhook-credentials.ts resolveWebhookAuth reading the file before the configured credentials.
   it("when WEBHOOK_USERNAME/WEBHOOK_PASSWORD are set and DATA_DIR holds generated credentials, then the environment's are the ones accepted", async () => {
     await writeFile(join(dataDir, "webhook-credentials.json"), JSON.stringify({ username: "streamkeeper", password: "generated-before" }), { mode: 0o600 });
     service = await startTestService({ DATA_DIR: dataDir }, "receiver");

@@ -7,7 +7,7 @@ import { startTestService, type TestService } from "../helpers/start-test-servic
  * CONTRACT.md "Settings": every `*_PREVIOUS_*` secret is accepted beside the current one
  * while it is set (`webhook_auth_previous_total` / `admin_auth_previous_total` count its
  * uses), and refused once it is unset. One case per setting, so a method whose previous
- * secret is dropped (src/config.ts webhookAuthOf, src/http/check-credentials.ts) fails here.
+ * secret is dropped (src/config/config.ts webhookAuthOf, src/http/check-credentials.ts) fails here.
  * Shown failing by hand: `previous` left out of the bearer branch of createCredentialCheck,
  * of the custom_header branch, and of adminAuth (each: the previous secret answered 401);
  * `onPrevious` not called (the counter stays).

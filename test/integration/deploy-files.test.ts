@@ -8,7 +8,7 @@ import { join, resolve } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { parseAllDocuments, parse as parseYaml } from "yaml";
-import { loadConfig, settings } from "../../src/config.js";
+import { loadConfig, settings } from "../../src/config/config.js";
 import { parseRoutes } from "../../src/routes/load-routes.js";
 import { buildCli } from "../helpers/build-cli.js";
 import { loggedUrl } from "../helpers/log-lines.js";

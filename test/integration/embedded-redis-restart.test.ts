@@ -2,7 +2,7 @@ import { readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { Redis } from "ioredis";
 import { afterEach, describe, expect, it } from "vitest";
-import { loadConfig } from "../../src/config.js";
+import { loadConfig } from "../../src/config/config.js";
 import { registry } from "../../src/metrics/registry.js";
 import { answers } from "../../src/redis/redis-server.js";
 import { resolveRedis, type ResolvedRedis } from "../../src/redis/resolve-redis.js";

@@ -14,7 +14,7 @@ import { webhookAuthorization } from "../helpers/credentials.js";
 // Whether the server still runs, as the service itself judges it: a server that exited
 // but is not yet reaped by its parent (a zombie: its parent is gone, and the test runner
 // reaps nothing) has stopped; a bare kill(pid, 0) would call it alive.
-import { isAlive } from "../../src/is-alive.js";
+import { isAlive } from "../../src/process/is-alive.js";
 
 /**
  * The embedded redis-server (no REDIS_URL) shared by real processes on one DATA_DIR: none

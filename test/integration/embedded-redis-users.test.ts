@@ -3,7 +3,7 @@ import { hostname, tmpdir } from "node:os";
 import { join } from "node:path";
 import { Redis } from "ioredis";
 import { afterEach, describe, expect, it } from "vitest";
-import { createLogger } from "../../src/logger.js";
+import { createLogger } from "../../src/logging/logger.js";
 import { joinEmbeddedRedis, usersKey } from "../../src/redis/embedded-redis-users.js";
 import { answers, startRedisServer, type RedisServer } from "../../src/redis/redis-server.js";
 

@@ -1,5 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { Worker } from "bullmq";
+import { outboxEventOf, outboxFields, parseArchiveRecord } from "../../src/archive/archive-record.js";
 import type { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it, inject } from "vitest";
 import { archiveOutboxKey } from "../../src/archive/archive-outbox.js";
@@ -26,13 +27,14 @@ describe("event ledger: an admission in one step", () => {
   let ledger: EventLedger;
   let admit: Admit;
   const waiting = async (name: string) => (await queues.forRoute(name).getJobCounts("wait")).wait;
-  const outbox = async () => (await redis.xrange(outboxKey, "-", "+")).map(([, fields]) => JSON.parse(fields[1]!) as ArchiveEventRecord);
+  // Each entry read as the archive writer reads it: its record, and the event's text apart.
+  const outbox = async () => (await redis.xrange(outboxKey, "-", "+")).map(([, fields]) => parseArchiveRecord(fields[1], fields[3]));
 
   beforeAll(async () => {
     await untilReady(redis);
     queues = createDeliveryQueues(redis, prefix, [route("a"), route("b")], { ageSeconds: 60, count: 1000 });
     ledger = createEventLedger(redis, prefix, 600, 8);
-    admit = createAdmission({ ledger, queues, outboxKey });
+    admit = createAdmission({ ledger, queues, outbox: outboxKey ? { key: outboxKey, fieldsOf: outboxFields } : undefined });
   });
   afterAll(async () => {
     for (const name of ["a", "b"]) await queues.forRoute(name).obliterate({ force: true });
@@ -47,7 +49,7 @@ describe("event ledger: an admission in one step", () => {
     const record: ArchiveEventRecord = { kind: "event", event, origin: "pull", streamId: "est_9", receivedAt, routes: ["a", "b"] };
     await expect(admit(event, ["a", "b"], { origin: "pull", streamId: "est_9", receivedAt }, record)).resolves.toBe("stored");
     for (const name of ["a", "b"]) expect((await queues.forRoute(name).getJob(jobIdFor(event.id)))?.data.event).toEqual(event);
-    expect(await outbox()).toEqual([record]);
+    expect(await outbox()).toEqual([outboxEventOf(record)]);
     expect(await ledger.get(event.id)).toEqual({
       eventId: event.id,
       receivedAt,
@@ -102,7 +104,7 @@ describe("event ledger: an admission in one step", () => {
     expect(sent).toEqual(["evalsha"]);
     expect(await Promise.all(events.map((event) => ledger.lookup(event.id)))).toEqual(events.map(() => "arrived"));
     // Each admission's outbox entry is its own: one without a record writes none, not another's.
-    expect((await outbox()).slice(before)).toEqual(records.filter(Boolean));
+    expect((await outbox()).slice(before)).toEqual(records.filter((record) => record !== undefined).map(outboxEventOf));
   });
 
   it("when the ledger holds only a route's delivery of the id, then the admission answers recheck and writes nothing: no job, no outbox entry, no arrival", async () => {
@@ -128,7 +130,7 @@ describe("event ledger: an admission in one step", () => {
     await worker.close();
     const before = (await outbox()).length;
     const record: ArchiveEventRecord = { kind: "event", event, origin: "webhook", receivedAt: Date.now(), routes: ["a", "b"] };
-    await expect(createAdmission({ ledger: ownLedger, queues: own, outboxKey })(event, ["a", "b"], { origin: "webhook", receivedAt: record.receivedAt }, record)).resolves.toBe("held");
+    await expect(createAdmission({ ledger: ownLedger, queues: own, outbox: { key: outboxKey, fieldsOf: outboxFields } })(event, ["a", "b"], { origin: "webhook", receivedAt: record.receivedAt }, record)).resolves.toBe("held");
     expect(await own.forRoute("a").getJob(jobIdFor(event.id))).toBeUndefined();
     expect(await own.forRoute("b").getJobCounts("failed", "wait")).toEqual({ failed: 1, wait: 0 });
     expect(await outbox()).toHaveLength(before);

@@ -184,7 +184,7 @@ describe("event ledger batches", () => {
     await onOneClusterNode(async (direct) => {
       const prefix = `test-${randomUUID()}`;
       const ledger = createEventLedger(direct, prefix, 3600);
-      const outbox = { key: archiveOutboxKey(prefix), entry: "{}" };
+      const outbox = { key: archiveOutboxKey(prefix), fields: ["r", "{}"] };
       const admitted = (id: string) => ledger.admit(id, { ...arrival([]), routes: [] }, [], outbox);
       await expect(admitted("evt_1")).resolves.toBe("unsupported");
       expect(await crossSlotRefusals(direct)).toBe(1);
@@ -241,7 +241,7 @@ describe("event ledger batches", () => {
       const lookups = await declaredKeys(clustered, async () => expect(await Promise.all(ids.map((id) => ledger.lookup(id)))).toEqual(ids.map(() => "arrived")));
       expect(lookups.flat().filter((key) => key.endsWith(":names"))).toEqual([]);
       expect(await Promise.all(ids.map(async (id) => (await ledger.get(id))?.deliveredAt))).toEqual(ids.map((_, index) => ({ a: markedAt + index })));
-      await expect(ledger.admit("evt_admitted", { ...arrival([]), routes: [] }, [], { key: archiveOutboxKey(prefix), entry: "{}" })).resolves.toBe("unsupported");
+      await expect(ledger.admit("evt_admitted", { ...arrival([]), routes: [] }, [], { key: archiveOutboxKey(prefix), fields: ["r", "{}"] })).resolves.toBe("unsupported");
       expect(await ledger.lookup("evt_admitted")).toBe("absent");
       // Nor a job's completion with its mark: the worker marks and completes apart there.
       await expect(ledger.finishDelivered(ids[0]!, "b", Date.now(), { keys: [], args: [] })).resolves.toBe("unsupported");

@@ -1,4 +1,6 @@
 import { randomUUID } from "node:crypto";
+import { outboxFields, parseArchiveRecord, type OutboxEvent } from "../../src/archive/archive-record.js";
+import { entityOf } from "../../src/archive/entity-of.js";
 import { afterAll, beforeAll, describe, expect, it, inject } from "vitest";
 import { archiveOutboxKey, createArchiveOutbox } from "../../src/archive/archive-outbox.js";
 import { routesMatching, type Route } from "../../src/routes/route.js";
@@ -97,17 +99,18 @@ describe.each([
       fanOut: createFanOut(queues),
       routesFor: routesMatching(routes),
       archive: (record) => outbox([record]),
-      admit: admission ? createAdmission({ ledger, queues, outboxKey }) : undefined,
+      admit: admission ? createAdmission({ ledger, queues, outbox: outboxKey ? { key: outboxKey, fieldsOf: outboxFields } : undefined }) : undefined,
     });
     try {
       const event = userEvent();
       await expect(archived.store(event, { origin: "webhook", streamId: "est_x" })).resolves.toEqual({ status: "stored", routes: ["users", "all"] });
       await expect(archived.store(event, { origin: "webhook", streamId: "est_x" })).resolves.toEqual({ status: "duplicate", routes: [] });
       await expect(archived.store(event, { origin: "reconcile", force: true })).resolves.toEqual({ status: "stored", routes: ["users", "all"] });
-      const records = (await redis.xrange(outboxKey, "-", "+")).map(([, fields]) => JSON.parse(fields[1]!) as Record<string, unknown>);
+      const records = (await redis.xrange(outboxKey, "-", "+")).map(([, fields]) => parseArchiveRecord(fields[1], fields[3]) as OutboxEvent);
+      const common = { kind: "event", id: event.id, type: event.type, entity: entityOf(event), receivedAt: expect.any(Number), routes: ["users", "all"], eventText: JSON.stringify(event) };
       expect(records).toEqual([
-        { kind: "event", event, origin: "webhook", streamId: "est_x", receivedAt: expect.any(Number), routes: ["users", "all"] },
-        { kind: "event", event, origin: "reconcile", receivedAt: expect.any(Number), routes: ["users", "all"] },
+        { ...common, origin: "webhook", stream: "est_x" },
+        { ...common, origin: "reconcile", stream: event.a0stream ?? null },
       ]);
       expect((await ledger.get(event.id))?.receivedAt).toBe(records[0]!.receivedAt);
     } finally {

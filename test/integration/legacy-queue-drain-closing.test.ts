@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import { Queue } from "bullmq";
 import type { Redis } from "ioredis";
 import { afterAll, describe, expect, inject, it } from "vitest";
-import { createLogger } from "../../src/logger.js";
+import { createLogger } from "../../src/logging/logger.js";
 import { jobIdFor } from "../../src/queue/job-id.js";
 import { bullPrefix, deliveryQueueName } from "../../src/queue/queue-names.js";
 import { createRedis } from "../../src/redis/redis-connection.js";

@@ -9,7 +9,7 @@ import { jobIdFor } from "../../src/queue/job-id.js";
 import { createOrphanedRoutes } from "../../src/queue/orphaned-routes.js";
 import { deliveryQueueBullPrefix, deliveryQueueName } from "../../src/queue/queue-names.js";
 import { closeRedis, createRedis, untilReady } from "../../src/redis/redis-connection.js";
-import { createLogger } from "../../src/logger.js";
+import { createLogger } from "../../src/logging/logger.js";
 import { createArchiveDatabase, type ArchiveDatabase } from "../helpers/archive-database.js";
 import { userEvent } from "../helpers/fixtures.js";
 

@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { createRouteCircuit, type RouteCircuit } from "../../src/dispatch/route-circuit.js";
-import { createLogger } from "../../src/logger.js";
+import { createLogger } from "../../src/logging/logger.js";
 import { circuitKey } from "../../src/queue/queue-names.js";
 import { createRedis } from "../../src/redis/redis-connection.js";
 

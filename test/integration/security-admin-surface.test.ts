@@ -1,7 +1,7 @@
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { loadConfig } from "../../src/config.js";
+import { loadConfig } from "../../src/config/config.js";
 import { tenantId } from "../helpers/fixtures.js";
 import { startTestService, type TestService } from "../helpers/start-test-service.js";
 import { adminHeaders, basicAuthorization as basic } from "../helpers/credentials.js";

@@ -3,7 +3,7 @@ import { createServer, type AddressInfo, type Server } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ConfigError } from "../../src/config.js";
+import { ConfigError } from "../../src/config/config.js";
 import { createRedis, untilReady, type RedisClient } from "../../src/redis/redis-connection.js";
 import { startRedisServer, type RedisServer } from "../../src/redis/redis-server.js";
 import { startTestService } from "../helpers/start-test-service.js";

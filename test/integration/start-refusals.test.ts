@@ -4,8 +4,8 @@ import { mkdtemp, readdir, stat, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { loadConfig } from "../../src/config.js";
-import { credentialsFile, resolveWebhookAuth } from "../../src/webhook-credentials.js";
+import { loadConfig } from "../../src/config/config.js";
+import { credentialsFile, resolveWebhookAuth } from "../../src/credentials/webhook-credentials.js";
 import { builtCli } from "../helpers/start-service-process.js";
 
 const cli = builtCli();

@@ -1,7 +1,7 @@
 import { readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { settingsTable } from "../../src/settings-table.js";
+import { settingsTable } from "../../src/config/settings-table.js";
 
 describe("README", () => {
   it("when settings change in config.ts, then the README's table must be updated with them", async () => {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { startEmulator, type Emulator } from "../../../src/emulator/start-emulator.js";
-import type { Logger } from "../../../src/logger.js";
+import type { Logger } from "../../../src/logging/logger.js";
 import { runCli } from "../../chaos/run-cli.js";
 import { startSinkServer, type SinkServer } from "../../helpers/sink-server.js";
 import { startTestService, type TestService } from "../../helpers/start-test-service.js";

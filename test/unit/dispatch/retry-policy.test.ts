@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { backoffDelay, decide } from "../../../src/dispatch/retry-policy.js";
-import { parseRetryAfter } from "../../../src/retry-after.js";
+import { parseRetryAfter } from "../../../src/time/retry-after.js";
 
 describe("decide", () => {
   it.each([200, 201, 202, 204, 299])("when the downstream answers %i, then the event is delivered", (status) => {

@@ -5,7 +5,7 @@ import type { Server } from "node:http";
 import { BadCursorError as ArchiveCursorError } from "../../../src/archive/archive-queries.js";
 import { BadCursorError as DeadLetterCursorError } from "../../../src/admin/page-dead-letters.js";
 import { ReplayRefusedError } from "../../../src/archive/replays.js";
-import { carriesHttpAnswer } from "../../../src/http-answer.js";
+import { carriesHttpAnswer } from "../../../src/errors/http-answer.js";
 import { sendErrorProblem } from "../../../src/http/problem.js";
 import { ConnectStreamError } from "../../../src/streams/connect-stream.js";
 import { WindowRefusedError, WindowUnavailableError } from "../../../src/sweep/create-window-runner.js";

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { loadConfig } from "../../../src/config.js";
+import { loadConfig } from "../../../src/config/config.js";
 import { problemsOf } from "../../helpers/config-problems.js";
 
 const tenant = { MGMT_API_BASE_URL: "http://127.0.0.1:4999/api/v2", MGMT_TOKEN_URL: "http://127.0.0.1:4999/oauth/token", MGMT_CLIENT_ID: "id", MGMT_CLIENT_SECRET: "secret" };

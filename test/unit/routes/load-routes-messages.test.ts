@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { ConfigError } from "../../../src/config.js";
+import { ConfigError } from "../../../src/config/config.js";
 import { parseRoutes } from "../../../src/routes/load-routes.js";
 
 function problemsOf(yamlField: string): string[] {

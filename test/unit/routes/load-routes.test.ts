@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { loadRoutes, parseRoutes, unmatchedPatternWarnings } from "../../../src/routes/load-routes.js";
-import { ConfigError, loadConfig } from "../../../src/config.js";
+import { ConfigError, loadConfig } from "../../../src/config/config.js";
 
 function problemsOf(action: () => unknown): string[] {
   try {

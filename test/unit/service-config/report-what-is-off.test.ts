@@ -1,7 +1,7 @@
 import { Writable } from "node:stream";
 import { describe, expect, it } from "vitest";
-import { loadConfig } from "../../../src/config.js";
-import { createLogger } from "../../../src/logger.js";
+import { loadConfig } from "../../../src/config/config.js";
+import { createLogger } from "../../../src/logging/logger.js";
 import { reportWhatIsOff } from "../../../src/service-config/report-what-is-off.js";
 import { describeServiceConfig, type ServiceConfig } from "../../../src/service-config/service-config.js";
 import { parseRoutes } from "../../../src/routes/load-routes.js";

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { loadConfig } from "../../../src/config.js";
+import { loadConfig } from "../../../src/config/config.js";
 import { parseRoutes } from "../../../src/routes/load-routes.js";
 import { describeServiceConfig, publishedRoute, routeOf } from "../../../src/service-config/service-config.js";
 

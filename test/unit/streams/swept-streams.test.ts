@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { loadConfig } from "../../../src/config.js";
+import { loadConfig } from "../../../src/config/config.js";
 import { pointsAt, sweepPlan, sweepScopeOf, sweepVerdict } from "../../../src/streams/swept-streams.js";
 import type { EventStream } from "../../../src/tenant/event-stream.js";
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { loadConfig } from "../../../src/config.js";
+import { loadConfig } from "../../../src/config/config.js";
 import { webhookUrl } from "../../../src/streams/connect-stream.js";
 import { isTenantEndpoint } from "../../../src/tenant/is-tenant-endpoint.js";
 import { streamIdPattern } from "../../../src/tenant/stream-id.js";

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { loadConfig, requireTenant } from "../../src/config.js";
-import { problemsOf } from "../helpers/config-problems.js";
+import { loadConfig, requireTenant } from "../../../src/config/config.js";
+import { problemsOf } from "../../helpers/config-problems.js";
 
 
 describe("config", () => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { redactSecrets, redactUrlCredentials } from "../../src/redact-secrets.js";
+import { redactSecrets, redactUrlCredentials } from "../../../src/logging/redact-secrets.js";
 
 describe("redactUrlCredentials", () => {
   it("when a URL carries user info, then all of it is replaced, even a password holding / or @", () => {

@@ -3,7 +3,7 @@ import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 
 /**
- * The package's version, from the nearest package.json above this file: one level up from
+ * The package's version, from the nearest package.json above this file: the one above
  * src/ and dist/ (also in the image), further up for a build elsewhere (test-artifacts/).
  */
 export const version: string = findVersion(dirname(fileURLToPath(import.meta.url)));

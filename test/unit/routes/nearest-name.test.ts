@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { nearestName } from "../../src/nearest-name.js";
+import { nearestName } from "../../../src/routes/nearest-name.js";
 
 describe("nearestName", () => {
   it("when a name is one or two edits from a candidate, then that candidate is the hint", () => {

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
-import { createRepeatLog } from "../../src/repeat-log.js";
-import { capturedLogger } from "../helpers/captured-logger.js";
-import { until } from "../helpers/until.js";
+import { createRepeatLog } from "../../../src/logging/repeat-log.js";
+import { capturedLogger } from "../../helpers/captured-logger.js";
+import { until } from "../../helpers/until.js";
 
 
 describe("repeat log", () => {

@@ -5,9 +5,9 @@ import { join, relative } from "node:path";
 import { pathToFileURL } from "node:url";
 import { promisify } from "node:util";
 import { afterEach, describe, expect, it } from "vitest";
-import { loadLua } from "../../src/load-lua.js";
+import { loadLua } from "../../../src/redis/load-lua.js";
 
-const root = join(import.meta.dirname, "../..");
+const root = join(import.meta.dirname, "../../..");
 const made: string[] = [];
 
 afterEach(async () => {

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
-import { parseCliTime } from "../../src/cli/parse-cli-time.js";
-import { parseTimeInput } from "../../src/parse-time-input.js";
-import { parsePullStart } from "../../src/pull/pull-start.js";
+import { parseCliTime } from "../../../src/cli/parse-cli-time.js";
+import { parseTimeInput } from "../../../src/time/parse-time-input.js";
+import { parsePullStart } from "../../../src/pull/pull-start.js";
 
 const now = Date.parse("2026-12-07T18:00:00Z");
 

@@ -1,5 +1,5 @@
-import type { Config } from "./config.js";
-import type { Logger } from "./logger.js";
+import type { Config } from "../config/config.js";
+import type { Logger } from "../logging/logger.js";
 import type { ResolvedWebhookAuth } from "./webhook-credentials.js";
 
 /**

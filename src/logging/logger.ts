@@ -1,6 +1,6 @@
 import { pino, type Logger } from "pino";
 import pinoPretty from "pino-pretty";
-import { isRedisUnreachable } from "./redis-unreachable.js";
+import { isRedisUnreachable } from "../errors/redis-unreachable.js";
 
 export type { Logger };
 

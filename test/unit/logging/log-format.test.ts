@@ -2,10 +2,10 @@ import { execFile } from "node:child_process";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { describe, expect, it } from "vitest";
-import { logFormatOf } from "../../src/logger.js";
+import { logFormatOf } from "../../../src/logging/logger.js";
 
 const run = promisify(execFile);
-const logger = join(import.meta.dirname, "../../src/logger.ts");
+const logger = join(import.meta.dirname, "../../../src/logging/logger.ts");
 
 /** A process that logs one entry with secrets through the service's logger, its stdout a pipe. */
 async function logged(format: string): Promise<string> {

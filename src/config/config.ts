@@ -1,11 +1,11 @@
 import { z } from "zod";
 import "./our-words.js";
 import { numberSchema } from "./number-schema.js";
-import { redactUrlCredentials } from "./redact-secrets.js";
-import { isTenantEventType } from "./events/event-types.js";
-import { parsePullStart, pullStartAccepted, startTime } from "./pull/pull-start.js";
-import { isTenantEndpoint } from "./tenant/is-tenant-endpoint.js";
-import { streamIdPattern } from "./tenant/stream-id.js";
+import { redactUrlCredentials } from "../logging/redact-secrets.js";
+import { isTenantEventType } from "../events/event-types.js";
+import { parsePullStart, pullStartAccepted, startTime } from "../pull/pull-start.js";
+import { isTenantEndpoint } from "../tenant/is-tenant-endpoint.js";
+import { streamIdPattern } from "../tenant/stream-id.js";
 
 /**
  * Every setting of Streamkeeper, read from the environment once, here and nowhere else.

@@ -1,9 +1,9 @@
 import { Redis } from "ioredis";
 import { afterAll, describe, expect, inject, it } from "vitest";
-import { createRedis, untilReady } from "../../src/redis/redis-connection.js";
-import { isRedisUnreachable } from "../../src/redis-unreachable.js";
-import { capturedLogger } from "../helpers/captured-logger.js";
-import { refusedPort } from "../helpers/explicit-ports.js";
+import { createRedis, untilReady } from "../../../src/redis/redis-connection.js";
+import { isRedisUnreachable } from "../../../src/errors/redis-unreachable.js";
+import { capturedLogger } from "../../helpers/captured-logger.js";
+import { refusedPort } from "../../helpers/explicit-ports.js";
 
 /** Errors as ioredis and Redis raise them, not made up: which say only "Redis cannot be reached" (logged once per outage) and which are faults (logged with their stack). */
 describe("isRedisUnreachable", () => {

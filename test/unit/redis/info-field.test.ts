@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { infoField } from "../../src/info-field.js";
-import { createRedis, untilReady } from "../../src/redis/redis-connection.js";
+import { infoField } from "../../../src/redis/info-field.js";
+import { createRedis, untilReady } from "../../../src/redis/redis-connection.js";
 
 const redis = createRedis(inject("redisUrl"), "client");
 beforeAll(() => untilReady(redis));

@@ -2,8 +2,8 @@ import { mkdtemp, readdir, readFile, rm, stat, writeFile } from "node:fs/promise
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { adminTokenFile, readAdminTokenFile, resolveAdminToken } from "../../src/admin-token.js";
-import { ConfigError } from "../../src/config.js";
+import { adminTokenFile, readAdminTokenFile, resolveAdminToken } from "../../../src/credentials/admin-token.js";
+import { ConfigError } from "../../../src/config/config.js";
 
 describe("the admin token", () => {
   let dataDir: string;

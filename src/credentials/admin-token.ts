@@ -1,8 +1,8 @@
 import { randomBytes } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
-import { ConfigError, type Env } from "./config.js";
-import { dataDirProblem } from "./data-dir-problem.js";
+import { ConfigError, type Env } from "../config/config.js";
+import { dataDirProblem } from "../config/data-dir-problem.js";
 import { writeFileOnce } from "./write-file-once.js";
 
 /** The service's admin token and where it came from: `file` when it was generated into DATA_DIR (or read back from there). */

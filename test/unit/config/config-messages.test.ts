@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { ConfigError, loadConfig, settings } from "../../src/config.js";
-import { problemsOf } from "../helpers/config-problems.js";
+import { ConfigError, loadConfig, settings } from "../../../src/config/config.js";
+import { problemsOf } from "../../helpers/config-problems.js";
 
 
 /** Where zod's own text showed through ("Invalid input: expected number, received NaN"), our words. */

@@ -1,8 +1,8 @@
 import { randomBytes } from "node:crypto";
 import { readFile } from "node:fs/promises";
 import { join, resolve } from "node:path";
-import { ConfigError, type Config, type WebhookAuth } from "./config.js";
-import { dataDirProblem } from "./data-dir-problem.js";
+import { ConfigError, type Config, type WebhookAuth } from "../config/config.js";
+import { dataDirProblem } from "../config/data-dir-problem.js";
 import { writeFileOnce } from "./write-file-once.js";
 
 export type ResolvedWebhookAuth = Exclude<WebhookAuth, { generated: true }>;
