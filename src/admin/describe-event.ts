@@ -5,7 +5,7 @@ import type { DeliveryJobData } from "../queue/delivery-job.js";
 import type { DeliveryResult } from "../dispatch/create-delivery-processor.js";
 import type { DeliveryQueue, DeliveryQueues } from "../queue/delivery-queues.js";
 import type { EventLedger } from "../queue/event-ledger.js";
-import { jobIdFor } from "../queue/job-id.js";
+import { jobIdFor, replayJobIdFor } from "../queue/job-id.js";
 import { deliveryQueueName } from "../queue/queue-names.js";
 import { jobUnderLegacyId } from "../upgrade/legacy-job-id.js";
 
@@ -47,11 +47,15 @@ export interface EventDescription {
  * its success still shows in `deliveredAt`.
  */
 /**
- * The event's job in a route's queue: under its job id, else under the id it had before
+ * The arrival's job in a route's queue: under its job id, else under the id it had before
  * raw and derived job ids were kept apart (job-id.ts), if that job holds this very event.
+ * A job there from an earlier arrival (older than the TTL: a dead letter, a delivered job
+ * still kept) is not this arrival's, which has an id of its own (fan-out.ts).
  */
-async function jobOf(queue: DeliveryQueue, eventId: string): Promise<Job<DeliveryJobData> | undefined> {
-  return (await queue.getJob(jobIdFor(eventId))) ?? (await jobUnderLegacyId(queue, eventId));
+async function jobOf(queue: DeliveryQueue, eventId: string, receivedAt: number): Promise<Job<DeliveryJobData> | undefined> {
+  const job = (await queue.getJob(jobIdFor(eventId))) ?? (await jobUnderLegacyId(queue, eventId));
+  if (job && job.data.receivedAt < receivedAt) return (await queue.getJob(replayJobIdFor(eventId, receivedAt))) ?? undefined;
+  return job;
 }
 
 export async function describeEvent(
@@ -65,7 +69,7 @@ export async function describeEvent(
       const delivered = record.deliveredAt[route];
       const deliveredAt = delivered === undefined ? undefined : new Date(delivered).toISOString();
       const queue = deps.queues.all().find((candidate) => candidate.name === deliveryQueueName(route));
-      let job = queue && (await jobOf(queue, eventId));
+      let job = queue && (await jobOf(queue, eventId, record.receivedAt));
       if (!queue || !job) return { route, state: deliveredAt ? "delivered" : record.staleAt[route] !== undefined ? "stale" : "unknown", attempts: 0, deliveredAt };
       const state = await jobState(deps.queues.connection, queue, job.id!);
       // Finished between the two reads: the job as it finished (its attempt counted).

@@ -102,7 +102,7 @@ export const settings = {
   DISPATCH_CIRCUIT_PROBE_MIN_MS: [whole("milliseconds", 10).default(5000), "first wait before an open circuit's probe; doubles after each failed probe"],
   DISPATCH_CIRCUIT_PROBE_MAX_MS: [whole("milliseconds", 10).default(30_000), "longest wait between two probes of an open circuit, so a recovered downstream is found within it"],
   DISPATCH_LOCK_DURATION_MS: [whole("milliseconds", 1000).default(30_000), "the lock of a delivery in flight; a crashed worker's delivery is retried by another worker between once and twice this after the crash (the lock expires, then BullMQ's stalled check, run at this same interval, finds it: 30-60 s by default)"],
-  COMPLETED_JOB_RETENTION_SECONDS: [whole("seconds", 0).default(3600), "how long delivered jobs stay visible in the dashboard; any value down to 0 keeps dedupe (the ledger's, DEDUPE_TTL_SECONDS), but it must be below DEDUPE_TTL_SECONDS"],
+  COMPLETED_JOB_RETENTION_SECONDS: [whole("seconds", 0).default(3600), "how long delivered jobs stay visible in the dashboard; any value down to 0 keeps dedupe (the ledger's, DEDUPE_TTL_SECONDS)"],
   COMPLETED_JOB_RETENTION_COUNT: [whole("jobs", 0).default(1000), "delivered jobs kept per route besides the age limit, so a burst cannot grow Redis with the arrival rate; any value down to 0 keeps dedupe"],
   RECONCILE_RATE_SHARE: [numberSchema({ noun: "fraction", above: 0, max: 1, example: "0.5", coerce: true }).default(0.5), "the part of the tenant's API bucket (X-RateLimit-Limit a second) that reconcile, the sweep, the stream watcher and connect may spend together, across every process; other clients of the tenant keep the rest (docs/operating.md, How the recovery pace works)"],
   RECONCILE_RATE_PER_SECOND: [numberSchema({ above: 0, unit: "calls per second", example: "10", note: "leave it unset for no cap", coerce: true }).optional(), "a further cap on tenant API calls per second, across every process; unset: no cap beyond RECONCILE_RATE_SHARE"],
@@ -270,16 +270,10 @@ function currentWebhookAuth(env: Env, problems: string[]): WebhookAuth {
 
 /**
  * Dedupe is the ledger's alone (event-store.ts): it holds an id for DEDUPE_TTL_SECONDS,
- * whatever becomes of the delivered jobs. Two settings could still undo it.
+ * whatever becomes of the delivered jobs (a job kept longer holds no later arrival back:
+ * queue/held-job-ids.ts). One setting could still undo it.
  */
 function dedupeProblems(env: Env, problems: string[]) {
-  // BullMQ ignores an add whose job id exists in any state (docs/libraries.md#bullmq-job-ids): a delivered
-  // job kept past its id's record would swallow a later arrival of that id, answered 202.
-  if (env.COMPLETED_JOB_RETENTION_SECONDS >= env.DEDUPE_TTL_SECONDS) {
-    problems.push(
-      `COMPLETED_JOB_RETENTION_SECONDS (${env.COMPLETED_JOB_RETENTION_SECONDS}) must be below DEDUPE_TTL_SECONDS (${env.DEDUPE_TTL_SECONDS}): a delivered job kept after its id is forgotten would make a later arrival of that id stored but never delivered; lower COMPLETED_JOB_RETENTION_SECONDS or raise DEDUPE_TTL_SECONDS`,
-    );
-  }
   // The first sweep recovers failures that old; the tenant may have failed a delivery we
   // stored (our 503 after a slow store), so its id must still be known then.
   if (env.RECONCILE_SWEEP_INTERVAL_SECONDS > 0 && env.DEDUPE_TTL_SECONDS < env.RECONCILE_SWEEP_LOOKBACK_SECONDS) {

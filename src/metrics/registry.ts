@@ -41,6 +41,13 @@ export const eventsDuplicate = new Counter({
   registers: [registry],
 });
 
+export const eventsOwnJobId = new Counter({
+  name: "streamkeeper_events_own_job_id_total",
+  help: "Events stored for a route under a job id of their own, because a finished job of an earlier arrival of their id (older than DEDUPE_TTL_SECONDS) holds the usual one: old is dead_letter (kept for replay) or delivered (a delivered job still kept)",
+  labelNames: ["route", "old"] as const,
+  registers: [registry],
+});
+
 export const eventsNonconforming = new Counter({
   name: "streamkeeper_events_nonconforming_total",
   help: "Events accepted although they break a tenant rule (id length, event type list), by rule",

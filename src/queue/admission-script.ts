@@ -27,7 +27,10 @@ export function asFunction(name: string, lua: string): string {
  * standard, `p` prioritized) and BullMQ's 3 arguments, then the outbox entry's fields and values if any.
  * Reply: 0 stored; 1 a duplicate (counted in its record, nothing else written); 2 the
  * record holds route deliveries but no arrival: nothing written, the caller stores the
- * event the long way with `recheck` (event-store.ts).
+ * event the long way with `recheck` (event-store.ts); 3 no record, but a finished job of an
+ * earlier arrival (a dead letter, a delivered job still kept) holds a job's id: nothing
+ * written, the caller stores the event the long way, where that job gets an id of its own
+ * (fan-out.ts).
  */
 export const admissionScript = `${ledgerCore}
 ${asFunction("addStandardJob", addStandardJob.content)}

@@ -1,7 +1,6 @@
 import type { EventRecord as ArchiveEventRecord } from "../archive/archive-record.js";
 import type { CloudEvent } from "../events/cloud-event.js";
 import type { Logger } from "../logging/logger.js";
-import { jsonText } from "../events/json-text.js";
 import { isStackOverflow } from "../events/stringify-deep.js";
 import { captureJobAdd, type CapturedJobAdd } from "./capture-job-add.js";
 import type { DeliveryQueues } from "./delivery-queues.js";

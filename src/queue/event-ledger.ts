@@ -59,11 +59,14 @@ export interface JobCompletion {
 /**
  * `stored`: claimed, and every job added, in one step. `duplicate`: the id had arrived;
  * its duplicate is counted, nothing added. `recheck`: the record holds route deliveries but
- * no arrival; nothing written (store it the long way, with `recheck`). `unsupported`: this
- * Redis enforces slots (a cluster), where one script cannot reach the ledger and the queues;
- * nothing written (store it the long way).
+ * no arrival; nothing written (store it the long way, with `recheck`). `held`: no record,
+ * but a finished job of an earlier arrival of the id (older than the TTL: a dead letter, or
+ * a delivered job still kept) holds a job's id, where BullMQ would add nothing; nothing
+ * written (store it the long way, which gives that job an id of its own: fan-out.ts).
+ * `unsupported`: this Redis enforces slots (a cluster), where one script cannot reach the
+ * ledger and the queues; nothing written (store it the long way).
  */
-export type Admission = "stored" | "duplicate" | "recheck" | "unsupported";
+export type Admission = "stored" | "duplicate" | "recheck" | "held" | "unsupported";
 
 export interface EventLedger {
   /** The ledger's id shards, fixed in Redis by its first writer (LEDGER_SHARDS then). */
@@ -237,6 +240,7 @@ export function createEventLedger(redis: Redis | Cluster, queuePrefix: string, t
         if (reply === 0) return "stored";
         if (reply === 1) return "duplicate";
         if (reply === 2) return "recheck";
+        if (reply === 3) return "held";
         throw new Error(`the admission script answered ${String(reply)}, which is none of its answers`);
       } catch (error) {
         // A Redis that enforces slots refuses the script before it runs: nothing was written.

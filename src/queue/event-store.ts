@@ -51,11 +51,13 @@ export interface EventStoreDeps {
  * The one way an event enters the system, from a webhook or a reconcile alike. An unforced
  * store is one script where `admit` is given (admission.ts): a known id is a duplicate,
  * else the jobs and the claim are written together, all or nothing. Otherwise, and for
- * what the script leaves to it (a record of deliveries without an arrival; a Redis that
- * enforces slots), the long way, which keeps the same guarantees in three steps:
+ * what the script leaves to it (a record of deliveries without an arrival; a job id held
+ * by an earlier arrival's finished job; a Redis that enforces slots), the long way, which
+ * keeps the same guarantees in three steps:
  * 1. a known id (within the dedupe TTL) is a duplicate, unless forced; an id whose record
  *    holds only route deliveries is stored with `recheck`, so those routes skip it;
- * 2. one job per matching route is added (fan-out.ts), idempotent on a retried store;
+ * 2. one job per matching route is added (fan-out.ts), idempotent on a retried store
+ *    (where a finished job of an earlier arrival holds the id, under an id of its own);
  * 3. only then the ledger records the id. A crash between 2 and 3 leaves no ledger entry,
  *    so the tenant's retry stores the event again instead of being told "duplicate".
  * Any Redis error rejects: the caller answers 503 and the tenant retries. Counting what
@@ -78,8 +80,10 @@ export function createEventStore({ ledger, fanOut, routesFor, narrow, onFiltered
         const admission = await admit(event, routes, { origin, streamId, receivedAt }, record);
         if (admission === "stored") return stored();
         if (admission === "duplicate") return { status: "duplicate", routes: [] };
-        // Nothing was written: the long way, knowing what the ledger holds when it said so.
+        // Nothing was written: the long way, knowing what the ledger holds when it said so
+        // (`held`: no record; the fan-out gives the held routes' jobs ids of their own).
         if (admission === "recheck") state = "delivered_only";
+        if (admission === "held") state = "absent";
       }
       // A forced store delivers anyway, so it needs neither the check nor a recheck.
       state ??= force ? "absent" : await ledger.lookup(event.id);

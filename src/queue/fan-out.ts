@@ -2,6 +2,9 @@ import type { CloudEvent, Origin } from "../events/cloud-event.js";
 import { isStackOverflow, stringifyDeep } from "../events/stringify-deep.js";
 import type { DeliveryJobData } from "./delivery-job.js";
 import type { DeliveryQueues } from "./delivery-queues.js";
+import type { Logger } from "../logging/logger.js";
+import { eventsOwnJobId } from "../metrics/registry.js";
+import { heldJobIds } from "./held-job-ids.js";
 import { jobIdFor, replayJobIdFor } from "./job-id.js";
 import { priorityOn } from "./lane.js";
 
@@ -26,11 +29,38 @@ export type FanOut = (event: CloudEvent, routes: string[], job: FanOutJob) => Pr
  * An event too deep for BullMQ's `JSON.stringify` (nesting in the thousands, which
  * `JSON.parse` accepts) is added as its JSON text instead (`eventJson`, delivery-job.ts):
  * nothing is written before BullMQ serialises, so the second add is the only one.
+ *
+ * Where a finished job of an earlier arrival holds that id (held-job-ids.ts), the job gets
+ * an id of its own (as a forced store's) and the old job stays: a dead letter is still
+ * there to inspect and replay. That id is new on each try of a store, so the job carries
+ * `recheck`: should a store stopped before its claim be retried, the second job reads the
+ * ledger before its first run and sends nothing the first delivered. Counted
+ * (`events_own_job_id_total`) and logged once the jobs are added.
  */
-export function createFanOut(queues: DeliveryQueues): FanOut {
+export function createFanOut(queues: DeliveryQueues, logger?: Logger): FanOut {
   return async (event, routes, job) => {
     const { jobId, data } = deliveryJobFor(event, job);
-    await addDeep(data, (jobData) => Promise.all(routes.map((route) => queues.forRoute(route).add(event.type, jobData, { jobId, priority: priorityOnRoute(queues, route, event, job) }))));
+    // A forced store's id is its own already.
+    const held = job.force ? [] : await heldJobIds(queues, routes, jobId);
+    const ownJobId = replayJobIdFor(event.id, job.receivedAt);
+    await addDeep(data, (jobData) =>
+      Promise.all(
+        routes.map((route, index) => {
+          const priority = priorityOnRoute(queues, route, event, job);
+          if (!held[index]) return queues.forRoute(route).add(event.type, jobData, { jobId, priority });
+          return queues.forRoute(route).add(event.type, { ...jobData, recheck: true }, { jobId: ownJobId, priority });
+        }),
+      ),
+    );
+    routes.forEach((route, index) => {
+      const old = held[index];
+      if (!old) return;
+      eventsOwnJobId.inc({ route, old });
+      logger?.info(
+        { eventId: event.id, route, jobId: ownJobId, heldBy: jobId, old },
+        `event id seen again after DEDUPE_TTL_SECONDS while the job of its earlier arrival (${old === "dead_letter" ? "a dead letter" : "delivered"}) keeps its job id on this route: queued under a job id of its own; the old job stays`,
+      );
+    });
   };
 }
 

@@ -48,7 +48,7 @@ export async function createStores(deps: { config: Config; logger: Logger; route
   // A new id is stored in one round trip (admission.ts), the archive's outbox entry with it.
   const admit = createAdmission({ ledger, queues, outbox: archive ? { key: archiveOutboxKey(env.QUEUE_PREFIX), fieldsOf: outboxFields } : undefined, logger });
   const store = countStoredEvents(
-    createEventStore({ ledger, fanOut: createFanOut(queues), routesFor: routesMatching(routes), narrow: createRouteChooser(routes).narrow, onFiltered: createFilteredRecorder(ledger, logger), archive: outbox && ((record) => outbox([record])), admit }),
+    createEventStore({ ledger, fanOut: createFanOut(queues, logger), routesFor: routesMatching(routes), narrow: createRouteChooser(routes).narrow, onFiltered: createFilteredRecorder(ledger, logger), archive: outbox && ((record) => outbox([record])), admit }),
   );
   const reconcileQueue = createReconcileQueue(client, env.QUEUE_PREFIX, tracing.bullmq);
   const logQueueError = createRedisErrorLog(logger, "queue: Redis error", env.LOG_REPEAT_INTERVAL_SECONDS * 1000);

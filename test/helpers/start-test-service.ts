@@ -18,11 +18,13 @@ export interface TestService extends Service {
 /**
  * Starts the real service in-process on ports 0 against the run's Redis, with a fresh
  * queue prefix. `env` overrides any setting (e.g. DOWNSTREAM_URL, WEBHOOK_AUTH); a `logger`
- * replaces the silent one (a test that reads the logs).
+ * replaces the silent one (a test that reads the logs). `beyondSchema` sets values the
+ * schema refuses, after it checked the rest: a test that waits out a time (a
+ * DEDUPE_TTL_SECONDS of 2 s) without waiting an hour.
  */
-export async function startTestService(env: Record<string, string> = {}, role: Role = "all", logger?: Logger): Promise<TestService> {
+export async function startTestService(env: Record<string, string> = {}, role: Role = "all", logger?: Logger, beyondSchema: Partial<Config["env"]> = {}): Promise<TestService> {
   const dataDir = await mkdtemp(join(tmpdir(), "sk-data-"));
-  const config = loadConfig(
+  const loaded = loadConfig(
     serviceProcessEnv({
       PORT: "0",
       HOST: "127.0.0.1",
@@ -34,6 +36,7 @@ export async function startTestService(env: Record<string, string> = {}, role: R
       ...env,
     }),
   );
+  const config: Config = { ...loaded, env: { ...loaded.env, ...beyondSchema } };
   const service = await startService(config, logger ?? createLogger(config.env.LOG_LEVEL), role).catch(async (error: unknown) => {
     await rm(dataDir, { recursive: true, force: true });
     throw error;

@@ -1,4 +1,5 @@
 import { randomUUID } from "node:crypto";
+import { Worker } from "bullmq";
 import { outboxEventOf, outboxFields, parseArchiveRecord } from "../../src/archive/archive-record.js";
 import type { Redis } from "ioredis";
 import { afterAll, beforeAll, describe, expect, it, inject } from "vitest";
@@ -9,6 +10,7 @@ import { createAdmission, type Admit } from "../../src/queue/admission.js";
 import { createDeliveryQueues, type DeliveryQueues } from "../../src/queue/delivery-queues.js";
 import { createEventLedger, type EventLedger } from "../../src/queue/event-ledger.js";
 import { jobIdFor } from "../../src/queue/job-id.js";
+import { deliveryQueueBullPrefix, deliveryQueueName } from "../../src/queue/queue-names.js";
 import { createRedis, untilReady } from "../../src/redis/redis-connection.js";
 import { userEvent } from "../helpers/fixtures.js";
 import { ledgerKeys } from "../helpers/ledger-keys.js";
@@ -114,6 +116,28 @@ describe("event ledger: an admission in one step", () => {
     for (const name of ["a", "b"]) expect(await queues.forRoute(name).getJob(jobIdFor(event.id))).toBeUndefined();
     expect(await outbox()).toHaveLength(before);
     expect(await ledger.lookup(event.id)).toBe("delivered_only");
+  });
+
+  it("when no record holds the id but a dead letter of an earlier arrival (older than the TTL) holds its job id on route b, then the admission answers held and writes nothing: no job on a, no outbox entry, no arrival, the dead letter as it was", async () => {
+    // Queues of their own: route b's only job is the one made a dead letter here.
+    const ownPrefix = `test-${randomUUID()}`;
+    const own = createDeliveryQueues(redis, ownPrefix, [route("a"), route("b")], { ageSeconds: 60, count: 1000 });
+    const ownLedger = createEventLedger(redis, ownPrefix, 600, 8);
+    const event = userEvent();
+    await own.forRoute("b").add(event.type, { event, origin: "webhook", receivedAt: Date.now() }, { jobId: jobIdFor(event.id), attempts: 1 });
+    const worker = new Worker(deliveryQueueName("b"), null, { connection: createRedis(inject("redisUrl"), "worker"), prefix: deliveryQueueBullPrefix(ownPrefix, "b") });
+    await (await worker.getNextJob("test"))!.moveToFailed(new Error("downstream answered 400"), "test");
+    await worker.close();
+    const before = (await outbox()).length;
+    const record: ArchiveEventRecord = { kind: "event", event, origin: "webhook", receivedAt: Date.now(), routes: ["a", "b"] };
+    await expect(createAdmission({ ledger: ownLedger, queues: own, outbox: { key: outboxKey, fieldsOf: outboxFields } })(event, ["a", "b"], { origin: "webhook", receivedAt: record.receivedAt }, record)).resolves.toBe("held");
+    expect(await own.forRoute("a").getJob(jobIdFor(event.id))).toBeUndefined();
+    expect(await own.forRoute("b").getJobCounts("failed", "wait")).toEqual({ failed: 1, wait: 0 });
+    expect(await outbox()).toHaveLength(before);
+    expect(await ownLedger.lookup(event.id)).toBe("absent");
+    expect(await ledgerKeys(redis, ownPrefix)).toEqual([]);
+    for (const name of ["a", "b"]) await own.forRoute(name).obliterate({ force: true });
+    await own.close();
   });
 
   it("when the script refuses an admission (a bucket's route dictionary full), then the caller gets the error, nothing is claimed, and the next admissions still go in one step", async () => {
