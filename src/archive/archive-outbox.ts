@@ -32,7 +32,7 @@ export function createArchiveOutbox(redis: RedisClient, queuePrefix: string, { g
     const pipeline = redis.pipeline();
     for (const record of records) pipeline.xadd(key, "*", ...outboxFields(record));
     const replies = (await pipeline.exec()) ?? [];
-    return records.map((_, index) => replies[index]?.[0] ?? undefined);
+    return records.map((_, index) => (replies[index] ? (replies[index][0] ?? undefined) : new Error("Redis gave no reply to this record's XADD")));
   };
   const batched = createCallBatcher<ArchiveRecord, undefined>(send, { gatherMs, maxBatch: 256 });
   const add: ArchiveOutbox = async (records) => {
