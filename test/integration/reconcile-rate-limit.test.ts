@@ -13,7 +13,7 @@ import { builtCli } from "../helpers/start-service-process.js";
  * 50 API requests a second, with RECONCILE_RATE_SHARE=1 (the whole allowance: no other
  * client here) and RECONCILE_RATE_PER_SECOND=50: every id reaches its outcome and the
  * tenant never answers 429. 400 ids are 8 s of calls at the limit, eight times the bucket:
- * unpaced they would take about a second and be refused (1,000 proved the same, 12 s slower).
+ * unpaced, the tenant refuses some with 429 (1,000 proved the same, 12 s slower).
  */
 const main = builtCli();
 const count = 400;
