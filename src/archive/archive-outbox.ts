@@ -46,14 +46,18 @@ function firstError(replies: Array<undefined | Error>) {
   if (error) throw error;
 }
 
-/** The oldest record still in the outbox (not yet in Postgres): its entry id's time (Redis's clock) and its own receivedAt (the service's), or undefined when none waits. */
+/** The oldest record still in the outbox (not yet in Postgres): its entry id's time (Redis's clock) and, for an event's record, its receivedAt (the service's), or undefined when none waits. */
 export async function oldestInOutbox(redis: RedisClient, queuePrefix: string): Promise<{ addedAt: number; receivedAt?: number } | undefined> {
   const first = (await redis.xrange(archiveOutboxKey(queuePrefix), "-", "+", "COUNT", 1))[0];
   if (!first) return undefined;
   const [id, fields] = first;
   let receivedAt: unknown;
   try {
-    receivedAt = (JSON.parse(fields[1] ?? "") as { receivedAt?: unknown }).receivedAt;
+    // An event's own arrival; an attempt's receivedAt is its event's (the partition it goes
+    // to), long past for a retry or a replay's delivery, and says nothing of what events may
+    // still come: held, it kept replays waiting behind their own attempts' records.
+    const record = JSON.parse(fields[1] ?? "") as { kind?: unknown; receivedAt?: unknown };
+    if (record.kind !== "attempt") receivedAt = record.receivedAt;
   } catch {
     // Not a record (the writer sets it aside as poison): its entry id's time alone.
   }

@@ -198,6 +198,11 @@ describe("archive writer: the outbox it reads and the schema it keeps", () => {
     await producer.xdel(key, `${now - 30_000}-0`);
     await producer.xadd(key, `${now - 10_000}-0`, "r", JSON.stringify({ kind: "event", receivedAt: now - 40_000 }));
     expect(await archivedThrough(producer, prefix, now)).toBe(now - 40_000 - outboxArrivalMarginMs);
+    // An attempt's receivedAt is its event's arrival (a replay's delivery of a day-old event):
+    // only its entry's time decides, or a replay would wait behind its own attempts' records.
+    await producer.xdel(key, `${now - 10_000}-0`);
+    await producer.xadd(key, `${now - 2_000}-0`, "r", JSON.stringify({ kind: "attempt", receivedAt: now - 86_400_000 }));
+    expect(await archivedThrough(producer, prefix, now)).toBe(now - 2_000 - outboxArrivalMarginMs);
   });
 
   it("when the writer stops between removing an archived batch from the outbox and acknowledging it, then nothing is left in the stream to hold the archive's completeness back, and the next read acknowledges what was left pending", async () => {
