@@ -199,6 +199,11 @@ export function formatResults(results: BenchResults): string {
     rows.push(["Soak", `pending: ${soak.reason}`, "-", "-", "-", "-", "memory flat within 10 %: pending"]);
   }
 
+  const stored = results.archive;
+  if (stored) {
+    rows.push(["Archive: bytes on disk per archived `user.updated` (heap, TOAST, every index, its one delivered attempt)", `${n(stored.bytesPerEvent)} B`, "-", "-", "-", "-", `≤ 600 B: ${verdict(results.targets.archiveBytesPerEvent)}`]);
+    rows.push([`Archive: search by entity over ${n(stored.searchRows)} archived events`, `writer ${n(stored.writerEventsPerSecond)} events/s`, `${n(stored.searchByEntityP50Ms, 1)} ms`, `${n(stored.searchByEntityP99Ms, 1)} ms`, "-", "-", `p99 ≤ 50 ms: ${verdict(results.targets.archiveSearchP99)}`]);
+  }
   const archive = results.archivePipeline;
   if (archive) {
     const totalCpu = (costs: Record<string, { cpuUs: number }>) => ["receiver", "worker", "redis", "postgres"].reduce((sum, name) => sum + (costs[name]?.cpuUs ?? 0), 0);
