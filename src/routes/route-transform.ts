@@ -16,7 +16,8 @@ export type Transform = (event: object) => Promise<string>;
  * guardrails (its `timeout` and `stack` options): checked as each step of the expression
  * begins, they stop a runaway expression from the inside, so it does not keep the CPU
  * after its time is up as a timer raced against it would. A result that is not JSON (none,
- * or a function) is a TransformError too.
+ * or a function) is a TransformError too; a function inside the result is left out, as
+ * JSON.stringify leaves out JavaScript's.
  */
 export function compileTransform(expression: string, timeoutMs: number): Transform {
   let compiled: jsonata.Expression;
@@ -34,10 +35,20 @@ export function compileTransform(expression: string, timeoutMs: number): Transfo
       if (code === "D1012") throw new TransformError(`ran past TRANSFORM_TIMEOUT_MS (${timeoutMs} ms)`);
       throw new TransformError(`failed: ${jsonataMessage(error)}`);
     }
-    const body = result === undefined || typeof result === "function" ? undefined : JSON.stringify(result);
+    const body = jsonOf(result);
     if (body === undefined) throw new TransformError("gave no JSON value to send (it selected nothing, or a function)");
     return body;
   };
+}
+
+/** A function as jsonata gives one: an object marked as its built-in or as a lambda (whose scope is circular). */
+function isFunction(value: unknown): boolean {
+  return typeof value === "function" || (typeof value === "object" && value !== null && ("_jsonata_function" in value || "_jsonata_lambda" in value));
+}
+
+/** The result as JSON text, its functions left out as JSON leaves out JavaScript's; undefined when nothing is left. */
+function jsonOf(result: unknown): string | undefined {
+  return JSON.stringify(result, (_key, value: unknown) => (isFunction(value) ? undefined : value));
 }
 
 /** jsonata throws plain objects with a code, a message and the position in the expression. */
