@@ -151,7 +151,15 @@ export const mutationGroups = [
     mutate: ["src/routes/route-filter.ts", "src/routes/route-transform.ts", "src/dispatch/shape-body.ts", "src/queue/record-filtered.ts"],
     // Not route-shape-start or route-recipes: they run the service or the CLI as processes
     // of their own (dist/), where a mutant of these modules is never loaded.
-    tests: ["test/unit/routes/route-chooser.test.ts", "test/unit/routes/load-routes-messages.test.ts", "test/integration/route-shape.test.ts", "test/integration/route-shape-replay.test.ts"],
+    tests: [
+      "test/unit/routes/route-filter.test.ts",
+      "test/unit/routes/route-transform.test.ts",
+      "test/unit/routes/route-chooser.test.ts",
+      "test/unit/routes/load-routes-messages.test.ts",
+      "test/integration/record-filtered.test.ts",
+      "test/integration/route-shape.test.ts",
+      "test/integration/route-shape-replay.test.ts",
+    ],
   },
   {
     // The live and late lanes, and `routes park`: a wrong line puts a flood ahead of live

@@ -35,6 +35,8 @@ describe("a route's transform", () => {
   it("when the expression fails for an event, then the error says so with jsonata's message, code and position", async () => {
     expect((await failureOf(compileTransform('$error("no email")', 1000)(event))).message).toBe("failed: no email (D3137 at character 7)");
     expect((await failureOf(compileTransform('$number("x")', 1000)(event))).message).toBe('failed: Unable to cast value to a number: "x" (D3030 at character 8)');
+    // A JavaScript error from inside a built-in has no code: its message alone.
+    expect((await failureOf(compileTransform('$pad("a", 1e9)', 1000)(event))).message).toBe("failed: Invalid string length");
   });
 
   it("when the expression recurses past its depth, then it fails as a stack overflow, and a recursion within the depth gives its value", async () => {
