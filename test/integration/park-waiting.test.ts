@@ -111,13 +111,30 @@ describe("parking a route's waiting events", () => {
     expect((await outboxRecords(client, prefix)).length).toBe(1089);
   });
 
+  it("when a worker holds a waiting job's lock (it took it meanwhile), then that job is not parked but delivered, and the others are", async () => {
+    const { prefix, redis: client, queue } = await setUp();
+    const now = Date.now();
+    const before = now - hourMs;
+    await queue.add(route, jobData(before - 1, now - 1000), { jobId: "taken" });
+    await queue.add(route, jobData(before - 2, now - 2000), { jobId: "waiting" });
+    // A worker's lock on the job, as BullMQ's moveToActive sets it: removal is refused.
+    await client.set(`${queue.toKey("taken")}:lock`, "a-worker-token");
+
+    const result = await parkWaiting(queue, route, before, { archive: createArchiveOutbox(client, prefix), logger: capturedLogger().logger });
+
+    expect(result).toEqual({ parked: 1, firstArrival: now - 2000 });
+    expect((await queue.getJobs(["wait"])).map((job) => job.id)).toEqual(["taken"]);
+    expect((await outboxRecords(client, prefix)).map((record) => record.key)).toEqual(["waiting:parked"]);
+  });
+
   it("when the archive's outbox refuses the parked events, then they go back to the queue as they were, the park stops with an error, none counted, and the error is logged", async () => {
     const { prefix, redis: client, queue } = await setUp();
     const now = Date.now();
     const before = now - hourMs;
     const { logger, lines } = capturedLogger();
-    await queue.add(route, jobData(before - 1, now - 1000), { jobId: "live-old" });
+    await queue.add(route, jobData(now, now - 1000), { jobId: "live-young" });
     await queue.add(route, jobData(before - 2, now - 2000), { jobId: "late-old", priority: latePriority });
+    await queue.add(route, jobData(before - 3, now - 3000), { jobId: "retrying-old", delay: hourMs });
     // The outbox's key holds a string: every XADD fails (WRONGTYPE), as a Redis refusing writes would.
     await client.set(archiveOutboxKey(prefix), "not a stream");
     const countedBefore = await parkedCount();
@@ -126,14 +143,16 @@ describe("parking a route's waiting events", () => {
       "the archive's outbox refused the parked events (Redis); 0 were parked before, the rest are back in the queue: park again once Redis takes writes",
     );
 
+    // The late job back in its lane with its priority; the retrying one, after the refusal, never touched.
     const back = await queue.getJobs(["wait", "prioritized", "delayed"]);
     expect(back.map((job) => [job.id, job.opts.priority ?? 0, job.data.receivedAt]).sort()).toEqual([
       ["late-old", latePriority, now - 2000],
-      ["live-old", 0, now - 1000],
+      ["live-young", 0, now - 1000],
+      ["retrying-old", 0, now - 3000],
     ]);
-    expect(await queue.getJobCounts("wait", "prioritized")).toEqual({ wait: 1, prioritized: 1 });
+    expect(await queue.getJobCounts("wait", "prioritized", "delayed")).toEqual({ wait: 1, prioritized: 1, delayed: 1 });
     expect(await parkedCount()).toBe(countedBefore);
-    // Once, for the first page refused (the live lane's job), not again and again for the job put back.
+    // Once, for the page refused, not again and again for the job put back.
     expect(lines.filter((line) => line.level === 50)).toEqual([expect.objectContaining({ route, jobs: 1, msg: "parking: the archive's outbox did not take these events; they go back to the route's queue, and the park stops" })]);
     expect(lines.filter((line) => line.level === 30)).toEqual([]);
   });
