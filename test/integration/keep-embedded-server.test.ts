@@ -46,7 +46,7 @@ describe("keeping an embedded server", () => {
     const port = await listen(server);
     undo.push(() => new Promise<void>((ok) => server.close(() => ok())));
     const log = capturedLogger("debug");
-    const counted = { restarts: 0, restartCalls: 0, checks: 0 };
+    const counted = { restarts: 0, restartCalls: 0, checks: 0, misses: 0, missesAtRestart: 0, lockAtRestart: "" };
     const answers = overrides.answers ?? (() => accepts(port));
     const keeper = keepEmbeddedServer({
       name: "the test server",
@@ -54,6 +54,8 @@ describe("keeping an embedded server", () => {
       runningPid: async () => undefined,
       restart: async () => {
         counted.restartCalls += 1;
+        counted.missesAtRestart = counted.misses;
+        counted.lockAtRestart = await lockState(dir);
         server = createServer((socket) => socket.destroy());
         await listen(server, port);
         return { pid: process.pid };
@@ -64,7 +66,12 @@ describe("keeping an embedded server", () => {
       checkEveryMs: 20,
       giveUpAfterMs: 300,
       ...overrides,
-      answers: () => (counted.checks++, answers()),
+      answers: async () => {
+        counted.checks += 1;
+        const up = await answers();
+        if (!up) counted.misses += 1;
+        return up;
+      },
     });
     undo.push(() => keeper.close());
     const stop = () => new Promise<void>((ok) => server.close(() => ok()));
@@ -90,6 +97,61 @@ describe("keeping an embedded server", () => {
     await expect.poll(() => counted.checks).toBeGreaterThan(checked + 5);
     expect(counted.restartCalls).toBe(1);
     expect(lines).toHaveLength(1);
+  });
+
+  it("when the server dies, then the restart comes at the second missed check, after one more ask under the lock, with the lock naming this process; downtime as measured", async () => {
+    const { counted, lines, stop } = await kept();
+    const stoppedAt = Date.now();
+    await stop();
+    await expect.poll(() => lines.filter((line) => line.level === 40)).toHaveLength(1);
+    const measured = Date.now() - stoppedAt;
+    // Two checks that miss, then the ask under the lock: the third ask that finds it down.
+    expect(counted.missesAtRestart).toBe(3);
+    expect(counted.lockAtRestart).toMatch(new RegExp(`^${process.pid} \\d+$`));
+    expect(lines[0]!.downMs as number).toBeLessThanOrEqual(measured);
+  });
+
+  it("when it misses two checks but answers the ask under the lock, then it is not restarted, and its coming back is logged", async () => {
+    let asked = 0;
+    const startedAt = Date.now();
+    const { counted, lines } = await kept({ answers: async () => ++asked > 2 });
+    await expect.poll(() => lines.filter((line) => line.msg === "the test server answers again")).toHaveLength(1);
+    expect(counted.restartCalls).toBe(0);
+    const measured = Date.now() - startedAt;
+    expect(lines[0]!.downMs as number).toBeLessThanOrEqual(measured);
+  });
+
+  it("when it is down less than giveUpAfterMs, then it is still healthy", async () => {
+    const sleeper = spawn("sleep", ["600"]);
+    undo.push(() => void sleeper.kill("SIGKILL"));
+    const { lines, keeper, stop } = await kept({ runningPid: async () => sleeper.pid, giveUpAfterMs: 600_000 });
+    await stop();
+    await expect.poll(() => lines.filter((line) => line.level === 50)).toHaveLength(1);
+    expect(keeper.healthy()).toBe(true);
+  });
+
+  it("when its restart lock cannot be made (its folder is gone), then the error is logged, not taken as another process's restart", async () => {
+    const { dir, lines, stop, counted } = await kept();
+    await rm(dir, { recursive: true, force: true });
+    await stop();
+    await expect.poll(() => lines.filter((line) => line.level === 50)).toEqual([expect.objectContaining({ msg: "the test server is down and cannot be restarted; trying again", err: expect.objectContaining({ code: "ENOENT" }) })]);
+    expect(counted.restartCalls).toBe(0);
+  });
+
+  it("when another process took this one's lock meanwhile (as stale), then this one leaves that lock in place", async () => {
+    const holder = spawn("sleep", ["600"]);
+    undo.push(() => void holder.kill("SIGKILL"));
+    const theirs = `${holder.pid} ${Date.now()}`;
+    const { dir, counted, stop, lines } = await kept({
+      restart: async () => {
+        counted.restartCalls += 1;
+        await writeFile(join(dir, "restart.lock"), theirs);
+        return {};
+      },
+    });
+    await stop();
+    await expect.poll(() => lines.filter((line) => line.level === 40)).toHaveLength(1);
+    expect(await lockState(dir)).toBe(theirs);
   });
 
   it("when one check is missed and the next answers, then it is not restarted, and its coming back is logged with the time it was down", async () => {
