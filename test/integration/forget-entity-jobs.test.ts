@@ -54,12 +54,17 @@ describe("erasure of an entity's delivery jobs", () => {
     return new Set(entries.flatMap(([, fields]) => fields.filter((_, index) => fields[index - 1] === "jobId")));
   }
 
-  it("when an entity is forgotten, then its kept deliveries, dead letters and waiting replay jobs go with their events entries; live jobs waiting and other entities' jobs stay", async () => {
+  /** Queues for these routes on a prefix of their own, and an entity of the test's own. */
+  async function setUp(routes: string[]) {
     const prefix = `test-${randomUUID()}`;
     redis = createRedis(redisUrl, "client");
     await untilReady(redis);
-    queues = createDeliveryQueues(redis, prefix, ["crm", "slack"].map((name) => testRoute(name, "http://127.0.0.1:9/", { maxAttemptsPerEvent: 1 })), { ageSeconds: 600, count: 1000 });
-    const entity = `auth0|forget-${randomUUID()}`;
+    queues = createDeliveryQueues(redis, prefix, routes.map((name) => testRoute(name, "http://127.0.0.1:9/", { maxAttemptsPerEvent: 1 })), { ageSeconds: 600, count: 1000 });
+    return { prefix, client: redis, queues, entity: `auth0|forget-${randomUUID()}` };
+  }
+
+  it("when an entity is forgotten, then its kept deliveries, dead letters and waiting replay jobs go with their events entries; live jobs waiting and other entities' jobs stay", async () => {
+    const { prefix, queues, entity } = await setUp(["crm", "slack"]);
     const other = `auth0|keep-${randomUUID()}`;
     const data = (who: string, extra: Partial<DeliveryJobData> = {}): DeliveryJobData => ({ event: eventOf(who), origin: "webhook", receivedAt: Date.now(), ...extra });
     const crm = queues.forRoute("crm");
@@ -98,16 +103,12 @@ describe("erasure of an entity's delivery jobs", () => {
   });
 
   it("when a job of the entity refuses removal (a worker holds its lock), then it is not counted and its events entries stay", async () => {
-    const prefix = `test-${randomUUID()}`;
-    redis = createRedis(redisUrl, "client");
-    await untilReady(redis);
-    queues = createDeliveryQueues(redis, prefix, [testRoute("crm", "http://127.0.0.1:9/", { maxAttemptsPerEvent: 1 })], { ageSeconds: 600, count: 1000 });
-    const entity = `auth0|forget-${randomUUID()}`;
+    const { prefix, client, queues, entity } = await setUp(["crm"]);
     const crm = queues.forRoute("crm");
     const data = (): DeliveryJobData => ({ event: eventOf(entity), origin: "webhook", receivedAt: Date.now() });
     await runThrough(crm, prefix, "crm", [{ id: "held", data: data(), fail: true }, { id: "free", data: data(), fail: true }]);
     // A worker's lock on the dead letter, as a replay taking it would hold: BullMQ refuses to remove it.
-    await redis.set(`${crm.toKey("held")}:lock`, "a-worker-token");
+    await client.set(`${crm.toKey("held")}:lock`, "a-worker-token");
 
     expect(await forgetEntityJobs(queues, entity)).toBe(1);
 
@@ -117,15 +118,11 @@ describe("erasure of an entity's delivery jobs", () => {
   });
 
   it("when more than 500 of a queue's events entries name the entity's jobs, then every one goes", async () => {
-    const prefix = `test-${randomUUID()}`;
-    redis = createRedis(redisUrl, "client");
-    await untilReady(redis);
-    queues = createDeliveryQueues(redis, prefix, [testRoute("crm", "http://127.0.0.1:9/", { maxAttemptsPerEvent: 1 })], { ageSeconds: 600, count: 1000 });
-    const entity = `auth0|forget-${randomUUID()}`;
+    const { prefix, client, queues, entity } = await setUp(["crm"]);
     const crm = queues.forRoute("crm");
     // 300 delivered jobs: each leaves several entries (added, waiting, active, completed), well past 500.
     await runThrough(crm, prefix, "crm", Array.from({ length: 300 }, (_, index) => ({ id: `job-${index}`, data: { event: eventOf(entity), origin: "webhook" as const, receivedAt: Date.now() } })));
-    expect((await redis.xlen(crm.keys.events!)) > 500).toBe(true);
+    expect((await client.xlen(crm.keys.events!)) > 500).toBe(true);
 
     expect(await forgetEntityJobs(queues, entity)).toBe(300);
 
