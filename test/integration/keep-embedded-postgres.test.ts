@@ -8,7 +8,6 @@ import { describe, expect, it } from "vitest";
 import { embeddedPostgresOptions, keepEmbeddedPostgres, postmasterPid } from "../../src/archive/keep-embedded-postgres.js";
 import { runnableBinDir } from "../../src/archive/postgres-binaries.js";
 import { socketPort, startPostgresServer } from "../../src/archive/postgres-server.js";
-import { isAlive } from "../../src/is-alive.js";
 import { embeddedPostgresRestarts } from "../../src/metrics/archive-metrics.js";
 import { capturedLogger } from "../helpers/captured-logger.js";
 import { useCleanup } from "../helpers/cleanup.js";
@@ -48,7 +47,7 @@ describe("keeping the embedded Postgres", () => {
       const pid = await postmasterPid(dataDir);
       if (pid === undefined) return;
       process.kill(pid, "SIGINT");
-      await expect.poll(() => isAlive(pid)).toBe(false);
+      await expect.poll(() => postmasterPid(dataDir)).toBeUndefined();
     });
     expect(await postmasterPid(dataDir)).toBe(first.process.pid);
     const setup = await client(dir);
