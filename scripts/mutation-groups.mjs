@@ -144,6 +144,54 @@ export const mutationGroups = [
     mutate: ["src/metrics/create-fast-counter.ts", "src/metrics/create-fast-histogram.ts", "src/metrics/create-label-sets.ts"],
     tests: ["test/unit/metrics/create-fast-counter.test.ts", "test/unit/metrics/create-fast-histogram.test.ts"],
   },
+  {
+    // A route's filter and transform (docs/routes.md): a wrong line sends an event where it
+    // should not, sends the wrong body, or leaves one out without a word.
+    name: "filters-transforms",
+    mutate: ["src/routes/route-filter.ts", "src/routes/route-transform.ts", "src/dispatch/shape-body.ts", "src/queue/record-filtered.ts"],
+    // Not route-shape-start or route-recipes: they run the service or the CLI as processes
+    // of their own (dist/), where a mutant of these modules is never loaded.
+    tests: [
+      "test/unit/routes/route-filter.test.ts",
+      "test/unit/routes/route-transform.test.ts",
+      "test/unit/routes/route-chooser.test.ts",
+      "test/unit/routes/load-routes-messages.test.ts",
+      "test/integration/record-filtered.test.ts",
+      "test/integration/route-shape.test.ts",
+      "test/integration/route-shape-replay.test.ts",
+    ],
+  },
+  {
+    // The live and late lanes, and `routes park`: a wrong line puts a flood ahead of live
+    // events, or parks an event nowhere.
+    name: "lanes-park",
+    mutate: ["src/queue/lane.ts", "src/queue/park-waiting.ts"],
+    // park-waiting: the park on a real queue in this process. Not park-and-replay (a flood
+    // through the whole service, half a minute per mutant) nor flood-live-first: lane.ts's
+    // rules are stated in its unit test.
+    tests: ["test/unit/queue/lane.test.ts", "test/integration/park-waiting.test.ts"],
+  },
+  {
+    // Erasure (README.md, Erasure): a wrong line keeps a payload an erasure request removed.
+    name: "erasure",
+    mutate: ["src/archive/forget-entity.ts", "src/admin/forget-entity-jobs.ts"],
+    // forget-entity and forget-entity-jobs state each rule against Postgres and BullMQ in
+    // this process; archive-writer-records, an erasure's time against a clock ahead. Not
+    // archive-search and archive-replay-runner: an erasure is a step of theirs, not what they
+    // state (16.7 % with them alone, 11 min).
+    tests: ["test/integration/forget-entity.test.ts", "test/integration/forget-entity-jobs.test.ts", "test/integration/archive-writer-records.test.ts"],
+  },
+  {
+    // The embedded servers' supervisor: a wrong line leaves the archive's Postgres (or the
+    // embedded redis-server) dead, or starts a second server on the same data.
+    name: "postgres-supervisor",
+    mutate: ["src/redis/keep-embedded-server.ts", "src/archive/keep-embedded-postgres.ts", "src/archive/postgres-binaries.ts"],
+    // A real TCP server, a real Postgres killed, real library links, in this process. Not
+    // embedded-postgres-binaries or chaos/embedded-postgres-kill: their services are
+    // processes of their own (dist/); nor embedded-redis-restart (the whole service, a
+    // redis-server killed): the supervisor's rules are stated by keep-embedded-server.
+    tests: ["test/integration/keep-embedded-server.test.ts", "test/integration/keep-embedded-postgres.test.ts", "test/integration/postgres-binaries.test.ts"],
+  },
 ];
 
 /** The group named, or an error that lists the names there are. */

@@ -3,7 +3,6 @@ import { latePriority, reconcilePriority } from "./delivery-job.js";
 
 /** The two lanes of a route's queue: `live` jobs have no priority, `late` ones wait behind them (delivery-job.ts). */
 export type Lane = "live" | "late";
-export const lanes: readonly Lane[] = ["live", "late"];
 
 /**
  * Whether an event is late on a route: its `time` more than the route's live window before

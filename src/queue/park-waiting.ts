@@ -25,13 +25,15 @@ export interface ParkDeps {
  * parked` sends it later. A job a worker takes meanwhile cannot be removed (BullMQ's lock)
  * and is delivered instead; an event without a readable time is not parked. A parked job
  * whose outcome cannot reach the outbox goes back to the queue as it was: a job leaves the
- * queue only for the archive. Returns how many were parked, and the earliest arrival among
- * them (a replay's `since`).
+ * queue only for the archive, and the park stops there with an error (the admin API's 503):
+ * those put back would otherwise be read and refused again without end. Returns how many
+ * were parked, and the earliest arrival among them (a replay's `since`).
  */
 export async function parkWaiting(queue: DeliveryQueue, route: string, before: number, { archive, logger }: ParkDeps): Promise<{ parked: number; firstArrival?: number }> {
   let parked = 0;
   let firstArrival = Number.POSITIVE_INFINITY;
-  for (const state of waitingStates) {
+  let refused = false;
+  pages: for (const state of waitingStates) {
     // Jobs kept (too young, taken meanwhile) stay ahead in the state's list: read past them.
     let kept = 0;
     for (;;) {
@@ -40,28 +42,33 @@ export async function parkWaiting(queue: DeliveryQueue, route: string, before: n
       const old = jobs.filter((job) => Date.parse(job.data.event.time ?? "") < before);
       const removed = (await Promise.all(old.map(async (job) => ((await job.remove().then(() => true, () => false)) ? job : undefined)))).filter((job) => job !== undefined);
       kept += jobs.length - removed.length;
-      const archived = await archiveParked(queue, route, removed, archive, logger);
-      parked += archived;
-      if (archived > 0) firstArrival = Math.min(firstArrival, ...removed.map((job) => job.data.receivedAt));
+      // Jobs put back would be read (and refused) again without end: the park stops there.
+      if (!(await archiveParked(queue, route, removed, archive, logger))) {
+        refused = true;
+        break pages;
+      }
+      parked += removed.length;
+      if (removed.length > 0) firstArrival = Math.min(firstArrival, ...removed.map((job) => job.data.receivedAt));
     }
   }
   if (parked > 0) {
     dispatchTotal.inc({ route, outcome: "parked" }, parked);
     logger.info({ route, parked, olderThan: new Date(before).toISOString() }, "parked the route's waiting events older than the time given: they are in the archive with outcome parked; `replay --outcome parked` sends them");
   }
+  if (refused) throw new Error(`the archive's outbox refused the parked events (Redis); ${parked} were parked before, the rest are back in the queue: park again once Redis takes writes`);
   return { parked, ...(parked > 0 ? { firstArrival } : {}) };
 }
 
-/** Records the removed jobs as parked; on failure puts them back as they were and counts none. */
-async function archiveParked(queue: DeliveryQueue, route: string, jobs: Job<DeliveryJobData>[], archive: ParkDeps["archive"], logger: Logger): Promise<number> {
-  if (jobs.length === 0) return 0;
+/** Records the removed jobs as parked (true); on failure puts them back as they were (false). */
+async function archiveParked(queue: DeliveryQueue, route: string, jobs: Job<DeliveryJobData>[], archive: ParkDeps["archive"], logger: Logger): Promise<boolean> {
+  if (jobs.length === 0) return true;
   const at = Date.now();
   try {
     await archive(jobs.map((job) => ({ ...leftRouteRecord(job, route, "parked", at), ...(job.data.replayId ? { replayId: job.data.replayId } : {}) })));
-    return jobs.length;
+    return true;
   } catch (error) {
-    logger.error({ err: error, route, jobs: jobs.length }, "parking: the archive's outbox did not take these events; they go back to the route's queue");
+    logger.error({ err: error, route, jobs: jobs.length }, "parking: the archive's outbox did not take these events; they go back to the route's queue, and the park stops");
     await Promise.all(jobs.map((job) => queue.add(job.name, job.data, { jobId: job.id, ...(job.opts.priority ? { priority: job.opts.priority } : {}) })));
-    return 0;
+    return false;
   }
 }

@@ -21,7 +21,8 @@ export type Transform = (event: object) => Promise<string> | string;
  * away, and is evaluated once more before it counts as past its time. An object of field
  * paths, the common transform, is evaluated as jsonata would without its interpreter
  * (object-of-paths.ts): it cannot run away. A result that is not JSON (none, or a
- * function) is a TransformError too.
+ * function) is a TransformError too; a function inside the result is left out, as
+ * JSON.stringify leaves out JavaScript's.
  */
 export function compileTransform(expression: string, timeoutMs: number): Transform {
   let compiled: jsonata.Expression;
@@ -47,14 +48,25 @@ export function compileTransform(expression: string, timeoutMs: number): Transfo
       throw new TransformError(`ran past TRANSFORM_TIMEOUT_MS (${timeoutMs} ms)`);
     }
   };
-  if (!objectOfPaths) return async (event) => bodyOf(await evaluate(event));
-  return (event) => (Array.isArray(event) ? evaluate(event).then(bodyOf) : bodyOf(objectOfPaths(event)));
+  const evaluated = async (event: object) => bodyOf(jsonOf(await evaluate(event)));
+  if (!objectOfPaths) return evaluated;
+  // An object of paths holds the event's own values: JSON, no function to leave out.
+  return (event) => (Array.isArray(event) ? evaluated(event) : bodyOf(JSON.stringify(objectOfPaths(event))));
 }
 
-function bodyOf(result: unknown): string {
-  const body = result === undefined || typeof result === "function" ? undefined : JSON.stringify(result);
+function bodyOf(body: string | undefined): string {
   if (body === undefined) throw new TransformError("gave no JSON value to send (it selected nothing, or a function)");
   return body;
+}
+
+/** A function as jsonata gives one: an object marked as its built-in or as a lambda (whose scope is circular). */
+function isFunction(value: unknown): boolean {
+  return typeof value === "function" || (typeof value === "object" && value !== null && ("_jsonata_function" in value || "_jsonata_lambda" in value));
+}
+
+/** The result as JSON text, its functions left out as JSON leaves out JavaScript's; undefined when nothing is left. */
+function jsonOf(result: unknown): string | undefined {
+  return JSON.stringify(result, (_key, value: unknown) => (isFunction(value) ? undefined : value));
 }
 
 /** jsonata throws plain objects with a code, a message and the position in the expression. */
