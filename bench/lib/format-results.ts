@@ -206,8 +206,7 @@ export function formatResults(results: BenchResults): string {
   }
   const archive = results.archivePipeline;
   if (archive) {
-    const totalCpu = (costs: Record<string, { cpuUs: number }>) => ["receiver", "worker", "redis", "postgres"].reduce((sum, name) => sum + (costs[name]?.cpuUs ?? 0), 0);
-    for (const { round, off, on, ingest, archive: held } of archive.rounds) {
+    for (const { round, off, on, ingest, totalCpuUs, archive: held } of archive.rounds) {
       for (const [label, run] of [["off", off], ["on", on]] as const) {
         if (run.status !== "measured") {
           rows.push([`Round ${round}, split pipeline, ARCHIVE=${label}`, `pending: ${run.reason}`, "-", "-", "-", "-", ""]);
@@ -216,7 +215,7 @@ export function formatResults(results: BenchResults): string {
         const t = run.throughput;
         const costs = Object.entries(t.costPerEvent).filter(([name]) => name !== "sink").map(([name, cost]) => `${name} ${n(cost.cpuUs)}`).join(", ");
         const kept = label === "on" ? `; archived ${n(held.archived)} of ${n(held.stored)} when the sink had them all, ${n(held.inOutbox)} in the outbox` : "";
-        rows.push([`Round ${round}, split pipeline, ARCHIVE=${label}: POST → sink, as fast as it goes`, `**${n(t.eventsPerSecond)} events/s**; CPU µs per delivered event: ${costs}; total ${n(totalCpu(t.costPerEvent))}`, ms(t.endToEndMs.p50), ms(t.endToEndMs.p99), `${n(t.load.errors)}; lost ${n(t.lost)}${kept}`, coresPerEvent(t.load, t.eventsPerSecond), ""]);
+        rows.push([`Round ${round}, split pipeline, ARCHIVE=${label}: POST → sink, as fast as it goes`, `**${n(t.eventsPerSecond)} events/s**; CPU µs per delivered event: ${costs}; total ${n(totalCpuUs[label])}`, ms(t.endToEndMs.p50), ms(t.endToEndMs.p99), `${n(t.load.errors)}; lost ${n(t.lost)}${kept}`, coresPerEvent(t.load, t.eventsPerSecond), ""]);
       }
       for (const [label, load] of [["the floor server", ingest.floor], ["`--role receiver`, ARCHIVE=off", ingest.off], ["`--role receiver`, ARCHIVE=on", ingest.on]] as const) {
         rows.push([`Round ${round}, ingest, ${label}: single events`, `${n(load.requestsPerSecond)} requests/s`, ms(load.latencyMs.p50), ms(load.latencyMs.p99), n(load.errors), coresPerEvent(load, load.eventsPerSecond), ""]);
