@@ -21,6 +21,8 @@ export interface ArchiveResults {
   writerEventsPerSecond: number;
   /** on-disk bytes per archived user.updated (heap, TOAST and every index, its one attempt included) */
   bytesPerEvent: number;
+  /** the same, per table and index of the day's partitions (TOAST with its table), largest first */
+  bytesPerEventByRelation: Record<string, number>;
   searchRows: number;
   searchByEntityP50Ms: number;
   searchByEntityP99Ms: number;
@@ -103,6 +105,16 @@ export async function runArchive(options: { sizeEvents: number; searchRows: numb
       const day = new Date(now).toISOString().slice(0, 10).replaceAll("-", "");
       const size = (await pool.query<{ bytes: string }>(`SELECT pg_total_relation_size('events_p${day}') + pg_total_relation_size('attempts_p${day}') AS bytes`)).rows[0]!;
       const bytesPerEvent = Number(size.bytes) / options.sizeEvents;
+      // Each index by what it is on (its name is the partition's own), the tables with their TOAST.
+      const relations = await pool.query<{ name: string; bytes: string }>(
+        `SELECT coalesce(i.relname || ' (' || pg_get_indexdef(i.oid) || ')', t.relname) AS name,
+                CASE WHEN i.oid IS NULL THEN pg_table_size(t.oid) ELSE pg_relation_size(i.oid) END AS bytes
+         FROM pg_class t LEFT JOIN pg_index x ON x.indrelid = t.oid LEFT JOIN pg_class i ON i.oid = x.indexrelid
+         WHERE t.relname IN ('events_p${day}', 'attempts_p${day}')
+         UNION ALL SELECT t.relname, pg_table_size(t.oid) FROM pg_class t WHERE t.relname IN ('events_p${day}', 'attempts_p${day}')
+         ORDER BY 2 DESC`,
+      );
+      const bytesPerEventByRelation = Object.fromEntries(relations.rows.map((row) => [row.name.replace(/ ON .*? USING btree /, " "), round(Number(row.bytes) / options.sizeEvents, 1)!]));
 
       // Search: rows over the last 30 days generated in SQL, one compressed real payload each.
       const payload = encodePayload(userUpdated(0, at));
@@ -126,6 +138,7 @@ export async function runArchive(options: { sizeEvents: number; searchRows: numb
         postgresFirstStartMs,
         writerEventsPerSecond: round(writerEventsPerSecond, 0)!,
         bytesPerEvent: round(bytesPerEvent, 0)!,
+        bytesPerEventByRelation,
         searchRows: options.searchRows,
         searchByEntityP50Ms: round(percentile(timings, 50))!,
         searchByEntityP99Ms: round(percentile(timings, 99))!,

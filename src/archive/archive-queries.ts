@@ -1,6 +1,7 @@
 import { plainProblem } from "../errors/http-answer.js";
 import type pg from "pg";
 import { fromArchiveText, toArchiveText, toArchiveTextOrNull } from "./archive-text.js";
+import { deliveredAttempts, deliveredOn } from "./first-deliveries.js";
 
 /** What `GET /admin/events` and `events search` filter on (README.md#the-archive-search-timelines-replay-erasure); every field optional. */
 export interface EventFilter {
@@ -51,7 +52,9 @@ interface EventRow {
   failed_first: boolean;
   routes: string[];
   erased_at: Date | null;
-  outcomes: Record<string, string> | null;
+  delivered: string | null;
+  /** each route's latest attempt of the rows of attempts: its outcome and time (ISO 8601) */
+  outcomes: Record<string, [outcome: string, at: string]> | null;
 }
 
 /** A type filter as a LIKE pattern: `*` any run of characters, `%` and `_` taken literally. */
@@ -66,21 +69,35 @@ export function typePattern(type: string): string {
 export function outcomeMatches(outcome: string, route: string): string {
   return `(${outcome}::text IS NULL
        OR (${outcome} = 'unrouted' AND cardinality(e.routes) = 0)
-       OR (${outcome} = 'pending' AND NOT EXISTS (SELECT 1 FROM attempts a WHERE a.arrived_at = e.arrived_at AND a.event_id = e.id AND (${route}::text IS NULL OR a.route = ${route})) AND cardinality(e.routes) > 0)
+       OR (${outcome} = 'pending' AND NOT EXISTS (SELECT 1 FROM attempts a WHERE a.arrived_at = e.arrived_at AND a.event_id = e.id AND (${route}::text IS NULL OR a.route = ${route})) AND NOT ${deliveredOn(route)} AND cardinality(e.routes) > 0)
+       OR (${outcome} = 'delivered' AND ${deliveredOn(route)})
        OR EXISTS (SELECT 1 FROM attempts a WHERE a.arrived_at = e.arrived_at AND a.event_id = e.id AND a.outcome = ${outcome} AND (${route}::text IS NULL OR a.route = ${route})))`;
+}
+
+/**
+ * The row `e` has the id of the parameter (`$n`, not NULL): through its index, a hash of the
+ * id (migration 007), then the id itself.
+ */
+export function idIs(id: string): string {
+  return `(hashtext(e.id) = hashtext(${id}) AND e.id = ${id})`;
+}
+
+/** The row `e` is of the entity of the parameter (`$n`, not NULL): as `idIs`. */
+export function entityIs(entity: string): string {
+  return `(hashtext(e.entity) = hashtext(${entity}) AND e.entity = ${entity})`;
 }
 
 /** The events matching a filter, newest first, a keyset page at a time. Parameters: $1 id … $8 outcome, $9 after time, $10 after id, $11 limit + 1. */
 export const eventsMatchingSql = `
-SELECT e.arrived_at, e.id, e.type, e.origin, e.stream, e.entity, e.failed_first, e.routes, e.erased_at,
-  (SELECT jsonb_object_agg(o.route, o.outcome) FROM (
-     SELECT DISTINCT ON (a.route) a.route, a.outcome FROM attempts a
+SELECT e.arrived_at, e.id, e.type, e.origin, e.stream, e.entity, e.failed_first, e.routes, e.erased_at, e.delivered,
+  (SELECT jsonb_object_agg(o.route, jsonb_build_array(o.outcome, o.at)) FROM (
+     SELECT DISTINCT ON (a.route) a.route, a.outcome, a.at FROM attempts a
      WHERE a.arrived_at = e.arrived_at AND a.event_id = e.id
      ORDER BY a.route, a.at DESC, (a.outcome = 'retry')) o) AS outcomes
 FROM events e
-WHERE ($1::text IS NULL OR e.id = $1)
+WHERE ($1::text IS NULL OR ${idIs("$1")})
   AND ($2::text IS NULL OR e.type LIKE $2)
-  AND ($3::text IS NULL OR e.entity = $3)
+  AND ($3::text IS NULL OR ${entityIs("$3")})
   AND ($4::text IS NULL OR e.stream = $4)
   AND ($5::timestamptz IS NULL OR e.arrived_at >= $5)
   AND ($6::timestamptz IS NULL OR e.arrived_at < $6)
@@ -144,10 +161,15 @@ function parseCursor(after: string): { at: number; id: string } {
 }
 
 function toArchivedEvent(row: EventRow): ArchivedEvent {
-  // Each route named as sent (archive-text.ts): `pending` until its first attempt.
+  // Each route named as sent (archive-text.ts): `pending` until its first attempt, then its
+  // latest attempt's, kept in the event's row (a first delivery) or a row of attempts.
   const outcomes: Record<string, string> = {};
   for (const route of row.routes) outcomes[fromArchiveText(route)] = "pending";
-  for (const [route, outcome] of Object.entries(row.outcomes ?? {})) outcomes[fromArchiveText(route)] = outcome;
+  const latest = new Map(deliveredAttempts(row.delivered, row.arrived_at).map((attempt) => [attempt.route, { outcome: "delivered", at: attempt.at.getTime() }]));
+  for (const [route, [outcome, at]] of Object.entries(row.outcomes ?? {})) {
+    if (Date.parse(at) > (latest.get(route)?.at ?? Number.NEGATIVE_INFINITY)) latest.set(route, { outcome, at: Date.parse(at) });
+  }
+  for (const [route, { outcome }] of latest) outcomes[fromArchiveText(route)] = outcome;
   return {
     id: fromArchiveText(row.id),
     time: row.arrived_at.toISOString(),
@@ -176,12 +198,17 @@ export interface Timeline {
 /** The timeline of one event: how it arrived, then each route's attempts and outcome. Undefined when it is not archived. */
 export async function timelineOfEvent(pool: pg.Pool, eventId: string): Promise<Timeline | undefined> {
   const stored = toArchiveText(eventId);
-  const event = (await pool.query<EventRow>("SELECT arrived_at, id, type, origin, stream, entity, failed_first, routes, erased_at, NULL AS outcomes FROM events WHERE id = $1 ORDER BY arrived_at LIMIT 1", [stored])).rows[0];
+  const event = (await pool.query<EventRow>(`SELECT arrived_at, id, type, origin, stream, entity, failed_first, routes, erased_at, delivered, NULL AS outcomes FROM events e WHERE ${idIs("$1")} ORDER BY arrived_at LIMIT 1`, [stored])).rows[0];
   if (!event) return undefined;
-  const attempts = (await pool.query<{ route: string; at: Date; status: number | null; error: string | null; outcome: string; replay_id: string | null }>(
+  const rows = (await pool.query<{ route: string; at: Date; status: number | null; error: string | null; outcome: string; replay_id: string | null }>(
     "SELECT route, at, status, error, outcome, replay_id FROM attempts WHERE arrived_at = $1 AND event_id = $2 ORDER BY at, outcome = 'retry' DESC",
     [event.arrived_at, stored],
-  )).rows.map((attempt) => ({ ...attempt, route: fromArchiveText(attempt.route), error: attempt.error === null ? null : fromArchiveText(attempt.error) }));
+  )).rows;
+  // The first deliveries its row keeps, in time among the rest (stable: a retry at the same millisecond stays first).
+  const kept = deliveredAttempts(event.delivered, event.arrived_at).map((attempt) => ({ ...attempt, error: null, outcome: "delivered", replay_id: null }));
+  const attempts = [...rows, ...kept]
+    .sort((a, b) => a.at.getTime() - b.at.getTime())
+    .map((attempt) => ({ ...attempt, route: fromArchiveText(attempt.route), error: attempt.error === null ? null : fromArchiveText(attempt.error) }));
   const routes = [...new Set([...event.routes.map(fromArchiveText), ...attempts.map((attempt) => attempt.route)])];
   return {
     type: fromArchiveText(event.type),

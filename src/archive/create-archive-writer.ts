@@ -5,7 +5,8 @@ import { archiveWriterRefused, archiveWrites } from "../metrics/archive-metrics.
 import type { RedisClient } from "../redis/redis-connection.js";
 import { maintainPartitions, oldestKept } from "./archive-partitions.js";
 import { archiveOutboxKey, archiveWriterGroup } from "./archive-outbox.js";
-import { parseArchiveRecord, type WritableRecord } from "./archive-record.js";
+import { parseArchiveRecord } from "./archive-record.js";
+import { keptBack, type ReadRecord } from "./kept-back.js";
 import { migrateArchive } from "./migrate-archive.js";
 import { archiveIdentity, createOutboxDatabaseClaim, defaultClaimTiming, type ClaimTiming, type OutboxDatabaseClaim } from "./outbox-database-claim.js";
 import { writeArchiveBatch } from "./write-archive-batch.js";
@@ -30,6 +31,11 @@ export interface ArchiveWriterDeps {
   drains?: boolean;
   /** After a batch smaller than `batchSize`, the wait before reading the next. @defaultValue 200 */
   gatherMs?: number;
+  /**
+   * How long an event read waits for its deliveries' records before it is written
+   * (kept-back.ts): a route's first delivery then goes into the event's row. @defaultValue 1000
+   */
+  holdMs?: number;
   /** The wait before trying Postgres again after it failed. @defaultValue 2000 */
   retryMs?: number;
   /** This process's name in the consumer group. @defaultValue host:pid */
@@ -76,6 +82,7 @@ export function createArchiveWriter(deps: ArchiveWriterDeps): ArchiveWriter {
   const batchSize = deps.batchSize ?? 500;
   const retryMs = deps.retryMs ?? 2000;
   const gatherMs = deps.gatherMs ?? 200;
+  const holdMs = deps.holdMs ?? 1000;
   const consumer = deps.consumer ?? `${hostname()}:${process.pid}`;
   let closing = false;
   let ready = false;
@@ -105,7 +112,10 @@ export function createArchiveWriter(deps: ArchiveWriterDeps): ArchiveWriter {
     if (dropped.length > 0) logger.info({ partitions: dropped, retentionDays }, "archive: dropped the days older than ARCHIVE_RETENTION_DAYS");
   };
 
-  const { next, readPendingAgain, done } = outboxConsumer(redis, key, consumer, batchSize);
+  const { next, readsPending, readPendingAgain, done } = outboxConsumer(redis, key, consumer, batchSize);
+  // Events kept back for their deliveries' records, still pending in the outbox (kept-back.ts).
+  // Never while this consumer reads its pending records again: those would come back with them.
+  let held: ReadRecord[] = [];
   const claimTiming = deps.claimTiming ?? defaultClaimTiming;
   const outboxClaim = claimSaying(createOutboxDatabaseClaim(redis, key, `${deps.database ?? "a database"} (${consumer})`, claimTiming), deps.database, logger);
   const holdsOutbox = () => outboxClaim.check(identity!);
@@ -113,32 +123,14 @@ export function createArchiveWriter(deps: ArchiveWriterDeps): ArchiveWriter {
   // another archive), the last one kept while Postgres does not answer.
   const renewal = renewOnTimer(outboxClaim.check, async () => (identity = (await archiveIdentity(pool).catch(() => identity)) ?? identity), claimTiming.everyMs, logger);
 
-  /** Sets aside what can never be archived, writes the rest; true when a batch was handled. */
-  const handle = async (entries: Entry[]) => {
-    const records: Array<{ id: string; record: WritableRecord }> = [];
-    const setAside: string[] = [];
-    for (const [id, fields] of entries) {
-      if (fields === null) {
-        // Gone from the stream while held: nothing to archive, but still this consumer's to
-        // acknowledge, or it stays in the group's pending list for good.
-        setAside.push(id);
-        continue;
-      }
-      const parsed = parseArchiveRecord(fieldOf(fields, "r"), fieldOf(fields, "e"));
-      if ("poison" in parsed) {
-        archiveWrites.inc({ result: "poison" });
-        logger.error({ outboxId: id, why: parsed.poison }, "archive: an outbox record cannot be read; set aside (removed from the outbox), the writer goes on");
-        setAside.push(id);
-      } else if (parsed.receivedAt < oldestKept(now(), retentionDays)) {
-        archiveWrites.inc({ result: "expired" });
-        logger.warn({ outboxId: id, eventId: parsed.kind === "event" ? parsed.id : parsed.eventId }, "archive: a record older than ARCHIVE_RETENTION_DAYS reached the writer; not archived");
-        setAside.push(id);
-      } else {
-        records.push({ id, record: parsed });
-      }
-    }
-    await writeOrSplit(pool, records, logger);
-    await done([...setAside, ...records.map((entry) => entry.id)]);
+  /** Sets aside what can never be archived, keeps back events awaiting their deliveries, writes the rest. */
+  const handle = async (entries: Entry[], mayHold: boolean) => {
+    const { records, setAside } = readEntries(entries, now(), retentionDays, logger);
+    const { write, hold } = keptBack([...held, ...records], now(), mayHold ? holdMs : 0, batchSize * 4);
+    held = [];
+    await writeOrSplit(pool, write, logger);
+    held = hold;
+    await done([...setAside, ...write.map((entry) => entry.id)]);
   };
 
   // Said once the archive works again, whatever stopped it: Postgres gone, or an error it
@@ -169,9 +161,10 @@ export function createArchiveWriter(deps: ArchiveWriterDeps): ArchiveWriter {
           await pause(claimTiming.everyMs);
           continue;
         }
+        const mayHold = !readsPending();
         const entries = await next();
-        if (entries.length > 0) {
-          await handle(entries);
+        if (entries.length > 0 || held.length > 0) {
+          await handle(entries, mayHold);
           recovered();
           // A part batch: the next read waits for more, so a steady flow is written in a few
           // large transactions rather than many small ones (each a durable commit and seven
@@ -181,6 +174,8 @@ export function createArchiveWriter(deps: ArchiveWriterDeps): ArchiveWriter {
       } catch (error) {
         if (closing) break;
         archiveWrites.inc({ result: "error" });
+        // What it kept back is read again with the rest of its pending records.
+        held = [];
         readPendingAgain();
         if (isUnreachable(error)) ready = false;
         if (!unavailableSaid) {
@@ -285,6 +280,7 @@ function outboxConsumer(redis: ArchiveWriterDeps["redis"], key: string, consumer
       claimedAt = Date.now();
       return claimStalled();
     },
+    readsPending: () => pendingFirst,
     readPendingAgain: () => void (pendingFirst = true),
     async done(ids: string[]) {
       if (ids.length === 0) return;
@@ -297,8 +293,38 @@ function outboxConsumer(redis: ArchiveWriterDeps["redis"], key: string, consumer
   };
 }
 
+/**
+ * The records of outbox entries, and the ids of those set aside: gone from the stream, not a
+ * record (poison, counted and logged), or older than the retention (expired).
+ */
+function readEntries(entries: Entry[], now: number, retentionDays: number, logger: Logger): { records: ReadRecord[]; setAside: string[] } {
+  const records: ReadRecord[] = [];
+  const setAside: string[] = [];
+  for (const [id, fields] of entries) {
+    if (fields === null) {
+      // Gone from the stream while held: nothing to archive, but still this consumer's to
+      // acknowledge, or it stays in the group's pending list for good.
+      setAside.push(id);
+      continue;
+    }
+    const parsed = parseArchiveRecord(fieldOf(fields, "r"), fieldOf(fields, "e"));
+    if ("poison" in parsed) {
+      archiveWrites.inc({ result: "poison" });
+      logger.error({ outboxId: id, why: parsed.poison }, "archive: an outbox record cannot be read; set aside (removed from the outbox), the writer goes on");
+      setAside.push(id);
+    } else if (parsed.receivedAt < oldestKept(now, retentionDays)) {
+      archiveWrites.inc({ result: "expired" });
+      logger.warn({ outboxId: id, eventId: parsed.kind === "event" ? parsed.id : parsed.eventId }, "archive: a record older than ARCHIVE_RETENTION_DAYS reached the writer; not archived");
+      setAside.push(id);
+    } else {
+      records.push({ id, record: parsed, readAt: now });
+    }
+  }
+  return { records, setAside };
+}
+
 /** The batch at once; when Postgres refuses it for its data, each record alone, the refused ones set aside. */
-async function writeOrSplit(pool: ArchiveWriterDeps["pool"], records: Array<{ id: string; record: WritableRecord }>, logger: ArchiveWriterDeps["logger"]) {
+async function writeOrSplit(pool: ArchiveWriterDeps["pool"], records: ReadRecord[], logger: ArchiveWriterDeps["logger"]) {
   if (records.length === 0) return;
   try {
     count(await writeArchiveBatch(pool, records.map((entry) => entry.record)));

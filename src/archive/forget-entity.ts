@@ -1,5 +1,6 @@
 import type pg from "pg";
 import { checkOut } from "./check-out.js";
+import { entityIs } from "./archive-queries.js";
 import { toArchiveText } from "./archive-text.js";
 import { beginDurable } from "./write-archive-batch.js";
 
@@ -36,13 +37,13 @@ export async function forgetEntity(pool: pg.Pool, entity: string, now = Date.now
       [stored, new Date(now)],
     )).rows[0]!.at;
     const events = await client.query<{ partition: string; payload_was: boolean }>(
-      `WITH erased AS (UPDATE events SET payload = NULL, erased_at = $2 WHERE entity = $1 AND payload IS NOT NULL RETURNING id)
-       SELECT e.tableoid::regclass::text AS partition, e.id IN (SELECT id FROM erased) AS payload_was FROM events e WHERE e.entity = $1`,
+      `WITH erased AS (UPDATE events e SET payload = NULL, erased_at = $2 WHERE ${entityIs("$1")} AND payload IS NOT NULL RETURNING id)
+       SELECT e.tableoid::regclass::text AS partition, e.id IN (SELECT id FROM erased) AS payload_was FROM events e WHERE ${entityIs("$1")}`,
       [stored, at],
     );
     const attempts = await client.query<{ partition: string }>(
       `UPDATE attempts a SET error = NULL FROM events e
-       WHERE e.entity = $1 AND a.arrived_at = e.arrived_at AND a.event_id = e.id AND a.error IS NOT NULL
+       WHERE ${entityIs("$1")} AND a.arrived_at = e.arrived_at AND a.event_id = e.id AND a.error IS NOT NULL
        RETURNING a.tableoid::regclass::text AS partition`,
       [stored],
     );

@@ -3,7 +3,7 @@ import { randomUUID } from "node:crypto";
 import { windowProblem } from "./window-problem.js";
 import type pg from "pg";
 import { oldestKept } from "./archive-partitions.js";
-import { outcomeMatches, typePattern } from "./archive-queries.js";
+import { entityIs, outcomeMatches, typePattern } from "./archive-queries.js";
 import { toArchiveTextOrNull } from "./archive-text.js";
 
 /** What a replay sends again (`POST /admin/replays`, README.md#the-archive-search-timelines-replay-erasure). */
@@ -113,7 +113,7 @@ export interface ReplayFilter {
 /** The filter part shared by the count and the runner's pages: $1 since, $2 until, $3 type pattern, $4 entity, $5 stream, $6 outcome on $7 the route. */
 export const replayWindowWhere = `
 e.arrived_at >= $1 AND ($2::timestamptz IS NULL OR e.arrived_at < $2)
-AND ($3::text IS NULL OR e.type LIKE $3) AND ($4::text IS NULL OR e.entity = $4) AND ($5::text IS NULL OR e.stream = $5)
+AND ($3::text IS NULL OR e.type LIKE $3) AND ($4::text IS NULL OR ${entityIs("$4")}) AND ($5::text IS NULL OR e.stream = $5)
 AND ${outcomeMatches("$6", "$7")}`;
 
 export function replayWindowParams(route: string, filter: ReplayFilter): unknown[] {

@@ -110,7 +110,7 @@ describe.skipIf(!existsSync(chromiumPath))("operate: the operator view's search,
     await crm.untilReceived(4, 60_000);
     await billing.until((requests) => requests.length >= 4, 60_000);
     // Archived with each route's outcome before the page searches.
-    await expect.poll(async () => (await db.query<{ n: string }>("SELECT count(DISTINCT (event_id, route)) AS n FROM attempts WHERE outcome IN ('delivered', 'dead_letter')"))[0]!.n).toBe("8");
+    await expect.poll(async () => (await db.query<{ n: string }>("SELECT count(DISTINCT (event_id, route)) AS n FROM every_attempt WHERE outcome IN ('delivered', 'dead_letter')"))[0]!.n).toBe("8");
     await page.goto(`${service.adminUrl}/admin/?refresh=${refreshSeconds}`);
     await expect.poll(refreshes).toBeGreaterThanOrEqual(1);
     await page.locator("#search").getByLabel("User, organization or group id").fill(alice);
@@ -282,7 +282,7 @@ describe.skipIf(!existsSync(chromiumPath))("operate: the operator view shows a r
     door.open(service.publicUrl!);
     await sink.until((requests) => webhookIds(requests).includes(eventId), 90_000);
     await expect.poll(async () => (await db.query<{ origin: string }>("SELECT origin FROM events WHERE id = $1", [eventId]))[0]?.origin).toBe("reconcile");
-    await expect.poll(async () => (await db.query("SELECT 1 FROM attempts WHERE event_id = $1 AND outcome = 'delivered'", [eventId])).length).toBe(1);
+    await expect.poll(async () => (await db.query("SELECT 1 FROM every_attempt WHERE event_id = $1 AND outcome = 'delivered'", [eventId])).length).toBe(1);
 
     const consoleErrors: string[] = [];
     const page = await openBrowser(cleanup, consoleErrors);

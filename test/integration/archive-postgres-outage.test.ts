@@ -117,7 +117,7 @@ describe("archive: Postgres away", () => {
     const db = new pg.Pool({ connectionString: postgres.url, max: 1 });
     cleanup.push(() => db.end());
     await expect.poll(async () => Number((await db.query<{ n: string }>("SELECT count(DISTINCT id) AS n FROM events WHERE id = ANY($1)", [ids])).rows[0]!.n)).toBe(ids.length);
-    await expect.poll(async () => Number((await db.query<{ n: string }>("SELECT count(DISTINCT event_id) AS n FROM attempts WHERE outcome = 'delivered' AND event_id = ANY($1)", [ids])).rows[0]!.n)).toBe(ids.length);
+    await expect.poll(async () => Number((await db.query<{ n: string }>("SELECT count(DISTINCT event_id) AS n FROM every_attempt WHERE outcome = 'delivered' AND event_id = ANY($1)", [ids])).rows[0]!.n)).toBe(ids.length);
     // And the lag fell back.
     await expect.poll(() => lagSeconds(service.adminUrl)).toBeLessThan(5);
   }, 420_000);

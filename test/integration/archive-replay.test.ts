@@ -56,7 +56,7 @@ describe("archive: replay", () => {
     });
     for (const event of [...updated, ...created, ...erased]) expect((await before.post("/webhooks/est_38ANnv8pQhqsZrX2VFbftv", JSON.stringify(event))).status).toBe(202);
     // The writer makes the schema once it runs: until then the table is not there (42P01), which is no failure.
-    const delivered = () => db.query<{ n: string }>("SELECT count(*) AS n FROM attempts WHERE outcome = 'delivered'").catch((error: { code?: string }) => (error.code === "42P01" ? [{ n: "0" }] : Promise.reject(error as Error)));
+    const delivered = () => db.query<{ n: string }>("SELECT count(*) AS n FROM every_attempt WHERE outcome = 'delivered'").catch((error: { code?: string }) => (error.code === "42P01" ? [{ n: "0" }] : Promise.reject(error as Error)));
     await until("the 45 events are archived as delivered", async () => Number((await delivered())[0]!.n) === 45);
     await before.close();
     sentBy = new Date().toISOString();
@@ -102,7 +102,7 @@ describe("archive: replay", () => {
     const heldFrom = backfill.requests.length;
     await backfill.untilReceived(heldFrom + 1);
     await until("the archive has the live events' deliveries and its outbox is empty", async () => {
-      const archived = Number((await db.query<{ n: string }>("SELECT count(*) AS n FROM attempts WHERE outcome = 'delivered' AND event_id = ANY($1)", [live.map((event) => event.id)]))[0]!.n);
+      const archived = Number((await db.query<{ n: string }>("SELECT count(*) AS n FROM every_attempt WHERE outcome = 'delivered' AND event_id = ANY($1)", [live.map((event) => event.id)]))[0]!.n);
       // Each live event delivered to both routes.
       return archived === 2 * live.length && (await redis.xlen(archiveOutboxKey(prefix))) === 0;
     });

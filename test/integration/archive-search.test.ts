@@ -44,7 +44,7 @@ describe("archive: search, timeline and erasure", () => {
     });
     await postInTurn(events);
     await sink.untilReceived(events.length);
-    await expect.poll(async () => (await db.query<{ n: string }>("SELECT count(*) AS n FROM attempts WHERE outcome = 'delivered'"))[0]!.n).toBe(String(events.length));
+    await expect.poll(async () => (await db.query<{ n: string }>("SELECT count(*) AS n FROM every_attempt WHERE outcome = 'delivered'"))[0]!.n).toBe(String(events.length));
     expect((await db.query<{ n: string }>("SELECT count(*) AS n FROM events"))[0]!.n).toBe(String(events.length));
     expect(await db.query("SELECT id FROM events GROUP BY id HAVING count(*) > 1")).toEqual([]);
 

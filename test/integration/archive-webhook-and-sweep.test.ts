@@ -137,12 +137,12 @@ describe("archive: 5,000 events by webhook and by the sweep", () => {
     const deliveries = [...expected.values()].reduce((sum, event) => sum + event.routes.length, 0);
     await until(
       `${deliveries} deliveries archived`,
-      async () => (await count("SELECT count(*) AS n FROM (SELECT DISTINCT event_id, route FROM attempts WHERE outcome = 'delivered') d")) === deliveries,
+      async () => (await count("SELECT count(*) AS n FROM (SELECT DISTINCT event_id, route FROM every_attempt WHERE outcome = 'delivered') d")) === deliveries,
       180_000,
     );
     expect(await count("SELECT count(*) AS n FROM events")).toBe(sweepCount + webhookCount);
     expect(await db.query("SELECT id FROM events GROUP BY id HAVING count(*) > 1")).toEqual([]);
-    expect(await db.query("SELECT event_id, route FROM attempts WHERE outcome = 'delivered' GROUP BY event_id, route HAVING count(*) > 1")).toEqual([]);
+    expect(await db.query("SELECT event_id, route FROM every_attempt WHERE outcome = 'delivered' GROUP BY event_id, route HAVING count(*) > 1")).toEqual([]);
     expect(await db.query("SELECT a.event_id FROM attempts a LEFT JOIN events e ON e.id = a.event_id WHERE e.id IS NULL LIMIT 1")).toEqual([]);
 
     const admin = async <T>(path: string): Promise<T> => {

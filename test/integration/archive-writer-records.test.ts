@@ -4,6 +4,7 @@ import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it, inject } from "vitest";
 import { archiveOutboxKey, createArchiveOutbox } from "../../src/archive/archive-outbox.js";
 import { oldestKept } from "../../src/archive/archive-partitions.js";
+import { eventsMatching, timelineOfEvent } from "../../src/archive/archive-queries.js";
 import { forgetEntity } from "../../src/archive/forget-entity.js";
 import type { ArchiveRecord } from "../../src/archive/archive-record.js";
 import { createArchiveWriter, type ArchiveWriter } from "../../src/archive/create-archive-writer.js";
@@ -37,7 +38,7 @@ describe("archive writer: what each record becomes", () => {
 
   /** An outbox of a prefix of its own, and its writer on `writerPool`; closed after the test. */
   /** `waiting`: records in the outbox before the writer starts, so that its first read takes them as one batch. */
-  async function outboxAndWriter(options: { writerPool?: pg.Pool; retentionDays?: number; retryMs?: number; batchSize?: number; now?: () => number; waiting?: ArchiveRecord[] } = {}) {
+  async function outboxAndWriter(options: { writerPool?: pg.Pool; retentionDays?: number; retryMs?: number; batchSize?: number; holdMs?: number; now?: () => number; waiting?: ArchiveRecord[] } = {}) {
     const prefix = `test-${randomUUID()}`;
     const redis: RedisClient = createRedis(inject("redisUrl"), "worker", "test-archive-writer");
     const producer: RedisClient = createRedis(inject("redisUrl"), "worker", "test-archive-producer");
@@ -45,7 +46,7 @@ describe("archive writer: what each record becomes", () => {
     const outbox = createArchiveOutbox(producer, prefix);
     if (options.waiting) await outbox(options.waiting);
     const { logger, lines } = capturedLogger("info");
-    const writer: ArchiveWriter = createArchiveWriter({ redis, pool: options.writerPool ?? pool, queuePrefix: prefix, logger, retentionDays: options.retentionDays ?? 30, retryMs: options.retryMs, batchSize: options.batchSize, now: options.now });
+    const writer: ArchiveWriter = createArchiveWriter({ redis, pool: options.writerPool ?? pool, queuePrefix: prefix, logger, retentionDays: options.retentionDays ?? 30, retryMs: options.retryMs, batchSize: options.batchSize, holdMs: options.holdMs, now: options.now });
     // Closed with its connection cut in the same turn: its blocking read ends now, not at the end of its second.
     undo.push(async () => {
       const closed = writer.close();
@@ -356,6 +357,112 @@ describe("archive writer: what each record becomes", () => {
     expect(writer.available()).toBe(true);
     expect(lines.filter((line) => line.msg === "archive available again: writing what waited in the outbox")).toHaveLength(1);
     expect((await writes("poison")) - poisonBefore).toBe(0);
+  });
+
+  describe("a route's first delivery, kept in its event's row", () => {
+    const delivered = (eventId: string, receivedAt: number, route: string, at: number, key = `${eventId}:1`): ArchiveRecord => ({ kind: "attempt", eventId, receivedAt, route, key, at, status: 200, outcome: "delivered" });
+    const rowsOfAttempts = async (eventId: string) => Number((await db.query<{ n: string }>("SELECT count(*) AS n FROM attempts WHERE event_id = $1", [eventId]))[0]!.n);
+    const everyAttempt = async (eventId: string) => Number((await db.query<{ n: string }>("SELECT count(*) AS n FROM every_attempt WHERE event_id = $1", [eventId]))[0]!.n);
+    const keptInRow = async (eventId: string) => (await db.query<{ delivered: string | null }>("SELECT delivered FROM events WHERE id = $1", [eventId]))[0]?.delivered;
+
+    it("when an event and its routes' attempts reach the writer together, then a lone delivery is kept in the event's row, a retried route's attempts are rows, and search, the outcome filters and the timeline read both", async () => {
+      const event = userEvent();
+      const receivedAt = Date.now() - 60_000;
+      const writtenBefore = await writes("written");
+      const { drained } = await outboxAndWriter({
+        waiting: [
+          { kind: "event", event, origin: "webhook", receivedAt, routes: ["crm", "erp"] },
+          delivered(event.id, receivedAt, "crm", receivedAt + 20),
+          { kind: "attempt", eventId: event.id, receivedAt, route: "erp", key: `${event.id}:1`, at: receivedAt + 30, status: 503, error: "the route answered 503", outcome: "retry" },
+          delivered(event.id, receivedAt, "erp", receivedAt + 1030, `${event.id}:2`),
+        ],
+      });
+      await drained();
+      expect(await keptInRow(event.id)).toBe("crm:20:200");
+      expect(await rowsOfAttempts(event.id)).toBe(2);
+      expect((await writes("written")) - writtenBefore).toBe(4);
+
+      expect((await eventsMatching(pool, { id: event.id }, 10)).events.map((found) => found.outcomes)).toEqual([{ crm: "delivered", erp: "delivered" }]);
+      const found = async (route: string, outcome: string) => (await eventsMatching(pool, { id: event.id, route, outcome }, 10)).events.length;
+      expect([await found("crm", "delivered"), await found("crm", "pending"), await found("crm", "retry"), await found("erp", "retry"), await found("erp", "delivered")]).toEqual([1, 0, 0, 1, 1]);
+      const timeline = await timelineOfEvent(pool, event.id);
+      expect(timeline?.routes).toEqual([
+        { route: "crm", outcome: "delivered", attempts: [{ at: new Date(receivedAt + 20).toISOString(), status: 200, outcome: "delivered" }] },
+        {
+          route: "erp",
+          outcome: "delivered",
+          attempts: [
+            { at: new Date(receivedAt + 30).toISOString(), status: 503, error: "the route answered 503", outcome: "retry" },
+            { at: new Date(receivedAt + 1030).toISOString(), status: 200, outcome: "delivered" },
+          ],
+        },
+      ]);
+    });
+
+    it("when a delivery's record reaches the outbox after its event's was read, then the writer keeps the event back for it (holdMs) and the delivery still goes into its row; one that comes after the hold is a row of attempts", async () => {
+      const { outbox, drained } = await outboxAndWriter({ holdMs: 1500 });
+      const soon = userEvent();
+      const late = userEvent();
+      const receivedAt = Date.now() - 1000;
+      await outbox([
+        { kind: "event", event: soon, origin: "webhook", receivedAt, routes: ["crm"] },
+        { kind: "event", event: late, origin: "webhook", receivedAt, routes: ["crm"] },
+      ]);
+      await new Promise((ok) => setTimeout(ok, 300));
+      await outbox([delivered(soon.id, receivedAt, "crm", receivedAt + 40)]);
+      await drained();
+      expect(await keptInRow(soon.id)).toBe("crm:40:200");
+      expect(await rowsOfAttempts(soon.id)).toBe(0);
+      // Written without its delivery once the hold is over; the delivery after it is a row.
+      expect(await keptInRow(late.id)).toBeNull();
+      await outbox([delivered(late.id, receivedAt, "crm", receivedAt + 2000)]);
+      await drained();
+      expect(await rowsOfAttempts(late.id)).toBe(1);
+      expect((await eventsMatching(pool, { id: late.id }, 10)).events[0]?.outcomes).toEqual({ crm: "delivered" });
+    });
+
+    it("when a batch with a delivery kept in its event's row is read again, whole or the delivery alone, then the delivery is archived once, counted duplicate", async () => {
+      const { outbox, drained } = await outboxAndWriter({ holdMs: 0 });
+      const event = userEvent();
+      const receivedAt = Date.now() - 1000;
+      const records: ArchiveRecord[] = [{ kind: "event", event, origin: "webhook", receivedAt, routes: ["crm"] }, delivered(event.id, receivedAt, "crm", receivedAt + 15)];
+      await outbox(records);
+      await drained();
+      expect(await keptInRow(event.id)).toBe("crm:15:200");
+      const duplicateBefore = await writes("duplicate");
+      await outbox(records);
+      await drained();
+      await outbox(records.slice(1));
+      await drained();
+      expect(await everyAttempt(event.id)).toBe(1);
+      expect((await writes("duplicate")) - duplicateBefore).toBe(3);
+    });
+
+    it("when an id archived before arrives again with its delivery, then the delivery is a row of attempts: never lost with the event row that is not written", async () => {
+      const { outbox, drained } = await outboxAndWriter({ holdMs: 0 });
+      const event = userEvent();
+      const first = Date.now() - 5000;
+      await outbox([{ kind: "event", event, origin: "webhook", receivedAt: first, routes: ["crm"] }]);
+      await drained();
+      const again = first + 3000;
+      await outbox([{ kind: "event", event, origin: "reconcile", receivedAt: again, routes: ["crm"] }, delivered(event.id, again, "crm", again + 10)]);
+      await drained();
+      expect(await keptInRow(event.id)).toBeNull();
+      expect(await rowsOfAttempts(event.id)).toBe(1);
+    });
+
+    it("when a route's retry was archived as a row before its delivery was kept in the event's row (two writers), then the route's outcome is the later one by time: delivered", async () => {
+      const { outbox, drained } = await outboxAndWriter({ holdMs: 0 });
+      const event = userEvent();
+      const receivedAt = Date.now() - 5000;
+      await outbox([{ kind: "attempt", eventId: event.id, receivedAt, route: "crm", key: `${event.id}:1`, at: receivedAt + 10, status: 500, error: "the route answered 500", outcome: "retry" }]);
+      await drained();
+      await outbox([{ kind: "event", event, origin: "webhook", receivedAt, routes: ["crm"] }, delivered(event.id, receivedAt, "crm", receivedAt + 900, `${event.id}:2`)]);
+      await drained();
+      expect(await keptInRow(event.id)).toBe("crm:900:200");
+      expect((await eventsMatching(pool, { id: event.id }, 10)).events[0]?.outcomes).toEqual({ crm: "delivered" });
+      expect((await timelineOfEvent(pool, event.id))?.routes[0]?.attempts.map((attempt) => attempt.outcome)).toEqual(["retry", "delivered"]);
+    });
   });
 });
 

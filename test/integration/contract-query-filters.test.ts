@@ -83,7 +83,7 @@ describe("contract: every filter of search and replay", () => {
     }
     // Every outcome archived: 3 on crm, 4 on audit.
     // The archive makes its tables as it starts, beside the first answers: "no such table" is a wait too.
-    const archivedOutcomes = () => db.query<{ n: string }>("SELECT count(*) AS n FROM attempts WHERE outcome IN ('delivered', 'dead_letter')").catch((error: { code?: string }) => (error.code === "42P01" ? [{ n: "0" }] : Promise.reject(error as Error)));
+    const archivedOutcomes = () => db.query<{ n: string }>("SELECT count(*) AS n FROM every_attempt WHERE outcome IN ('delivered', 'dead_letter')").catch((error: { code?: string }) => (error.code === "42P01" ? [{ n: "0" }] : Promise.reject(error as Error)));
     await until("7 outcomes archived", async () => (await archivedOutcomes())[0]!.n === "7");
     for (const sent of events) arrived.push((await db.query<{ arrived_at: Date }>("SELECT arrived_at FROM events WHERE id = $1", [sent.id]))[0]!.arrived_at.toISOString());
   });

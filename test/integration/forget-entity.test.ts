@@ -70,7 +70,7 @@ describe("erasure of an entity's archived events", () => {
       expect(decodePayload(byId.get(kept.id)!.payload!)).toEqual(kept);
       expect(byId.get(kept.id)!.erased_at).toBeNull();
     }
-    const attempts = await db.query<{ event_id: string; outcome: string; status: number; error: string | null }>("SELECT event_id, outcome, status, error FROM attempts WHERE event_id = ANY($1) ORDER BY event_id, outcome", [[today.id, yesterday.id, othersToday.id]]);
+    const attempts = await db.query<{ event_id: string; outcome: string; status: number; error: string | null }>("SELECT event_id, outcome, status, error FROM every_attempt WHERE event_id = ANY($1) ORDER BY event_id, outcome", [[today.id, yesterday.id, othersToday.id]]);
     expect(attempts).toEqual(
       expect.arrayContaining([
         { event_id: today.id, outcome: "retry", status: 400, error: null },
