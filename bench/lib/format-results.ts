@@ -214,7 +214,8 @@ export function formatResults(results: BenchResults): string {
         }
         const t = run.throughput;
         const costs = Object.entries(t.costPerEvent).filter(([name]) => name !== "sink").map(([name, cost]) => `${name} ${n(cost.cpuUs)}`).join(", ");
-        const kept = label === "on" ? `; archived ${n(held.archived)} of ${n(held.stored)} when the sink had them all, ${n(held.inOutbox)} in the outbox` : "";
+        const deliveries = held.deliveries ? `; deliveries kept in their event's row ${n(held.deliveries.inEventRow)}, as rows of their own ${n(held.deliveries.ownRow)}` : "";
+        const kept = label === "on" ? `; archived ${n(held.archived)} of ${n(held.stored)} when the sink had them all, ${n(held.inOutbox)} in the outbox${deliveries}` : "";
         rows.push([`Round ${round}, split pipeline, ARCHIVE=${label}: POST → sink, as fast as it goes`, `**${n(t.eventsPerSecond)} events/s**; CPU µs per delivered event: ${costs}; total ${n(totalCpuUs[label])}`, ms(t.endToEndMs.p50), ms(t.endToEndMs.p99), `${n(t.load.errors)}; lost ${n(t.lost)}${kept}`, coresPerEvent(t.load, t.eventsPerSecond), ""]);
       }
       for (const [label, load] of [["the floor server", ingest.floor], ["`--role receiver`, ARCHIVE=off", ingest.off], ["`--role receiver`, ARCHIVE=on", ingest.on]] as const) {

@@ -35,7 +35,13 @@ export interface ArchiveRound {
   /** CPU µs per delivered event of the pipeline's processes together (receiver, worker, Redis, Postgres), off and on */
   totalCpuUs: { off?: number; on?: number };
   /** the ARCHIVE=on pipeline run's events once the sink had them all: stored (the ledger), archived, still in the outbox */
-  archive: { stored: number; archived: number; inOutbox: number };
+  archive: { stored: number; archived: number; inOutbox: number; deliveries?: Deliveries };
+}
+
+/** Deliveries archived: kept in their event's row (write-archive-batch.ts), or rows of attempts of their own. */
+interface Deliveries {
+  inEventRow: number;
+  ownRow: number;
 }
 
 export interface ArchivePipelineResults {
@@ -71,6 +77,10 @@ export async function runArchivePipeline(context: PipelineContext, options: { ro
   const postgresDir = join(context.dataDir, "archive-postgres");
   const server = await startPostgresServer({ binDir, dataDir: join(postgresDir, "data"), port: await freePort(), socketDir: postgresDir });
   const pool = new pg.Pool({ connectionString: server.url, max: 2 });
+  const deliveries = async (): Promise<Deliveries> => {
+    const row = (await pool.query<{ kept: string; own: string }>("SELECT (SELECT count(*) FROM events WHERE delivered IS NOT NULL) AS kept, (SELECT count(*) FROM attempts WHERE outcome = 'delivered') AS own")).rows[0]!;
+    return { inEventRow: Number(row.kept), ownRow: Number(row.own) };
+  };
   const archivedCount = async () => Number((await pool.query<{ n: string }>("SELECT count(*) AS n FROM events").catch(() => ({ rows: [{ n: "0" }] }))).rows[0]!.n);
   const archiveEnv = { ARCHIVE: "on", ARCHIVE_DATABASE_URL: server.url };
   const trees = { postgres: server.process.pid! };
@@ -83,7 +93,7 @@ export async function runArchivePipeline(context: PipelineContext, options: { ro
       await pool.query("TRUNCATE events, attempts").catch(() => undefined);
       log(`archive pipeline, round ${round}: ARCHIVE=on`);
       const on = await runPipeline(context, "split", archiveEnv, undefined, trees);
-      const archive = { stored: await countLedgerIds(context.redis, queuePrefix), archived: await archivedCount(), inOutbox: await context.redis.xlen(archiveOutboxKey(queuePrefix)) };
+      const archive = { stored: await countLedgerIds(context.redis, queuePrefix), archived: await archivedCount(), inOutbox: await context.redis.xlen(archiveOutboxKey(queuePrefix)), deliveries: await deliveries() };
       log(`archive ingest, round ${round}: the floor server, then the receiver with ARCHIVE=off, then on`);
       const ingest = { floor: await ingestFloor(context), off: await ingestReceiver(context, { ARCHIVE: "off" }), on: await ingestReceiver(context, archiveEnv) };
       rounds.push({ round, off, on, ingest, totalCpuUs: { off: totalCpuUs(off), on: totalCpuUs(on) }, archive });
