@@ -6,7 +6,7 @@ import type { RedisClient } from "../redis/redis-connection.js";
 import { maintainPartitions, oldestKept } from "./archive-partitions.js";
 import { archiveOutboxKey, archiveWriterGroup } from "./archive-outbox.js";
 import { parseArchiveRecord } from "./archive-record.js";
-import { keptBack, type ReadRecord } from "./kept-back.js";
+import { createKeptBack, type ReadRecord } from "./kept-back.js";
 import { migrateArchive } from "./migrate-archive.js";
 import { archiveIdentity, createOutboxDatabaseClaim, defaultClaimTiming, type ClaimTiming, type OutboxDatabaseClaim } from "./outbox-database-claim.js";
 import { writeArchiveBatch } from "./write-archive-batch.js";
@@ -115,7 +115,7 @@ export function createArchiveWriter(deps: ArchiveWriterDeps): ArchiveWriter {
   const { next, readsPending, readPendingAgain, done } = outboxConsumer(redis, key, consumer, batchSize);
   // Events kept back for their deliveries' records, still pending in the outbox (kept-back.ts).
   // Never while this consumer reads its pending records again: those would come back with them.
-  let held: ReadRecord[] = [];
+  const held = createKeptBack(holdMs, batchSize * 4);
   const claimTiming = deps.claimTiming ?? defaultClaimTiming;
   const outboxClaim = claimSaying(createOutboxDatabaseClaim(redis, key, `${deps.database ?? "a database"} (${consumer})`, claimTiming), deps.database, logger);
   const holdsOutbox = () => outboxClaim.check(identity!);
@@ -126,10 +126,8 @@ export function createArchiveWriter(deps: ArchiveWriterDeps): ArchiveWriter {
   /** Sets aside what can never be archived, keeps back events awaiting their deliveries, writes the rest. */
   const handle = async (entries: Entry[], mayHold: boolean) => {
     const { records, setAside } = readEntries(entries, now(), retentionDays, logger);
-    const { write, hold } = keptBack([...held, ...records], now(), mayHold ? holdMs : 0, batchSize * 4);
-    held = [];
+    const write = mayHold ? held.take(records, now()) : records;
     await writeOrSplit(pool, write, logger);
-    held = hold;
     await done([...setAside, ...write.map((entry) => entry.id)]);
   };
 
@@ -163,7 +161,7 @@ export function createArchiveWriter(deps: ArchiveWriterDeps): ArchiveWriter {
         }
         const mayHold = !readsPending();
         const entries = await next();
-        if (entries.length > 0 || held.length > 0) {
+        if (entries.length > 0 || held.size > 0) {
           await handle(entries, mayHold);
           recovered();
           // A part batch: the next read waits for more, so a steady flow is written in a few
@@ -175,7 +173,7 @@ export function createArchiveWriter(deps: ArchiveWriterDeps): ArchiveWriter {
         if (closing) break;
         archiveWrites.inc({ result: "error" });
         // What it kept back is read again with the rest of its pending records.
-        held = [];
+        held.clear();
         readPendingAgain();
         if (isUnreachable(error)) ready = false;
         if (!unavailableSaid) {

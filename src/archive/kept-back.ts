@@ -7,30 +7,65 @@ export interface ReadRecord {
   readAt: number;
 }
 
+export interface KeptBack {
+  /** What to write now of what was kept back and of `records` (read now, in outbox order); the rest is kept. */
+  take(records: ReadRecord[], now: number): ReadRecord[];
+  /** Forgets what it kept (read again with the writer's pending records). */
+  clear(): void;
+  readonly size: number;
+}
+
 /**
- * Which records a writer keeps back for its next batch: an event with a route (not one that
- * filtered it) that no attempt in hand is for yet, read less than `holdMs` ago, with the
- * attempts in hand of that event. Its deliveries, a few milliseconds behind it in the outbox,
- * then go into its row (first-deliveries.ts) rather than into rows of their own. At most
- * `maxHeld` events are kept back; the rest are written now, and their deliveries later as
- * rows of attempts.
+ * The records a writer keeps back for its next batches: an event with a route (not one that
+ * filtered it) that no attempt read is for yet, for up to `holdMs` after it was read, with
+ * the attempts of that event read meanwhile. Its deliveries, a few milliseconds behind it in
+ * the outbox, then go into its row (first-deliveries.ts) rather than into rows of their own.
+ * At most `maxHeld` events; past that, an event is written at once and its deliveries later
+ * as rows of attempts. Each record is looked at once when read, and each kept event once
+ * when it goes: a batch costs what it holds, not what is kept.
  */
-export function keptBack(reads: ReadRecord[], now: number, holdMs: number, maxHeld: number): { write: ReadRecord[]; hold: ReadRecord[] } {
-  const attempted = new Set<string>();
-  for (const { record } of reads) if (record.kind === "attempt") attempted.add(`${record.eventId}\n${record.receivedAt}\n${record.route}`);
-  const held = new Set<string>();
-  for (const { record, readAt } of reads) {
-    if (record.kind !== "event" || now - readAt >= holdMs || held.size >= maxHeld) continue;
-    const filtered = record.filtered ?? [];
-    const awaiting = record.routes.some((route) => !filtered.includes(route) && !attempted.has(`${record.id}\n${record.receivedAt}\n${route}`));
-    if (awaiting) held.add(`${record.id}\n${record.receivedAt}`);
-  }
-  const write: ReadRecord[] = [];
-  const hold: ReadRecord[] = [];
-  for (const read of reads) {
-    const { record } = read;
-    const event = record.kind === "event" ? `${record.id}\n${record.receivedAt}` : `${record.eventId}\n${record.receivedAt}`;
-    (held.has(event) ? hold : write).push(read);
-  }
-  return { write, hold };
+export function createKeptBack(holdMs: number, maxHeld: number): KeptBack {
+  // In order of reading, so the oldest come first.
+  const held = new Map<string, { readAt: number; awaiting: Set<string>; reads: ReadRecord[] }>();
+  return {
+    take(records, now) {
+      const write: ReadRecord[] = [];
+      const complete: string[] = [];
+      for (const read of records) {
+        const { record } = read;
+        if (record.kind === "attempt") {
+          const key = `${record.eventId}\n${record.receivedAt}`;
+          const kept = held.get(key);
+          if (!kept) {
+            write.push(read);
+            continue;
+          }
+          kept.reads.push(read);
+          if (kept.awaiting.delete(record.route) && kept.awaiting.size === 0) complete.push(key);
+          continue;
+        }
+        const awaiting = new Set(record.routes);
+        for (const route of record.filtered ?? []) awaiting.delete(route);
+        const key = `${record.id}\n${record.receivedAt}`;
+        if (awaiting.size === 0 || holdMs <= 0 || held.size >= maxHeld || held.has(key)) write.push(read);
+        else held.set(key, { readAt: read.readAt, awaiting, reads: [read] });
+      }
+      const release = (key: string) => {
+        const kept = held.get(key);
+        if (!kept) return;
+        held.delete(key);
+        write.push(...kept.reads);
+      };
+      complete.forEach(release);
+      for (const [key, kept] of held) {
+        if (now - kept.readAt < holdMs) break;
+        release(key);
+      }
+      return write;
+    },
+    clear: () => held.clear(),
+    get size() {
+      return held.size;
+    },
+  };
 }

@@ -110,8 +110,9 @@ export const beginDurable = "BEGIN; SET LOCAL synchronous_commit = on; SELECT pg
 
 /** An event's routes that filtered it out, as one attempt row each with outcome `filtered`, at its arrival: no job ran for them. */
 function filteredRows(record: OutboxEvent): AttemptRow[] {
+  if (!record.filtered?.length) return [];
   const at = new Date(record.receivedAt).toISOString();
-  return (record.filtered ?? []).map((route) => ({ arrived_at: at, event_id: toArchiveText(record.id), route: toArchiveText(route), attempt_key: ":filtered", at, status: null, error: null, outcome: "filtered", replay_id: null, delivered: null }));
+  return record.filtered.map((route) => ({ arrived_at: at, event_id: toArchiveText(record.id), route: toArchiveText(route), attempt_key: ":filtered", at, status: null, error: null, outcome: "filtered", replay_id: null, delivered: null }));
 }
 
 /**

@@ -15,7 +15,8 @@ import { startTestService } from "../helpers/start-test-service.js";
 /**
  * Processes sharing a Redis share its archive outbox: a writer whose database is another
  * than the one the outbox is archived to takes nothing and says so, rather than splitting
- * the archive; it takes over once the other database's writers are gone.
+ * the archive; it takes over once the other database's writers are gone. The writers here
+ * keep no event back for its deliveries (`holdMs: 0`, kept-back.ts): not what this tests.
  */
 describe("archive: one database per outbox", () => {
   const databases: TestDatabase[] = [];
@@ -39,7 +40,7 @@ describe("archive: one database per outbox", () => {
   const writerOn = (pool: pg.Pool, database: string, logger = capturedLogger().logger): ArchiveWriter => {
     const redis = createRedis(inject("redisUrl"), "worker", "test-archive-one-database");
     connections.push(redis);
-    return createArchiveWriter({ redis, pool, queuePrefix: prefix, logger, retentionDays: 30, database, claimTiming: timing, retryMs: 100 });
+    return createArchiveWriter({ redis, pool, queuePrefix: prefix, logger, retentionDays: 30, database, claimTiming: timing, retryMs: 100, holdMs: 0 });
   };
   const archivedIn = async (db: TestDatabase, ids: string[]) => (await db.query<{ id: string }>("SELECT id FROM events WHERE id = ANY($1)", [ids])).map((row) => row.id).sort();
 
@@ -101,7 +102,7 @@ describe("archive: one database per outbox", () => {
     const writer = (pool: pg.Pool, database: string, logger = capturedLogger().logger) => {
       const redis = createRedis(inject("redisUrl"), "worker", "test-archive-outage");
       connections.push(redis);
-      return createArchiveWriter({ redis, pool, queuePrefix: outagePrefix, logger, retentionDays: 30, database, claimTiming: timing, retryMs: 100 });
+      return createArchiveWriter({ redis, pool, queuePrefix: outagePrefix, logger, retentionDays: 30, database, claimTiming: timing, retryMs: 100, holdMs: 0 });
     };
     // Its own pool, ended below: every query of the holder fails from then on, as with Postgres gone.
     const holderPool = new pg.Pool({ connectionString: first.db.url, max: 2 });
@@ -162,7 +163,7 @@ describe("archive: one database per outbox", () => {
     const writers = ["a", "b"].map((name) => {
       const redis = createRedis(inject("redisUrl"), "worker", `test-archive-${name}`);
       connections.push(redis);
-      return createArchiveWriter({ redis, pool: shared.pool, queuePrefix: sharedPrefix, logger: logs.logger, retentionDays: 30, consumer: name, database: "postgres://shared/db", claimTiming: timing, batchSize: 5 });
+      return createArchiveWriter({ redis, pool: shared.pool, queuePrefix: sharedPrefix, logger: logs.logger, retentionDays: 30, consumer: name, database: "postgres://shared/db", claimTiming: timing, batchSize: 5, holdMs: 0 });
     });
     try {
       const events = Array.from({ length: 200 }, () => userEvent());

@@ -46,7 +46,7 @@ describe("archive writer: what each record becomes", () => {
     const outbox = createArchiveOutbox(producer, prefix);
     if (options.waiting) await outbox(options.waiting);
     const { logger, lines } = capturedLogger("info");
-    const writer: ArchiveWriter = createArchiveWriter({ redis, pool: options.writerPool ?? pool, queuePrefix: prefix, logger, retentionDays: options.retentionDays ?? 30, retryMs: options.retryMs, batchSize: options.batchSize, holdMs: options.holdMs, now: options.now });
+    const writer: ArchiveWriter = createArchiveWriter({ redis, pool: options.writerPool ?? pool, queuePrefix: prefix, logger, retentionDays: options.retentionDays ?? 30, retryMs: options.retryMs, batchSize: options.batchSize, holdMs: options.holdMs ?? 0, now: options.now });
     // Closed with its connection cut in the same turn: its blocking read ends now, not at the end of its second.
     undo.push(async () => {
       const closed = writer.close();
@@ -422,7 +422,7 @@ describe("archive writer: what each record becomes", () => {
     });
 
     it("when a batch with a delivery kept in its event's row is read again, whole or the delivery alone, then the delivery is archived once, counted duplicate", async () => {
-      const { outbox, drained } = await outboxAndWriter({ holdMs: 0 });
+      const { outbox, drained } = await outboxAndWriter();
       const event = userEvent();
       const receivedAt = Date.now() - 1000;
       const records: ArchiveRecord[] = [{ kind: "event", event, origin: "webhook", receivedAt, routes: ["crm"] }, delivered(event.id, receivedAt, "crm", receivedAt + 15)];
@@ -439,7 +439,7 @@ describe("archive writer: what each record becomes", () => {
     });
 
     it("when an id archived before arrives again with its delivery, then the delivery is a row of attempts: never lost with the event row that is not written", async () => {
-      const { outbox, drained } = await outboxAndWriter({ holdMs: 0 });
+      const { outbox, drained } = await outboxAndWriter();
       const event = userEvent();
       const first = Date.now() - 5000;
       await outbox([{ kind: "event", event, origin: "webhook", receivedAt: first, routes: ["crm"] }]);
@@ -452,7 +452,7 @@ describe("archive writer: what each record becomes", () => {
     });
 
     it("when a route's retry was archived as a row before its delivery was kept in the event's row (two writers), then the route's outcome is the later one by time: delivered", async () => {
-      const { outbox, drained } = await outboxAndWriter({ holdMs: 0 });
+      const { outbox, drained } = await outboxAndWriter();
       const event = userEvent();
       const receivedAt = Date.now() - 5000;
       await outbox([{ kind: "attempt", eventId: event.id, receivedAt, route: "crm", key: `${event.id}:1`, at: receivedAt + 10, status: 500, error: "the route answered 500", outcome: "retry" }]);
