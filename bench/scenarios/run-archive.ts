@@ -107,14 +107,14 @@ export async function runArchive(options: { sizeEvents: number; searchRows: numb
       const bytesPerEvent = Number(size.bytes) / options.sizeEvents;
       // Each index by what it is on (its name is the partition's own), the tables with their TOAST.
       const relations = await pool.query<{ name: string; bytes: string }>(
-        `SELECT coalesce(i.relname || ' (' || pg_get_indexdef(i.oid) || ')', t.relname) AS name,
+        `SELECT coalesce(i.relname || ' ' || regexp_replace(pg_get_indexdef(i.oid), '^.* USING \\w+ ', ''), t.relname) AS name,
                 CASE WHEN i.oid IS NULL THEN pg_table_size(t.oid) ELSE pg_relation_size(i.oid) END AS bytes
          FROM pg_class t LEFT JOIN pg_index x ON x.indrelid = t.oid LEFT JOIN pg_class i ON i.oid = x.indexrelid
          WHERE t.relname IN ('events_p${day}', 'attempts_p${day}')
          UNION ALL SELECT t.relname, pg_table_size(t.oid) FROM pg_class t WHERE t.relname IN ('events_p${day}', 'attempts_p${day}')
          ORDER BY 2 DESC`,
       );
-      const bytesPerEventByRelation = Object.fromEntries(relations.rows.map((row) => [row.name.replace(/ ON .*? USING btree /, " "), round(Number(row.bytes) / options.sizeEvents, 1)!]));
+      const bytesPerEventByRelation = Object.fromEntries(relations.rows.map((row) => [row.name, round(Number(row.bytes) / options.sizeEvents, 1)!]));
 
       // Search: rows over the last 30 days generated in SQL, one compressed real payload each.
       const payload = encodePayload(userUpdated(0, at));
