@@ -123,12 +123,14 @@ export function createArchiveWriter(deps: ArchiveWriterDeps): ArchiveWriter {
   // another archive), the last one kept while Postgres does not answer.
   const renewal = renewOnTimer(outboxClaim.check, async () => (identity = (await archiveIdentity(pool).catch(() => identity)) ?? identity), claimTiming.everyMs, logger);
 
-  /** Sets aside what can never be archived, keeps back events awaiting their deliveries, writes the rest. */
+  /** Sets aside what can never be archived, keeps back events awaiting their deliveries, writes the rest; true when it wrote. */
   const handle = async (entries: Entry[], mayHold: boolean) => {
     const { records, setAside } = readEntries(entries, now(), retentionDays, logger);
-    const write = mayHold ? held.take(records, now()) : records;
+    // The hold's clock is the machine's (a test moves `now`, the retention's).
+    const write = mayHold ? held.take(records, performance.now()) : records;
     await writeOrSplit(pool, write, logger);
     await done([...setAside, ...write.map((entry) => entry.id)]);
+    return write.length > 0;
   };
 
   // Said once the archive works again, whatever stopped it: Postgres gone, or an error it
@@ -149,6 +151,9 @@ export function createArchiveWriter(deps: ArchiveWriterDeps): ArchiveWriter {
         }
         if (now() - maintainedAt >= maintainEveryMs) await maintain();
         if (!(await holdsOutbox())) {
+          // What it kept back goes to the outbox's writers (XAUTOCLAIM); read again if the claim comes back.
+          held.clear();
+          readPendingAgain();
           await pause(claimTiming.everyMs);
           continue;
         }
@@ -162,8 +167,8 @@ export function createArchiveWriter(deps: ArchiveWriterDeps): ArchiveWriter {
         const mayHold = !readsPending();
         const entries = await next();
         if (entries.length > 0 || held.size > 0) {
-          await handle(entries, mayHold);
-          recovered();
+          // Said only once Postgres took a batch: everything read may be kept back.
+          if (await handle(entries, mayHold)) recovered();
           // A part batch: the next read waits for more, so a steady flow is written in a few
           // large transactions rather than many small ones (each a durable commit and seven
           // round trips; docs/benchmarks.md, "The archive's cost").
@@ -315,7 +320,7 @@ function readEntries(entries: Entry[], now: number, retentionDays: number, logge
       logger.warn({ outboxId: id, eventId: parsed.kind === "event" ? parsed.id : parsed.eventId }, "archive: a record older than ARCHIVE_RETENTION_DAYS reached the writer; not archived");
       setAside.push(id);
     } else {
-      records.push({ id, record: parsed, readAt: now });
+      records.push({ id, record: parsed, readAt: performance.now() });
     }
   }
   return { records, setAside };

@@ -6,9 +6,9 @@ import type { AttemptRecord, WritableRecord } from "./archive-record.js";
  * (routes/load-routes.ts). One place writes and reads the form: here.
  */
 
-/** An attempt the event's row can keep: a delivery outside a replay. */
+/** An attempt the event's row can keep: a delivery outside a replay, its times and status whole numbers (as the row's form reads them). */
 export function foldable(record: AttemptRecord): boolean {
-  return record.outcome === "delivered" && record.replayId === undefined;
+  return record.outcome === "delivered" && record.replayId === undefined && Number.isSafeInteger(record.at - record.receivedAt) && (record.status === undefined || Number.isSafeInteger(record.status));
 }
 
 /** The attempt as an entry of `delivered`. */

@@ -1,6 +1,6 @@
 import type { WritableRecord } from "./archive-record.js";
 
-/** A record a writer read from the outbox: its entry id, and when it was read. */
+/** A record a writer read from the outbox: its entry id, and when it was read (`performance.now()`). */
 export interface ReadRecord {
   id: string;
   record: WritableRecord;

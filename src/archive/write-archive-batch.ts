@@ -118,11 +118,16 @@ function filteredRows(record: OutboxEvent): AttemptRow[] {
 /**
  * Archive the events of this batch that are not archived yet (the first arrival of an id in
  * the batch; the writers' lock keeps the check from racing); an entity erased since it
- * arrived, without its payload. Answers the rows written.
+ * arrived, without its payload; a delivery it keeps, unless a row of attempts has it already
+ * (another writer took the delivery's record apart from its event's). Answers the rows written.
  */
 const insertNewEvents = `
 INSERT INTO events (arrived_at, id, type, origin, stream, entity, failed_first, routes, delivered, payload)
-SELECT DISTINCT ON (x.id) x.arrived_at, x.id, x.type, x.origin, x.stream, x.entity, x.failed_first, x.routes, x.delivered,
+SELECT DISTINCT ON (x.id) x.arrived_at, x.id, x.type, x.origin, x.stream, x.entity, x.failed_first, x.routes,
+  CASE WHEN x.delivered IS NOT NULL THEN (
+    SELECT string_agg(d, ',') FROM unnest(string_to_array(x.delivered, ',')) AS d
+    WHERE NOT EXISTS (SELECT 1 FROM attempts a WHERE a.arrived_at = x.arrived_at AND a.event_id = x.id AND a.route = split_part(d, ':', 1)
+                        AND a.outcome = 'delivered' AND a.replay_id IS NULL AND a.at = x.arrived_at + split_part(d, ':', 2)::bigint * interval '1 millisecond')) END,
   CASE WHEN EXISTS (SELECT 1 FROM erasures r WHERE r.entity = x.entity AND r.erased_at >= x.arrived_at) THEN NULL ELSE decode(x.payload, 'base64') END
 FROM json_to_recordset($1::json) AS x(arrived_at timestamptz, id text, type text, origin text, stream text, entity text, failed_first boolean, routes text[], delivered text, payload text)
 WHERE NOT EXISTS (SELECT 1 FROM events e WHERE ${idIs("x.id")})

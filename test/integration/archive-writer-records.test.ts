@@ -6,9 +6,10 @@ import { archiveOutboxKey, createArchiveOutbox } from "../../src/archive/archive
 import { oldestKept } from "../../src/archive/archive-partitions.js";
 import { eventsMatching, timelineOfEvent } from "../../src/archive/archive-queries.js";
 import { forgetEntity } from "../../src/archive/forget-entity.js";
-import type { ArchiveRecord } from "../../src/archive/archive-record.js";
+import type { ArchiveRecord, AttemptRecord } from "../../src/archive/archive-record.js";
 import { createArchiveWriter, type ArchiveWriter } from "../../src/archive/create-archive-writer.js";
 import { decodePayload } from "../../src/archive/payload-codec.js";
+import { writeArchiveBatch } from "../../src/archive/write-archive-batch.js";
 import { archiveWrites } from "../../src/metrics/archive-metrics.js";
 import { closeRedis, createRedis, type RedisClient } from "../../src/redis/redis-connection.js";
 import { capturedLogger } from "../helpers/captured-logger.js";
@@ -360,7 +361,7 @@ describe("archive writer: what each record becomes", () => {
   });
 
   describe("a route's first delivery, kept in its event's row", () => {
-    const delivered = (eventId: string, receivedAt: number, route: string, at: number, key = `${eventId}:1`): ArchiveRecord => ({ kind: "attempt", eventId, receivedAt, route, key, at, status: 200, outcome: "delivered" });
+    const delivered = (eventId: string, receivedAt: number, route: string, at: number, key = `${eventId}:1`): AttemptRecord => ({ kind: "attempt", eventId, receivedAt, route, key, at, status: 200, outcome: "delivered" });
     const rowsOfAttempts = async (eventId: string) => Number((await db.query<{ n: string }>("SELECT count(*) AS n FROM attempts WHERE event_id = $1", [eventId]))[0]!.n);
     const everyAttempt = async (eventId: string) => Number((await db.query<{ n: string }>("SELECT count(*) AS n FROM every_attempt WHERE event_id = $1", [eventId]))[0]!.n);
     const keptInRow = async (eventId: string) => (await db.query<{ delivered: string | null }>("SELECT delivered FROM events WHERE id = $1", [eventId]))[0]?.delivered;
@@ -462,6 +463,60 @@ describe("archive writer: what each record becomes", () => {
       expect(await keptInRow(event.id)).toBe("crm:900:200");
       expect((await eventsMatching(pool, { id: event.id }, 10)).events[0]?.outcomes).toEqual({ crm: "delivered" });
       expect((await timelineOfEvent(pool, event.id))?.routes[0]?.attempts.map((attempt) => attempt.outcome)).toEqual(["retry", "delivered"]);
+    });
+
+    it("when a delivery was archived as a row (another writer took its record apart from its event's) and its event then comes with it, then it is kept once", async () => {
+      const event = userEvent();
+      const receivedAt = Date.now() - 1000;
+      const delivery = delivered(event.id, receivedAt, "crm", receivedAt + 30);
+      await writeArchiveBatch(pool, [delivery]);
+      await writeArchiveBatch(pool, [{ kind: "event", event, origin: "webhook", receivedAt, routes: ["crm"] }, delivery]);
+      expect(await keptInRow(event.id)).toBeNull();
+      expect(await everyAttempt(event.id)).toBe(1);
+    });
+
+    it("when a delivery's status or time is not a whole number, then it is never kept in the event's row: the event is archived, the attempt set aside as before, and every_attempt still reads", async () => {
+      const event = userEvent();
+      const receivedAt = Date.now() - 1000;
+      const poisonBefore = await writes("poison");
+      const { drained } = await outboxAndWriter({ waiting: [{ kind: "event", event, origin: "webhook", receivedAt, routes: ["crm"] }, { ...delivered(event.id, receivedAt, "crm", receivedAt + 30), status: 200.5 }] });
+      await drained();
+      expect(await keptInRow(event.id)).toBeNull();
+      expect((await writes("poison")) - poisonBefore).toBe(1);
+      expect(await everyAttempt(event.id)).toBe(0);
+    });
+
+    it("when the writer's clock (retention's) stands still, then an event kept back is still written once the hold is over", async () => {
+      const frozen = Date.now();
+      const { prefix, producer, outbox } = await outboxAndWriter({ holdMs: 200, now: () => frozen });
+      const event = userEvent();
+      await outbox([{ kind: "event", event, origin: "webhook", receivedAt: frozen - 1000, routes: ["crm"] }]);
+      // Within the hold and a blocking read, not at the 30 s after which XAUTOCLAIM would take it back from itself.
+      await expect.poll(async () => producer.xlen(archiveOutboxKey(prefix)), { timeout: 10_000 }).toBe(0);
+      expect(await keptInRow(event.id)).toBeNull();
+    });
+
+    it("when two writers on one outbox keep events back for their deliveries, then every event and every delivery is archived once, whichever writer took it", async () => {
+      const { prefix, outbox, drained } = await outboxAndWriter({ holdMs: 1000, batchSize: 7 });
+      const redis: RedisClient = createRedis(inject("redisUrl"), "worker", "test-archive-second-writer");
+      const second = createArchiveWriter({ redis, pool, queuePrefix: prefix, logger: capturedLogger("info").logger, retentionDays: 30, batchSize: 7, holdMs: 1000, consumer: "second" });
+      undo.push(async () => {
+        const closed = second.close();
+        redis.disconnect();
+        await closed;
+      });
+      const events = Array.from({ length: 60 }, () => userEvent());
+      const receivedAt = Date.now() - 1000;
+      for (const [index, event] of events.entries()) {
+        await outbox([{ kind: "event", event, origin: "webhook", receivedAt, routes: ["crm"] }]);
+        if (index % 4 === 0) await new Promise((ok) => setTimeout(ok, 10));
+        await outbox([delivered(event.id, receivedAt, "crm", receivedAt + index)]);
+      }
+      await drained();
+      const ids = events.map((event) => event.id);
+      expect((await db.query<{ n: string }>("SELECT count(*) AS n FROM events WHERE id = ANY($1)", [ids]))[0]!.n).toBe("60");
+      const perEvent = await db.query<{ n: string }>("SELECT count(*) AS n FROM every_attempt WHERE event_id = ANY($1) GROUP BY event_id", [ids]);
+      expect(perEvent.map((row) => row.n)).toEqual(ids.map(() => "1"));
     });
   });
 });
