@@ -55,8 +55,8 @@ export async function writeArchiveBatch(pool: pg.Pool, given: Array<ArchiveRecor
     // (bench/archive-writer-cost.ts: 37-40 µs against 50; docs/benchmarks.md).
     const inserted = new Set<string>();
     if (events.length > 0) {
-      const rows = (await client.query<{ id: string; arrived_at: Date }>({ name: "archive-insert-events", text: insertNewEvents, values: [JSON.stringify(events)] })).rows;
-      for (const row of rows) inserted.add(`${row.id}\n${row.arrived_at.getTime()}`);
+      const rows = (await client.query<{ id: string; at: string }>({ name: "archive-insert-events", text: insertNewEvents, values: [JSON.stringify(events)] })).rows;
+      for (const row of rows) inserted.add(`${row.id}\n${row.at}`);
       written += rows.length;
     }
     // A first delivery is in its event's row once that row is written now; else (its event
@@ -132,7 +132,7 @@ SELECT DISTINCT ON (x.id) x.arrived_at, x.id, x.type, x.origin, x.stream, x.enti
 FROM json_to_recordset($1::json) AS x(arrived_at timestamptz, id text, type text, origin text, stream text, entity text, failed_first boolean, routes text[], delivered text, payload text)
 WHERE NOT EXISTS (SELECT 1 FROM events e WHERE ${idIs("x.id")})
 ORDER BY x.id, x.arrived_at
-RETURNING id, arrived_at`;
+RETURNING id, (extract(epoch FROM arrived_at) * 1000)::bigint AS at -- its arrival in ms, as text: no date to parse per row`;
 
 /**
  * Archive the attempts of this batch; one written before is kept once (its key, or for a
