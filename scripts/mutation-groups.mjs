@@ -192,6 +192,13 @@ export const mutationGroups = [
     // redis-server killed): the supervisor's rules are stated by keep-embedded-server.
     tests: ["test/integration/keep-embedded-server.test.ts", "test/integration/keep-embedded-postgres.test.ts", "test/integration/postgres-binaries.test.ts"],
   },
+  {
+    // A route's first delivery in its event's row: a wrong line archives a delivery twice,
+    // drops one, or keeps an event back for good.
+    name: "archive-rows",
+    mutate: ["src/archive/first-deliveries.ts", "src/archive/kept-back.ts"],
+    tests: ["test/unit/kept-back.test.ts", "test/integration/archive-writer-records.test.ts", "test/integration/archive-upgrade.test.ts"],
+  },
 ];
 
 /** The group named, or an error that lists the names there are. */

@@ -400,6 +400,26 @@ describe("archive writer: what each record becomes", () => {
       ]);
     });
 
+    it("when an event comes with a lone dead letter, a replay's delivery and a delivery to a route it was not queued for, then each is a row of attempts; a delivery without a status is kept in the row without one", async () => {
+      const event = userEvent();
+      const receivedAt = Date.now() - 60_000;
+      const { drained } = await outboxAndWriter({
+        waiting: [
+          { kind: "event", event, origin: "webhook", receivedAt, routes: ["crm", "erp", "ops"] },
+          { kind: "attempt", eventId: event.id, receivedAt, route: "crm", key: `${event.id}:1`, at: receivedAt + 10, status: 400, error: "the route answered 400", outcome: "dead_letter" },
+          { ...delivered(event.id, receivedAt, "erp", receivedAt + 20, "replay-1:1"), replayId: "replay-1" },
+          delivered(event.id, receivedAt, "moved-here", receivedAt + 30),
+          { kind: "attempt", eventId: event.id, receivedAt, route: "ops", key: `${event.id}:1`, at: receivedAt + 40, outcome: "delivered" },
+        ],
+      });
+      await drained();
+      expect(await keptInRow(event.id)).toBe("ops:40:");
+      expect(await rowsOfAttempts(event.id)).toBe(3);
+      const routes = (await timelineOfEvent(pool, event.id))?.routes;
+      expect(routes?.find((route) => route.route === "ops")).toEqual({ route: "ops", outcome: "delivered", attempts: [{ at: new Date(receivedAt + 40).toISOString(), outcome: "delivered" }] });
+      expect(routes?.map((route) => [route.route, route.outcome])).toEqual([["crm", "dead_letter"], ["erp", "delivered"], ["ops", "delivered"], ["moved-here", "delivered"]]);
+    });
+
     it("when a delivery's record reaches the outbox after its event's was read, then the writer keeps the event back for it (holdMs) and the delivery still goes into its row; one that comes after the hold is a row of attempts", async () => {
       const { outbox, drained } = await outboxAndWriter({ holdMs: 1500 });
       const soon = userEvent();
