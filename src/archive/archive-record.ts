@@ -65,6 +65,11 @@ export interface OutboxEvent {
 /** What the writer archives: an event read from the outbox, or an attempt. */
 export type WritableRecord = OutboxEvent | AttemptRecord;
 
+/** Which arrival of an event a record is of (an id may arrive again, later), as one key: its id and its arrival. */
+export function arrivalKeyOf(record: WritableRecord): string {
+  return `${record.kind === "event" ? record.id : record.eventId}\n${record.receivedAt}`;
+}
+
 /** An event record as the outbox holds it (`outboxFields`) and the writer reads it. */
 export function outboxEventOf(record: EventRecord): OutboxEvent {
   const { event } = record;

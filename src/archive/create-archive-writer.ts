@@ -303,6 +303,7 @@ function outboxConsumer(redis: ArchiveWriterDeps["redis"], key: string, consumer
 function readEntries(entries: Entry[], now: number, retentionDays: number, logger: Logger): { records: ReadRecord[]; setAside: string[] } {
   const records: ReadRecord[] = [];
   const setAside: string[] = [];
+  const readAt = performance.now();
   for (const [id, fields] of entries) {
     if (fields === null) {
       // Gone from the stream while held: nothing to archive, but still this consumer's to
@@ -320,7 +321,7 @@ function readEntries(entries: Entry[], now: number, retentionDays: number, logge
       logger.warn({ outboxId: id, eventId: parsed.kind === "event" ? parsed.id : parsed.eventId }, "archive: a record older than ARCHIVE_RETENTION_DAYS reached the writer; not archived");
       setAside.push(id);
     } else {
-      records.push({ id, record: parsed, readAt: performance.now() });
+      records.push({ id, record: parsed, readAt });
     }
   }
   return { records, setAside };

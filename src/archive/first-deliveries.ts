@@ -1,4 +1,4 @@
-import type { AttemptRecord, WritableRecord } from "./archive-record.js";
+import { arrivalKeyOf, type AttemptRecord, type WritableRecord } from "./archive-record.js";
 
 /**
  * An event's first deliveries as its row keeps them (`events.delivered`, migration 007):
@@ -37,18 +37,18 @@ export function deliveredOn(route: string): string {
  * order). Keyed by the attempt; the value is the entry.
  */
 export function firstDeliveries(records: WritableRecord[]): Map<AttemptRecord, string> {
-  const routesOf = new Map(records.flatMap((record) => (record.kind === "event" ? [[`${record.id}\n${record.receivedAt}`, record.routes] as const] : [])));
+  const routesOf = new Map(records.flatMap((record) => (record.kind === "event" ? [[arrivalKeyOf(record), record.routes] as const] : [])));
   const perRoute = new Map<string, AttemptRecord[]>();
   for (const record of records) {
     if (record.kind !== "attempt") continue;
-    const key = `${record.eventId}\n${record.receivedAt}\n${record.route}`;
+    const key = `${arrivalKeyOf(record)}\n${record.route}`;
     const attempts = perRoute.get(key);
     if (attempts) attempts.push(record);
     else perRoute.set(key, [record]);
   }
   const folded = new Map<AttemptRecord, string>();
   for (const [only, ...others] of perRoute.values()) {
-    if (others.length === 0 && only && foldable(only) && routesOf.get(`${only.eventId}\n${only.receivedAt}`)?.includes(only.route)) folded.set(only, deliveredEntry(only));
+    if (others.length === 0 && only && foldable(only) && routesOf.get(arrivalKeyOf(only))?.includes(only.route)) folded.set(only, deliveredEntry(only));
   }
   return folded;
 }

@@ -1,4 +1,4 @@
-import type { WritableRecord } from "./archive-record.js";
+import { arrivalKeyOf, type WritableRecord } from "./archive-record.js";
 
 /** A record a writer read from the outbox: its entry id, and when it was read (`performance.now()`). */
 export interface ReadRecord {
@@ -34,7 +34,7 @@ export function createKeptBack(holdMs: number, maxHeld: number): KeptBack {
       for (const read of records) {
         const { record } = read;
         if (record.kind === "attempt") {
-          const key = `${record.eventId}\n${record.receivedAt}`;
+          const key = arrivalKeyOf(record);
           const kept = held.get(key);
           if (!kept) {
             write.push(read);
@@ -46,7 +46,7 @@ export function createKeptBack(holdMs: number, maxHeld: number): KeptBack {
         }
         const awaiting = new Set(record.routes);
         for (const route of record.filtered ?? []) awaiting.delete(route);
-        const key = `${record.id}\n${record.receivedAt}`;
+        const key = arrivalKeyOf(record);
         if (awaiting.size === 0 || holdMs <= 0 || held.size >= maxHeld || held.has(key)) write.push(read);
         else held.set(key, { readAt: read.readAt, awaiting, reads: [read] });
       }

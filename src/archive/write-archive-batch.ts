@@ -1,5 +1,5 @@
 import type pg from "pg";
-import { outboxEventOf, type ArchiveRecord, type AttemptRecord, type OutboxEvent, type WritableRecord } from "./archive-record.js";
+import { arrivalKeyOf, outboxEventOf, type ArchiveRecord, type AttemptRecord, type OutboxEvent, type WritableRecord } from "./archive-record.js";
 import { deliveredEntry, firstDeliveries, foldable } from "./first-deliveries.js";
 import { encodePayloadText } from "./payload-codec.js";
 import { idIs } from "./archive-queries.js";
@@ -26,8 +26,9 @@ export async function writeArchiveBatch(pool: pg.Pool, given: Array<ArchiveRecor
   const folded = firstDeliveries(records);
   const deliveredOf = new Map<string, string[]>();
   for (const [attempt, entry] of folded) {
-    const key = `${attempt.eventId}\n${attempt.receivedAt}`;
-    deliveredOf.set(key, [...(deliveredOf.get(key) ?? []), entry]);
+    const entries = deliveredOf.get(arrivalKeyOf(attempt));
+    if (entries) entries.push(entry);
+    else deliveredOf.set(arrivalKeyOf(attempt), [entry]);
   }
   const events = records.flatMap((record) =>
     record.kind !== "event"
@@ -42,7 +43,7 @@ export async function writeArchiveBatch(pool: pg.Pool, given: Array<ArchiveRecor
           // Recovered from the tenant's failed deliveries (reconcile, the sweep): it had failed it first.
           failed_first: record.origin === "reconcile",
           routes: record.routes.map(toArchiveText),
-          delivered: deliveredOf.get(`${record.id}\n${record.receivedAt}`)?.join(",") ?? null,
+          delivered: deliveredOf.get(arrivalKeyOf(record))?.join(",") ?? null,
           payload: encodePayloadText(record.eventText).toString("base64"),
         }],
   );

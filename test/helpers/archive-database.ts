@@ -43,13 +43,12 @@ export interface ArchiveDatabase extends TestDatabase {
   pool: pg.Pool;
 }
 
-/** A test database with the archive's schema and the day partitions of its retention (30 days), and a pool on it. */
-export async function createArchiveDatabase(connections = 3): Promise<ArchiveDatabase> {
+/** A test database and a pool on it, with no schema (a test of the migrations makes it). */
+export async function createPooledDatabase(connections = 3): Promise<ArchiveDatabase> {
   const db = await createTestDatabase();
   const pool = new pg.Pool({ connectionString: db.url, max: connections });
+  // The database is dropped WITH (FORCE) at the end: a connection still closing is cut then.
   pool.on("error", () => {});
-  await migrateArchive(pool);
-  await maintainPartitions(pool, Date.now(), 30);
   return {
     ...db,
     pool,
@@ -58,4 +57,12 @@ export async function createArchiveDatabase(connections = 3): Promise<ArchiveDat
       await db.drop();
     },
   };
+}
+
+/** A test database with the archive's schema and the day partitions of its retention (30 days), and a pool on it. */
+export async function createArchiveDatabase(connections = 3): Promise<ArchiveDatabase> {
+  const db = await createPooledDatabase(connections);
+  await migrateArchive(db.pool);
+  await maintainPartitions(db.pool, Date.now(), 30);
+  return db;
 }

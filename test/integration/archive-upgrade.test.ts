@@ -1,12 +1,12 @@
 import { readdir, readFile } from "node:fs/promises";
-import pg from "pg";
+import type pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { maintainPartitions } from "../../src/archive/archive-partitions.js";
 import { eventsMatching, timelineOfEvent } from "../../src/archive/archive-queries.js";
 import { migrateArchive } from "../../src/archive/migrate-archive.js";
 import { encodePayload } from "../../src/archive/payload-codec.js";
 import { writeArchiveBatch } from "../../src/archive/write-archive-batch.js";
-import { createTestDatabase, type TestDatabase } from "../helpers/archive-database.js";
+import { createPooledDatabase, type ArchiveDatabase } from "../helpers/archive-database.js";
 import { userEvent } from "../helpers/fixtures.js";
 
 const sqlDir = new URL("../../src/archive/sql/", import.meta.url);
@@ -17,17 +17,10 @@ const sqlDir = new URL("../../src/archive/sql/", import.meta.url);
  * same, and what is written afterwards keeps a delivery in its event's row.
  */
 describe("archive: an upgrade over archived events", () => {
-  let db: TestDatabase;
+  let db: ArchiveDatabase;
   let pool: pg.Pool;
-  beforeAll(async () => {
-    db = await createTestDatabase();
-    pool = new pg.Pool({ connectionString: db.url, max: 2 });
-    pool.on("error", () => {});
-  });
-  afterAll(async () => {
-    await pool?.end();
-    await db?.drop();
-  });
+  beforeAll(async () => void ({ pool } = db = await createPooledDatabase(2)));
+  afterAll(() => db?.drop());
 
   it("when an archive of migrations 1-6 with events and attempts is migrated, then search, the outcome filters and the timeline read them as before, and a new delivery goes into its event's row", async () => {
     // The schema as the version before left it, recorded as migrateArchive records it.

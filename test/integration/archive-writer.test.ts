@@ -1,5 +1,5 @@
 import { randomUUID } from "node:crypto";
-import pg from "pg";
+import type pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { inject } from "vitest";
 import { archiveOutboxKey, createArchiveOutbox } from "../../src/archive/archive-outbox.js";
@@ -10,25 +10,19 @@ import { migrateArchive } from "../../src/archive/migrate-archive.js";
 import { archiveWrites } from "../../src/metrics/archive-metrics.js";
 import { createLogger } from "../../src/logging/logger.js";
 import { closeRedis, createRedis } from "../../src/redis/redis-connection.js";
-import { createTestDatabase, type TestDatabase } from "../helpers/archive-database.js";
+import { createPooledDatabase, type ArchiveDatabase } from "../helpers/archive-database.js";
 import { userEvent } from "../helpers/fixtures.js";
 
 const day = 86_400_000;
 
 describe("archive writer, retention and search plans", () => {
-  let db: TestDatabase;
+  let db: ArchiveDatabase;
   let pool: pg.Pool;
   beforeAll(async () => {
-    db = await createTestDatabase();
-    pool = new pg.Pool({ connectionString: db.url, max: 3 });
-    // The database is dropped WITH (FORCE) at the end: a connection still closing is cut then.
-    pool.on("error", () => {});
+    ({ pool } = db = await createPooledDatabase());
     await migrateArchive(pool);
   });
-  afterAll(async () => {
-    await pool?.end();
-    await db?.drop();
-  });
+  afterAll(() => db?.drop());
 
   it("when the schema is migrated twice, then each migration is applied once", async () => {
     expect(await migrateArchive(pool)).toEqual([]);
