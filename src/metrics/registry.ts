@@ -70,11 +70,12 @@ export const eventsRejected = new Counter({
 
 /**
  * Scrape-time readers (queue counts, Redis reachability) registered by the composition
- * root through `registerQueueGauges`. The gauges below are collected concurrently by one
+ * root through `registerQueueGauges`. The gauges below are collected together by one
  * `registry.metrics()` call, so they share one read instead of each reading Redis.
  */
 const scrapeReaders = new Set<() => Promise<boolean>>();
-let scrape: Promise<void> | undefined;
+/** The last read asked for, and whether it has started: one not started yet serves every caller until it starts. */
+let latest: { read: Promise<void>; started: boolean } | undefined;
 
 /**
  * Adds a reader run once per scrape; returns its removal. A reader resolves whether
@@ -85,17 +86,31 @@ export function onScrape(reader: () => Promise<boolean>): () => void {
   return () => void scrapeReaders.delete(reader);
 }
 
+/**
+ * Every caller gets a read that started after it asked: a read already running (the
+ * operator view's sampler, another scrape) may predate what the caller just stored, so
+ * the caller's read starts once that one is over. Callers that ask before a read starts
+ * share it, as one scrape's gauges do (prom-client calls their `collect` in one tick).
+ * One read runs at a time: each resets the gauges it fills.
+ */
 function readAtScrape(): Promise<void> {
   if (scrapeReaders.size === 0) return Promise.resolve();
-  scrape ??= (async () => {
+  if (latest !== undefined && !latest.started) return latest.read;
+  const next = { read: Promise.resolve(), started: false };
+  const run = async () => {
+    next.started = true;
     // Forget queues that are gone (a route removed from config) before re-reading.
     queueJobs.reset();
     queueOldestWaitingAge.reset();
     routeWaiting.reset();
     const answered = await Promise.all([...scrapeReaders].map((read) => read()));
     redisUp.set(answered.every(Boolean) ? 1 : 0);
-  })().finally(() => (scrape = undefined));
-  return scrape;
+  };
+  next.read = (latest?.read ?? Promise.resolve()).then(run, run).finally(() => {
+    if (latest === next) latest = undefined;
+  });
+  latest = next;
+  return next.read;
 }
 
 export const queueJobs = new Gauge({
