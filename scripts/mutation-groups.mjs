@@ -196,8 +196,8 @@ export const mutationGroups = [
     // A route's first delivery in its event's row: a wrong line archives a delivery twice,
     // drops one, or keeps an event back for good.
     name: "archive-rows",
-    mutate: ["src/archive/first-deliveries.ts", "src/archive/kept-back.ts"],
-    tests: ["test/unit/kept-back.test.ts", "test/integration/archive-writer-records.test.ts", "test/integration/archive-upgrade.test.ts"],
+    mutate: ["src/archive/first-deliveries.ts", "src/archive/kept-back.ts", "src/archive/entry-tally.ts"],
+    tests: ["test/unit/kept-back.test.ts", "test/unit/outbox-entry.test.ts", "test/integration/archive-writer-records.test.ts", "test/integration/archive-upgrade.test.ts"],
   },
 ];
 

@@ -1,6 +1,6 @@
 import { createCallBatcher } from "../queue/call-batcher.js";
 import type { RedisClient } from "../redis/redis-connection.js";
-import { outboxFields, type ArchiveRecord } from "./archive-record.js";
+import { outboxAttemptsFields, outboxFields, type ArchiveRecord } from "./archive-record.js";
 
 /**
  * The Redis Stream the archive's records wait in until the archive writer has them in
@@ -18,21 +18,30 @@ export const archiveWriterGroup = "archive-writer";
 export type ArchiveOutbox = (records: ArchiveRecord[]) => Promise<void>;
 
 /**
- * XADD per record (its fields: `outboxFields`), on the connection the caller already uses
- * for the same work (the store's, the dispatcher's records connection), the records of one
- * call in one write.
+ * XADD per event record (its fields: `outboxFields`), and one for the attempt records of a
+ * call together (`outboxAttemptsFields`), on the connection the caller already uses for the
+ * same work (the store's, the dispatcher's records connection), the records of one call in
+ * one write.
  * With `gatherMs`, the records of that many milliseconds from the first go together in one
- * write (a delivery's attempt records: one a job, each a write and a system call of its
- * own was most of what the archive cost a worker, docs/benchmarks.md); `flush()` sends
- * what waits and resolves once Redis has every record sent.
+ * write and their attempts in one entry (a delivery's attempt records: one a job, each a
+ * write and a system call of its own was most of what the archive cost a worker,
+ * docs/benchmarks.md); `flush()` sends what waits and resolves once Redis has every record sent.
  */
 export function createArchiveOutbox(redis: RedisClient, queuePrefix: string, { gatherMs = 0 } = {}): ArchiveOutbox & { flush(): Promise<void> } {
   const key = archiveOutboxKey(queuePrefix);
   const send = async (records: ArchiveRecord[]): Promise<Array<undefined | Error>> => {
+    const events = records.filter((record) => record.kind === "event");
+    const attempts = records.filter((record) => record.kind === "attempt");
     const pipeline = redis.pipeline();
-    for (const record of records) pipeline.xadd(key, "*", ...outboxFields(record));
+    for (const record of events) pipeline.xadd(key, "*", ...outboxFields(record));
+    if (attempts.length > 0) pipeline.xadd(key, "*", ...outboxAttemptsFields(attempts));
     const replies = (await pipeline.exec()) ?? [];
-    return records.map((_, index) => (replies[index] ? (replies[index][0] ?? undefined) : new Error("Redis gave no reply to this record's XADD")));
+    // An event's reply is its entry's, in order; an attempt's, the shared entry's (the last).
+    let event = 0;
+    return records.map((record) => {
+      const reply = replies[record.kind === "event" ? event++ : events.length];
+      return reply ? (reply[0] ?? undefined) : new Error("Redis gave no reply to this record's XADD");
+    });
   };
   const batched = createCallBatcher<ArchiveRecord, undefined>(send, { gatherMs, maxBatch: 256 });
   const add: ArchiveOutbox = async (records) => {
@@ -56,8 +65,9 @@ export async function oldestInOutbox(redis: RedisClient, queuePrefix: string): P
     // An event's own arrival; an attempt's receivedAt is its event's (the partition it goes
     // to), long past for a retry or a replay's delivery, and says nothing of what events may
     // still come: held, it kept replays waiting behind their own attempts' records.
-    const record = JSON.parse(fields[1] ?? "") as { kind?: unknown; receivedAt?: unknown };
-    if (record.kind !== "attempt") receivedAt = record.receivedAt;
+    // An entry of attempts (`a`) is never read: its receivedAt would say nothing either.
+    const record = fields[0] === "r" ? (JSON.parse(fields[1] ?? "") as { kind?: unknown; receivedAt?: unknown }) : undefined;
+    if (record?.kind === "event") receivedAt = record.receivedAt;
   } catch {
     // Not a record (the writer sets it aside as poison): its entry id's time alone.
   }

@@ -5,7 +5,8 @@ import { archiveWriterRefused, archiveWrites } from "../metrics/archive-metrics.
 import type { RedisClient } from "../redis/redis-connection.js";
 import { maintainPartitions, oldestKept } from "./archive-partitions.js";
 import { archiveOutboxKey, archiveWriterGroup } from "./archive-outbox.js";
-import { parseArchiveRecord } from "./archive-record.js";
+import { parseOutboxEntry } from "./archive-record.js";
+import { createEntryTally } from "./entry-tally.js";
 import { createKeptBack, type ReadRecord } from "./kept-back.js";
 import { migrateArchive } from "./migrate-archive.js";
 import { archiveIdentity, createOutboxDatabaseClaim, defaultClaimTiming, type ClaimTiming, type OutboxDatabaseClaim } from "./outbox-database-claim.js";
@@ -116,6 +117,13 @@ export function createArchiveWriter(deps: ArchiveWriterDeps): ArchiveWriter {
   // Events kept back for their deliveries' records, still pending in the outbox (kept-back.ts).
   // Never while this consumer reads its pending records again: those would come back with them.
   const held = createKeptBack(holdMs, batchSize * 4);
+  const tally = createEntryTally();
+  // What it kept back is read again with the rest of its pending records.
+  const readAgain = () => {
+    held.clear();
+    tally.clear();
+    readPendingAgain();
+  };
   const claimTiming = deps.claimTiming ?? defaultClaimTiming;
   const outboxClaim = claimSaying(createOutboxDatabaseClaim(redis, key, `${deps.database ?? "a database"} (${consumer})`, claimTiming), deps.database, logger);
   const holdsOutbox = () => outboxClaim.check(identity!);
@@ -126,10 +134,11 @@ export function createArchiveWriter(deps: ArchiveWriterDeps): ArchiveWriter {
   /** Sets aside what can never be archived, keeps back events awaiting their deliveries, writes the rest; true when it wrote. */
   const handle = async (entries: Entry[], mayHold: boolean) => {
     const { records, setAside } = readEntries(entries, now(), retentionDays, logger);
+    tally.read(records);
     // The hold's clock is the machine's (a test moves `now`, the retention's).
     const write = mayHold ? held.take(records, performance.now()) : records;
     await writeOrSplit(pool, write, logger);
-    await done([...setAside, ...write.map((entry) => entry.id)]);
+    await done([...setAside, ...tally.written(write)]);
     return write.length > 0;
   };
 
@@ -152,8 +161,7 @@ export function createArchiveWriter(deps: ArchiveWriterDeps): ArchiveWriter {
         if (now() - maintainedAt >= maintainEveryMs) await maintain();
         if (!(await holdsOutbox())) {
           // What it kept back goes to the outbox's writers (XAUTOCLAIM); read again if the claim comes back.
-          held.clear();
-          readPendingAgain();
+          readAgain();
           await pause(claimTiming.everyMs);
           continue;
         }
@@ -177,9 +185,7 @@ export function createArchiveWriter(deps: ArchiveWriterDeps): ArchiveWriter {
       } catch (error) {
         if (closing) break;
         archiveWrites.inc({ result: "error" });
-        // What it kept back is read again with the rest of its pending records.
-        held.clear();
-        readPendingAgain();
+        readAgain();
         if (isUnreachable(error)) ready = false;
         if (!unavailableSaid) {
           logger.error({ err: error }, "archive unavailable: events are kept in the Redis outbox and archived when Postgres answers again (archive_lag_seconds grows meanwhile); retrying");
@@ -298,7 +304,8 @@ function outboxConsumer(redis: ArchiveWriterDeps["redis"], key: string, consumer
 
 /**
  * The records of outbox entries, and the ids of those set aside: gone from the stream, not a
- * record (poison, counted and logged), or older than the retention (expired).
+ * record (poison, counted and logged), or older than the retention (expired). An entry of
+ * several attempts gives each that can be archived; it is set aside when none can.
  */
 function readEntries(entries: Entry[], now: number, retentionDays: number, logger: Logger): { records: ReadRecord[]; setAside: string[] } {
   const records: ReadRecord[] = [];
@@ -311,18 +318,19 @@ function readEntries(entries: Entry[], now: number, retentionDays: number, logge
       setAside.push(id);
       continue;
     }
-    const parsed = parseArchiveRecord(fieldOf(fields, "r"), fieldOf(fields, "e"));
-    if ("poison" in parsed) {
-      archiveWrites.inc({ result: "poison" });
-      logger.error({ outboxId: id, why: parsed.poison }, "archive: an outbox record cannot be read; set aside (removed from the outbox), the writer goes on");
-      setAside.push(id);
-    } else if (parsed.receivedAt < oldestKept(now, retentionDays)) {
-      archiveWrites.inc({ result: "expired" });
-      logger.warn({ outboxId: id, eventId: parsed.kind === "event" ? parsed.id : parsed.eventId }, "archive: a record older than ARCHIVE_RETENTION_DAYS reached the writer; not archived");
-      setAside.push(id);
-    } else {
-      records.push({ id, record: parsed, readAt });
+    const before = records.length;
+    for (const parsed of parseOutboxEntry(fields)) {
+      if ("poison" in parsed) {
+        archiveWrites.inc({ result: "poison" });
+        logger.error({ outboxId: id, why: parsed.poison }, "archive: an outbox record cannot be read; set aside (removed from the outbox), the writer goes on");
+      } else if (parsed.receivedAt < oldestKept(now, retentionDays)) {
+        archiveWrites.inc({ result: "expired" });
+        logger.warn({ outboxId: id, eventId: parsed.kind === "event" ? parsed.id : parsed.eventId }, "archive: a record older than ARCHIVE_RETENTION_DAYS reached the writer; not archived");
+      } else {
+        records.push({ id, record: parsed, readAt });
+      }
     }
+    if (records.length === before) setAside.push(id);
   }
   return { records, setAside };
 }
@@ -361,11 +369,6 @@ function refusedForItsData(error: unknown): boolean {
 function isUnreachable(error: unknown): boolean {
   const code = (error as { code?: unknown }).code;
   return typeof code !== "string" || /^(08|57P|53|3D)/.test(code) || /^E[A-Z]+$/.test(code);
-}
-
-function fieldOf(fields: string[], name: string): string | undefined {
-  for (let index = 0; index + 1 < fields.length; index += 2) if (fields[index] === name) return fields[index + 1];
-  return undefined;
 }
 
 /**

@@ -343,9 +343,12 @@ describe("archive writer: what each record becomes", () => {
     const poisonBefore = await writes("poison");
     const events = Array.from({ length: 3 }, () => userEvent());
     await outbox(events.map((event) => ({ kind: "event", event, origin: "webhook", receivedAt: Date.now(), routes: [] })));
+    // And an entry of two attempts, read and refused as often as the events.
+    const attempt = (n: number): AttemptRecord => ({ kind: "attempt", eventId: first.id, receivedAt: Date.now(), route: "crm", key: `${first.id}:${n}`, at: Date.now(), status: 503, outcome: "retry" });
+    await outbox([attempt(1), attempt(2)]);
     await expect.poll(async () => (await writes("error")) - errorsBefore).toBeGreaterThanOrEqual(2);
     expect(writer.available()).toBe(false);
-    expect(await producer.xlen(archiveOutboxKey(prefix))).toBe(3);
+    expect(await producer.xlen(archiveOutboxKey(prefix))).toBe(4);
     // Said once, with Postgres's own words.
     const said = lines.filter((line) => String(line.msg).startsWith("archive unavailable"));
     expect(said.map((line) => typeof (line.err as { message?: unknown } | undefined)?.message)).toEqual(["string"]);
@@ -355,6 +358,8 @@ describe("archive writer: what each record becomes", () => {
     // records idle for 30 s (create-archive-writer.ts), which would rescue them too, later.
     await expect.poll(async () => producer.xlen(archiveOutboxKey(prefix)), { timeout: 25_000 }).toBe(0);
     expect(await db.query("SELECT 1 FROM events WHERE id = ANY($1)", [events.map((event) => event.id)])).toHaveLength(3);
+    expect(await db.query("SELECT 1 FROM attempts WHERE event_id = $1", [first.id])).toHaveLength(2);
+    expect(await db.query("SELECT 1 FROM attempts WHERE event_id = $1", [first.id])).toHaveLength(2);
     expect(writer.available()).toBe(true);
     expect(lines.filter((line) => line.msg === "archive available again: writing what waited in the outbox")).toHaveLength(1);
     expect((await writes("poison")) - poisonBefore).toBe(0);
@@ -514,6 +519,38 @@ describe("archive writer: what each record becomes", () => {
       // Within the hold and a blocking read, not at the 30 s after which XAUTOCLAIM would take it back from itself.
       await expect.poll(async () => producer.xlen(archiveOutboxKey(prefix)), { timeout: 10_000 }).toBe(0);
       expect(await keptInRow(event.id)).toBeNull();
+    });
+
+    it("when one outbox entry holds attempts of an event kept back and of one archived before, then the entry stays until the kept one is written, and a writer stopped in between leaves both to the next, each archived once", async () => {
+      const { prefix, producer, outbox, writer } = await outboxAndWriter({ holdMs: 60_000 });
+      const before = userEvent();
+      const kept = userEvent();
+      const receivedAt = Date.now() - 1000;
+      await outbox([{ kind: "event", event: before, origin: "webhook", receivedAt, routes: ["crm"] }, delivered(before.id, receivedAt, "crm", receivedAt + 10)]);
+      await expect.poll(async () => keptInRow(before.id)).toBe("crm:10:200");
+      await outbox([{ kind: "event", event: kept, origin: "webhook", receivedAt, routes: ["crm", "erp"] }]);
+      // One entry (one call's attempts): a retry of the archived event, and the kept event's first delivery (it still awaits erp).
+      const retry: AttemptRecord = { kind: "attempt", eventId: before.id, receivedAt, route: "crm", key: `${before.id}:2`, at: receivedAt + 20, status: 503, error: "the route answered 503", outcome: "retry" };
+      await outbox([retry, delivered(kept.id, receivedAt, "crm", receivedAt + 30)]);
+      expect(await producer.xlen(archiveOutboxKey(prefix))).toBe(2);
+      await expect.poll(async () => rowsOfAttempts(before.id)).toBe(1);
+      // The retry is written; its entry stays, with the delivery kept back in it.
+      expect(await producer.xlen(archiveOutboxKey(prefix))).toBe(2);
+
+      // Stopped (a crash or a restart): the next writer of this consumer reads its pending entries again.
+      await writer.close();
+      const duplicateBefore = await writes("duplicate");
+      const redis: RedisClient = createRedis(inject("redisUrl"), "worker", "test-archive-next-writer");
+      const next = createArchiveWriter({ redis, pool, queuePrefix: prefix, logger: capturedLogger("info").logger, retentionDays: 30, holdMs: 60_000 });
+      undo.push(async () => {
+        const closed = next.close();
+        redis.disconnect();
+        await closed;
+      });
+      await expect.poll(async () => producer.xlen(archiveOutboxKey(prefix)), { timeout: 10_000 }).toBe(0);
+      expect(await keptInRow(kept.id)).toBe("crm:30:200");
+      expect(await rowsOfAttempts(before.id)).toBe(1);
+      expect((await writes("duplicate")) - duplicateBefore).toBe(1);
     });
 
     it("when two writers on one outbox keep events back for their deliveries, then every event and every delivery is archived once, whichever writer took it", async () => {

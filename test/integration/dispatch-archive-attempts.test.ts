@@ -1,6 +1,6 @@
 import { afterEach, beforeAll, afterAll, describe, expect, inject, it } from "vitest";
 import { archiveOutboxKey, createArchiveOutbox } from "../../src/archive/archive-outbox.js";
-import { parseArchiveRecord, type AttemptRecord } from "../../src/archive/archive-record.js";
+import { parseOutboxEntry, type AttemptRecord } from "../../src/archive/archive-record.js";
 import { createFreshnessRecorder } from "../../src/freshness/create-freshness-recorder.js";
 import { freshnessMinuteKey } from "../../src/freshness/freshness-keys.js";
 import { replayDeliveries } from "../../src/metrics/archive-metrics.js";
@@ -34,7 +34,7 @@ describe("dispatch: each attempt recorded in the archive", () => {
   const attemptsOf = async (eventId: string): Promise<AttemptRecord[]> => {
     const entries = await redis.xrange(archiveOutboxKey(harness!.prefix), "-", "+");
     return entries
-      .map(([, fields]) => parseArchiveRecord(fields[1]))
+      .flatMap(([, fields]) => parseOutboxEntry(fields))
       .filter((record): record is AttemptRecord => "kind" in record && record.kind === "attempt" && record.eventId === eventId);
   };
   /** A dispatcher whose attempts go to the archive's outbox, as the service wires it with ARCHIVE=on (service/create-delivery.ts). */

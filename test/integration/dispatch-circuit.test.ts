@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, inject, it } from "vitest";
 import { archiveOutboxKey, createArchiveOutbox } from "../../src/archive/archive-outbox.js";
-import { parseArchiveRecord, type AttemptRecord } from "../../src/archive/archive-record.js";
+import { parseOutboxEntry, type AttemptRecord } from "../../src/archive/archive-record.js";
 import { dispatchTotal } from "../../src/metrics/registry.js";
 import { jobIdFor } from "../../src/queue/job-id.js";
 import { closeRedis, createRedis, untilReady } from "../../src/redis/redis-connection.js";
@@ -68,7 +68,7 @@ describe("dispatch: a route's circuit", () => {
       expect(await counted("flaky", "retry")).toBe(retriesBefore + failures);
       const attempts = async () =>
         (await redis.xrange(archiveOutboxKey(harness!.prefix), "-", "+"))
-          .map(([, fields]) => parseArchiveRecord(fields[1]))
+          .flatMap(([, fields]) => parseOutboxEntry(fields))
           .filter((record): record is AttemptRecord => "kind" in record && record.kind === "attempt");
       await expect.poll(async () => (await attempts()).length).toBe(failures + events.length);
       const outcomes = (await attempts()).map((attempt) => attempt.outcome);

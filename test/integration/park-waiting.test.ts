@@ -1,6 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { afterEach, describe, expect, inject, it } from "vitest";
-import type { AttemptRecord } from "../../src/archive/archive-record.js";
+import { parseOutboxEntry, type AttemptRecord } from "../../src/archive/archive-record.js";
 import { archiveOutboxKey, createArchiveOutbox } from "../../src/archive/archive-outbox.js";
 import { latePriority, reconcilePriority, type DeliveryJobData } from "../../src/queue/delivery-job.js";
 import { createDeliveryQueues, type DeliveryQueues } from "../../src/queue/delivery-queues.js";
@@ -42,7 +42,7 @@ describe("parking a route's waiting events", () => {
 
   /** The outbox's records, in order. */
   async function outboxRecords(client: RedisClient, prefix: string): Promise<AttemptRecord[]> {
-    return (await client.xrange(archiveOutboxKey(prefix), "-", "+")).map(([, fields]) => JSON.parse(fields[1]!) as AttemptRecord);
+    return (await client.xrange(archiveOutboxKey(prefix), "-", "+")).flatMap(([, fields]) => parseOutboxEntry(fields) as AttemptRecord[]);
   }
 
   function jobData(timeMs: number | undefined, receivedAt: number, extra: Partial<DeliveryJobData> = {}): DeliveryJobData {
