@@ -1,5 +1,7 @@
+import { Redis } from "ioredis";
 import { describe, expect, it } from "vitest";
 import { startEmulator } from "../../src/emulator/start-emulator.js";
+import { sweepKey } from "../../src/queue/queue-names.js";
 import { startFaultProxy } from "../chaos/start-fault-proxy.js";
 import { startFrontDoor } from "../helpers/start-front-door.js";
 import { startServiceProcess } from "../helpers/start-service-process.js";
@@ -39,6 +41,12 @@ describe("sweep under faults", () => {
     });
     await first.kill();
     door.shut();
+    // The killed sweeper's lease lapses within 5 s (its least, at a 1 s interval). The second
+    // process is started once it has: one started while it is held tries again at its next
+    // tick, 15 s later at the hour's interval below, a wait that would prove nothing more.
+    const redis = new Redis(env.REDIS_URL!);
+    cleanup.push(async () => void redis.disconnect());
+    await until("the killed sweeper's lease lapsed", async () => (await redis.exists(sweepKey(env.QUEUE_PREFIX!, "lease"))) === 0);
 
     // One sweep only in the second process (its interval an hour; the first sweep runs at
     // its start): the calls counted below are that sweep's, however long a loaded machine

@@ -76,7 +76,11 @@ describe("pulling with worker processes that die", () => {
     redisDoor.open(redis.url);
     const redisUrl = `redis://127.0.0.1:${redisDoor.port}`;
     const { emulator, sink } = await setUp({});
-    const env = serviceProcessEnv({ ...pullEnv(emulator, sink.url), REDIS_URL: redisUrl });
+    // A delivery in flight when its worker is killed, or whose lock is lost while Redis is
+    // away, goes back to the queue once its lock lapses: within twice DISPATCH_LOCK_DURATION_MS,
+    // a minute at the default 30 s. 5 s keeps that wait short and is still far longer than
+    // any delivery to this sink, so a lock is never taken from a worker still delivering.
+    const env = serviceProcessEnv({ ...pullEnv(emulator, sink.url), REDIS_URL: redisUrl, DISPATCH_LOCK_DURATION_MS: "5000" });
     const prefix = env.QUEUE_PREFIX!;
     const offsets: string[] = [];
     const ids: string[] = [];
