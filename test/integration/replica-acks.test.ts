@@ -25,7 +25,10 @@ describe("REDIS_MIN_REPLICAS: a 202 only once replicas hold the write", () => {
   const cleanup = useCleanup("all");
 
   beforeAll(async () => {
-    primary = await startRedisServer({ dir: await mkdtemp(join(tmpdir(), "sk-primary-")), appendOnly: false });
+    // A replica's first full sync starts at once: Redis 7 otherwise waits 5 s
+    // (repl-diskless-sync-delay) for more replicas to share the transfer, before each
+    // replica here goes online.
+    primary = await startRedisServer({ dir: await mkdtemp(join(tmpdir(), "sk-primary-")), appendOnly: false, extraArgs: ["--repl-diskless-sync-delay", "0"] });
     cleanup.push(() => primary.stop());
     replica = await startRedisServer({ dir: await mkdtemp(join(tmpdir(), "sk-replica-")), appendOnly: false, extraArgs: ["--replicaof", "127.0.0.1", String(primary.port)] });
     cleanup.push(() => replica.stop());
