@@ -38,14 +38,17 @@ export interface Service {
  */
 export async function startService(given: Config, logger: Logger, role: Role): Promise<Service> {
   const routes = await loadServiceRoutes(given, logger);
-  const auth = role === "worker" ? undefined : await resolveWebhookAuth(given);
+  // Ports first: one in use stops the start before anything in Redis or DATA_DIR changes
+  // (no credentials or admin token generated for a service that never ran).
+  const ports = await bindPorts(given.env, role !== "worker");
+  const { auth, adminToken } = await resolveSecrets(given, role).catch(async (error: unknown) => {
+    await ports.release();
+    throw error;
+  });
   // Every part reads the admin token from ADMIN_TOKEN: the generated one takes its place when unset.
-  const adminToken = await resolveAdminToken(given.env);
   const config: Config = { ...given, env: { ...given.env, ADMIN_TOKEN: adminToken.token } };
   const { env } = config;
   reportRotation(config, auth, logger);
-  // Ports first: one in use stops the start before anything in Redis changes.
-  const ports = await bindPorts(env, auth !== undefined);
   // Served at GET /admin/config once the ports are bound; nothing is published before (a
   // start that fails changes nothing commands see).
   const serviceConfig = describeServiceConfig(config, routes, role);
@@ -95,4 +98,10 @@ export async function startService(given: Config, logger: Logger, role: Role): P
       upgrade.hurry();
     },
   };
+}
+
+/** The webhook credentials (none for a worker) and the admin token, each generated into DATA_DIR once when unset. */
+async function resolveSecrets(given: Config, role: Role) {
+  const auth = role === "worker" ? undefined : await resolveWebhookAuth(given);
+  return { auth, adminToken: await resolveAdminToken(given.env) };
 }

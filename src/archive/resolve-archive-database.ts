@@ -49,7 +49,12 @@ export async function resolveArchiveDatabase(config: Config, logger: Logger, who
   }
   await ensureDatabase(dir);
   // The leases live in the process's own Redis (its lease on an embedded one is the caller's).
-  const use: EmbeddedRedisUse = await joinEmbeddedRedis(redisUrl, `${who} (archive)`, logger, undefined, { usersKey: "streamkeeper:embedded-postgres:users", stop });
+  const use: EmbeddedRedisUse = await joinEmbeddedRedis(redisUrl, `${who} (archive)`, logger, undefined, { usersKey: "streamkeeper:embedded-postgres:users", stop }).catch(async (error: unknown) => {
+    // No lease (Redis unreachable): no process would ever be the last one out of a server
+    // started here, so it stops now rather than outlive the service that gave up on it.
+    if (started) await stop();
+    throw error;
+  });
   if (!started) logger.info({ dir, users: use.others }, use.others > 0 ? "reusing the embedded Postgres already running in DATA_DIR" : "adopted the embedded Postgres left running in DATA_DIR; it stops when the last process using it does");
   // Every process using it watches it; one restarts it when it dies (README.md, The archive).
   const keeper = keepEmbeddedPostgres({ dir, dataDir, logger, answers: () => answers(dir) });

@@ -9,7 +9,9 @@ export function ourWords(issue: z.core.$ZodRawIssue): string | undefined {
   switch (issue.code) {
     case "invalid_type":
       if (issue.input === undefined) return "is required";
-      if (Array.isArray(issue.input) && issue.expected !== "array") return "must be given once";
+      // A list where one value was expected: a query parameter given twice (?id=a&id=b), or
+      // a JSON list sent where an object goes (a request body, a route of ROUTES_FILE).
+      if (Array.isArray(issue.input) && issue.expected !== "array") return issue.expected === "object" ? "must be a JSON object, not a list" : "must be given once";
       return expectedAs[issue.expected] ?? `must be ${issue.expected}`;
     case "invalid_value":
       return `must be one of ${issue.values.map((value) => String(value)).join(", ")}`;

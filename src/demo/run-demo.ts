@@ -34,14 +34,14 @@ export async function runDemo({ keepRunning, redisUrl, say }: DemoOptions): Prom
     cleanup.unshift(() => emulator.close());
     say(`1. tenant emulator listening on ${emulator.url}`);
 
-    const sink = await startDemoSink((delivery) => say(`   downstream received ${delivery.eventId} (${delivery.type}, origin ${delivery.origin})`));
+    const sink = await startDemoSink((delivery) => say(`   downstream received ${delivery.eventId} (${delivery.type}, origin ${delivery.origin}, route ${delivery.route})`));
     cleanup.unshift(() => sink.close());
     say(`2. sample downstream listening on ${sink.url}`);
 
     // Two routes on the one downstream: `default` gets every event; `audit` the user events
     // but never the tenant's test events (testEvents: drop, step 13).
     const routesFile = join(dataDir, "routes.yaml");
-    await writeFile(routesFile, `routes:\n  - name: default\n    match: ["*"]\n    url: ${sink.url}\n  - name: audit\n    match: ["user.*"]\n    url: ${sink.url}\n    testEvents: drop\n`);
+    await writeFile(routesFile, `routes:\n  - name: default\n    match: ["*"]\n    url: ${sink.routeUrl("default")}\n  - name: audit\n    match: ["user.*"]\n    url: ${sink.routeUrl("audit")}\n    testEvents: drop\n`);
     const secret = () => randomBytes(18).toString("base64url");
     const webhook = { username: "tenant", password: secret() };
     const adminToken = secret();
@@ -114,7 +114,7 @@ export async function runDemo({ keepRunning, redisUrl, say }: DemoOptions): Prom
     const pulled = await until(() => sink.received.find((delivery) => delivery.eventId === unpushed), 30_000);
     say(`    ${unpushed} arrived by the pull of the tenant's event log (PULL=on; origin ${pulled.origin}); streamkeeper pull status shows where it stands`);
     const ok = swept && pulled.origin === "pull";
-    say(`10. ${ok ? "done" : "NOT as expected"}: the event that failed at the tenant was recovered and delivered once (origin ${recovered[0]?.origin}), the one never pushed was pulled; the downstream has ${sink.received.length} events`);
+    say(`10. ${ok ? "done" : "NOT as expected"}: the event that failed at the tenant was recovered and delivered once (origin ${recovered[0]?.origin}), the one never pushed was pulled; the downstream had ${sink.received.length} deliveries (each user event once per route: default and audit)`);
     const archived = await showArchive({ adminUrl: service.adminUrl, admin, user: ada, since: startedAt, say });
     const tested = await showTestEvent({ emulator, streamId: good, adminUrl: service.adminUrl, admin, sink, say });
     say(`   metrics:   ${service.adminUrl}/metrics`);

@@ -52,6 +52,8 @@ export function createAdminApp(deps: AdminDeps) {
   app.use((req, res) => sendProblem(res, 404, `no route for ${req.method} ${req.path}`));
   app.use((error: unknown, req: Request, res: Response, _next: NextFunction) => {
     if (sendErrorProblem(res, error)) return;
+    // The router's own 400: a path parameter that does not percent-decode (an id with a bare %).
+    if (error instanceof URIError) return sendProblem(res, 400, "the path is not valid percent-encoding: encode each id in it as UTF-8 (encodeURIComponent), a % itself as %25");
     const unreadable = unreadableBody(error);
     if (unreadable) return sendProblem(res, unreadable.status, unreadable.detail);
     deps.logger.error({ err: error, path: req.path }, "admin request failed");

@@ -48,7 +48,7 @@ const searchQuery = z.strictObject({
 /** The first problem of a zod parse, as one line that names the field. */
 export function firstIssue(error: z.ZodError): string {
   const issue = error.issues[0]!;
-  const field = issue.path.join(".");
+  const field = issue.path.join(".") || "body";
   return issue.code === "unrecognized_keys" ? `unknown parameter ${issue.keys.join(", ")}` : `${field}: ${issue.message}`;
 }
 

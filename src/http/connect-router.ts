@@ -15,7 +15,7 @@ export function createConnectRouter(connector: StreamConnector): Router {
     const parsed = requestBody.safeParse(req.body ?? {});
     if (!parsed.success) {
       const issue = parsed.error.issues[0]!;
-      return sendProblem(res, 400, issue.code === "unrecognized_keys" ? `unknown field ${issue.keys.join(", ")}; the only field is publicUrl` : `publicUrl ${issue.message}`);
+      return sendProblem(res, 400, issue.code === "unrecognized_keys" ? `unknown field ${issue.keys.join(", ")}; the only field is publicUrl` : `${issue.path.length > 0 ? "publicUrl" : "body:"} ${issue.message}`);
     }
     // A refused connect (ConnectStreamError) or the tenant's answer carries its status to the admin app's error handler.
     res.json(await connector.connect(req.params.streamId as string, parsed.data.publicUrl));

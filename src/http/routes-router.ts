@@ -95,7 +95,7 @@ export function createRoutesRouter(deps: RoutesRouterDeps): Router {
     if (!parsed.success) return sendProblem(res, 400, `send {"to":"<route>"}, a configured route (${configuredNames()})`);
     const { to } = parsed.data;
     if (!names.includes(to)) return sendProblem(res, 404, `no configured route ${to}: the routes are ${configuredNames()}`);
-    if (!(await deps.orphans.find()).includes(name)) return sendProblem(res, 404, `no removed route ${name} has events waiting (see GET /admin/routes)`);
+    if (!(await deps.orphans.find()).includes(name)) return sendProblem(res, 404, `no removed route ${name} has events waiting: streamkeeper routes list (GET /admin/routes) shows the removed routes that do`);
     const moved = await deps.orphans.move(name, deps.queues.forRoute(to));
     deps.forget(name);
     res.json({ moved, from: name, to });
@@ -104,7 +104,7 @@ export function createRoutesRouter(deps: RoutesRouterDeps): Router {
   router.delete("/routes/:name", async (req, res) => {
     const name = req.params.name as string;
     if (names.includes(name)) return sendProblem(res, 409, `route ${name} is configured: remove it from ROUTES_FILE (or DOWNSTREAM_URL) and restart first; its events then wait, and can be dropped`);
-    if (!(await deps.orphans.find()).includes(name)) return sendProblem(res, 404, `no removed route ${name} has events waiting (see GET /admin/routes)`);
+    if (!(await deps.orphans.find()).includes(name)) return sendProblem(res, 404, `no removed route ${name} has events waiting: streamkeeper routes list (GET /admin/routes) shows the removed routes that do`);
     const dropped = await deps.orphans.drop(name);
     deps.forget(name);
     res.json({ dropped, route: name });

@@ -47,4 +47,21 @@ describe("admin API: cross-site writes and unreadable bodies", () => {
     expect(huge.status).toBe(413);
     expect(((await huge.json()) as { detail: string }).detail).toMatch(/^the request body is over the admin API's 2 MB limit: send fewer items per request/);
   });
+
+  it("when a path does not percent-decode, then the answer says so, not that the body could not be read", async () => {
+    const answer = await fetch(`${service.adminUrl}/admin/events/evt_%E0%A4%A`, { headers: { authorization: login } });
+    expect(answer.status).toBe(400);
+    expect(((await answer.json()) as { detail: string }).detail).toBe("the path is not valid percent-encoding: encode each id in it as UTF-8 (encodeURIComponent), a % itself as %25");
+  });
+
+  it("when a write's body is a JSON list rather than an object, then the answer names the body and says to send an object, on every write that takes one", async () => {
+    const json = { "content-type": "application/json" };
+    // POST /admin/replays and /admin/routes/:name/park, with the archive on: archive-search.test.ts.
+    const writes = ["/admin/reconcile", "/admin/sweep/window", "/admin/streams/est_38ANnv8pQhqsZrX2VFbftv/connect"];
+    for (const path of writes) {
+      const answer = await post(path, json, JSON.stringify([{ route: "default" }]));
+      expect(answer.status, path).toBe(400);
+      expect(((await answer.json()) as { detail: string }).detail, path).toMatch(/^body:? must be a JSON object, not a list/);
+    }
+  });
 });

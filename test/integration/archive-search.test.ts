@@ -128,6 +128,12 @@ describe("archive: search, timeline and erasure", () => {
       expect(answer.status, query).toBe(200);
       expect(((await answer.json()) as { events: unknown[] }).events, query).toEqual([]);
     }
+    // A replay or a park asked with a JSON list instead of an object names the body, not a nameless field.
+    for (const path of ["/admin/replays", "/admin/routes/default/park"]) {
+      const listed = await admin(path, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify([{ route: "default", since: "1h" }]) });
+      expect(listed.status, path).toBe(400);
+      expect(((await listed.json()) as { detail: string }).detail, path).toMatch(/^body: must be a JSON object, not a list/);
+    }
     const erase = await admin("/admin/entities/%00", { method: "DELETE" });
     expect(erase.status).toBe(200);
     expect(await erase.json()).toMatchObject({ entity: "\0", erased: 0 });

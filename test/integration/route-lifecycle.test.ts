@@ -61,6 +61,10 @@ describe("a route renamed while events wait for it", () => {
     expect(configured.code).toBe(2);
     expect(configured.stderr).toMatch(/^error: route main is configured/);
     expect((await runCli(["routes", "drop", "default"], env)).code).toBe(2);
+    // A route with nothing waiting is named, with the command that lists those that have.
+    const unknown = await runCli(["routes", "move", "nosuch", "main"], env);
+    expect(unknown.code).toBe(2);
+    expect(unknown.stderr).toMatch(/^error: no removed route nosuch has events waiting: streamkeeper routes list/);
 
     const moved = await runCli(["routes", "move", "default", "main"], env);
     expect([moved.code, moved.stdout, moved.stderr]).toEqual([0, "moved 3 event(s) from default to main\n", ""]);

@@ -1,4 +1,4 @@
-import { mkdtemp } from "node:fs/promises";
+import { mkdtemp, readdir, rm } from "node:fs/promises";
 import { createServer, type AddressInfo, type Server } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -49,5 +49,18 @@ describe("a start that fails half-way", () => {
       if (clients.length === 0) break;
     }
     expect(clients).toEqual([]);
+  });
+
+  it("when PORT is taken on a DATA_DIR no service ran on, then the start writes no admin token or webhook credentials there", async () => {
+    const dataDir = await mkdtemp(join(tmpdir(), "sk-abandon-data-"));
+    try {
+      const port = (taken.address() as AddressInfo).port;
+      // Empty is unset: the start would generate both.
+      const started = startTestService({ REDIS_URL: server.url, DATA_DIR: dataDir, PORT: String(port), HOST: "127.0.0.1", WEBHOOK_USERNAME: "", WEBHOOK_PASSWORD: "" });
+      await expect(started).rejects.toThrow(`PORT ${port} is already in use`);
+      expect(await readdir(dataDir)).toEqual([]);
+    } finally {
+      await rm(dataDir, { recursive: true, force: true });
+    }
   });
 });
