@@ -2,6 +2,7 @@ import type { Config } from "./config/config.js";
 import type { Logger } from "./logging/logger.js";
 import { startArchive } from "./archive/start-archive.js";
 import { reportRotation } from "./credentials/report-rotation.js";
+import { resolveSecrets } from "./credentials/resolve-secrets.js";
 import { reportWhatIsOff } from "./service-config/report-what-is-off.js";
 import { describeServiceConfig, serviceLabel } from "./service-config/service-config.js";
 import { bindPorts } from "./service/bind-ports.js";
@@ -17,8 +18,6 @@ import { loadServiceRoutes } from "./service/load-service-routes.js";
 import type { Role } from "./service/role.js";
 import { startTracing } from "./telemetry/start-tracing.js";
 import { createUpgrade } from "./upgrade/create-upgrade.js";
-import { resolveWebhookAuth } from "./credentials/webhook-credentials.js";
-import { resolveAdminToken } from "./credentials/admin-token.js";
 
 export type { Role } from "./service/role.js";
 
@@ -41,10 +40,7 @@ export async function startService(given: Config, logger: Logger, role: Role): P
   // Ports first: one in use stops the start before anything in Redis or DATA_DIR changes
   // (no credentials or admin token generated for a service that never ran).
   const ports = await bindPorts(given.env, role !== "worker");
-  const { auth, adminToken } = await resolveSecrets(given, role).catch(async (error: unknown) => {
-    await ports.release();
-    throw error;
-  });
+  const { auth, adminToken } = await resolveSecrets(given, role !== "worker").catch((error: unknown) => ports.release().then(() => Promise.reject(error)));
   // Every part reads the admin token from ADMIN_TOKEN: the generated one takes its place when unset.
   const config: Config = { ...given, env: { ...given.env, ADMIN_TOKEN: adminToken.token } };
   const { env } = config;
@@ -98,10 +94,4 @@ export async function startService(given: Config, logger: Logger, role: Role): P
       upgrade.hurry();
     },
   };
-}
-
-/** The webhook credentials (none for a worker) and the admin token, each generated into DATA_DIR once when unset. */
-async function resolveSecrets(given: Config, role: Role) {
-  const auth = role === "worker" ? undefined : await resolveWebhookAuth(given);
-  return { auth, adminToken: await resolveAdminToken(given.env) };
 }
