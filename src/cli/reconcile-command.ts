@@ -50,7 +50,7 @@ function oneStream(streams: string[] | undefined): string | undefined {
 
 async function reconcile(args: string[], options: Omit<ReconcileOptions, "stream"> & { stream?: string }): Promise<number> {
   const eventIds = [...new Set([...args, ...(options.file === undefined ? [] : await idsFromFile(options.file))])];
-  if (eventIds.length === 0) throw new CliError("give at least one event id, as arguments or with --file <path> (one id per line)", 2);
+  if (eventIds.length === 0) throw new CliError("give at least one event id, as arguments or with --file <path> (one id per line), or a window with --since <when> (e.g. --since 1h)", 2);
   const streamProblem = options.stream === undefined ? undefined : streamIdProblem(options.stream);
   if (streamProblem) throw new CliError(`--stream ${streamProblem}`, 2);
   const env = loadClientConfig();

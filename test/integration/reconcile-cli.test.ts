@@ -203,7 +203,7 @@ describe("streamkeeper reconcile", () => {
 
   it("when no id is given or the file cannot be read, then exit 2 with one error line saying what to change", async () => {
     const none = await cli(["reconcile"]);
-    expect(none).toMatchObject({ code: 2, stdout: "", stderr: "error: give at least one event id, as arguments or with --file <path> (one id per line)\n" });
+    expect(none).toMatchObject({ code: 2, stdout: "", stderr: "error: give at least one event id, as arguments or with --file <path> (one id per line), or a window with --since <when> (e.g. --since 1h)\n" });
     const missing = await cli(["reconcile", "--file", join(dataDir, "nope.txt")]);
     expect(missing.code).toBe(2);
     expect(missing.stderr).toMatch(/^error: --file .*nope\.txt: cannot read it \(ENOENT\); check the path\n$/);
