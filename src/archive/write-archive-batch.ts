@@ -26,9 +26,10 @@ export async function writeArchiveBatch(pool: pg.Pool, given: Array<ArchiveRecor
   const folded = firstDeliveries(records);
   const deliveredOf = new Map<string, string[]>();
   for (const [attempt, entry] of folded) {
-    const entries = deliveredOf.get(arrivalKeyOf(attempt));
+    const key = arrivalKeyOf(attempt);
+    const entries = deliveredOf.get(key);
     if (entries) entries.push(entry);
-    else deliveredOf.set(arrivalKeyOf(attempt), [entry]);
+    else deliveredOf.set(key, [entry]);
   }
   const events = records.flatMap((record) =>
     record.kind !== "event"
